@@ -1,0 +1,84 @@
+/* waferc — diagnostics: located user errors and internal assertions.
+ *
+ * Two channels (STYLE.md §5):
+ *   - user errors carry a location and are counted; the tool exits with a documented code;
+ *       wf_error(loc, "unknown op '%s'", name);   ->  model.wir:12:7: error: unknown op 'foo'
+ *   - internal bugs use WF_ASSERT / WF_UNREACHABLE, print file:line and abort().
+ */
+#ifndef WAFERC_DIAG_H
+#define WAFERC_DIAG_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exit codes shared by every waferc tool (documented in README.md and docs/exit-codes.md). */
+enum {
+  WF_EXIT_OK = 0,          /* success */
+  WF_EXIT_INPUT = 1,       /* bad input: malformed file, verifier failure, corrupt plan */
+  WF_EXIT_USAGE = 2,       /* bad command line */
+  WF_EXIT_UNSUPPORTED = 3, /* valid input using something waferc does not support yet */
+  WF_EXIT_NOFIT = 4,       /* does not fit the target: SRAM, mesh, colors */
+  WF_EXIT_RUNTIME = 5,     /* simulation failed: deadlock, SRAM overflow at run time */
+  WF_EXIT_IO = 6,          /* cannot read or write a file or directory */
+  /* internal errors abort(): the shell reports 134 (SIGABRT) */
+};
+
+/* A source location. `file` is interned by wf_loc_file() and lives for the process. */
+typedef struct wf_loc {
+  const char *file; /* NULL = unknown location */
+  uint32_t line;    /* 1-based; 0 = unknown */
+  uint32_t col;     /* 1-based; 0 = unknown */
+} wf_loc;
+
+#define WF_LOC_NONE ((wf_loc){NULL, 0, 0})
+
+/* Interns a file name for use in wf_loc (process lifetime, never freed). */
+const char *wf_loc_file(const char *path);
+static inline wf_loc wf_loc_make(const char *file, uint32_t line, uint32_t col) {
+  wf_loc l = {wf_loc_file(file), line, col};
+  return l;
+}
+
+typedef enum wf_severity { WF_SEV_ERROR, WF_SEV_WARNING, WF_SEV_NOTE } wf_severity;
+
+/* Diagnostics go to a sink (stderr by default). Tests may redirect them. */
+typedef void (*wf_diag_sink)(wf_severity sev, wf_loc loc, const char *msg, void *user);
+void wf_diag_set_sink(wf_diag_sink sink, void *user); /* NULL restores stderr */
+
+void wf_error(wf_loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void wf_warning(wf_loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void wf_note(wf_loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void wf_verror(wf_severity sev, wf_loc loc, const char *fmt, va_list ap);
+/* Error without a source location, prefixed by a context such as a file or tool name:
+ *   wf_error_at("plan/manifest.json", "missing key 'mesh'")  ->  plan/manifest.json: error: ... */
+void wf_error_at(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+unsigned wf_diag_error_count(void);
+void wf_diag_reset(void);
+/* Name printed before messages that have no location at all (e.g. "waferc"). */
+void wf_diag_set_program(const char *name);
+
+/* Internal invariants. Never for user input. */
+_Noreturn void wf_internal_error(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define WF_ASSERT(cond)                                                                  \
+  do {                                                                                   \
+    if (!(cond)) wf_internal_error(__FILE__, __LINE__, "assertion failed: %s", #cond);   \
+  } while (0)
+#define WF_UNREACHABLE(msg) wf_internal_error(__FILE__, __LINE__, "unreachable: %s", msg)
+
+/* Progress lines on a terminal only (stderr is a tty and not quiet). */
+int wf_progress_enabled(void);
+void wf_progress_set_quiet(int quiet);
+void wf_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void wf_progress_done(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

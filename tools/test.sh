@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the test suite (everything except the label "long").
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$here/tools/setup.sh"
+cd "$here"
+ctest --test-dir build --output-on-failure -j"$(nproc)" -LE long "$@"
