@@ -50,6 +50,7 @@ static const char *sev_name(wf_severity s) {
 static void emit(wf_severity sev, wf_loc loc, const char *where, const char *msg) {
   if (sev == WF_SEV_ERROR) g_errors++;
   if (g_sink) {
+    if (!loc.file && where) loc.file = wf_loc_file(where); /* the sink sees which file it was */
     g_sink(sev, loc, msg, g_sink_user);
     return;
   }

@@ -45,7 +45,7 @@ typedef struct wf_pass_info {
   int n_options;
   const char *const *stats; /* statistic names, kebab-case */
   int n_stats;
-  int (*run)(wf_module *m, wf_pass_ctx *ctx); /* 0 = success */
+  int (*run)(wf_module *m, wf_pass_ctx *ctx); /* 0 = success; a WF_EXIT_* code is passed on */
 } wf_pass_info;
 
 /* Inside a pass. Option getters return the pipeline's value or the option's default. */

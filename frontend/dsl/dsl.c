@@ -1,0 +1,83 @@
+/* waferc — entry points of the DSL front end: wf_parse_file and wf_parse_string (ir.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl_internal.h"
+
+static wf_module *parse(const char *text, size_t len, const char *name, const char *base_dir) {
+  wf_dsl_state s;
+  memset(&s, 0, sizeof s);
+  s.file = wf_loc_file(name);
+  if (len > INT_MAX) {
+    wf_error_at(name, "input too large (%zu bytes)", len);
+    return NULL;
+  }
+  s.m = wf_module_new();
+  if (base_dir) wf_module_set_base_dir(s.m, base_dir);
+  s.scratch = wf_arena_new();
+  int rc = wf_dsl_run(&s, text, len);
+  if (rc != 0 && s.errors == 0)
+    wf_dsl_report(&s, wf_dsl_loc(&s, s.line, s.col), "cannot parse the input");
+  free(s.bind);
+  free(s.dims.v);
+  free(s.ldims.v);
+  free(s.types.v);
+  free(s.operands.v);
+  free(s.names.v);
+  free(s.attrs.v);
+  free(s.nums.v);
+  wf_arena_free(s.scratch);
+  if (s.errors) {
+    wf_module_free(s.m);
+    return NULL;
+  }
+  return s.m;
+}
+
+wf_module *wf_parse_string(const char *text, const char *name_for_errors) {
+  WF_ASSERT(text != NULL);
+  return parse(text, strlen(text), name_for_errors ? name_for_errors : "<string>", NULL);
+}
+
+/* The directory part of path ("." when it has none). */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return strdup(".");
+  if (slash == path) return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+wf_module *wf_parse_file(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    wf_error_at(path, "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  WF_ASSERT(buf != NULL);
+  for (;;) {
+    size_t got = fread(buf + len, 1, cap - len, fp);
+    len += got;
+    if (got == 0) break;
+    if (len == cap) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      WF_ASSERT(buf != NULL);
+    }
+  }
+  int failed = ferror(fp);
+  fclose(fp);
+  if (failed) {
+    wf_error_at(path, "cannot read: %s", strerror(errno));
+    free(buf);
+    return NULL;
+  }
+  char *dir = dir_of(path);
+  wf_module *m = parse(buf, len, path, dir);
+  free(dir);
+  free(buf);
+  return m;
+}

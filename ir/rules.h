@@ -1,0 +1,74 @@
+/* Internal: the op families' shape rules, operand checks and cost estimates (ir/rules*.c).
+ *
+ * Each `rule` named in ops.def is a pair of functions:
+ *   int     wf_rule_<rule>(wf_func *f, const wf_op *op, wf_type *out);  // infer + check
+ *   int64_t wf_cost_<rule>(const wf_func *f, const wf_op *op);          // flops
+ * The dispatch table in ir/rules.c is an X-macro over ops.def, so a new op in an existing
+ * family needs no code here; a new family needs one pair. Rules report located errors
+ * (wf_error at op->loc, naming the op) and return nonzero. */
+#ifndef WAFERC_IR_RULES_H
+#define WAFERC_IR_RULES_H
+
+#include "waferc/ir.h"
+
+/* Arithmetic work of one execution of op (multiply-adds count as 2, transcendental
+ * elementwise functions as a handful; data movement is 0). */
+int64_t wf_op_flops(const wf_func *f, const wf_op *op);
+/* Bytes read (operands) plus bytes written (results). */
+int64_t wf_op_bytes(const wf_func *f, const wf_op *op);
+
+#define WF_RULE_DECL(rule)                                                     \
+  int wf_rule_##rule(wf_func *f, const wf_op *op, wf_type *out);               \
+  int64_t wf_cost_##rule(const wf_func *f, const wf_op *op);
+WF_RULE_DECL(matmul)
+WF_RULE_DECL(gemm)
+WF_RULE_DECL(binary)
+WF_RULE_DECL(compare)
+WF_RULE_DECL(where)
+WF_RULE_DECL(unary)
+WF_RULE_DECL(logical)
+WF_RULE_DECL(cast)
+WF_RULE_DECL(same)
+WF_RULE_DECL(norm)
+WF_RULE_DECL(rope)
+WF_RULE_DECL(reduce)
+WF_RULE_DECL(reshape)
+WF_RULE_DECL(transpose)
+WF_RULE_DECL(concat)
+WF_RULE_DECL(slice)
+WF_RULE_DECL(split)
+WF_RULE_DECL(gather)
+WF_RULE_DECL(relayout)
+WF_RULE_DECL(ret)
+#undef WF_RULE_DECL
+
+/* ---- helpers shared by rules, verifier and kernels ------------------------------------- */
+
+/* A type with the given dtype and shape and no layout. */
+wf_type wf_rule_type(wf_dtype dt, int rank, const int64_t *dims);
+/* Type of operand i. */
+const wf_type *wf_rule_in(const wf_func *f, const wf_op *op, int i);
+/* Text of a type as the printer writes it, in a static rotating buffer (4 slots). */
+const char *wf_rule_type_str(const wf_func *f, const wf_type *t);
+
+/* Numpy broadcasting of shapes a and b into out (rank = max); -1 if incompatible. */
+int wf_broadcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *rank_out,
+                       int64_t *out);
+/* Normalises a possibly negative axis for rank; -1 if out of range. */
+int wf_norm_axis(int64_t axis, int rank);
+
+/* Attribute accessors that accept what the parser produces (an INT where a float is wanted,
+ * an empty list of either kind). *n = -1 when the attribute is absent. */
+const int64_t *wf_rule_ints(const wf_func *f, const wf_op *op, const char *name, int *n);
+double wf_rule_float(const wf_func *f, const wf_op *op, const char *name, double dflt);
+int64_t wf_rule_int(const wf_func *f, const wf_op *op, const char *name, int64_t dflt);
+int wf_rule_bool(const wf_func *f, const wf_op *op, const char *name, int dflt);
+
+/* ONNX Slice on one dim: start/end/step as written (step != 0) -> first index and count. */
+void wf_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
+                      int64_t *count);
+
+/* Whether op's unary function is defined on integers (neg, relu) as well as floats. */
+int wf_unary_allows_int(wf_opcode code);
+
+#endif

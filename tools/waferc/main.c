@@ -1,0 +1,332 @@
+/* waferc: compiles a model to a plan directory for waferrun.
+ *
+ *   waferc model.wir -o plan/ --target=wse2 --mesh=64x64
+ *   waferc model.wir --emit=ir --pass-pipeline='canonicalize,dce'
+ *   waferc model.wir --interpret --input x=x.npy --output-dir out/
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/cli.h"
+#include "passes/fsutil.h"
+#include "waferc/backend.h"
+#include "waferc/tensor.h"
+#include "waferc/version.h"
+
+/* The default pipeline; passes not registered in this build (e.g. partition before the
+ * backend lands) are left out. --interpret runs the graph unpartitioned. */
+static const char *const default_passes[] = {"canonicalize", "dce", "partition"};
+
+#define MAX_INPUTS 256
+
+typedef struct options {
+  const char *input, *output, *func, *emit, *output_dir;
+  int interpret;
+  const char *inputs[MAX_INPUTS]; /* NAME=FILE */
+  int n_inputs;
+} options;
+
+static void usage(FILE *out) {
+  fputs("usage: waferc [options] model.wir -o plan/\n"
+        "Compiles a model (.wir text form) for a wafer-scale target and writes a plan directory\n"
+        "for waferrun.\n\n"
+        "  -o DIR                     the plan directory (created, parents too)\n"
+        "  --emit=plan|ir             write a plan (default), or print the final IR (to -o FILE\n"
+        "                             or standard output)\n"
+        "  --func=NAME                the function to compile or interpret (default main)\n"
+        "  --interpret                run the reference interpreter instead of compiling\n"
+        "  --input NAME=FILE.npy      bind argument NAME (repeatable; with --interpret)\n"
+        "  --output-dir DIR           where --interpret writes <result>.npy\n"
+        "  --list-targets             list the target presets\n"
+        "  -q                         no progress lines\n"
+        "  --help, --version\n",
+        out);
+  wf_cli_print_common_help(out);
+  fputs("The default pipeline is canonicalize,dce,partition (without partition for --interpret).\n", out);
+}
+
+static char *default_pipeline(int interpret) {
+  wf_pass_registry *r = wf_pass_registry_global();
+  size_t cap = 1;
+  for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
+  char *s = calloc(1, cap);
+  for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) {
+    if (!wf_pass_lookup(r, default_passes[i])) continue;
+    if (interpret && strcmp(default_passes[i], "partition") == 0) continue;
+    if (*s) strcat(s, ",");
+    strcat(s, default_passes[i]);
+  }
+  return s;
+}
+
+static char *joined_args(int argc, char **argv) {
+  size_t n = 1;
+  for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 1;
+  char *s = calloc(1, n);
+  for (int i = 0; i < argc; i++) {
+    if (i) strcat(s, " ");
+    strcat(s, argv[i]);
+  }
+  return s;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static wf_func *pick_func(wf_module *m, const char *name) {
+  if (name) {
+    wf_func *f = wf_module_find_func(m, name);
+    if (!f) wf_error(WF_LOC_NONE, "no function @%s in the module", name);
+    return f;
+  }
+  wf_func *f = wf_module_find_func(m, "main");
+  if (!f && m->n_funcs) f = m->funcs[0];
+  if (!f) wf_error(WF_LOC_NONE, "the module has no function");
+  return f;
+}
+
+static int is_numeric(const char *s) {
+  if (!*s) return 1;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+static int shape_matches(const wf_tensor *t, const wf_type *ty) {
+  if (t->dtype != ty->dtype || t->rank != ty->rank) return 0;
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] != ty->dims[d]) return 0;
+  return 1;
+}
+
+static void shape_str(char *buf, size_t cap, wf_dtype dt, int rank, const int64_t *dims) {
+  size_t n = (size_t)snprintf(buf, cap, "%s[", wf_dtype_name(dt));
+  for (int d = 0; d < rank && n < cap; d++) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)dims[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+/* Binds --input NAME=FILE to the function's arguments by name. */
+static int bind_inputs(wf_func *f, const options *o, wf_tensor **bound) {
+  wf_module *m = f->module;
+  int rc = WF_EXIT_OK;
+  for (int k = 0; k < o->n_inputs; k++) {
+    const char *eq = strchr(o->inputs[k], '=');
+    if (!eq || eq == o->inputs[k] || !eq[1]) {
+      wf_error(WF_LOC_NONE, "--input expects NAME=FILE.npy, got '%s'", o->inputs[k]);
+      return WF_EXIT_USAGE;
+    }
+    size_t n = (size_t)(eq - o->inputs[k]);
+    int arg = -1;
+    for (int a = 0; a < f->n_args; a++) {
+      const char *name = wf_str(m, wf_value_get(f, f->args[a])->name);
+      if (strlen(name) == n && strncmp(name, o->inputs[k], n) == 0) arg = a;
+    }
+    if (arg < 0) {
+      wf_error(WF_LOC_NONE, "--input '%.*s': function @%s has no argument %%%.*s", (int)n, o->inputs[k],
+               wf_str(m, f->name), (int)n, o->inputs[k]);
+      rc = WF_EXIT_USAGE;
+      continue;
+    }
+    if (bound[arg]) {
+      wf_error(WF_LOC_NONE, "--input '%.*s' is given twice", (int)n, o->inputs[k]);
+      rc = WF_EXIT_USAGE;
+      continue;
+    }
+    wf_tensor *t = wf_npy_read(eq + 1);
+    if (!t) {
+      rc = WF_EXIT_INPUT;
+      continue;
+    }
+    const wf_type *ty = wf_value_type(f, f->args[arg]);
+    if (!shape_matches(t, ty)) {
+      char got[256], want[256];
+      shape_str(got, sizeof got, t->dtype, t->rank, t->dims);
+      shape_str(want, sizeof want, ty->dtype, ty->rank, ty->dims);
+      wf_error(WF_LOC_NONE, "--input '%.*s': %s holds %s but argument %%%.*s is %s", (int)n, o->inputs[k], eq + 1,
+               got, (int)n, o->inputs[k], want);
+      wf_tensor_free(t);
+      rc = WF_EXIT_INPUT;
+      continue;
+    }
+    bound[arg] = t;
+  }
+  for (int a = 0; a < f->n_args; a++)
+    if (!bound[a] && rc == WF_EXIT_OK) {
+      const char *name = wf_str(m, wf_value_get(f, f->args[a])->name);
+      wf_error(WF_LOC_NONE, "missing --input for argument %%%s of @%s", *name ? name : "?", wf_str(m, f->name));
+      rc = WF_EXIT_USAGE;
+    }
+  return rc;
+}
+
+static int interpret(wf_module *m, const options *o) {
+  if (!o->output_dir) {
+    wf_error(WF_LOC_NONE, "--interpret needs --output-dir DIR");
+    return WF_EXIT_USAGE;
+  }
+  wf_func *f = pick_func(m, o->func);
+  if (!f) return WF_EXIT_USAGE;
+  wf_tensor **in = calloc((size_t)f->n_args + 1, sizeof *in);
+  int rc = bind_inputs(f, o, in);
+  wf_tensor **out = calloc((size_t)f->n_results + 1, sizeof *out);
+  int n_out = 0;
+  if (rc == WF_EXIT_OK && wf_interpret(m, wf_str(m, f->name), f->n_args, in, out, f->n_results, &n_out) != 0)
+    rc = WF_EXIT_INPUT;
+  if (rc == WF_EXIT_OK && wf_mkdir_p(o->output_dir) != 0) rc = WF_EXIT_IO;
+  const wf_op *ret = wf_func_return(f);
+  for (int i = 0; rc == WF_EXIT_OK && i < n_out; i++) {
+    /* A result is named after the value returned, when that has a real name and no earlier
+     * result took it. */
+    char name[300];
+    const char *vname = ret && i < ret->n_operands ? wf_str(m, wf_value_get(f, ret->operands[i])->name) : "";
+    int taken = 0;
+    for (int j = 0; j < i && ret; j++) taken |= ret->operands[j] == ret->operands[i];
+    if (!is_numeric(vname) && !taken && !strchr(vname, '/')) snprintf(name, sizeof name, "%s.npy", vname);
+    else snprintf(name, sizeof name, "output_%d.npy", i);
+    char *path = wf_path_join(o->output_dir, name);
+    if (wf_npy_write(path, out[i]) != 0) rc = WF_EXIT_IO;
+    free(path);
+  }
+  for (int i = 0; i < f->n_args; i++) wf_tensor_free(in[i]);
+  for (int i = 0; i < n_out; i++) wf_tensor_free(out[i]);
+  free(in);
+  free(out);
+  return rc;
+}
+
+static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flags) {
+  if (wf_mkdir_p(o->output) != 0) return WF_EXIT_IO;
+  wf_plan_opts po = WF_PLAN_OPTS_DEFAULT;
+  po.func = o->func;
+  po.compiler_flags = flags;
+  po.quiet = c->quiet;
+  wf_progress("writing plan %s", o->output);
+  int rc = wf_backend_emit_plan(m, &c->target, o->output, &po);
+  wf_progress_done();
+  if (rc) return rc;
+  char *ir = wf_path_join(o->output, "ir");
+  char *final = wf_path_join(ir, "final.wir");
+  rc = wf_mkdir_p(ir) ? WF_EXIT_IO : wf_cli_write_module(c, final, m);
+  free(ir);
+  free(final);
+  return rc;
+}
+
+static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    int k = wf_cli_parse_common(c, argc, argv, &i);
+    if (k < 0) return WF_EXIT_USAGE;
+    if (k > 0) continue;
+#define VALUE(NAME, DEST)                                              \
+  if ((k = wf_cli_opt(argc, argv, &i, NAME, &v))) {                     \
+    if (k < 0) return WF_EXIT_USAGE;                                    \
+    DEST;                                                               \
+    continue;                                                           \
+  }
+    VALUE("-o", o->output = v)
+    VALUE("--func", o->func = v)
+    VALUE("--emit", o->emit = v)
+    VALUE("--output-dir", o->output_dir = v)
+    VALUE("--input", {
+      if (o->n_inputs == MAX_INPUTS) {
+        wf_error(WF_LOC_NONE, "too many --input options (at most %d)", MAX_INPUTS);
+        return WF_EXIT_USAGE;
+      }
+      o->inputs[o->n_inputs++] = v;
+    })
+#undef VALUE
+    if (strcmp(a, "--interpret") == 0) {
+      o->interpret = 1;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      exit(WF_EXIT_OK);
+    } else if (strcmp(a, "--version") == 0) {
+      printf("waferc %s\n", WF_VERSION_STRING);
+      exit(WF_EXIT_OK);
+    } else if (a[0] == '-' && a[1] != '\0') {
+      wf_error(WF_LOC_NONE, "unknown option '%s' (see waferc --help)", a);
+      return WF_EXIT_USAGE;
+    } else if (o->input) {
+      wf_error(WF_LOC_NONE, "more than one input file ('%s' and '%s')", o->input, a);
+      return WF_EXIT_USAGE;
+    } else {
+      o->input = a;
+    }
+  }
+  if (o->emit && strcmp(o->emit, "plan") != 0 && strcmp(o->emit, "ir") != 0) {
+    wf_error(WF_LOC_NONE, "--emit expects 'plan' or 'ir', got '%s'", o->emit);
+    return WF_EXIT_USAGE;
+  }
+  if (o->n_inputs && !o->interpret) {
+    wf_error(WF_LOC_NONE, "--input is only meaningful with --interpret");
+    return WF_EXIT_USAGE;
+  }
+  return WF_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  wf_cli c;
+  wf_cli_init(&c, "waferc");
+  options o;
+  memset(&o, 0, sizeof o);
+  int rc = parse_args(&c, &o, argc, argv);
+  if (rc) return rc;
+  if (c.list_targets) {
+    wf_target_list(stdout);
+    return WF_EXIT_OK;
+  }
+  if ((rc = wf_cli_load_passes(&c)) != 0) return rc;
+  if (c.list_passes) {
+    wf_cli_list_passes(stdout);
+    return WF_EXIT_OK;
+  }
+  char *dflt = default_pipeline(o.interpret);
+  wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
+  free(dflt);
+  if (!pipeline) return WF_EXIT_USAGE;
+  if (c.print_pipeline) {
+    char *text = wf_pipeline_print(pipeline);
+    printf("%s\n", text);
+    free(text);
+    wf_pipeline_free(pipeline);
+    return WF_EXIT_OK;
+  }
+  int emit_ir = o.emit && strcmp(o.emit, "ir") == 0;
+  if (!o.input) {
+    wf_error(WF_LOC_NONE, "no input model (see waferc --help)");
+    rc = WF_EXIT_USAGE;
+  } else if (!o.output && !emit_ir && !o.interpret) {
+    wf_error(WF_LOC_NONE, "no plan directory: give -o DIR (or --emit=ir, --interpret)");
+    rc = WF_EXIT_USAGE;
+  } else if (ends_with(o.input, ".onnx")) {
+    wf_error_at(o.input, "ONNX import is not available in this build yet");
+    rc = WF_EXIT_UNSUPPORTED;
+  } else {
+    rc = wf_cli_load_target(&c);
+  }
+  if (rc) {
+    wf_pipeline_free(pipeline);
+    return rc;
+  }
+
+  wf_progress("parsing %s", o.input);
+  wf_module *m = wf_cli_read_module(o.input, &rc); /* sets rc when it fails */
+  if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : wf_pipeline_run(pipeline, m, &c.pm);
+  wf_progress_done();
+  if (rc == WF_EXIT_OK) {
+    if (o.interpret) rc = interpret(m, &o);
+    else if (emit_ir) rc = wf_cli_write_module(&c, o.output, m);
+    else {
+      char *flags = joined_args(argc, argv);
+      rc = emit_plan(&c, m, &o, flags);
+      free(flags);
+    }
+  }
+  if (m) wf_module_free(m);
+  wf_pipeline_free(pipeline);
+  return rc;
+}
