@@ -161,22 +161,13 @@ static void report(const wf_pipeline *p, const pass_record *rec, int n_run, cons
 
 /* ---- the run loop -------------------------------------------------------------------- */
 
+/* A numbered dump holds exactly the printed module, so `wafer-opt NN_pass.wir` prints it back
+ * byte for byte; the file name says which pass it follows. */
 static int write_dump(const char *dir, int index, const char *pass, const char *text) {
   char name[256];
   snprintf(name, sizeof name, "%02d_%s.wir", index, pass);
   char *path = wf_path_join(dir, name);
-  char *body = NULL;
-  int rc;
-  if (index == 0) {
-    rc = wf_write_text_file(path, text);
-  } else {
-    size_t n = strlen(text) + strlen(pass) + 64;
-    body = malloc(n);
-    WF_ASSERT(body);
-    snprintf(body, n, "// -----// IR Dump After %s //----- //\n%s", pass, text);
-    rc = wf_write_text_file(path, body);
-  }
-  free(body);
+  int rc = wf_write_text_file(path, text);
   free(path);
   return rc;
 }

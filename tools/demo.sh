@@ -6,11 +6,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$here/tools/setup.sh"
 cd "$here"
-ex=examples/e2e
+ex=examples
 out=build/demo
 rm -rf "$out" && mkdir -p "$out"
 set -x
 build/bin/waferc $ex/mlp_softmax.wir -o "$out/plan" --target=test4x4
-build/bin/waferrun "$out/plan" --input x=$ex/x.npy --output-dir "$out/out" --report "$out/report.json" --print-outputs
-build/bin/waferc $ex/mlp_softmax.wir --interpret --input x=$ex/x.npy --output-dir "$out/ref"
+build/bin/waferrun "$out/plan" --input x=$ex/mlp_softmax_x.npy --output-dir "$out/out" --report "$out/report.json" --print-outputs
+build/bin/waferc $ex/mlp_softmax.wir --interpret --input x=$ex/mlp_softmax_x.npy --output-dir "$out/ref"
 build/bin/wafer-npycmp "$out/out/y.npy" "$out/ref/y.npy" --atol 1e-5 --rtol 1e-4

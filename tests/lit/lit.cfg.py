@@ -13,6 +13,9 @@ site = lit_config.params.get("site")
 if site:
     lit_config.load_config(config, site)
 
+# Scratch files (%t) go to the build tree, never beside the tests.
+config.test_exec_root = os.path.join(config.wf_binary_dir, "tests", "lit")
+
 tools = config.wf_tools_dir
 llvm = config.llvm_tools_dir
 config.environment["PATH"] = os.pathsep.join([tools, llvm, config.environment.get("PATH", "")])

@@ -1,0 +1,151 @@
+/* Lowering helpers: symbols, colors and their routes, instruction construction. */
+#include <string.h>
+
+#include "backend/lower.h"
+#include "waferc/diag.h"
+
+static int all_digits(const char *s) {
+  if (!*s) return 1;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
+  const wf_func *f = L->f;
+  const wf_value_info *vi = &f->values[v];
+  const char *name = wf_str(L->m, vi->name);
+  if (vi->kind == WF_VAL_GLOBAL) {
+    snprintf(buf, cap, "@%s", wf_str(L->m, L->m->globals[vi->index].name));
+    return;
+  }
+  if (!all_digits(name)) {
+    snprintf(buf, cap, "%%%s", name);
+    return;
+  }
+  /* The printer numbers anonymous values in definition order, arguments first. */
+  int k = 0;
+  for (int i = 0; i < f->n_args; i++) {
+    if (f->args[i] == v) {
+      snprintf(buf, cap, "%%%d", k);
+      return;
+    }
+    if (all_digits(wf_str(L->m, f->values[f->args[i]].name))) k++;
+  }
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_results; i++) {
+    if (op->results[i] == v) {
+      snprintf(buf, cap, "%%%d", k);
+      return;
+    }
+    if (all_digits(wf_str(L->m, f->values[op->results[i]].name))) k++;
+  }
+  snprintf(buf, cap, "%%v%u", (unsigned)v);
+}
+
+void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols) {
+  const wf_type *t = wf_value_type(L->f, v);
+  WF_ASSERT(t->layout.rank == t->rank && (t->rank == 1 || t->rank == 2));
+  int64_t parts[2];
+  for (int d = 0; d < t->rank; d++)
+    parts[d] = t->layout.dims[d].split == WF_AXIS_X ? L->w : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
+  if (t->rank == 1) {
+    *rows = 1;
+    *cols = t->dims[0] / parts[0];
+  } else {
+    *rows = t->dims[0] / parts[0];
+    *cols = t->dims[1] / parts[1];
+  }
+}
+
+int wf_lower_sym(wf_lower *L, wf_value v) {
+  if (L->sym_of[v] >= 0) return L->sym_of[v];
+  char name[64];
+  wf_lower_value_name(L, v, name, sizeof name);
+  int64_t r, c;
+  wf_lower_block(L, v, &r, &c);
+  L->sym_of[v] = wf_pe_class_add_sym(L->cls, name, r * c * 4);
+  return L->sym_of[v];
+}
+
+int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
+  int s = wf_pe_class_find_sym(L->cls, name);
+  if (s < 0) return wf_pe_class_add_sym(L->cls, name, bytes);
+  wf_pe_class_grow_sym(L->cls, s, bytes);
+  return s;
+}
+
+/* Router configuration per purpose, written once for every PE: the loader drops the
+ * directions that leave the region, which derives the edge roles. */
+static void add_routes(wf_pe_class *c, int purpose, int col) {
+  enum { N = 1u << WF_DIR_N, E = 1u << WF_DIR_E, S = 1u << WF_DIR_S, W = 1u << WF_DIR_W,
+         R = 1u << WF_DIR_RAMP };
+  switch (purpose) {
+    case WF_COLOR_ROW_BCAST: /* flooding broadcast along the row from whichever PE sends */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, E | W);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_E, W | R);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_W, E | R);
+      break;
+    case WF_COLOR_COL_BCAST: /* the same along the column */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, N | S);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_N, S | R);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_S, N | R);
+      break;
+    case WF_COLOR_REDUCE_X: /* chain toward x = 0: each PE hands its partial to the west */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, W);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_E, R);
+      break;
+    case WF_COLOR_BCAST_X: /* flooding broadcast from x = 0 eastward */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, E);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_W, E | R);
+      break;
+  }
+}
+
+static const char *const purpose_text[WF_COLOR_ROLES] = {
+    "row-broadcast (matmul A blocks along x)", "column-broadcast (matmul B blocks along y)",
+    "chain-reduce toward x=0", "broadcast from x=0 along x"};
+
+int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
+  if (L->color[purpose] >= 0) return L->color[purpose];
+  for (int c = 0; c < L->t->colors; c++) {
+    if (L->t->reserved_colors >> c & 1) continue;
+    int taken = 0;
+    for (int p = 0; p < WF_COLOR_ROLES; p++) taken |= L->color[p] == c;
+    if (taken) continue;
+    L->color[purpose] = c;
+    wf_pe_class_add_color(L->cls, c, purpose_text[purpose]);
+    add_routes(L->cls, purpose, c);
+    return c;
+  }
+  wf_error(loc, "target '%s' has no free color left for the %s", L->t->name, purpose_text[purpose]);
+  return -1;
+}
+
+void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
+  wf_pe_instr in;
+  memset(&in, 0, sizeof in);
+  in.op = op;
+  if (g) in.guard = *g;
+  int n = (int)strlen(wf_peops[op].sig);
+  for (int i = 0; i < n; i++) in.args[i] = args[i];
+  wf_pe_class_add_instr(L->cls, &in);
+}
+
+wf_pe_arg wf_arg_sym(int sym) {
+  wf_pe_arg a;
+  memset(&a, 0, sizeof a);
+  a.sym = sym;
+  return a;
+}
+wf_pe_arg wf_arg_int(int64_t v) {
+  wf_pe_arg a;
+  memset(&a, 0, sizeof a);
+  a.term = wf_term_int((int32_t)v);
+  return a;
+}
+wf_pe_arg wf_arg_term(wf_pe_term t) {
+  wf_pe_arg a;
+  memset(&a, 0, sizeof a);
+  a.term = t;
+  return a;
+}

@@ -1,0 +1,189 @@
+/* plan/manifest.json, format_version 1 (docs/plan-format.md). Key order is fixed, so the
+ * same compile writes the same bytes. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/manifest.h"
+#include "waferc/diag.h"
+#include "waferc/version.h"
+
+static cJSON *pair(int a, int b) {
+  cJSON *arr = cJSON_CreateArray();
+  cJSON_AddItemToArray(arr, cJSON_CreateNumber(a));
+  cJSON_AddItemToArray(arr, cJSON_CreateNumber(b));
+  return arr;
+}
+
+static cJSON *target_json(const wf_target *t) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", t->name);
+  cJSON_AddStringToObject(o, "description", t->description);
+  cJSON_AddItemToObject(o, "fabric", pair(t->fabric_w, t->fabric_h));
+  cJSON_AddItemToObject(o, "program", pair(t->program_w, t->program_h));
+  cJSON_AddNumberToObject(o, "sram_bytes", (double)t->sram_bytes);
+  cJSON_AddNumberToObject(o, "sram_banks", t->sram_banks);
+  cJSON_AddNumberToObject(o, "clock_hz", t->clock_hz);
+  cJSON_AddNumberToObject(o, "fmac_per_cycle", t->fmac_per_cycle);
+  cJSON_AddNumberToObject(o, "fp16_simd", t->fp16_simd);
+  cJSON_AddNumberToObject(o, "wavelet_bits", t->wavelet_bits);
+  cJSON_AddNumberToObject(o, "hop_cycles", t->hop_cycles);
+  cJSON_AddNumberToObject(o, "ramp_cycles", t->ramp_cycles);
+  cJSON_AddNumberToObject(o, "colors", t->colors);
+  cJSON *res = cJSON_AddArrayToObject(o, "reserved_colors");
+  for (int c = 0; c < WF_MAX_COLORS; c++)
+    if (t->reserved_colors >> c & 1) cJSON_AddItemToArray(res, cJSON_CreateNumber(c));
+  cJSON_AddNumberToObject(o, "switch_positions", t->switch_positions);
+  cJSON_AddNumberToObject(o, "route_code_bits", t->route_code_bits);
+  cJSON_AddNumberToObject(o, "queue_depth", t->queue_depth);
+  cJSON_AddNumberToObject(o, "exp_cycles", t->exp_cycles);
+  cJSON_AddNumberToObject(o, "div_cycles", t->div_cycles);
+  return o;
+}
+
+/* name, symbol, dtype, shape, layout text, split per dim, region. */
+static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name) {
+  const wf_type *t = wf_value_type(L->f, v);
+  cJSON *o = cJSON_CreateObject();
+  char sym[64];
+  wf_lower_value_name(L, v, sym, sizeof sym);
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "symbol", sym);
+  cJSON_AddStringToObject(o, "dtype", wf_dtype_name(t->dtype));
+  cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+  cJSON *split = cJSON_CreateArray();
+  char layout[128] = "{";
+  for (int d = 0; d < t->rank; d++) {
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dims[d]));
+    const wf_layout_dim *ld = &t->layout.dims[d];
+    const char *ax = ld->split == WF_AXIS_X ? "x" : ld->split == WF_AXIS_Y ? "y" : "-";
+    cJSON_AddItemToArray(split, cJSON_CreateString(ax));
+    size_t n = strlen(layout);
+    snprintf(layout + n, sizeof layout - n, "%s%s%s%s", d ? ", " : "", wf_str(L->m, ld->label),
+             ld->split ? "_" : "", ld->split ? ax : "");
+  }
+  strncat(layout, "}", sizeof layout - strlen(layout) - 1);
+  cJSON_AddStringToObject(o, "layout", layout);
+  cJSON_AddItemToObject(o, "split", split);
+  cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[L->region].name));
+  return o;
+}
+
+static int all_digits(const char *s) {
+  if (!*s) return 1;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
+                      const char *path) {
+  const wf_pe_class *c = L->cls;
+  const wf_region *reg = &L->m->regions[L->region];
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddNumberToObject(root, "format_version", 1);
+  cJSON *comp = cJSON_AddObjectToObject(root, "compiler");
+  cJSON_AddStringToObject(comp, "name", "waferc");
+  cJSON_AddStringToObject(comp, "version", WF_VERSION_STRING);
+  cJSON_AddStringToObject(comp, "flags", flags ? flags : "");
+  cJSON_AddStringToObject(root, "function", wf_str(L->m, L->f->name));
+  cJSON_AddItemToObject(root, "target", target_json(L->t));
+  cJSON_AddItemToObject(root, "mesh", pair(L->t->mesh_w, L->t->mesh_h));
+
+  cJSON *regions = cJSON_AddArrayToObject(root, "regions");
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "name", wf_str(L->m, reg->name));
+  cJSON *rect = cJSON_AddArrayToObject(r, "rect");
+  int rv[4] = {reg->x, reg->y, reg->w, reg->h};
+  for (int i = 0; i < 4; i++) cJSON_AddItemToArray(rect, cJSON_CreateNumber(rv[i]));
+  cJSON *classes = cJSON_AddArrayToObject(r, "classes");
+  cJSON *cl = cJSON_CreateObject();
+  cJSON_AddStringToObject(cl, "name", c->name);
+  cJSON_AddItemToObject(cl, "rect", cJSON_Duplicate(rect, 1));
+  char prog[128];
+  snprintf(prog, sizeof prog, "programs/%s.wpe", c->name);
+  cJSON_AddStringToObject(cl, "program", prog);
+  cJSON_AddNumberToObject(cl, "memory_bytes", (double)c->mem_bytes);
+  cJSON *mem = cJSON_AddArrayToObject(cl, "memory");
+  for (int i = 0; i < c->n_syms; i++) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "symbol", c->syms[i].name);
+    cJSON_AddNumberToObject(s, "offset", (double)c->syms[i].offset);
+    cJSON_AddNumberToObject(s, "bytes", (double)c->syms[i].bytes);
+    cJSON_AddItemToArray(mem, s);
+  }
+  cJSON_AddItemToArray(classes, cl);
+  cJSON_AddItemToArray(regions, r);
+
+  cJSON *colors = cJSON_AddArrayToObject(root, "colors");
+  for (int i = 0; i < c->n_colors; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "color", c->colors[i].color);
+    cJSON_AddStringToObject(o, "purpose", c->colors[i].purpose);
+    cJSON_AddItemToArray(colors, o);
+  }
+
+  cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
+  for (int i = 0; i < L->f->n_args; i++) {
+    wf_value v = L->f->args[i];
+    char name[64];
+    wf_lower_value_name(L, v, name, sizeof name);
+    cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1));
+  }
+  /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
+  cJSON *outputs = cJSON_AddArrayToObject(root, "outputs");
+  const wf_op *ret = wf_func_return(L->f);
+  for (int i = 0; ret && i < ret->n_operands; i++) {
+    wf_value v = ret->operands[i];
+    const char *vn = wf_str(L->m, L->f->values[v].name);
+    int taken = 0;
+    for (int j = 0; j < i; j++) taken |= ret->operands[j] == v;
+    char name[80];
+    if (!all_digits(vn) && !taken && !strchr(vn, '/')) snprintf(name, sizeof name, "%s", vn);
+    else snprintf(name, sizeof name, "output_%d", i);
+    cJSON_AddItemToArray(outputs, tensor_json(L, v, name));
+  }
+
+  cJSON *weights = cJSON_AddObjectToObject(root, "weights");
+  cJSON_AddStringToObject(weights, "file", "weights.bin");
+  cJSON_AddNumberToObject(weights, "bytes", (double)w->total);
+  cJSON *wt = cJSON_AddArrayToObject(weights, "tensors");
+  for (int i = 0; i < w->n; i++) {
+    const wf_value_info *vi = &L->f->values[w->values[i]];
+    cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name));
+    cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
+    cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
+    cJSON_AddItemToArray(wt, o);
+  }
+
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  int64_t total = 0;
+  for (int i = 0; i < L->n_ops; i++) {
+    const wf_lowered_op *lo = &L->ops[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", i);
+    cJSON_AddStringToObject(o, "op", wf_opinfos[lo->op->code].name);
+    cJSON_AddStringToObject(o, "result", lo->result);
+    if (lo->op->loc.file) {
+      char loc[512];
+      snprintf(loc, sizeof loc, "%s:%u:%u", lo->op->loc.file, lo->op->loc.line, lo->op->loc.col);
+      cJSON_AddStringToObject(o, "loc", loc);
+    }
+    cJSON_AddStringToObject(o, "lowering", lo->lowering ? lo->lowering : "");
+    cJSON_AddNumberToObject(o, "predicted_cycles", (double)lo->predicted);
+    cJSON_AddItemToArray(ops, o);
+    total += lo->predicted;
+  }
+  cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
+
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  FILE *f = fopen(path, "w");
+  int rc = 0;
+  if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) rc = WF_EXIT_IO;
+  if (f && fclose(f)) rc = WF_EXIT_IO;
+  if (rc) wf_error_at(path, "cannot write the manifest: %s", strerror(errno));
+  free(text);
+  return rc;
+}

@@ -1,0 +1,168 @@
+/* waferc — PE programs (.wpe): the in-memory form shared by the backend (which builds and
+ * writes them) and the runtime (which parses and executes them). The text form is specified
+ * in docs/pe-programs.md; instructions come from backend/peops.def.
+ *
+ * A program class is SPMD: every PE of its rectangle runs the same text. What differs by PE
+ * (its role) is expressed by guards over the PE's parameters x, y (relative to the region)
+ * and the region size W, H, e.g. `[x==k] send c0 %a 32`, so a class never grows with the
+ * number of PEs it covers.
+ *
+ *   wf_pe_class *c = wf_pe_class_new("main");
+ *   wf_pe_class_add_sym(c, "%x", 64);
+ *   ... wf_pe_emit(c, WF_PEOP_ZERO, 0, NULL, "%x", 64) ...
+ *   wf_pe_class_write(c, stdout);
+ */
+#ifndef WAFERC_BACKEND_PE_PROGRAM_H
+#define WAFERC_BACKEND_PE_PROGRAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define WF_PE_FORMAT_VERSION 1
+
+typedef enum wf_peop {
+#define WF_PEOP(id, name, sig, cost, syn) WF_PEOP_##id,
+#include "backend/peops.def"
+#undef WF_PEOP
+  WF_PEOP_COUNT
+} wf_peop;
+
+typedef enum wf_pe_cost {
+  WF_PECOST_NONE,
+  WF_PECOST_ELEM,
+  WF_PECOST_EXP,
+  WF_PECOST_DIV,
+  WF_PECOST_FMAC,
+  WF_PECOST_FABRIC
+} wf_pe_cost;
+
+typedef struct wf_peop_info {
+  const char *name;     /* mnemonic */
+  const char *sig;      /* operand letters (see peops.def) */
+  wf_pe_cost cost;
+  const char *synopsis; /* with P1..Pn placeholders */
+} wf_peop_info;
+extern const wf_peop_info wf_peops[WF_PEOP_COUNT];
+int wf_peop_lookup(const char *name, wf_peop *out); /* 0 on success */
+
+/* Router ports. N is toward y-1, E toward x+1. */
+enum { WF_DIR_N, WF_DIR_E, WF_DIR_S, WF_DIR_W, WF_DIR_RAMP, WF_DIR_COUNT };
+extern const char *const wf_dir_names[WF_DIR_COUNT];
+
+/* A term: base + k, where base is a constant 0, a PE parameter or a loop variable. */
+typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR } wf_term_kind;
+typedef struct wf_pe_term {
+  uint8_t kind; /* wf_term_kind */
+  uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
+  int32_t k;
+} wf_pe_term;
+
+typedef enum { WF_CMP_EQ, WF_CMP_NE, WF_CMP_LT, WF_CMP_LE, WF_CMP_GT, WF_CMP_GE } wf_cmp;
+typedef struct wf_pe_cond {
+  wf_pe_term a, b;
+  uint8_t cmp; /* wf_cmp */
+} wf_pe_cond;
+
+#define WF_PE_MAX_GUARD 4
+typedef struct wf_pe_guard {
+  int n;                             /* conditions, all must hold; 0 = always */
+  wf_pe_cond c[WF_PE_MAX_GUARD];
+} wf_pe_guard;
+
+enum { WF_BMODE_IJ, WF_BMODE_I, WF_BMODE_J };
+
+typedef struct wf_pe_arg {
+  int sym;          /* d, s: symbol index */
+  int32_t off;      /* d, s: offset in 32-bit words */
+  wf_pe_term term;  /* n: the value; c: color in term.k; m: mode in term.k; v: var in term.var */
+} wf_pe_arg;
+
+#define WF_PE_MAX_ARGS 6
+typedef struct wf_pe_instr {
+  wf_peop op;
+  wf_pe_guard guard;
+  wf_pe_arg args[WF_PE_MAX_ARGS];
+  int match;   /* LOOP: index of its ENDLOOP; ENDLOOP: index of its LOOP */
+  int line;    /* line in the .wpe file (0 when built in memory) */
+} wf_pe_instr;
+
+typedef struct wf_pe_route {
+  wf_pe_guard guard;
+  int color;
+  int rx;            /* WF_DIR_* the wavelet arrives from */
+  unsigned tx;       /* bit set of WF_DIR_* it is forwarded to */
+  int line;
+} wf_pe_route;
+
+typedef struct wf_pe_sym {
+  char name[64];     /* %value, @global or $temp */
+  int64_t offset;    /* bytes from the start of the PE's SRAM */
+  int64_t bytes;
+} wf_pe_sym;
+
+typedef struct wf_pe_color {
+  int color;
+  char purpose[64];
+} wf_pe_color;
+
+typedef struct wf_pe_class {
+  char name[64];
+  wf_pe_sym *syms; int n_syms, cap_syms;
+  wf_pe_color *colors; int n_colors, cap_colors;
+  wf_pe_route *routes; int n_routes, cap_routes;
+  wf_pe_instr *code; int n_code, cap_code;
+  char vars[8][16]; int n_vars; /* loop variable names */
+  int64_t mem_bytes;            /* end of the last symbol */
+  int loop_depth;               /* builder: open loops */
+} wf_pe_class;
+
+wf_pe_class *wf_pe_class_new(const char *name);
+void wf_pe_class_free(wf_pe_class *c);
+
+/* ---- building (backend) ---- */
+/* Appends a symbol of `bytes` (aligned to 16) after the last one; returns its index. */
+int wf_pe_class_add_sym(wf_pe_class *c, const char *name, int64_t bytes);
+int wf_pe_class_find_sym(const wf_pe_class *c, const char *name); /* -1 if absent */
+/* Grows symbol i to at least `bytes` and lays all symbols out again, in order, 16-aligned. */
+void wf_pe_class_grow_sym(wf_pe_class *c, int i, int64_t bytes);
+int wf_pe_class_find_var(wf_pe_class *c, const char *name, int create);
+void wf_pe_class_add_color(wf_pe_class *c, int color, const char *purpose);
+void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int rx, unsigned tx);
+/* Appends an instruction; returns its index. Loops are matched when ENDLOOP is added. */
+int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in);
+
+/* Term and guard constructors. */
+wf_pe_term wf_term_int(int32_t v);
+wf_pe_term wf_term(wf_term_kind kind, int32_t k);
+wf_pe_term wf_term_var(int var, int32_t k);
+wf_pe_guard wf_guard0(void);
+/* Adds `a cmp b` to g. */
+void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
+
+/* ---- text ---- */
+/* Writes the class in the .wpe text form (docs/pe-programs.md). */
+void wf_pe_class_write(const wf_pe_class *c, FILE *out);
+/* Formats instruction i with its synopsis filled in ("P1 = ..."), for traces/disassembly. */
+void wf_pe_instr_synopsis(const wf_pe_class *c, const wf_pe_instr *in, char *buf, size_t cap);
+/* Parses a .wpe file; errors are reported as path:line:col and NULL returned. */
+wf_pe_class *wf_pe_class_parse(const char *path);
+wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path_for_errors);
+
+/* ---- evaluation ---- */
+typedef struct wf_pe_env {
+  int x, y, w, h;
+  int32_t vars[8];
+} wf_pe_env;
+static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
+  switch (t->kind) {
+    case WF_TERM_X: return e->x + t->k;
+    case WF_TERM_Y: return e->y + t->k;
+    case WF_TERM_W: return e->w + t->k;
+    case WF_TERM_H: return e->h + t->k;
+    case WF_TERM_VAR: return e->vars[t->var] + t->k;
+    default: return t->k;
+  }
+}
+int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
+
+#endif

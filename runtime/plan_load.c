@@ -1,0 +1,516 @@
+/* Loads and validates a plan directory: manifest.json, programs/<class>.wpe, weights.bin.
+ * Every error names the file and the place in it (a JSON path or a line:col). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "waferc/diag.h"
+
+typedef struct {
+  const char *path; /* manifest path, for messages */
+  int errors;
+} lctx;
+
+static char *read_file(const char *path, long *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  WF_ASSERT(buf != NULL);
+  size_t got = fread(buf, 1, (size_t)n, f);
+  buf[got] = 0;
+  fclose(f);
+  if (len) *len = (long)got;
+  return buf;
+}
+
+static void lerr(lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void lerr(lctx *c, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  wf_error_at(c->path, "%s", msg);
+  c->errors++;
+}
+
+static const cJSON *get(lctx *c, const cJSON *obj, const char *key, const char *where) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) lerr(c, "%s: missing key '%s'", where, key);
+  return v;
+}
+
+static int get_int(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t *out) {
+  const cJSON *v = get(c, obj, key, where);
+  if (!v) return -1;
+  if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
+    lerr(c, "%s.%s: expected an integer", where, key);
+    return -1;
+  }
+  *out = (int64_t)v->valuedouble;
+  return 0;
+}
+
+static int get_str(lctx *c, const cJSON *obj, const char *key, const char *where, char *out,
+                   size_t cap) {
+  const cJSON *v = get(c, obj, key, where);
+  if (!v) return -1;
+  if (!cJSON_IsString(v) || strlen(v->valuestring) >= cap) {
+    lerr(c, "%s.%s: expected a string (at most %zu bytes)", where, key, cap - 1);
+    return -1;
+  }
+  strcpy(out, v->valuestring);
+  return 0;
+}
+
+/* [a, b, ...] of n integers. */
+static int get_ints(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t *out,
+                    int n) {
+  const cJSON *v = get(c, obj, key, where);
+  if (!v) return -1;
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n) {
+    lerr(c, "%s.%s: expected an array of %d integers", where, key, n);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    const cJSON *e = cJSON_GetArrayItem(v, i);
+    if (!cJSON_IsNumber(e)) {
+      lerr(c, "%s.%s[%d]: expected an integer", where, key, i);
+      return -1;
+    }
+    out[i] = (int64_t)e->valuedouble;
+  }
+  return 0;
+}
+
+static int load_target(lctx *c, const cJSON *t, wf_target *out) {
+  memset(out, 0, sizeof *out);
+  if (!t || !cJSON_IsObject(t)) {
+    lerr(c, "missing object 'target'");
+    return -1;
+  }
+  int64_t v, pair[2];
+  int bad = 0;
+  bad |= get_str(c, t, "name", "target", out->name, sizeof out->name);
+#define I(key, field)                                                           \
+  do {                                                                          \
+    if (get_int(c, t, key, "target", &v) == 0 && v >= 0) out->field = (int)v;   \
+    else bad = 1;                                                               \
+  } while (0)
+  I("hop_cycles", hop_cycles);
+  I("ramp_cycles", ramp_cycles);
+  I("queue_depth", queue_depth);
+  I("exp_cycles", exp_cycles);
+  I("div_cycles", div_cycles);
+  I("fmac_per_cycle", fmac_per_cycle);
+  I("colors", colors);
+  I("sram_banks", sram_banks);
+  I("fp16_simd", fp16_simd);
+  I("wavelet_bits", wavelet_bits);
+  I("switch_positions", switch_positions);
+  I("route_code_bits", route_code_bits);
+#undef I
+  if (get_int(c, t, "sram_bytes", "target", &v) == 0) out->sram_bytes = v;
+  else bad = 1;
+  if (get_ints(c, t, "fabric", "target", pair, 2) == 0) {
+    out->fabric_w = (int)pair[0];
+    out->fabric_h = (int)pair[1];
+  } else bad = 1;
+  const cJSON *clk = get(c, t, "clock_hz", "target");
+  if (clk && cJSON_IsNumber(clk) && clk->valuedouble > 0) out->clock_hz = clk->valuedouble;
+  else bad = 1;
+  const cJSON *res = get(c, t, "reserved_colors", "target");
+  if (res && cJSON_IsArray(res)) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, res) {
+      if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= WF_MAX_COLORS) {
+        lerr(c, "target.reserved_colors: expected colors 0..%d", WF_MAX_COLORS - 1);
+        bad = 1;
+      } else out->reserved_colors |= 1u << (int)e->valuedouble;
+    }
+  } else bad = 1;
+  if (!bad && (out->fmac_per_cycle < 1 || out->queue_depth < 1 || out->colors > WF_MAX_COLORS)) {
+    lerr(c, "target: fmac_per_cycle and queue_depth must be >= 1, colors <= %d", WF_MAX_COLORS);
+    bad = 1;
+  }
+  return bad ? -1 : 0;
+}
+
+static int find_region(const wf_plan *p, const char *name) {
+  for (int i = 0; i < p->n_regions; i++)
+    if (!strcmp(p->regions[i].name, name)) return i;
+  return -1;
+}
+
+static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, wf_plan_tensor *t,
+                       int is_weight) {
+  memset(t, 0, sizeof *t);
+  char dtype[16], region[64];
+  int bad = 0;
+  bad |= get_str(c, o, "name", where, t->name, sizeof t->name);
+  bad |= get_str(c, o, "symbol", where, t->symbol, sizeof t->symbol);
+  bad |= get_str(c, o, "dtype", where, dtype, sizeof dtype);
+  bad |= get_str(c, o, "region", where, region, sizeof region);
+  if (bad) return -1;
+  const cJSON *lay = cJSON_GetObjectItemCaseSensitive(o, "layout"); /* optional, for messages */
+  if (cJSON_IsString(lay)) snprintf(t->layout, sizeof t->layout, "%s", lay->valuestring);
+  if (wf_dtype_parse(dtype, &t->dtype) || t->dtype != WF_F32) {
+    lerr(c, "%s.dtype: '%s' is not supported by this runtime (f32 only)", where, dtype);
+    return -1;
+  }
+  t->region = find_region(p, region);
+  if (t->region < 0) {
+    lerr(c, "%s.region: unknown region '%s'", where, region);
+    return -1;
+  }
+  const cJSON *shape = get(c, o, "shape", where), *split = get(c, o, "split", where);
+  if (!shape || !split) return -1;
+  int rank = cJSON_GetArraySize(shape);
+  if (!cJSON_IsArray(shape) || !cJSON_IsArray(split) || rank > WF_MAX_RANK ||
+      cJSON_GetArraySize(split) != rank) {
+    lerr(c, "%s: 'shape' and 'split' must be arrays of the same length <= %d", where, WF_MAX_RANK);
+    return -1;
+  }
+  t->rank = rank;
+  const wf_plan_region *r = &p->regions[t->region];
+  for (int i = 0; i < rank; i++) {
+    const cJSON *d = cJSON_GetArrayItem(shape, i), *s = cJSON_GetArrayItem(split, i);
+    if (!cJSON_IsNumber(d) || d->valuedouble < 1 || !cJSON_IsString(s)) {
+      lerr(c, "%s.shape[%d]/split[%d]: expected a positive integer and \"x\", \"y\" or \"-\"", where,
+           i, i);
+      return -1;
+    }
+    t->dims[i] = (int64_t)d->valuedouble;
+    const char *sv = s->valuestring;
+    t->split[i] = !strcmp(sv, "x") ? WF_AXIS_X : !strcmp(sv, "y") ? WF_AXIS_Y : WF_AXIS_NONE;
+    if (t->split[i] == WF_AXIS_NONE && strcmp(sv, "-")) {
+      lerr(c, "%s.split[%d]: expected \"x\", \"y\" or \"-\", got \"%s\"", where, i, sv);
+      return -1;
+    }
+    int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
+    if (t->dims[i] % parts) {
+      lerr(c, "%s: dim %d (%lld) is not divisible by the %d PEs it is split over", where, i,
+           (long long)t->dims[i], parts);
+      return -1;
+    }
+  }
+  if (is_weight) {
+    if (get_int(c, o, "offset", where, &t->offset) || get_int(c, o, "bytes", where, &t->bytes))
+      return -1;
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) numel *= t->dims[i];
+    if (t->bytes != numel * 4 || t->offset < 0 || t->offset + t->bytes > p->weight_bytes) {
+      lerr(c, "%s: byte range [%lld, +%lld) does not match the shape or lies outside weights.bin "
+              "(%lld bytes)", where, (long long)t->offset, (long long)t->bytes,
+           (long long)p->weight_bytes);
+      return -1;
+    }
+  }
+  /* Every class placed on the tensor's region must hold the symbol, large enough. */
+  int64_t bdims[WF_MAX_RANK];
+  int64_t block = wf_plan_block_dims(p, t, bdims) * 4;
+  for (int i = 0; i < p->n_places; i++) {
+    if (p->places[i].region != t->region) continue;
+    const wf_pe_class *cl = p->classes[p->places[i].cls];
+    int s = wf_pe_class_find_sym(cl, t->symbol);
+    if (s < 0 || cl->syms[s].bytes < block) {
+      lerr(c, "%s: class '%s' has no symbol '%s' of at least %lld bytes", where, cl->name,
+           t->symbol, (long long)block);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int64_t wf_plan_block_dims(const wf_plan *p, const wf_plan_tensor *t, int64_t *bdims) {
+  const wf_plan_region *r = &p->regions[t->region];
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
+    bdims[i] = t->dims[i] / parts;
+    n *= bdims[i];
+  }
+  return n;
+}
+
+static int load_tensors(lctx *c, wf_plan *p, const cJSON *arr, const char *key,
+                        wf_plan_tensor **out, int *n, int is_weight) {
+  if (!arr || !cJSON_IsArray(arr)) {
+    lerr(c, "'%s' must be an array", key);
+    return -1;
+  }
+  *n = cJSON_GetArraySize(arr);
+  *out = calloc((size_t)*n + 1, sizeof **out);
+  for (int i = 0; i < *n; i++) {
+    char where[64];
+    snprintf(where, sizeof where, "%s[%d]", key, i);
+    if (load_tensor(c, p, cJSON_GetArrayItem(arr, i), where, &(*out)[i], is_weight)) return -1;
+  }
+  return 0;
+}
+
+/* Checks colors of every class against the target and the plan's color list. */
+static int check_colors(lctx *c, wf_plan *p) {
+  for (int k = 0; k < p->n_classes; k++) {
+    const wf_pe_class *cl = p->classes[k];
+    for (int i = 0; i < cl->n_colors; i++) {
+      int col = cl->colors[i].color;
+      if (col >= p->target.colors || (p->target.reserved_colors >> col & 1)) {
+        lerr(c, "class '%s' uses color c%d, which target '%s' does not offer (colors 0..%d, "
+                "reserved excluded)", cl->name, col, p->target.name, p->target.colors - 1);
+        return -1;
+      }
+      if (!(p->colors_used >> col & 1)) {
+        lerr(c, "class '%s' uses color c%d, which is missing from the manifest's 'colors'",
+             cl->name, col);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
+  if (!regions || !cJSON_IsArray(regions)) {
+    lerr(c, "'regions' must be an array");
+    return -1;
+  }
+  p->n_regions = cJSON_GetArraySize(regions);
+  p->regions = calloc((size_t)p->n_regions + 1, sizeof *p->regions);
+  int cap_places = 0;
+  for (int i = 0; i < p->n_regions; i++) {
+    const cJSON *r = cJSON_GetArrayItem(regions, i);
+    char where[64];
+    snprintf(where, sizeof where, "regions[%d]", i);
+    int64_t rect[4];
+    if (get_str(c, r, "name", where, p->regions[i].name, 64) || get_ints(c, r, "rect", where, rect, 4))
+      return -1;
+    if (rect[0] < 0 || rect[1] < 0 || rect[2] < 1 || rect[3] < 1 || rect[0] + rect[2] > p->mesh_w ||
+        rect[1] + rect[3] > p->mesh_h) {
+      lerr(c, "%s.rect [%lld, %lld, %lld, %lld] lies outside the %dx%d mesh", where,
+           (long long)rect[0], (long long)rect[1], (long long)rect[2], (long long)rect[3],
+           p->mesh_w, p->mesh_h);
+      return -1;
+    }
+    p->regions[i] = (wf_plan_region){"", (int)rect[0], (int)rect[1], (int)rect[2], (int)rect[3]};
+    get_str(c, r, "name", where, p->regions[i].name, 64);
+    const cJSON *classes = get(c, r, "classes", where);
+    if (!classes || !cJSON_IsArray(classes)) return -1;
+    for (int k = 0; k < cJSON_GetArraySize(classes); k++) {
+      const cJSON *cl = cJSON_GetArrayItem(classes, k);
+      char cw[96], name[64], prog[512];
+      snprintf(cw, sizeof cw, "%s.classes[%d]", where, k);
+      int64_t cr[4];
+      if (get_str(c, cl, "name", cw, name, sizeof name) ||
+          get_str(c, cl, "program", cw, prog, sizeof prog) || get_ints(c, cl, "rect", cw, cr, 4))
+        return -1;
+      if (cr[0] < rect[0] || cr[1] < rect[1] || cr[2] < 1 || cr[3] < 1 ||
+          cr[0] + cr[2] > rect[0] + rect[2] || cr[1] + cr[3] > rect[1] + rect[3]) {
+        lerr(c, "%s.rect [%lld, %lld, %lld, %lld] lies outside its region", cw, (long long)cr[0],
+             (long long)cr[1], (long long)cr[2], (long long)cr[3]);
+        return -1;
+      }
+      if (strstr(prog, "..") || prog[0] == '/') {
+        lerr(c, "%s.program '%s' must be a relative path inside the plan", cw, prog);
+        return -1;
+      }
+      int idx = -1;
+      for (int j = 0; j < p->n_classes; j++)
+        if (!strcmp(p->classes[j]->name, name)) idx = j;
+      if (idx < 0) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", p->dir, prog);
+        wf_pe_class *pc = wf_pe_class_parse(path);
+        if (!pc) {
+          c->errors++;
+          return -1;
+        }
+        if (strcmp(pc->name, name)) {
+          wf_error_at(path, "program declares class '%s' but the manifest names it '%s'",
+                      pc->name, name);
+          wf_pe_class_free(pc);
+          c->errors++;
+          return -1;
+        }
+        if (pc->mem_bytes > p->target.sram_bytes) {
+          wf_error_at(path, "class '%s' needs %lld bytes of SRAM; target '%s' has %lld",
+                      pc->name, (long long)pc->mem_bytes, p->target.name,
+                      (long long)p->target.sram_bytes);
+          wf_pe_class_free(pc);
+          c->errors++;
+          return -1;
+        }
+        p->classes = realloc(p->classes, (size_t)(p->n_classes + 1) * sizeof *p->classes);
+        idx = p->n_classes;
+        p->classes[p->n_classes++] = pc;
+      }
+      if (p->n_places == cap_places) {
+        cap_places = cap_places ? 2 * cap_places : 8;
+        p->places = realloc(p->places, (size_t)cap_places * sizeof *p->places);
+      }
+      p->places[p->n_places++] = (wf_plan_place){idx, i, (int)cr[0], (int)cr[1], (int)cr[2], (int)cr[3]};
+    }
+  }
+  /* Placements may not overlap: a PE runs one class. */
+  for (int a = 0; a < p->n_places; a++)
+    for (int b = a + 1; b < p->n_places; b++) {
+      const wf_plan_place *u = &p->places[a], *v = &p->places[b];
+      if (u->x < v->x + v->w && v->x < u->x + u->w && u->y < v->y + v->h && v->y < u->y + u->h) {
+        lerr(c, "classes '%s' and '%s' overlap", p->classes[u->cls]->name, p->classes[v->cls]->name);
+        return -1;
+      }
+    }
+  return 0;
+}
+
+wf_plan *wf_plan_load(const char *dir) {
+  wf_plan *p = calloc(1, sizeof *p);
+  WF_ASSERT(p != NULL);
+  snprintf(p->dir, sizeof p->dir, "%s", dir);
+  char mpath[1200];
+  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+  lctx c = {mpath, 0};
+  long len = 0;
+  char *text = read_file(mpath, &len);
+  if (!text) {
+    wf_error_at(mpath, "cannot read the plan manifest: %s", strerror(errno));
+    free(p);
+    return NULL;
+  }
+  cJSON *root = cJSON_ParseWithLength(text, (size_t)len);
+  if (!root || !cJSON_IsObject(root)) {
+    const char *at = cJSON_GetErrorPtr();
+    long off = at && at >= text && at <= text + len ? (long)(at - text) : 0;
+    int line = 1, col = 1;
+    for (long i = 0; i < off; i++) {
+      if (text[i] == '\n') line++, col = 1;
+      else col++;
+    }
+    wf_error(wf_loc_make(mpath, (uint32_t)line, (uint32_t)col), "malformed JSON in the plan manifest");
+    free(text);
+    cJSON_Delete(root);
+    free(p);
+    return NULL;
+  }
+  free(text);
+  int64_t fv = 0, mesh[2];
+  if (get_int(&c, root, "format_version", "manifest", &fv)) goto fail;
+  if (fv != WF_PLAN_FORMAT_VERSION) {
+    lerr(&c, "unsupported plan format_version %lld (this waferrun reads %d)", (long long)fv,
+         WF_PLAN_FORMAT_VERSION);
+    goto fail;
+  }
+  if (load_target(&c, cJSON_GetObjectItemCaseSensitive(root, "target"), &p->target)) goto fail;
+  if (get_ints(&c, root, "mesh", "manifest", mesh, 2)) goto fail;
+  if (mesh[0] < 1 || mesh[1] < 1 || mesh[0] > p->target.fabric_w || mesh[1] > p->target.fabric_h) {
+    lerr(&c, "mesh %lldx%lld does not fit the %dx%d fabric", (long long)mesh[0], (long long)mesh[1],
+         p->target.fabric_w, p->target.fabric_h);
+    goto fail;
+  }
+  p->mesh_w = (int)mesh[0];
+  p->mesh_h = (int)mesh[1];
+  p->target.mesh_w = p->mesh_w;
+  p->target.mesh_h = p->mesh_h;
+  const cJSON *colors = get(&c, root, "colors", "manifest");
+  if (!colors || !cJSON_IsArray(colors)) goto fail;
+  for (int i = 0; i < cJSON_GetArraySize(colors); i++) {
+    int64_t col;
+    char where[32];
+    snprintf(where, sizeof where, "colors[%d]", i);
+    if (get_int(&c, cJSON_GetArrayItem(colors, i), "color", where, &col)) goto fail;
+    if (col < 0 || col >= p->target.colors || (p->target.reserved_colors >> col & 1)) {
+      lerr(&c, "%s: color %lld is not a usable color of target '%s'", where, (long long)col,
+           p->target.name);
+      goto fail;
+    }
+    p->colors_used |= 1u << col;
+  }
+  if (load_regions(&c, p, get(&c, root, "regions", "manifest"))) goto fail;
+  if (check_colors(&c, p)) goto fail;
+
+  /* weights.bin before the weight index, so ranges can be checked. */
+  const cJSON *w = get(&c, root, "weights", "manifest");
+  if (!w) goto fail;
+  char wfile[256];
+  if (get_str(&c, w, "file", "weights", wfile, sizeof wfile) ||
+      get_int(&c, w, "bytes", "weights", &p->weight_bytes))
+    goto fail;
+  if (p->weight_bytes > 0) {
+    char wpath[1400];
+    snprintf(wpath, sizeof wpath, "%s/%s", dir, wfile);
+    long got = 0;
+    p->weight_data = (uint8_t *)read_file(wpath, &got);
+    if (!p->weight_data) {
+      wf_error_at(wpath, "cannot read weights: %s", strerror(errno));
+      goto fail;
+    }
+    if (got != p->weight_bytes) {
+      wf_error_at(wpath, "has %ld bytes; the manifest says %lld", got, (long long)p->weight_bytes);
+      goto fail;
+    }
+  }
+  if (load_tensors(&c, p, get(&c, w, "tensors", "weights"), "weights.tensors", &p->weights,
+                   &p->n_weights, 1) ||
+      load_tensors(&c, p, get(&c, root, "inputs", "manifest"), "inputs", &p->inputs, &p->n_inputs, 0) ||
+      load_tensors(&c, p, get(&c, root, "outputs", "manifest"), "outputs", &p->outputs,
+                   &p->n_outputs, 0))
+    goto fail;
+
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(root, "ops");
+  if (ops && cJSON_IsArray(ops)) {
+    p->n_ops = cJSON_GetArraySize(ops);
+    p->ops = calloc((size_t)p->n_ops + 1, sizeof *p->ops);
+    for (int i = 0; i < p->n_ops; i++) {
+      const cJSON *o = cJSON_GetArrayItem(ops, i);
+      char where[32];
+      snprintf(where, sizeof where, "ops[%d]", i);
+      if (get_str(&c, o, "op", where, p->ops[i].op, sizeof p->ops[i].op) ||
+          get_int(&c, o, "predicted_cycles", where, &p->ops[i].predicted))
+        goto fail;
+      const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "result");
+      if (cJSON_IsString(r)) snprintf(p->ops[i].result, sizeof p->ops[i].result, "%s", r->valuestring);
+      const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loc");
+      if (cJSON_IsString(l)) snprintf(p->ops[i].loc, sizeof p->ops[i].loc, "%s", l->valuestring);
+    }
+  }
+  const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
+  if (cJSON_IsNumber(pt)) p->predicted_total = (int64_t)pt->valuedouble;
+  /* `op N` markers must name an op of the manifest. */
+  for (int k = 0; k < p->n_classes; k++)
+    for (int i = 0; i < p->classes[k]->n_code; i++) {
+      const wf_pe_instr *in = &p->classes[k]->code[i];
+      if (in->op == WF_PEOP_OP && (in->args[0].term.k < 0 || in->args[0].term.k >= p->n_ops)) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, p->classes[k]->name);
+        wf_error(wf_loc_make(path, (uint32_t)in->line, 1), "op index %d is not in the manifest's ops (%d)",
+                 (int)in->args[0].term.k, p->n_ops);
+        goto fail;
+      }
+    }
+  cJSON_Delete(root);
+  return p;
+fail:
+  cJSON_Delete(root);
+  wf_plan_free(p);
+  return NULL;
+}
+
+void wf_plan_free(wf_plan *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_classes; i++) wf_pe_class_free(p->classes[i]);
+  free(p->classes);
+  free(p->regions);
+  free(p->places);
+  free(p->inputs);
+  free(p->outputs);
+  free(p->weights);
+  free(p->weight_data);
+  free(p->ops);
+  free(p);
+}

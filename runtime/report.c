@@ -1,0 +1,125 @@
+/* report.json (docs/plan-format.md, "Run report") and the text summary. Only simulated
+ * quantities appear: no host times, so two runs give byte-identical reports. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/sim_internal.h"
+#include "waferc/diag.h"
+
+static cJSON *num(int64_t v) { return cJSON_CreateNumber((double)v); }
+
+int wf_sim_write_report(const wf_sim *s, const char *path) {
+  const wf_plan *p = s->plan;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddNumberToObject(root, "format_version", 1);
+  cJSON_AddStringToObject(root, "plan", p->dir);
+  cJSON_AddStringToObject(root, "target", p->target.name);
+  cJSON_AddNumberToObject(root, "clock_hz", p->target.clock_hz);
+  cJSON *mesh = cJSON_AddArrayToObject(root, "mesh");
+  cJSON_AddItemToArray(mesh, num(p->mesh_w));
+  cJSON_AddItemToArray(mesh, num(p->mesh_h));
+
+  cJSON *cyc = cJSON_AddObjectToObject(root, "cycles");
+  cJSON_AddItemToObject(cyc, "total", num(s->total));
+  cJSON_AddItemToObject(cyc, "predicted", num(p->predicted_total));
+  double seconds = (double)s->total / p->target.clock_hz;
+  cJSON_AddNumberToObject(root, "seconds", seconds);
+  if (s->total > 0)
+    cJSON_AddNumberToObject(root, "runs_per_second", 1.0 / seconds);
+
+  int64_t comp = 0, comm = 0, stall = 0;
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++)
+    if (s->pes[i]) {
+      comp += s->pes[i]->compute;
+      comm += s->pes[i]->comm;
+      stall += s->pes[i]->stall;
+    }
+  int64_t pe_cycles = s->total * s->n_pes;
+  cJSON *pe = cJSON_AddObjectToObject(root, "pes");
+  cJSON_AddItemToObject(pe, "count", num(s->n_pes));
+  cJSON_AddItemToObject(pe, "compute_cycles", num(comp));
+  cJSON_AddItemToObject(pe, "communication_cycles", num(comm));
+  cJSON_AddItemToObject(pe, "stall_cycles", num(stall));
+  cJSON_AddItemToObject(pe, "idle_cycles", num(pe_cycles - comp - comm - stall));
+  cJSON_AddNumberToObject(pe, "utilization", pe_cycles ? (double)comp / (double)pe_cycles : 0.0);
+
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  for (int i = 0; i < p->n_ops; i++) {
+    const wf_op_stat *st = &s->ops[i];
+    cJSON *o = cJSON_CreateObject();
+    int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;
+    cJSON_AddItemToObject(o, "index", num(i));
+    cJSON_AddStringToObject(o, "op", p->ops[i].op);
+    cJSON_AddStringToObject(o, "result", p->ops[i].result);
+    if (p->ops[i].loc[0]) cJSON_AddStringToObject(o, "loc", p->ops[i].loc);
+    cJSON_AddItemToObject(o, "start", num(st->start == INT64_MAX ? 0 : st->start));
+    cJSON_AddItemToObject(o, "end", num(st->end));
+    cJSON_AddItemToObject(o, "cycles", num(span));
+    cJSON_AddItemToObject(o, "predicted_cycles", num(p->ops[i].predicted));
+    cJSON_AddItemToObject(o, "compute", num(st->compute));
+    cJSON_AddItemToObject(o, "communication", num(st->comm));
+    cJSON_AddItemToObject(o, "stall", num(st->stall));
+    int64_t idle = span * s->n_pes - st->compute - st->comm - st->stall;
+    cJSON_AddItemToObject(o, "idle", num(idle > 0 ? idle : 0));
+    cJSON_AddItemToArray(ops, o);
+  }
+
+  cJSON *links = cJSON_AddObjectToObject(root, "links");
+  int64_t total = 0, up = 0, down = 0;
+  cJSON *per = cJSON_CreateArray();
+  for (size_t i = 0; i < cells; i++) {
+    const wf_router *r = s->routers[i];
+    if (!r) continue;
+    up += r->out_count[WF_DIR_RAMP];
+    down += r->ramp_down;
+    for (int d = 0; d < WF_DIR_RAMP; d++) {
+      if (!r->out_count[d]) continue;
+      total += r->out_count[d];
+      cJSON *l = cJSON_CreateObject();
+      cJSON_AddItemToObject(l, "x", num(r->x));
+      cJSON_AddItemToObject(l, "y", num(r->y));
+      cJSON_AddStringToObject(l, "dir", wf_dir_names[d]);
+      cJSON_AddItemToObject(l, "wavelets", num(r->out_count[d]));
+      cJSON_AddItemToArray(per, l);
+    }
+  }
+  cJSON_AddItemToObject(links, "wavelet_hops", num(total));
+  cJSON_AddItemToObject(links, "ramp_down", num(down));
+  cJSON_AddItemToObject(links, "ramp_up", num(up));
+  cJSON_AddItemToObject(links, "undelivered", num(s->undelivered));
+  cJSON_AddItemToObject(links, "per_link", per);
+
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    wf_error_at(path, "cannot write the report");
+    free(text);
+    return WF_EXIT_IO;
+  }
+  fputs(text, f);
+  fputc('\n', f);
+  free(text);
+  if (fclose(f)) {
+    wf_error_at(path, "cannot write the report");
+    return WF_EXIT_IO;
+  }
+  return WF_EXIT_OK;
+}
+
+void wf_sim_print_summary(const wf_sim *s, FILE *out) {
+  const wf_plan *p = s->plan;
+  double seconds = (double)s->total / p->target.clock_hz;
+  fprintf(out, "target %s, mesh %dx%d, %d PEs\n", p->target.name, p->mesh_w, p->mesh_h, s->n_pes);
+  fprintf(out, "cycles: %lld simulated, %lld predicted\n", (long long)s->total,
+          (long long)p->predicted_total);
+  fprintf(out, "time:   %.6g s at %.4g GHz\n", seconds, p->target.clock_hz / 1e9);
+  for (int i = 0; i < p->n_ops; i++) {
+    const wf_op_stat *st = &s->ops[i];
+    int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;
+    fprintf(out, "  op %-3d %-10s %-8s %8lld cycles (predicted %lld)\n", i, p->ops[i].op,
+            p->ops[i].result, (long long)span, (long long)p->ops[i].predicted);
+  }
+}

@@ -1,0 +1,93 @@
+/* Moving whole host tensors in and out of PE memory by layout: the host's memcpy before
+ * launch and after completion, which the cycle model does not charge (docs/cycle-model.md). */
+#include <string.h>
+
+#include "runtime/sim_internal.h"
+#include "waferc/diag.h"
+
+/* Copies the block at `origin` between the row-major host tensor and the PE's contiguous
+ * local block, one innermost row at a time. */
+static void copy_block(const wf_plan_tensor *t, const int64_t *origin, const int64_t *bdims,
+                       float *host, float *local, int to_pe) {
+  int r = t->rank;
+  if (r == 0) {
+    if (to_pe) local[0] = host[0];
+    else host[0] = local[0];
+    return;
+  }
+  int64_t idx[WF_MAX_RANK] = {0};
+  int64_t row = bdims[r - 1];
+  int64_t nrows = 1;
+  for (int d = 0; d < r - 1; d++) nrows *= bdims[d];
+  for (int64_t k = 0; k < nrows; k++) {
+    int64_t off = 0;
+    for (int d = 0; d < r; d++) off = off * t->dims[d] + origin[d] + (d < r - 1 ? idx[d] : 0);
+    if (to_pe) memcpy(local + k * row, host + off, (size_t)row * sizeof(float));
+    else memcpy(host + off, local + k * row, (size_t)row * sizeof(float));
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < bdims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Copies t between the host tensor and every PE of its region (replicas all receive, and on
+ * the way out the last replica visited wins: replicas hold equal data). */
+static void for_each_block(wf_sim *s, const wf_plan_tensor *t, float *host, int to_pe) {
+  const wf_plan *p = s->plan;
+  const wf_plan_region *reg = &p->regions[t->region];
+  int64_t bdims[WF_MAX_RANK];
+  wf_plan_block_dims(p, t, bdims);
+  for (int y = reg->y; y < reg->y + reg->h; y++)
+    for (int x = reg->x; x < reg->x + reg->w; x++) {
+      wf_pe *pe = s->pes[(size_t)y * s->w + x];
+      if (!pe) continue;
+      int sym = wf_pe_class_find_sym(pe->cls, t->symbol);
+      WF_ASSERT(sym >= 0); /* checked by the plan loader */
+      float *local = pe->mem + pe->cls->syms[sym].offset / 4;
+      int64_t origin[WF_MAX_RANK];
+      for (int d = 0; d < t->rank; d++) {
+        int c = t->split[d] == WF_AXIS_X ? x - reg->x : t->split[d] == WF_AXIS_Y ? y - reg->y : 0;
+        origin[d] = c * bdims[d];
+      }
+      copy_block(t, origin, bdims, host, local, to_pe);
+    }
+}
+
+void wf_sim_scatter(wf_sim *s, const wf_plan_tensor *t, const float *src) {
+  for_each_block(s, t, (float *)src, 1);
+}
+
+int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
+  const wf_plan *p = s->plan;
+  for (int i = 0; i < p->n_inputs; i++) {
+    const wf_plan_tensor *t = &p->inputs[i];
+    if (strcmp(t->name, name)) continue;
+    int same = x->dtype == t->dtype && x->rank == t->rank;
+    for (int d = 0; same && d < t->rank; d++) same = x->dims[d] == t->dims[d];
+    if (!same) {
+      char want[128] = "", got[128] = "";
+      for (int d = 0; d < t->rank; d++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "," : "",
+                 (long long)t->dims[d]);
+      for (int d = 0; d < x->rank; d++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? "," : "",
+                 (long long)x->dims[d]);
+      wf_error_at(name, "input has type %s[%s]; the plan expects %s[%s]", wf_dtype_name(x->dtype),
+                  got, wf_dtype_name(t->dtype), want);
+      return -1;
+    }
+    wf_sim_scatter(s, t, (const float *)x->data);
+    return 0;
+  }
+  wf_error_at(name, "the plan has no input of this name");
+  return -1;
+}
+
+wf_tensor *wf_sim_output(wf_sim *s, int i) {
+  const wf_plan_tensor *t = &s->plan->outputs[i];
+  wf_tensor *out = wf_tensor_new(t->dtype, t->rank, t->dims);
+  if (!out) return NULL;
+  for_each_block(s, t, (float *)out->data, 0);
+  return out;
+}

@@ -1,0 +1,214 @@
+/* The wavelet-level cycle model against closed forms that follow from its rules
+ * (docs/cycle-model.md), on tiny hand-written plans:
+ *   - one message of B wavelets over P hops: B + P + 2*T_R   (Reduce paper, T_MESSAGE)
+ *   - a 1-D flooding broadcast to P hops: the same            (Reduce paper, Lemma 4.1)
+ *   - two senders sharing one link serialize: 2B + 1 + 2*T_R for the 1-hop/2-hop pair
+ *   - compute costs: matmul m*k*n / fmac, exp n * exp_cycles
+ *   - a receive nobody sends to is reported as a deadlock
+ *   - plans with a wrong format version or an undeclared color are rejected. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+#include "waferc/diag.h"
+
+static int failures;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fputc('\n', stderr);                                 \
+      failures++;                                          \
+    }                                                      \
+  } while (0)
+
+static char tmpdir[256];
+
+/* Writes plan/manifest.json and plan/programs/main.wpe for a w x h mesh running `program`.
+ * The single input "a" and output "b" are f32[w*len] split along x, bound to $a and $b. */
+static const char *write_plan(const char *name, int w, int h, int ramp, int depth, int len,
+                              const char *colors, const char *program, int format_version) {
+  static char dir[512];
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+  char path[700];
+  mkdir(dir, 0777);
+  snprintf(path, sizeof path, "%s/programs", dir);
+  mkdir(path, 0777);
+  snprintf(path, sizeof path, "%s/programs/main.wpe", dir);
+  FILE *f = fopen(path, "w");
+  fputs(program, f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  f = fopen(path, "w");
+  fprintf(f,
+          "{\"format_version\": %d,\n"
+          " \"target\": {\"name\": \"unit\", \"fabric\": [%d, %d], \"sram_bytes\": 49152,\n"
+          "   \"sram_banks\": 8, \"clock_hz\": 1e9, \"fmac_per_cycle\": 1, \"fp16_simd\": 4,\n"
+          "   \"wavelet_bits\": 32, \"hop_cycles\": 1, \"ramp_cycles\": %d, \"colors\": 24,\n"
+          "   \"reserved_colors\": [21, 22, 23], \"switch_positions\": 4, \"route_code_bits\": 5,\n"
+          "   \"queue_depth\": %d, \"exp_cycles\": 8, \"div_cycles\": 8},\n"
+          " \"mesh\": [%d, %d],\n"
+          " \"colors\": [%s],\n"
+          " \"regions\": [{\"name\": \"mesh\", \"rect\": [0, 0, %d, %d],\n"
+          "   \"classes\": [{\"name\": \"main\", \"rect\": [0, 0, %d, %d], \"program\": \"programs/main.wpe\"}]}],\n"
+          " \"weights\": {\"file\": \"weights.bin\", \"bytes\": 0, \"tensors\": []},\n"
+          " \"inputs\": [{\"name\": \"a\", \"symbol\": \"$a\", \"dtype\": \"f32\", \"shape\": [%d],\n"
+          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
+          " \"outputs\": [{\"name\": \"b\", \"symbol\": \"$b\", \"dtype\": \"f32\", \"shape\": [%d],\n"
+          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
+          " \"ops\": [{\"op\": \"test\", \"predicted_cycles\": 0}]}\n",
+          format_version, w, h, ramp, depth, w, h, colors, w, h, w, h, w * len, w * len);
+  fclose(f);
+  return dir;
+}
+
+/* Runs a plan with input a[i] = i + 1; returns cycles (or -1 on a failed run); fills b. */
+static int64_t run(const char *dir, int n, float *b, int *rc_out) {
+  wf_plan *p = wf_plan_load(dir);
+  if (!p) return -2;
+  wf_sim *s = wf_sim_new(p, NULL);
+  int64_t dims[1] = {n};
+  wf_tensor *a = wf_tensor_new(WF_F32, 1, dims);
+  for (int i = 0; i < n; i++) ((float *)a->data)[i] = (float)(i + 1);
+  wf_sim_set_input(s, "a", a);
+  wf_tensor_free(a);
+  int rc = wf_sim_run(s);
+  if (rc_out) *rc_out = rc;
+  int64_t cycles = rc ? -1 : wf_sim_cycles(s);
+  if (!rc && b) {
+    wf_tensor *t = wf_sim_output(s, 0);
+    memcpy(b, t->data, (size_t)n * sizeof(float));
+    wf_tensor_free(t);
+  }
+  wf_sim_free(s);
+  wf_plan_free(p);
+  return cycles;
+}
+
+static const char *header(char *buf, size_t cap, int len, const char *routes) {
+  snprintf(buf, cap,
+           ".format 1\n.class main\n.sym $a 0 %d\n.sym $b %d %d\n.color c0 test\n%s.code\nop 0\n",
+           4 * len, ((4 * len + 15) / 16) * 16, 8 * len, routes);
+  return buf;
+}
+
+static void test_message(int B, int P, int T_R) {
+  char prog[2048], hdr[1024], routes[256];
+  snprintf(routes, sizeof routes,
+           "[x==0] .route c0 RAMP -> E\n[x>0] .route c0 W -> E\n[x==%d] .route c0 W -> RAMP\n", P);
+  snprintf(prog, sizeof prog, "%s[x==0] send c0 $a %d\n[x==%d] recv c0 $b %d\n",
+           header(hdr, sizeof hdr, B, routes), B, P, B);
+  const char *dir = write_plan("message", P + 1, 1, T_R, 8, B, "{\"color\": 0}", prog, 1);
+  int n = (P + 1) * B;
+  float *b = calloc((size_t)n, sizeof *b);
+  int64_t cyc = run(dir, n, b, NULL);
+  CHECK(cyc == B + P + 2 * T_R, "message B=%d P=%d T_R=%d: %lld cycles, model says %d", B, P, T_R,
+        (long long)cyc, B + P + 2 * T_R);
+  /* The receiver's $b holds the sender's $a block in order. */
+  for (int i = 0; i < B; i++)
+    CHECK(b[P * B + i] == (float)(i + 1), "message payload %d: got %g", i, b[P * B + i]);
+  free(b);
+}
+
+static void test_broadcast(int B, int P) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s[x==0] send c0 $a %d\n[x>0] recv c0 $b %d\n",
+           header(hdr, sizeof hdr, B, "[x==0] .route c0 RAMP -> E\n[x>0] .route c0 W -> E RAMP\n"),
+           B, B);
+  const char *dir = write_plan("bcast", P + 1, 1, 2, 8, B, "{\"color\": 0}", prog, 1);
+  int n = (P + 1) * B;
+  float *b = calloc((size_t)n, sizeof *b);
+  int64_t cyc = run(dir, n, b, NULL);
+  CHECK(cyc == B + P + 4, "broadcast B=%d P=%d: %lld cycles, model says %d", B, P, (long long)cyc,
+        B + P + 4);
+  for (int x = 1; x <= P; x++)
+    for (int i = 0; i < B; i++)
+      CHECK(b[x * B + i] == (float)(i + 1), "broadcast PE %d elem %d: got %g", x, i, b[x * B + i]);
+  free(b);
+}
+
+/* PE0 (2 hops) and PE1 (1 hop) both send B wavelets to PE2 through link 1->2. The link
+ * carries one wavelet per cycle from cycle T_R on, so the last of the 2B crosses at
+ * T_R + 2B - 1 and is consumed T_R + 1 cycles later. Alone, PE1's message takes B + 1 + 2T_R. */
+static void test_contention(int B) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s[x<2] send c0 $a %d\n[x==2] recv c0 $b %d\n",
+           header(hdr, sizeof hdr, 2 * B,
+                  "[x==0] .route c0 RAMP -> E\n[x==1] .route c0 W -> E\n"
+                  "[x==1] .route c0 RAMP -> E\n[x==2] .route c0 W -> RAMP\n"),
+           B, 2 * B);
+  const char *dir = write_plan("contention", 3, 1, 2, 8, 2 * B, "{\"color\": 0}", prog, 1);
+  int64_t cyc = run(dir, 6 * B, NULL, NULL);
+  CHECK(cyc == 2 * B + 1 + 4, "contention B=%d: %lld cycles, model says %d", B, (long long)cyc,
+        2 * B + 5);
+}
+
+static void test_compute(void) {
+  char prog[2048], hdr[1024];
+  /* 4x4 block: matmul 4*4*4 = 64 cycles, then exp of 16 elements = 16 * 8 cycles. */
+  snprintf(prog, sizeof prog, "%smatmul $b $a $a 4 4 4\nexp $b $b 16\n",
+           header(hdr, sizeof hdr, 16, ""));
+  const char *dir = write_plan("compute", 1, 1, 2, 8, 16, "{\"color\": 0}", prog, 1);
+  float b[16];
+  int64_t cyc = run(dir, 16, b, NULL);
+  CHECK(cyc == 64 + 16 * 8, "compute: %lld cycles, model says %d", (long long)cyc, 64 + 128);
+  /* a = 1..16 as a 4x4 matrix; (a*a)[0][0] = 1*1 + 2*5 + 3*9 + 4*13 = 90. */
+  CHECK(b[0] > 0 && b[0] == expf(90.0f), "compute: b[0] = %g, want exp(90)", b[0]);
+}
+
+static void test_deadlock(void) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s[x==1] recv c0 $b 4\n",
+           header(hdr, sizeof hdr, 4, "[x==0] .route c0 RAMP -> E\n[x==1] .route c0 W -> RAMP\n"));
+  const char *dir = write_plan("deadlock", 2, 1, 2, 8, 4, "{\"color\": 0}", prog, 1);
+  int rc = 0;
+  int64_t cyc = run(dir, 8, NULL, &rc);
+  CHECK(cyc == -1 && rc == WF_EXIT_RUNTIME, "deadlock not reported (rc %d, cycles %lld)", rc,
+        (long long)cyc);
+}
+
+static void test_bad_plans(void) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
+  const char *dir = write_plan("badversion", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 2);
+  CHECK(wf_plan_load(dir) == NULL, "format_version 2 accepted");
+  /* A send on a color the program never declared. */
+  snprintf(prog, sizeof prog, "%ssend c5 $a 4\n", header(hdr, sizeof hdr, 4, ""));
+  dir = write_plan("badcolor", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 1);
+  CHECK(wf_plan_load(dir) == NULL, "undeclared color accepted");
+  /* A class rectangle outside the mesh. */
+  snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
+  dir = write_plan("badrect", 1, 1, 2, 8, 4, "{\"color\": 23}", prog, 1);
+  CHECK(wf_plan_load(dir) == NULL, "reserved color 23 accepted");
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/wf_test_runtime_XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_message(1, 1, 2);
+  test_message(5, 3, 2);
+  test_message(32, 7, 2);
+  test_message(20, 4, 3); /* T_R is a parameter, not a constant */
+  test_message(100, 2, 2); /* longer than the queues: backpressure must not slow it */
+  test_broadcast(16, 5);
+  test_broadcast(1, 1);
+  test_contention(16);
+  test_contention(40);
+  test_compute();
+  test_deadlock();
+  test_bad_plans();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd)) fprintf(stderr, "note: could not remove %s\n", tmpdir);
+  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  else printf("test_runtime: all checks passed\n");
+  return failures ? 1 : 0;
+}

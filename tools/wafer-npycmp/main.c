@@ -1,0 +1,68 @@
+/* wafer-npycmp — compares two .npy files elementwise: |a-b| <= atol + rtol*|b|. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waferc/diag.h"
+#include "waferc/tensor.h"
+#include "waferc/version.h"
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: wafer-npycmp A.npy B.npy [--atol X] [--rtol Y] [-q]\n"
+               "Prints the max absolute error; exits 0 when every element satisfies\n"
+               "|a-b| <= atol + rtol*|b| (defaults atol 1e-5, rtol 1e-4) and the shapes match,\n"
+               "1 on a mismatch or unreadable file, 2 on bad usage.\n");
+}
+
+int main(int argc, char **argv) {
+  wf_diag_set_program("wafer-npycmp");
+  const char *files[2] = {NULL, NULL};
+  int nf = 0, quiet = 0;
+  double atol = 1e-5, rtol = 1e-4;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--version")) {
+      printf("wafer-npycmp %s\n", WF_VERSION_STRING);
+      return 0;
+    } else if (!strcmp(argv[i], "-q")) {
+      quiet = 1;
+    } else if ((!strcmp(argv[i], "--atol") || !strcmp(argv[i], "--rtol")) && i + 1 < argc) {
+      char *end;
+      double v = strtod(argv[i + 1], &end);
+      if (*end || v < 0) {
+        wf_error_at("wafer-npycmp", "%s expects a non-negative number", argv[i]);
+        return 2;
+      }
+      if (argv[i][2] == 'a') atol = v;
+      else rtol = v;
+      i++;
+    } else if (argv[i][0] != '-' && nf < 2) {
+      files[nf++] = argv[i];
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (nf != 2) {
+    usage(stderr);
+    return 2;
+  }
+  wf_tensor *a = wf_npy_read(files[0]), *b = a ? wf_npy_read(files[1]) : NULL;
+  if (!a || !b) {
+    wf_tensor_free(a);
+    return 1;
+  }
+  int same_shape = a->rank == b->rank;
+  for (int d = 0; same_shape && d < a->rank; d++) same_shape = a->dims[d] == b->dims[d];
+  double err = 0;
+  int ok = same_shape && wf_tensor_allclose(a, b, atol, rtol, &err);
+  if (!same_shape) fprintf(stderr, "wafer-npycmp: shapes differ\n");
+  if (!quiet || !ok)
+    printf("%s: max abs error %.3g (atol %g, rtol %g, %lld elements)\n", ok ? "match" : "MISMATCH",
+           err, atol, rtol, (long long)wf_tensor_numel(a));
+  wf_tensor_free(a);
+  wf_tensor_free(b);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,188 @@
+/* waferrun — runs a waferc plan on the cycle-level fabric simulator. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/runtime.h"
+#include "waferc/diag.h"
+#include "waferc/tensor.h"
+#include "waferc/version.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: waferrun PLAN_DIR [options]\n"
+          "\n"
+          "Simulates a plan written by waferc, wavelet by wavelet (docs/cycle-model.md).\n"
+          "\n"
+          "options:\n"
+          "  --input NAME=FILE.npy   bind an input of the plan (repeat for each input)\n"
+          "  --output-dir DIR        write each output as DIR/<name>.npy\n"
+          "  --report FILE           write cycles, per-op split, utilization, links (JSON)\n"
+          "  --max-cycles N          stop with an error after N cycles\n"
+          "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
+          "  --disasm                print the plan's PE programs with instruction synopses\n"
+          "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
+          "  -q, --quiet             no summary on stdout\n"
+          "  --help, --version\n"
+          "\n"
+          "exit codes: 0 ok, 1 bad plan or input, 2 usage, 5 simulation failed (deadlock,\n"
+          "max cycles), 6 I/O error\n");
+}
+
+static int parse_count(const char *opt, const char *v, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || *end || errno || n < 0) {
+    wf_error_at("waferrun", "%s expects a non-negative integer, got '%s'", opt, v);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static void disasm(const wf_plan *p) {
+  for (int k = 0; k < p->n_classes; k++) {
+    const wf_pe_class *c = p->classes[k];
+    printf("class %s (%lld bytes)\n", c->name, (long long)c->mem_bytes);
+    for (int i = 0; i < c->n_code; i++) {
+      char syn[256];
+      wf_pe_instr_synopsis(c, &c->code[i], syn, sizeof syn);
+      printf("  %4d  %-10s %s\n", i, wf_peops[c->code[i].op].name, syn);
+    }
+  }
+}
+
+/* The leading 8x8 corner of a tensor viewed as [rows, last dim], numpy-style. */
+static void print_values(const wf_tensor *t) {
+  int64_t cols = t->rank ? t->dims[t->rank - 1] : 1;
+  int64_t rows = cols ? wf_tensor_numel(t) / cols : 0;
+  for (int64_t r = 0; r < rows && r < 8; r++) {
+    printf("  [");
+    for (int64_t c = 0; c < cols && c < 8; c++)
+      printf("%s%10.6g", c ? " " : "", wf_tensor_get(t, r * cols + c));
+    printf("%s]\n", cols > 8 ? " ..." : "");
+  }
+  if (rows > 8) printf("  ... (%lld rows)\n", (long long)rows);
+}
+
+int main(int argc, char **argv) {
+  wf_diag_set_program("waferrun");
+  const char *plan_dir = NULL, *out_dir = NULL, *report = NULL;
+  const char *in_names[64], *in_files[64];
+  int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0;
+  wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+#define OPTVAL(name)                                                              \
+  (!strcmp(a, name) ? (i + 1 < argc ? (val = argv[++i]) : NULL)                   \
+                    : (!strncmp(a, name "=", strlen(name) + 1) ? (val = a + strlen(name) + 1) : NULL))
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return WF_EXIT_OK;
+    } else if (!strcmp(a, "--version")) {
+      printf("waferrun %s\n", WF_VERSION_STRING);
+      return WF_EXIT_OK;
+    } else if (!strcmp(a, "--print-outputs")) {
+      print_outputs = 1;
+    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (!strcmp(a, "--disasm")) {
+      want_disasm = 1;
+    } else if (OPTVAL("--input")) {
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || !eq[1] || n_in == 64) {
+        wf_error_at("waferrun", "--input expects NAME=FILE.npy, got '%s'", val);
+        return WF_EXIT_USAGE;
+      }
+      in_names[n_in] = strndup(val, (size_t)(eq - val));
+      in_files[n_in++] = eq + 1;
+    } else if (OPTVAL("--output-dir")) {
+      out_dir = val;
+    } else if (OPTVAL("--report")) {
+      report = val;
+    } else if (OPTVAL("--max-cycles")) {
+      if (parse_count("--max-cycles", val, &so.max_cycles)) return WF_EXIT_USAGE;
+    } else if (OPTVAL("--deadlock-cycles")) {
+      if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return WF_EXIT_USAGE;
+    } else if (a[0] == '-') {
+      wf_error_at("waferrun", "unknown option '%s' (see --help)", a);
+      return WF_EXIT_USAGE;
+    } else if (!plan_dir) {
+      plan_dir = a;
+    } else {
+      wf_error_at("waferrun", "more than one plan directory ('%s' and '%s')", plan_dir, a);
+      return WF_EXIT_USAGE;
+    }
+#undef OPTVAL
+  }
+  if (!plan_dir) {
+    usage(stderr);
+    return WF_EXIT_USAGE;
+  }
+  wf_plan *p = wf_plan_load(plan_dir);
+  if (!p) return WF_EXIT_INPUT;
+  if (want_disasm) {
+    disasm(p);
+    wf_plan_free(p);
+    return WF_EXIT_OK;
+  }
+  int rc = WF_EXIT_OK;
+  wf_sim *s = wf_sim_new(p, &so);
+  int bound[64] = {0};
+  for (int i = 0; i < n_in && !rc; i++) {
+    wf_tensor *t = wf_npy_read(in_files[i]);
+    if (!t) {
+      rc = WF_EXIT_INPUT;
+      break;
+    }
+    if (wf_sim_set_input(s, in_names[i], t)) rc = WF_EXIT_INPUT;
+    for (int k = 0; k < p->n_inputs; k++)
+      if (!strcmp(p->inputs[k].name, in_names[i])) bound[k] = 1;
+    wf_tensor_free(t);
+  }
+  for (int k = 0; k < p->n_inputs && !rc; k++)
+    if (!bound[k]) {
+      wf_error_at("waferrun", "input '%s' is not bound: pass --input %s=FILE.npy",
+                  p->inputs[k].name, p->inputs[k].name);
+      rc = WF_EXIT_USAGE;
+    }
+  if (!rc) rc = wf_sim_run(s);
+  if (!rc && out_dir) {
+    if (mkdir(out_dir, 0777) && errno != EEXIST) {
+      wf_error_at(out_dir, "cannot create the output directory: %s", strerror(errno));
+      rc = WF_EXIT_IO;
+    }
+    for (int i = 0; i < p->n_outputs && !rc; i++) {
+      wf_tensor *t = wf_sim_output(s, i);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.npy", out_dir, p->outputs[i].name);
+      if (!t || wf_npy_write(path, t)) rc = WF_EXIT_IO;
+      wf_tensor_free(t);
+    }
+  }
+  if (!rc && report) rc = wf_sim_write_report(s, report);
+  if (!rc && !quiet) {
+    wf_sim_print_summary(s, stdout);
+    for (int i = 0; i < p->n_outputs; i++) {
+      const wf_plan_tensor *t = &p->outputs[i];
+      printf("output %s: %s[", t->name, wf_dtype_name(t->dtype));
+      for (int d = 0; d < t->rank; d++) printf("%s%lld", d ? "," : "", (long long)t->dims[d]);
+      printf("]%s%s", t->layout[0] ? " " : "", t->layout);
+      if (out_dir) printf(" -> %s/%s.npy", out_dir, t->name);
+      printf("\n");
+      if (print_outputs) {
+        wf_tensor *v = wf_sim_output(s, i);
+        if (v) print_values(v);
+        wf_tensor_free(v);
+      }
+    }
+  }
+  wf_sim_free(s);
+  wf_plan_free(p);
+  for (int i = 0; i < n_in; i++) free((void *)in_names[i]);
+  return rc;
+}
