@@ -7,7 +7,7 @@ export WAFERC_TARGET_PATH=$SRC/targets
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-E=$SRC/examples/e2e
+E=$SRC/examples
 X=$E/mlp_softmax_x.npy
 
 waferc "$E/mlp_softmax.wir" -o "$TMP/good" --target=test4x4 || fail "compile failed"
