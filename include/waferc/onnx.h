@@ -1,0 +1,43 @@
+/* waferc — ONNX frontend: imports a ModelProto into the IR.
+ *
+ * The protobuf-c code is generated at build time from Debian's /usr/include/onnx/onnx.proto.
+ * Dynamic dimensions are fixed with input shapes (`--input-shape NAME=1x128`); shape
+ * subgraphs are folded once shapes are known; exporter patterns are raised by passes.
+ *
+ *   wf_onnx_opts o = WF_ONNX_OPTS_DEFAULT;
+ *   const char *shapes[] = {"input_ids=1x16"};
+ *   o.input_shapes = shapes; o.n_input_shapes = 1;
+ *   wf_module *m = NULL;
+ *   int rc = wf_onnx_import("model.onnx", &o, &m);   // a WF_EXIT_* code; errors reported
+ */
+#ifndef WAFERC_ONNX_H
+#define WAFERC_ONNX_H
+
+#include "waferc/ir.h"
+#include "waferc/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wf_onnx_opts {
+  const char *const *input_shapes; /* "NAME=1x128" each: fixes the input's dynamic dims */
+  int n_input_shapes;
+  const char *func_name;           /* name of the IR function; NULL = "main" */
+  int keep_dead;                   /* keep nodes that no graph output depends on */
+} wf_onnx_opts;
+#define WF_ONNX_OPTS_DEFAULT ((wf_onnx_opts){NULL, 0, NULL, 0})
+
+/* Imports `path`. On success returns WF_EXIT_OK and sets *out (caller frees with
+ * wf_module_free). Otherwise returns WF_EXIT_INPUT (malformed / inconsistent model),
+ * WF_EXIT_UNSUPPORTED (every unsupported op listed at once, with node name, op type and
+ * opset), or WF_EXIT_IO, having reported the errors. */
+int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out);
+
+/* Reads a serialized TensorProto (.pb, as in ONNX's test data sets). NULL + error on failure. */
+wf_tensor *wf_onnx_read_tensor(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
