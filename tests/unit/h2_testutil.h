@@ -13,16 +13,7 @@
 #include "waferc/ir.h"
 #include "waferc/tensor.h"
 
-static int g_failures;
-#define CHECK(cond, ...)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      g_failures++;                                                           \
-      fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond);      \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fprintf(stderr, "\n");                                                  \
-    }                                                                         \
-  } while (0)
+#include "wf_test.h"
 
 #define DIMS(...) ((int64_t[]){__VA_ARGS__})
 #define NDIMS(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))

@@ -9,17 +9,7 @@
 #include "waferc/ir.h"
 #include "waferc/tensor.h"
 
-static int g_failures;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-      g_failures++;                                                     \
-    }                                                                   \
-  } while (0)
+#include "wf_test.h"
 
 /* ---- captured diagnostics ----------------------------------------------------------- */
 

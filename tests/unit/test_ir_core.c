@@ -5,14 +5,7 @@
 
 #include "waferc/ir.h"
 
-static int g_failures;
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      g_failures++;                                                         \
-    }                                                                       \
-  } while (0)
+#include "wf_test.h"
 
 static void test_arena(void) {
   wf_arena *a = wf_arena_new();

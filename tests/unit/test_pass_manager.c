@@ -7,16 +7,7 @@
 
 #include "waferc/pass.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fputc('\n', stderr);                                                        \
-      failures++;                                                                 \
-    }                                                                             \
-  } while (0)
+#include "wf_test.h"
 
 static char diags[8192];
 static void sink(wf_severity sev, wf_loc loc, const char *msg, void *user) {
@@ -188,7 +179,7 @@ int main(void) {
   rmdir(path);
   rmdir(dir);
 
-  if (failures) fprintf(stderr, "test_pass_manager: %d check(s) failed\n", failures);
+  if (g_failures) fprintf(stderr, "test_pass_manager: %d check(s) failed\n", g_failures);
   else printf("test_pass_manager: all checks passed\n");
-  return failures != 0;
+  return g_failures != 0;
 }

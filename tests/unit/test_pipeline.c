@@ -8,16 +8,7 @@
 #include "passes/pass_internal.h"
 #include "waferc/pass.h"
 
-static int failures;
-#define CHECK(cond, ...)                                             \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fputc('\n', stderr);                                           \
-      failures++;                                                    \
-    }                                                                \
-  } while (0)
+#include "wf_test.h"
 
 /* Captures the last diagnostic. */
 static char last_msg[4096];
@@ -170,7 +161,7 @@ int main(void) {
   fails_at("partition{mesh=4x4 iters=2}", 20, "expected ',' or '}'");
 
   test_option_values();
-  if (failures) fprintf(stderr, "test_pipeline: %d check(s) failed\n", failures);
+  if (g_failures) fprintf(stderr, "test_pipeline: %d check(s) failed\n", g_failures);
   else printf("test_pipeline: all checks passed\n");
-  return failures != 0;
+  return g_failures != 0;
 }

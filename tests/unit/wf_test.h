@@ -1,0 +1,42 @@
+/* The unit tests' one shared helper: CHECK counts failures and prints file:line, the
+ * condition and an optional printf-style message; wf_test_result() ends main. No framework. */
+#ifndef WF_TEST_H
+#define WF_TEST_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int g_failures;
+
+static __attribute__((unused, format(printf, 4, 5))) void wf_check_failed(const char *file, int line,
+                                                                         const char *cond,
+                                                                         const char *fmt, ...) {
+  va_list ap;
+  g_failures++;
+  fprintf(stderr, "%s:%d: check failed: %s", file, line, cond);
+  if (fmt[1]) { /* fmt is "-" followed by the caller's format, so it is never empty */
+    fputs(": ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt + 1, ap);
+    va_end(ap);
+  }
+  fputc('\n', stderr);
+}
+
+/* CHECK(cond) or CHECK(cond, "fmt", args...) */
+#define CHECK(cond, ...)                                                         \
+  do {                                                                           \
+    if (!(cond)) wf_check_failed(__FILE__, __LINE__, #cond, "-" __VA_ARGS__);     \
+  } while (0)
+
+/* Return value of main: prints a summary line. */
+static __attribute__((unused)) int wf_test_result(const char *name) {
+  if (g_failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, g_failures);
+    return 1;
+  }
+  printf("%s: all checks passed\n", name);
+  return 0;
+}
+
+#endif
