@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/llvm_kernels.h"
 #include "backend/lower.h"
 #include "backend/manifest.h"
 #include "waferc/backend.h"
@@ -215,6 +216,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   snprintf(pdir, sizeof pdir, "%s/programs", plan_dir);
   if (!rc && (mkdir_if_needed(plan_dir) || mkdir_if_needed(pdir))) rc = WF_EXIT_IO;
   if (!rc) rc = write_program(L.cls, plan_dir);
+  if (!rc) rc = wf_llvm_kernels_write(L.cls, plan_dir);
   wf_manifest_weights w;
   memset(&w, 0, sizeof w);
   w.values = calloc((size_t)f->n_values + 1, sizeof *w.values);

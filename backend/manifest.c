@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/llvm_kernels.h"
 #include "backend/manifest.h"
 #include "waferc/diag.h"
 #include "waferc/version.h"
@@ -176,6 +177,10 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     total += lo->predicted;
   }
   cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
+  /* Compute kernels per class (backend/llvm_kernels.h); a plan without any is interpreted. */
+  cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
+  cJSON *k = wf_llvm_kernels_manifest(c);
+  if (k) cJSON_AddItemToArray(kernels, k);
 
   char *text = cJSON_Print(root);
   cJSON_Delete(root);

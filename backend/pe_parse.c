@@ -19,6 +19,9 @@ typedef struct {
   int have_format;
   int loop_stack[16];
   int depth;
+  char names[WF_PE_MAX_TASKS][32]; /* .task names in file order (pre-scan) */
+  int n_names;
+  int main_offset;                 /* 1 when code precedes the first .task (implicit main) */
 } pstate;
 
 static void perr(pstate *ps, const char *at, const char *fmt, const char *a, const char *b) {
@@ -89,6 +92,19 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
     t->kind = WF_TERM_VAR;
     t->var = (uint8_t)v;
   }
+  t->mod = 0;
+  if (buf[i] == '%') {
+    size_t j = i + 1;
+    while (isdigit((unsigned char)buf[j])) j++;
+    char m[16];
+    if (j == i + 1 || j - i - 1 >= sizeof m) return -1;
+    memcpy(m, buf + i + 1, j - i - 1);
+    m[j - i - 1] = 0;
+    int32_t mv;
+    if (parse_int(m, &mv) || mv < 1 || mv > 65535) return -1;
+    t->mod = (uint16_t)mv;
+    i = j;
+  }
   if (!buf[i]) return 0;
   if (buf[i] != '+' && buf[i] != '-') return -1;
   return parse_int(buf + i + (buf[i] == '+'), &t->k);
@@ -152,6 +168,72 @@ static int class_has_color(const wf_pe_class *c, int color) {
   return 0;
 }
 
+/* .task NAME local|data cN|control cN [active] [blocked]: starts the task's body. */
+static void parse_task(pstate *ps, const char *p, const char *dir_at) {
+  char name[64], tok[64];
+  const char *st, *nst;
+  if (ps->c->format < 2) {
+    perr(ps, dir_at, ".task needs .format 2", NULL, NULL);
+    return;
+  }
+  if (!ps->in_code) {
+    perr(ps, dir_at, ".task must follow .code", NULL, NULL);
+    return;
+  }
+  if (ps->depth) {
+    perr(ps, dir_at, ".task inside a loop", NULL, NULL);
+    return;
+  }
+  const char *q = next_tok(p, name, sizeof name, &nst);
+  if (!q || !isalpha((unsigned char)name[0]) || strlen(name) >= 32) {
+    perr(ps, dir_at, "expected a task name after .task", NULL, NULL);
+    return;
+  }
+  if (wf_pe_class_find_task(ps->c, name) >= 0) {
+    perr(ps, nst, "duplicate task '%s'", name, NULL);
+    return;
+  }
+  q = next_tok(q, tok, sizeof tok, &st);
+  int kind = !q ? -1 : !strcmp(tok, "local") ? WF_TASK_LOCAL : !strcmp(tok, "data") ? WF_TASK_DATA
+                     : !strcmp(tok, "control") ? WF_TASK_CONTROL : -1;
+  if (kind < 0) {
+    perr(ps, q ? st : dir_at, "expected the task kind: local, data cN or control cN", NULL, NULL);
+    return;
+  }
+  int32_t col = -1;
+  if (kind != WF_TASK_LOCAL) {
+    q = next_tok(q, tok, sizeof tok, &st);
+    if (!q || parse_color(tok, &col) || !class_has_color(ps->c, col)) {
+      perr(ps, q ? st : dir_at, "a data or control task needs a declared color", NULL, NULL);
+      return;
+    }
+    for (int i = 0; i < ps->c->n_tasks; i++)
+      if (ps->c->tasks[i].kind == kind && ps->c->tasks[i].color == col) {
+        perr(ps, st, "color '%s' already has a task of this kind", tok, NULL);
+        return;
+      }
+  }
+  int active = 0, blocked = 0;
+  while ((q = next_tok(q, tok, sizeof tok, &st))) {
+    if (!strcmp(tok, "active")) active = 1;
+    else if (!strcmp(tok, "blocked")) blocked = 1;
+    else {
+      perr(ps, st, "unexpected '%s' (expected active or blocked)", tok, NULL);
+      return;
+    }
+  }
+  if (!ps->c->n_tasks && ps->c->n_code) { /* code before the first .task: implicit main */
+    wf_pe_class_add_task(ps->c, "main", WF_TASK_LOCAL, -1, 1, 0);
+    ps->c->tasks[0].start = 0;
+  }
+  int t = wf_pe_class_add_task(ps->c, name, kind, col, active, blocked);
+  if (t < 0) {
+    perr(ps, nst, "too many tasks (at most 32)", NULL, NULL);
+    return;
+  }
+  ps->c->tasks[t].line = (int)ps->line;
+}
+
 static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, const char *gstart) {
   char tok[128];
   const char *st;
@@ -168,13 +250,14 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
       perr(ps, dir_at, "expected a format version after .format", NULL, NULL);
       return;
     }
-    if (v != WF_PE_FORMAT_VERSION) {
-      char want[16];
-      snprintf(want, sizeof want, "%d", WF_PE_FORMAT_VERSION);
+    if (v < WF_PE_FORMAT_MIN_VERSION || v > WF_PE_FORMAT_VERSION) {
+      char want[32];
+      snprintf(want, sizeof want, "%d..%d", WF_PE_FORMAT_MIN_VERSION, WF_PE_FORMAT_VERSION);
       perr(ps, st, "unsupported .wpe format version %s (supported: %s)", tok, want);
       return;
     }
     ps->have_format = 1;
+    ps->c->format = v;
   } else if (!strcmp(tok, ".class")) {
     if (!next_tok(p, tok, sizeof tok, &st)) {
       perr(ps, dir_at, "expected a class name after .class", NULL, NULL);
@@ -231,6 +314,18 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
       return;
     }
     q = next_tok(q, tok, sizeof tok, &st);
+    int32_t pos = 0;
+    if (q && tok[0] == 'p' && isdigit((unsigned char)tok[1])) {
+      if (ps->c->format < 2) {
+        perr(ps, st, "switch positions ('%s') need .format 2", tok, NULL);
+        return;
+      }
+      if (parse_int(tok + 1, &pos) || pos < 0 || pos >= WF_PE_MAX_POS) {
+        perr(ps, st, "bad switch position '%s' (p0..p7)", tok, NULL);
+        return;
+      }
+      q = next_tok(q, tok, sizeof tok, &st);
+    }
     int rx = q ? parse_dir(tok) : -1;
     if (rx < 0) {
       perr(ps, q ? st : dir_at, "expected an rx direction (N, E, S, W or RAMP)", NULL, NULL);
@@ -261,12 +356,38 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
       perr(ps, dir_at, "expected tx directions after '->' (or none)", NULL, NULL);
       return;
     }
-    wf_pe_class_add_route(ps->c, g, col, rx, tx);
+    wf_pe_class_add_route_pos(ps->c, g, col, pos, rx, tx);
+    ps->c->routes[ps->c->n_routes - 1].line = (int)ps->line;
+  } else if (!strcmp(tok, ".switch")) {
+    int32_t col;
+    const char *q = next_tok(p, tok, sizeof tok, &st);
+    if (!q || parse_color(tok, &col) || !class_has_color(ps->c, col)) {
+      perr(ps, q ? st : dir_at, "expected a declared color after .switch", NULL, NULL);
+      return;
+    }
+    q = next_tok(q, tok, sizeof tok, &st);
+    if (!q || strcmp(tok, "ring")) {
+      perr(ps, q ? st : dir_at, "expected 'ring' after .switch cN", NULL, NULL);
+      return;
+    }
+    for (int i = 0; i < ps->c->n_colors; i++)
+      if (ps->c->colors[i].color == col) ps->c->colors[i].ring = 1;
+  } else if (!strcmp(tok, ".task")) {
+    parse_task(ps, p, dir_at);
   } else if (!strcmp(tok, ".code")) {
     ps->in_code = 1;
   } else {
     perr(ps, dir_at, "unknown directive '%s'", tok, NULL);
   }
+}
+
+/* Task names may be used before their .task line: names seen in the pre-scan are numbered
+ * in order of their .task lines, which is the order the parser creates them in. */
+static int task_ref(pstate *ps, const char *name) {
+  for (int i = 0; i < ps->n_names; i++)
+    if (!strcmp(ps->names[i], name)) return i + ps->main_offset;
+  if (!strcmp(name, "main") && ps->main_offset) return 0;
+  return -1;
 }
 
 static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
@@ -350,6 +471,15 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
         a->term = wf_term_var(v, 0);
         break;
       }
+      case 't': {
+        int t = task_ref(ps, tok);
+        if (t < 0) {
+          perr(ps, st, "unknown task '%s' (declare it with .task)", tok, NULL);
+          return;
+        }
+        a->term = wf_term_int(t);
+        break;
+      }
       default:
         if (parse_term(ps, tok, &a->term)) {
           perr(ps, st, "expected an integer term (int, x, y, W, H or a loop variable[+-int]), got '%s'",
@@ -382,11 +512,40 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
   wf_pe_class_add_instr(ps->c, &in);
 }
 
+/* Collects .task names in order, and whether instructions precede the first one. */
+static void prescan_tasks(pstate *ps, const char *text) {
+  int in_code = 0, seen_task = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[256];
+    size_t n = len < sizeof line ? len : sizeof line - 1;
+    memcpy(line, p, n);
+    line[n] = 0;
+    p += len + (nl ? 1 : 0);
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    const char *q = skip_ws(line);
+    if (!*q) continue;
+    if (!strncmp(q, ".code", 5)) in_code = 1;
+    else if (!strncmp(q, ".task", 5) && (q[5] == ' ' || q[5] == '\t')) {
+      char name[64];
+      const char *st;
+      if (next_tok(q + 5, name, sizeof name, &st) && ps->n_names < WF_PE_MAX_TASKS &&
+          strlen(name) < 32)
+        memcpy(ps->names[ps->n_names++], name, strlen(name) + 1);
+      seen_task = 1;
+    } else if (in_code && !seen_task && *q != '.') ps->main_offset = 1;
+  }
+}
+
 wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path) {
   pstate ps;
   memset(&ps, 0, sizeof ps);
   ps.path = path;
   ps.c = wf_pe_class_new("");
+  ps.c->format = WF_PE_FORMAT_MIN_VERSION;
+  prescan_tasks(&ps, text);
   const char *p = text;
   char line[1024];
   while (*p) {
@@ -425,6 +584,11 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path) {
   if (!ps.errors && ps.depth) {
     wf_error_at(path, "%d loop(s) not closed by endloop", ps.depth);
     ps.errors++;
+  }
+  if (!ps.errors && !ps.c->n_tasks) { /* no .task line: the whole code is task main */
+    wf_pe_class_add_task(ps.c, "main", WF_TASK_LOCAL, -1, 1, 0);
+    ps.c->tasks[0].start = 0;
+    ps.c->tasks[0].end = ps.c->n_code;
   }
   if (!ps.errors && !ps.c->name[0]) {
     wf_error_at(path, "missing '.class NAME' line");

@@ -46,6 +46,7 @@ void wf_pe_class_free(wf_pe_class *c) {
   free(c->colors);
   free(c->routes);
   free(c->code);
+  free(c->tasks);
   free(c);
 }
 
@@ -96,19 +97,49 @@ void wf_pe_class_add_color(wf_pe_class *c, int color, const char *purpose) {
   c->n_colors++;
 }
 
-void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int rx, unsigned tx) {
+void wf_pe_class_add_route_pos(wf_pe_class *c, const wf_pe_guard *g, int color, int pos, int rx,
+                               unsigned tx) {
+  WF_ASSERT(pos >= 0 && pos < WF_PE_MAX_POS);
   GROW(c->routes, c->n_routes, c->cap_routes);
   wf_pe_route *r = &c->routes[c->n_routes++];
   memset(r, 0, sizeof *r);
   if (g) r->guard = *g;
   r->color = color;
+  r->pos = pos;
   r->rx = rx;
   r->tx = tx;
+}
+
+void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int rx, unsigned tx) {
+  wf_pe_class_add_route_pos(c, g, color, 0, rx, tx);
+}
+
+int wf_pe_class_find_task(const wf_pe_class *c, const char *name) {
+  for (int i = 0; i < c->n_tasks; i++)
+    if (!strcmp(c->tasks[i].name, name)) return i;
+  return -1;
+}
+
+int wf_pe_class_add_task(wf_pe_class *c, const char *name, int kind, int color, int active,
+                         int blocked) {
+  if (c->n_tasks == WF_PE_MAX_TASKS) return -1;
+  GROW(c->tasks, c->n_tasks, c->cap_tasks);
+  if (c->n_tasks) c->tasks[c->n_tasks - 1].end = c->n_code;
+  wf_pe_task *t = &c->tasks[c->n_tasks];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->kind = kind;
+  t->color = color;
+  t->start = t->end = c->n_code;
+  t->active = active;
+  t->blocked = blocked;
+  return c->n_tasks++;
 }
 
 int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in) {
   GROW(c->code, c->n_code, c->cap_code);
   int idx = c->n_code++;
+  if (c->n_tasks) c->tasks[c->n_tasks - 1].end = c->n_code;
   c->code[idx] = *in;
   c->code[idx].match = -1;
   if (in->op == WF_PEOP_ENDLOOP) {
@@ -124,9 +155,9 @@ int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in) {
   return idx;
 }
 
-wf_pe_term wf_term_int(int32_t v) { return (wf_pe_term){WF_TERM_INT, 0, v}; }
-wf_pe_term wf_term(wf_term_kind kind, int32_t k) { return (wf_pe_term){(uint8_t)kind, 0, k}; }
-wf_pe_term wf_term_var(int var, int32_t k) { return (wf_pe_term){WF_TERM_VAR, (uint8_t)var, k}; }
+wf_pe_term wf_term_int(int32_t v) { return (wf_pe_term){WF_TERM_INT, 0, 0, v}; }
+wf_pe_term wf_term(wf_term_kind kind, int32_t k) { return (wf_pe_term){(uint8_t)kind, 0, 0, k}; }
+wf_pe_term wf_term_var(int var, int32_t k) { return (wf_pe_term){WF_TERM_VAR, (uint8_t)var, 0, k}; }
 wf_pe_guard wf_guard0(void) {
   wf_pe_guard g;
   memset(&g, 0, sizeof g);
@@ -168,8 +199,10 @@ static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_
     case WF_TERM_H: base = "H"; break;
     case WF_TERM_VAR: base = c->vars[t->var]; break;
   }
-  if (t->k) snprintf(buf, cap, "%s%+d", base, (int)t->k);
-  else snprintf(buf, cap, "%s", base);
+  char m[16] = "";
+  if (t->mod) snprintf(m, sizeof m, "%%%d", (int)t->mod);
+  if (t->k) snprintf(buf, cap, "%s%s%+d", base, m, (int)t->k);
+  else snprintf(buf, cap, "%s%s", base, m);
 }
 
 static void guard_str(const wf_pe_class *c, const wf_pe_guard *g, char *buf, size_t cap) {
@@ -198,6 +231,9 @@ static void arg_str(const wf_pe_class *c, char letter, const wf_pe_arg *a, char 
     case 'c': snprintf(buf, cap, "c%d", (int)a->term.k); return;
     case 'm': snprintf(buf, cap, "%s", mode_text[a->term.k]); return;
     case 'v': snprintf(buf, cap, "%s", c->vars[a->term.var]); return;
+    case 't':
+      snprintf(buf, cap, "%s", a->term.k >= 0 && a->term.k < c->n_tasks ? c->tasks[a->term.k].name : "?");
+      return;
     default: term_str(c, &a->term, buf, cap); return;
   }
 }
@@ -234,12 +270,14 @@ void wf_pe_class_write(const wf_pe_class *c, FILE *out) {
   for (int i = 0; i < c->n_colors; i++) {
     int col = c->colors[i].color;
     fprintf(out, ".color c%d %s\n", col, c->colors[i].purpose);
+    if (c->colors[i].ring) fprintf(out, ".switch c%d ring\n", col);
     for (int r = 0; r < c->n_routes; r++) {
       const wf_pe_route *rt = &c->routes[r];
       if (rt->color != col) continue;
       char g[160];
       guard_str(c, &rt->guard, g, sizeof g);
-      fprintf(out, "%s.route c%d %s ->", g, col, wf_dir_names[rt->rx]);
+      if (rt->pos) fprintf(out, "%s.route c%d p%d %s ->", g, col, rt->pos, wf_dir_names[rt->rx]);
+      else fprintf(out, "%s.route c%d %s ->", g, col, wf_dir_names[rt->rx]);
       if (!rt->tx) fprintf(out, " none");
       for (int d = 0; d < WF_DIR_COUNT; d++)
         if (rt->tx >> d & 1) fprintf(out, " %s", wf_dir_names[d]);
@@ -248,7 +286,18 @@ void wf_pe_class_write(const wf_pe_class *c, FILE *out) {
   }
   fprintf(out, "\n.code\n");
   int depth = 0;
-  for (int i = 0; i < c->n_code; i++) {
+  static const char *const kinds[] = {"local", "data", "control"};
+  for (int i = 0; i <= c->n_code; i++) {
+    for (int t = 0; t < c->n_tasks; t++) {
+      const wf_pe_task *tk = &c->tasks[t];
+      if (tk->start != i || (t == 0 && !strcmp(tk->name, "main") && tk->active && !tk->blocked &&
+                             tk->kind == WF_TASK_LOCAL && tk->start == 0 && c->n_tasks == 1))
+        continue;
+      fprintf(out, ".task %s %s", tk->name, kinds[tk->kind]);
+      if (tk->kind != WF_TASK_LOCAL) fprintf(out, " c%d", tk->color);
+      fprintf(out, "%s%s\n", tk->active ? " active" : "", tk->blocked ? " blocked" : "");
+    }
+    if (i == c->n_code) break;
     const wf_pe_instr *in = &c->code[i];
     const wf_peop_info *info = &wf_peops[in->op];
     if (in->op == WF_PEOP_ENDLOOP) depth--;

@@ -18,7 +18,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define WF_PE_FORMAT_VERSION 1
+#define WF_PE_FORMAT_VERSION 2     /* written; 1 and 2 are read (docs/pe-programs.md) */
+#define WF_PE_FORMAT_MIN_VERSION 1
+#define WF_PE_MAX_POS 8            /* switch positions representable; the target's
+                                      switch_positions (4 on WSE-2) is checked by waferrun */
+#define WF_PE_MAX_TASKS 32
 
 typedef enum wf_peop {
 #define WF_PEOP(id, name, sig, cost, syn) WF_PEOP_##id,
@@ -33,7 +37,10 @@ typedef enum wf_pe_cost {
   WF_PECOST_EXP,
   WF_PECOST_DIV,
   WF_PECOST_FMAC,
-  WF_PECOST_FABRIC
+  WF_PECOST_FABRIC,  /* wavelet streams: one wavelet per cycle when the fabric allows */
+  WF_PECOST_CTL,     /* one wavelet-sized item down the ramp (control, teardown, switch write) */
+  WF_PECOST_TASK,    /* task scheduler instruction: activate / block / unblock */
+  WF_PECOST_ASYNC    /* starts a background fabric stream; the issuing task continues */
 } wf_pe_cost;
 
 typedef struct wf_peop_info {
@@ -54,6 +61,7 @@ typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_
 typedef struct wf_pe_term {
   uint8_t kind; /* wf_term_kind */
   uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
+  uint16_t mod; /* 0, or M: the base is taken modulo M (x%2 selects a parity role) */
   int32_t k;
 } wf_pe_term;
 
@@ -74,7 +82,8 @@ enum { WF_BMODE_IJ, WF_BMODE_I, WF_BMODE_J };
 typedef struct wf_pe_arg {
   int sym;          /* d, s: symbol index */
   int32_t off;      /* d, s: offset in 32-bit words */
-  wf_pe_term term;  /* n: the value; c: color in term.k; m: mode in term.k; v: var in term.var */
+  wf_pe_term term;  /* n: the value; c: color in term.k; m: mode in term.k; v: var in term.var;
+                       t: task index in term.k */
 } wf_pe_arg;
 
 #define WF_PE_MAX_ARGS 6
@@ -89,10 +98,24 @@ typedef struct wf_pe_instr {
 typedef struct wf_pe_route {
   wf_pe_guard guard;
   int color;
+  int pos;           /* switch position 0..WF_PE_MAX_POS-1 this rule configures */
   int rx;            /* WF_DIR_* the wavelet arrives from */
   unsigned tx;       /* bit set of WF_DIR_* it is forwarded to */
   int line;
 } wf_pe_route;
+
+/* Tasks (format 2). Code before the first `.task` line belongs to an implicit local task
+ * "main" that starts active (this is all a format-1 program has). */
+typedef enum { WF_TASK_LOCAL, WF_TASK_DATA, WF_TASK_CONTROL } wf_task_kind;
+typedef struct wf_pe_task {
+  char name[32];
+  int kind;          /* wf_task_kind */
+  int color;         /* DATA / CONTROL: the color whose arrivals activate it; else -1 */
+  int start, end;    /* its body: code[start..end) */
+  int active;        /* activated at launch */
+  int blocked;       /* blocked at launch */
+  int line;
+} wf_pe_task;
 
 typedef struct wf_pe_sym {
   char name[64];     /* %value, @global or $temp */
@@ -103,6 +126,7 @@ typedef struct wf_pe_sym {
 typedef struct wf_pe_color {
   int color;
   char purpose[64];
+  int ring;          /* switch positions wrap around (else they stay at the last one) */
 } wf_pe_color;
 
 typedef struct wf_pe_class {
@@ -111,7 +135,9 @@ typedef struct wf_pe_class {
   wf_pe_color *colors; int n_colors, cap_colors;
   wf_pe_route *routes; int n_routes, cap_routes;
   wf_pe_instr *code; int n_code, cap_code;
+  wf_pe_task *tasks; int n_tasks, cap_tasks;
   char vars[8][16]; int n_vars; /* loop variable names */
+  int format;                   /* .format version it was parsed from (writer: current) */
   int64_t mem_bytes;            /* end of the last symbol */
   int loop_depth;               /* builder: open loops */
 } wf_pe_class;
@@ -128,6 +154,13 @@ void wf_pe_class_grow_sym(wf_pe_class *c, int i, int64_t bytes);
 int wf_pe_class_find_var(wf_pe_class *c, const char *name, int create);
 void wf_pe_class_add_color(wf_pe_class *c, int color, const char *purpose);
 void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int rx, unsigned tx);
+/* Same, for switch position `pos`. */
+void wf_pe_class_add_route_pos(wf_pe_class *c, const wf_pe_guard *g, int color, int pos, int rx,
+                               unsigned tx);
+/* Starts a task body at the current end of the code; returns its index (-1 when full). */
+int wf_pe_class_add_task(wf_pe_class *c, const char *name, int kind, int color, int active,
+                         int blocked);
+int wf_pe_class_find_task(const wf_pe_class *c, const char *name); /* -1 if absent */
 /* Appends an instruction; returns its index. Loops are matched when ENDLOOP is added. */
 int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in);
 
@@ -154,14 +187,17 @@ typedef struct wf_pe_env {
   int32_t vars[8];
 } wf_pe_env;
 static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
+  int32_t b;
   switch (t->kind) {
-    case WF_TERM_X: return e->x + t->k;
-    case WF_TERM_Y: return e->y + t->k;
-    case WF_TERM_W: return e->w + t->k;
-    case WF_TERM_H: return e->h + t->k;
-    case WF_TERM_VAR: return e->vars[t->var] + t->k;
+    case WF_TERM_X: b = e->x; break;
+    case WF_TERM_Y: b = e->y; break;
+    case WF_TERM_W: b = e->w; break;
+    case WF_TERM_H: b = e->h; break;
+    case WF_TERM_VAR: b = e->vars[t->var]; break;
     default: return t->k;
   }
+  if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
+  return b + t->k;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
 

@@ -5,11 +5,25 @@
 extern const wf_pass_info wf_pass_canonicalize;
 extern const wf_pass_info wf_pass_dce;
 extern const wf_pass_info wf_pass_partition;
+extern const wf_pass_info wf_pass_raise_rmsnorm;
+extern const wf_pass_info wf_pass_raise_layernorm;
+extern const wf_pass_info wf_pass_raise_gelu;
+extern const wf_pass_info wf_pass_raise_silu;
+extern const wf_pass_info wf_pass_raise_rope;
+extern const wf_pass_info wf_pass_raise_attention;
+extern const wf_pass_info wf_pass_raise;
 
 static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_canonicalize,
     &wf_pass_dce,
     &wf_pass_partition,
+    &wf_pass_raise_rmsnorm,
+    &wf_pass_raise_layernorm,
+    &wf_pass_raise_gelu,
+    &wf_pass_raise_silu,
+    &wf_pass_raise_rope,
+    &wf_pass_raise_attention,
+    &wf_pass_raise,
 };
 
 void wf_register_builtin_passes(void) {

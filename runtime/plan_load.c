@@ -339,13 +339,31 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
           return -1;
         }
         if (pc->mem_bytes > p->target.sram_bytes) {
-          wf_error_at(path, "class '%s' needs %lld bytes of SRAM; target '%s' has %lld",
-                      pc->name, (long long)pc->mem_bytes, p->target.name,
-                      (long long)p->target.sram_bytes);
+          /* Name the first symbol that does not fit, and a PE that would hold it. */
+          const wf_pe_sym *over = &pc->syms[0];
+          for (int k2 = 0; k2 < pc->n_syms; k2++)
+            if (pc->syms[k2].offset + pc->syms[k2].bytes > p->target.sram_bytes) {
+              over = &pc->syms[k2];
+              break;
+            }
+          wf_error_at(path, "SRAM overflow on PE (%lld,%lld) (and every PE of class '%s'): symbol "
+                      "'%s' at [%lld, %lld) ends past the %lld bytes of target '%s' (class needs "
+                      "%lld)", (long long)cr[0], (long long)cr[1], pc->name, over->name,
+                      (long long)over->offset, (long long)(over->offset + over->bytes),
+                      (long long)p->target.sram_bytes, p->target.name, (long long)pc->mem_bytes);
           wf_pe_class_free(pc);
           c->errors++;
           return -1;
         }
+        for (int k2 = 0; k2 < pc->n_routes; k2++)
+          if (pc->routes[k2].pos >= p->target.switch_positions) {
+            wf_error(wf_loc_make(path, (uint32_t)pc->routes[k2].line, 1),
+                     "switch position p%d: target '%s' has %d switch positions per color",
+                     pc->routes[k2].pos, p->target.name, p->target.switch_positions);
+            wf_pe_class_free(pc);
+            c->errors++;
+            return -1;
+          }
         p->classes = realloc(p->classes, (size_t)(p->n_classes + 1) * sizeof *p->classes);
         idx = p->n_classes;
         p->classes[p->n_classes++] = pc;

@@ -16,6 +16,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddStringToObject(root, "plan", p->dir);
   cJSON_AddStringToObject(root, "target", p->target.name);
   cJSON_AddNumberToObject(root, "clock_hz", p->target.clock_hz);
+  cJSON_AddStringToObject(root, "mode", s->functional ? "functional" : "timing");
   cJSON *mesh = cJSON_AddArrayToObject(root, "mesh");
   cJSON_AddItemToArray(mesh, num(p->mesh_w));
   cJSON_AddItemToArray(mesh, num(p->mesh_h));
@@ -116,6 +117,13 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
   fprintf(out, "cycles: %lld simulated, %lld predicted\n", (long long)s->total,
           (long long)p->predicted_total);
   fprintf(out, "time:   %.6g s at %.4g GHz\n", seconds, p->target.clock_hz / 1e9);
+  int64_t hops = 0;
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++)
+    if (s->routers[i])
+      for (int d = 0; d < WF_DIR_RAMP; d++) hops += s->routers[i]->out_count[d];
+  fprintf(out, "fabric: %lld wavelet-hops (%s mode)\n", (long long)hops,
+          s->functional ? "functional" : "timing");
   for (int i = 0; i < p->n_ops; i++) {
     const wf_op_stat *st = &s->ops[i];
     int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;

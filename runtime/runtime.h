@@ -18,7 +18,7 @@
 #include "waferc/target.h"
 #include "waferc/tensor.h"
 
-#define WF_PLAN_FORMAT_VERSION 1
+#define WF_PLAN_FORMAT_VERSION 1 /* manifest.json; PE programs carry their own (.format) */
 
 /* A tensor bound to PE memory: an input, output or weight. */
 typedef struct wf_plan_tensor {
@@ -71,24 +71,105 @@ typedef struct wf_plan {
 wf_plan *wf_plan_load(const char *dir);
 void wf_plan_free(wf_plan *p);
 
+typedef enum wf_sim_mode {
+  WF_SIM_FUNCTIONAL, /* data and cycles */
+  WF_SIM_TIMING      /* cycles only: no PE memory, no data; the same cycles as functional */
+} wf_sim_mode;
+
 typedef struct wf_sim_opts {
   int64_t max_cycles;       /* 0 = unlimited */
   int64_t deadlock_cycles;  /* no progress for this long = deadlock */
+  int mode;                 /* wf_sim_mode */
 } wf_sim_opts;
-#define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){0, 10000})
+#define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;
 wf_sim *wf_sim_new(const wf_plan *p, const wf_sim_opts *o);
 void wf_sim_free(wf_sim *s);
-/* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports. */
+/* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
+ * In timing mode the shape is checked and the data ignored. */
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *t);
 /* Runs to completion. Returns a WF_EXIT_* code; errors (deadlock ...) are reported. */
 int wf_sim_run(wf_sim *s);
 int64_t wf_sim_cycles(const wf_sim *s);
-/* Gathers output i by its layout (caller frees). */
+/* Gathers output i by its layout (caller frees). NULL in timing mode. */
 wf_tensor *wf_sim_output(wf_sim *s, int i);
 int wf_sim_write_report(const wf_sim *s, const char *path);
 void wf_sim_print_summary(const wf_sim *s, FILE *out);
+
+/* ---- read-only statistics and events: for --trace, --heatmap and other observers ----------
+ * A stable, small view of the simulator's counters. Every number is in simulated cycles or
+ * wavelets, never host time. Valid after wf_sim_run (counters also grow during the run and
+ * may be read from an event callback). Coordinates are absolute mesh positions.
+ *
+ *   wf_sim_set_event_callback(s, on_event, ctx);   // before wf_sim_run
+ *   wf_sim_run(s);
+ *   for (y...) for (x...) if (wf_sim_pe_stats_at(s, x, y, &st) == 0) use(st.busy, st.stall);
+ *   int64_t east = wf_sim_link_wavelets(s, x, y, WF_DIR_E);
+ */
+typedef struct wf_sim_pe_stats {
+  int present;          /* 1 if a program class is placed on this PE */
+  int cls;              /* index into plan->classes, -1 if none */
+  int64_t compute;      /* cycles spent in compute instructions */
+  int64_t comm;         /* cycles a wavelet was sent or received (fabric instructions) */
+  int64_t stall;        /* cycles a fabric instruction waited (backpressure, empty queue) */
+  int64_t busy;         /* compute + comm: cycles the PE did useful work */
+  int64_t finish;       /* first cycle after the PE's last work (0 if it never ran) */
+  int64_t ctl_wavelets; /* control wavelets delivered to this PE */
+} wf_sim_pe_stats;
+
+int wf_sim_mesh_w(const wf_sim *s);
+int wf_sim_mesh_h(const wf_sim *s);
+/* Fills *out for PE (x, y). Returns 0, or -1 when (x, y) is outside the mesh. A mesh cell
+ * without a program gets present = 0 and zero counters (still returns 0). */
+int wf_sim_pe_stats_at(const wf_sim *s, int x, int y, wf_sim_pe_stats *out);
+/* Wavelets (data + control) that left router (x, y) through port dir: WF_DIR_N/E/S/W over
+ * the link to the neighbour, WF_DIR_RAMP up the ramp into the PE. 0 outside the mesh. */
+int64_t wf_sim_link_wavelets(const wf_sim *s, int x, int y, int dir);
+/* Cycles a wavelet waited at router (x, y) to leave through port dir (backpressure). */
+int64_t wf_sim_link_stalls(const wf_sim *s, int x, int y, int dir);
+/* Wavelets PE (x, y) put down its ramp into its router. */
+int64_t wf_sim_ramp_down(const wf_sim *s, int x, int y);
+
+/* Events, delivered in simulation order (deterministic: cycle, then row-major PE order).
+ * Instruction events cover costed instructions only (compute and fabric); `dur` is known at
+ * WF_SIM_EV_INSTR_BEGIN for compute instructions and -1 for fabric ones (their end is a
+ * separate WF_SIM_EV_INSTR_END). */
+typedef enum wf_sim_event_kind {
+  WF_SIM_EV_TASK_BEGIN,  /* a task starts running on a PE (v1 programs: task "main") */
+  WF_SIM_EV_TASK_END,
+  WF_SIM_EV_OP_BEGIN,    /* the PE enters IR op `op` (an `op N` marker) */
+  WF_SIM_EV_OP_END,      /* the PE leaves op `op` (next marker or end of program) */
+  WF_SIM_EV_INSTR_BEGIN,
+  WF_SIM_EV_INSTR_END,
+  WF_SIM_EV_PE_DONE      /* the PE finished its program */
+} wf_sim_event_kind;
+
+typedef struct wf_sim_event {
+  int kind;                 /* wf_sim_event_kind */
+  int64_t cycle;            /* simulated cycle the event happens in */
+  int64_t dur;              /* INSTR_BEGIN of a compute instruction: cycles; else -1 */
+  int x, y;                 /* absolute PE position */
+  int cls;                  /* class index into plan->classes */
+  int op;                   /* IR op index into plan->ops, -1 before the first marker */
+  int task;                 /* task index into the class's tasks */
+  const char *task_name;    /* the task's name (owned by the plan) */
+  int pc;                   /* INSTR_*: instruction index in the class's code, else -1 */
+  const wf_pe_instr *instr; /* INSTR_*: the instruction (wf_pe_instr_synopsis prints it) */
+} wf_sim_event;
+
+typedef void (*wf_sim_event_fn)(const wf_sim_event *ev, void *user);
+/* Installs (or with fn = NULL removes) the event observer. Costs nothing when unset. */
+void wf_sim_set_event_callback(wf_sim *s, wf_sim_event_fn fn, void *user);
+
+/* Optional compute hook (e.g. a JIT): called in functional mode for each compute instruction
+ * instead of the built-in interpreter. `mem` is the PE's SRAM (cls->mem_bytes bytes, symbol
+ * offsets from the class), env its parameters and loop variables. Return 0 when executed,
+ * 1 to fall back to the interpreter, -1 on error (the run stops with WF_EXIT_RUNTIME).
+ * Cycles are charged from the cost model either way. */
+typedef int (*wf_sim_compute_fn)(void *user, const wf_pe_class *cls, int cls_index,
+                                 const wf_pe_instr *in, float *mem, const wf_pe_env *env);
+void wf_sim_set_compute_hook(wf_sim *s, wf_sim_compute_fn fn, void *user);
 
 /* Number of elements of tensor t held by one PE (the block), and the block's dims. */
 int64_t wf_plan_block_dims(const wf_plan *p, const wf_plan_tensor *t, int64_t *bdims);

@@ -1,80 +1,126 @@
-/* waferc runtime — simulator state shared by sim.c (the cycle engine), sim_io.c (scatter and
- * gather by layout) and report.c. Not a public interface. */
+/* waferc runtime — simulator state shared by the cycle engine (sim.c), the fabric
+ * (sim_fabric.c), the PEs (sim_pe.c, sim_exec.c), deadlock reports (sim_deadlock.c), scatter
+ * and gather (sim_io.c) and report.c. Not a public interface: observers use runtime.h.
+ *
+ * Memory is spent only where the plan uses it: a router holds state for the colors its
+ * class declares (not all 24), a FIFO's buffer is allocated on its first wavelet, and a PE's
+ * SRAM on its first access (never in timing mode). */
 #ifndef WAFERC_RUNTIME_SIM_INTERNAL_H
 #define WAFERC_RUNTIME_SIM_INTERNAL_H
 
 #include "runtime/runtime.h"
 
-/* A wavelet in a buffer: its payload and the first cycle it may move on. Buffers hold the
- * wavelets still travelling towards them (ready in the future), so capacity counts them. */
+/* What travels in a FIFO. DATA carries a value; CTL advances the switch of every router
+ * that forwards it and activates the receiving PE's control task; TEARDOWN resets every
+ * router it passes to position 0; SWSET never leaves the PE's own router (a configuration
+ * write that travels down the ramp in order with the data). */
+enum { WF_WV_DATA, WF_WV_CTL, WF_WV_TEARDOWN, WF_WV_SWSET };
+
 typedef struct wf_wv {
   float v;
-  int64_t ready;
+  uint8_t kind;    /* WF_WV_* */
+  uint8_t adv;     /* DATA from the ramp: advance this router's switch once forwarded */
+  uint8_t arg;     /* SWSET: the position */
+  uint8_t pad_;
+  int64_t ready;   /* first cycle it may move on */
 } wf_wv;
 
 typedef struct wf_fifo {
-  wf_wv *buf;
-  int head, count;
+  wf_wv *buf;      /* capacity queue_depth, allocated on first push */
+  int16_t head, count;
 } wf_fifo;
 
-#define WF_NO_ROUTE 0xffffffffu
+#define WF_RX_NONE 0xff /* tx table entry: this rx is not accepted in this position */
+
+/* One color at one router. */
+typedef struct wf_rcolor {
+  uint8_t color;                             /* global color */
+  uint8_t npos;                              /* positions configured (>= 1) */
+  uint8_t pos;                               /* current position */
+  uint8_t ring;                              /* positions wrap around */
+  uint8_t accept;                            /* rx directions accepted in some position */
+  uint8_t tx[WF_PE_MAX_POS][WF_DIR_COUNT];   /* [pos][rx]: tx bit set or WF_RX_NONE */
+  wf_fifo in[WF_DIR_COUNT];                  /* input buffer per rx port */
+  wf_fifo *out[WF_DIR_COUNT];                /* destination buffer behind each tx port
+                                                (NULL: resolved, with errors, on use) */
+  int8_t out_li[WF_DIR_COUNT];               /* its local color index at the neighbour */
+} wf_rcolor;
 
 typedef struct wf_router {
-  int x, y;                      /* absolute position */
-  wf_fifo *in;                   /* [rx * ncol + color index] */
-  unsigned *tx;                  /* [rx * ncol + color index]: tx set, WF_NO_ROUTE if none */
+  int x, y;                        /* absolute position */
+  int nlc;                         /* colors of its class */
+  wf_rcolor *rc;                   /* [nlc] */
   int64_t port_used[WF_DIR_COUNT]; /* cycle each out port last carried a wavelet */
   int64_t out_count[WF_DIR_COUNT]; /* wavelets sent per out port (RAMP = up the ramp) */
-  int64_t ramp_down;             /* wavelets the PE put on the ramp */
-  int buffered;                  /* wavelets held in `in` */
-  int active;                    /* in the active router list */
-  int rr;                        /* round-robin start among inputs */
+  int64_t out_stall[WF_DIR_COUNT]; /* cycles a ready wavelet waited for this out port */
+  int64_t ramp_down;               /* items the PE put on the ramp */
+  int buffered;                    /* items held in the input buffers */
+  uint64_t ne[3];                  /* bit lc*5+rx: input buffer (lc, rx) holds something */
+  int active;                      /* in the active router list */
+  int rr;                          /* round-robin start among inputs */
 } wf_router;
 
-enum { WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC, WF_PE_DONE };
+enum { WF_PE_IDLE, WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC };
+
+/* A fabric stream in progress: the main thread's current send/recv, or an async engine. */
+typedef struct wf_stream {
+  const wf_pe_instr *in;
+  int ci, co;                      /* local color index in / out (-1 if none) */
+  int64_t off;                     /* word offset of the memory operand in SRAM */
+  int64_t prog, need;
+  int task;                        /* async: task to activate on completion */
+} wf_stream;
+
+#define WF_SIM_ASYNC 4             /* background fabric streams per PE */
 
 typedef struct wf_pe {
-  int x, y;                      /* absolute position */
-  int place;                     /* index into plan places */
+  int x, y;                        /* absolute position */
+  int cls_i;                       /* class index */
   const wf_pe_class *cls;
   wf_pe_env env;
-  float *mem;
-  int64_t mem_words;
-  wf_fifo *q;                    /* input queue per color index */
-  int pc;
-  int loop_pc[16];
+  float *mem;                      /* SRAM, allocated on first access (functional mode) */
+  wf_fifo *q;                      /* input queue per local color (router -> PE) */
+  uint32_t t_active, t_blocked;    /* task bits */
+  int task;                        /* running task, -1 none */
+  int pc, depth;
   int32_t loop_end[16];
-  int depth;
-  int state;
-  int64_t busy_until;            /* COMPUTE: first cycle after the instruction */
-  const wf_pe_instr *cur;        /* FABRIC: the send/recv in progress */
-  float *cur_buf;
-  int cur_ci;
-  int64_t prog, need;
-  int op;                        /* IR op being executed (n_ops = none yet) */
-  int sleeping;
+  int state;                       /* WF_PE_* */
+  int64_t busy_until;              /* COMPUTE: first cycle after the instruction */
+  wf_stream cur;                   /* FABRIC: the main thread's stream */
+  wf_stream as[WF_SIM_ASYNC];      /* async streams (in = NULL when free) */
+  int n_async;
+  int64_t ramp_used;               /* cycle the PE last put an item down its ramp */
+  int op;                          /* IR op being executed (n_ops = none yet) */
+  int sleeping;                    /* waits for a router to deliver; not visited */
   int64_t sleep_start;
-  int active;
-  int64_t finish;
-  int64_t compute, comm, stall;  /* PE-cycles */
+  int active;                      /* in the active PE list */
+  int64_t finish;                  /* first cycle after its last work */
+  int64_t compute, comm, stall, ctl_in;
 } wf_pe;
 
 typedef struct wf_op_stat {
-  int64_t start, end;            /* first cycle a PE entered the op, last cycle one left it */
-  int64_t compute, comm, stall;  /* PE-cycles */
+  int64_t start, end;              /* first cycle a PE entered the op, last cycle one left it */
+  int64_t compute, comm, stall;    /* PE-cycles */
 } wf_op_stat;
+
+/* Per class: color -> local index. */
+typedef struct wf_cls_info {
+  int8_t lidx[WF_MAX_COLORS];      /* -1 = the class does not use the color */
+  int nlc;
+  uint8_t lcol[WF_MAX_COLORS];     /* local index -> color */
+} wf_cls_info;
 
 struct wf_sim {
   const wf_plan *plan;
   wf_sim_opts opts;
-  int w, h;                      /* mesh */
-  int ncol;
-  int col_idx[WF_MAX_COLORS];    /* color -> dense index, -1 = unused */
-  int col_of[WF_MAX_COLORS];     /* dense index -> color */
-  int depth;                     /* queue_depth */
-  wf_pe **pes;                   /* [y * w + x], NULL where no class is placed */
-  wf_router **routers;           /* same indexing */
-  int n_pes, n_done;
+  int functional;                  /* mode == WF_SIM_FUNCTIONAL */
+  int w, h;                        /* mesh */
+  int depth;                       /* queue_depth */
+  int T_R, hop;
+  wf_cls_info *ci;                 /* [n_classes] */
+  wf_pe **pes;                     /* [y * w + x], NULL where no class is placed */
+  wf_router **routers;             /* same indexing */
+  int n_pes;
   wf_pe **act_pe; int n_act_pe;
   wf_router **act_rt; int n_act_rt;
   int64_t now;
@@ -83,8 +129,53 @@ struct wf_sim {
   int ran;
   int64_t total;
   int64_t undelivered;
-  wf_op_stat *ops;               /* [n_ops + 1]; the last slot is "before any op" */
+  int64_t mem_bytes;               /* SRAM actually allocated (host bytes) */
+  wf_op_stat *ops;                 /* [n_ops + 1]; the last slot is "before any op" */
+  wf_sim_event_fn ev_fn;
+  void *ev_user;
+  wf_sim_compute_fn cp_fn;
+  void *cp_user;
 };
+
+/* sim.c */
+void wf_sim_rt_error(wf_sim *s, const wf_pe *p, const wf_pe_instr *in, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void wf_sim_wake_pe(wf_sim *s, wf_pe *p);
+void wf_sim_wake_router(wf_sim *s, wf_router *r);
+void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur);
+float *wf_sim_pe_mem(wf_sim *s, wf_pe *p); /* allocates on first use; NULL in timing mode */
+static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
+  return s->routers[(size_t)p->y * s->w + p->x];
+}
+
+/* fifos (sim_fabric.c) */
+void wf_fifo_push(wf_sim *s, wf_fifo *f, wf_wv w);
+static inline wf_wv *wf_fifo_head(wf_fifo *f) { return f->count ? &f->buf[f->head] : NULL; }
+wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f);
+
+/* sim_fabric.c */
+/* Puts w into router r's input buffer (local color lc, port rx) and wakes r. */
+void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
+void wf_router_step(wf_sim *s, wf_router *r);
+int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
+void wf_router_free(wf_sim *s, wf_router *r);
+void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
+
+/* sim_pe.c */
+void wf_pe_step(wf_sim *s, wf_pe *p);
+void wf_pe_start(wf_sim *s, wf_pe *p);
+int wf_pe_quiescent(const wf_pe *p);
+
+/* sim_exec.c: performs a compute instruction's effect; cycles it costs. */
+int wf_sim_execute(wf_sim *s, wf_pe *p, const wf_pe_instr *in);
+int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
+/* Memory operand a of `in`, checked to hold `words` words: 0 and its word offset in SRAM
+ * (and *ptr, NULL in timing mode), or -1 after reporting. */
+int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t words,
+                   float **ptr, int64_t *off);
+
+/* sim_deadlock.c */
+void wf_sim_report_deadlock(wf_sim *s, const char *why);
 
 /* sim_io.c: copies the whole tensor `src` (row-major) into every PE of t's region by layout. */
 void wf_sim_scatter(wf_sim *s, const wf_plan_tensor *t, const float *src);

@@ -44,7 +44,9 @@ static void for_each_block(wf_sim *s, const wf_plan_tensor *t, float *host, int 
       if (!pe) continue;
       int sym = wf_pe_class_find_sym(pe->cls, t->symbol);
       WF_ASSERT(sym >= 0); /* checked by the plan loader */
-      float *local = pe->mem + pe->cls->syms[sym].offset / 4;
+      float *local = wf_sim_pe_mem(s, pe);
+      if (!local) return; /* timing mode: no data */
+      local += pe->cls->syms[sym].offset / 4;
       int64_t origin[WF_MAX_RANK];
       for (int d = 0; d < t->rank; d++) {
         int c = t->split[d] == WF_AXIS_X ? x - reg->x : t->split[d] == WF_AXIS_Y ? y - reg->y : 0;
@@ -85,6 +87,7 @@ int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
 }
 
 wf_tensor *wf_sim_output(wf_sim *s, int i) {
+  if (!s->functional) return NULL;
   const wf_plan_tensor *t = &s->plan->outputs[i];
   wf_tensor *out = wf_tensor_new(t->dtype, t->rank, t->dims);
   if (!out) return NULL;

@@ -4,4 +4,4 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$here/tools/setup.sh"
 cd "$here"
-ctest --test-dir build --output-on-failure -j"$(nproc)" -LE long "$@"
+ctest --test-dir build --output-on-failure -j"$(nproc)" -LE "long|known-failure" "$@"

@@ -25,8 +25,14 @@ typedef struct wf_onnx_opts {
   int n_input_shapes;
   const char *func_name;           /* name of the IR function; NULL = "main" */
   int keep_dead;                   /* keep nodes that no graph output depends on */
+  /* Graph inputs whose values are known at import time (a Reshape's shape or TopK's K fed
+   * as an input, as in ONNX's node tests): bound as constants, so they fold. The tensors are
+   * copied; each must match the input's declared dtype and rank. */
+  const char *const *const_input_names;
+  wf_tensor *const *const_input_values;
+  int n_const_inputs;
 } wf_onnx_opts;
-#define WF_ONNX_OPTS_DEFAULT ((wf_onnx_opts){NULL, 0, NULL, 0})
+#define WF_ONNX_OPTS_DEFAULT ((wf_onnx_opts){NULL, 0, NULL, 0, NULL, NULL, 0})
 
 /* Imports `path`. On success returns WF_EXIT_OK and sets *out (caller frees with
  * wf_module_free). Otherwise returns WF_EXIT_INPUT (malformed / inconsistent model),
@@ -36,6 +42,10 @@ int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out);
 
 /* Reads a serialized TensorProto (.pb, as in ONNX's test data sets). NULL + error on failure. */
 wf_tensor *wf_onnx_read_tensor(const char *path);
+
+/* Prints the supported ONNX operators with their opset ranges and notes, as a Markdown
+ * table (`waferc --list-onnx-ops`; CONFORMANCE.md's "Supported operators"). */
+void wf_onnx_list_ops(FILE *out);
 
 #ifdef __cplusplus
 }

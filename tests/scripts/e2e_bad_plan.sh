@@ -56,6 +56,35 @@ variant deadlock
 sed -i 's/^\[x==0\] send c3 /[x==9] send c3 /' "$TMP/deadlock/programs/main.wpe"
 expect_fail deadlock 5 "recv on color c3 stalled" -- waferrun "$TMP/deadlock" --input x="$X"
 
+# Deadlock on a switch position: the wavelets wait at a router whose position never comes.
+G=$SRC/tests/fidelity/collectives.py
+python3 "$G" gen star 4 1 8 2 "$TMP/star" && python3 "$G" input 4 1 8 "$TMP/star.npy"
+sed -i 's/^\[x>0\] sendadv /[x>0] send /' "$TMP/star/programs/main.wpe"
+expect_fail swdeadlock 5 "switch position 0 does not accept E" -- waferrun "$TMP/star" --input a="$TMP/star.npy"
+grep -q "PE (0,0) class 'main' task 'main' line [0-9]*: recvadd on color c0 stalled" "$TMP/swdeadlock.err" \
+  || { cat "$TMP/swdeadlock.err" >&2; fail "swdeadlock: the stalled root is not named"; }
+
+# More switch positions than the target has.
+python3 "$G" gen tree 8 1 4 2 "$TMP/pos" && python3 "$G" input 8 1 4 "$TMP/pos.npy"
+sed -i 's/"switch_positions": 4/"switch_positions": 2/' "$TMP/pos/manifest.json"
+expect_fail positions 1 "main.wpe:[0-9]*:1: error: switch position p2: target 'fidelity' has 2" -- \
+  waferrun "$TMP/pos" --input a="$TMP/pos.npy"
+
+# SRAM overflow names the PE, the class and the symbol.
+variant sram
+sed -i '0,/^\.sym \([^ ]*\) *\([0-9]*\) *[0-9]*/s//.sym \1 \2 99999999/' "$TMP/sram/programs/main.wpe"
+expect_fail sram 1 "SRAM overflow on PE (0,0) (and every PE of class 'main'): symbol '" -- \
+  waferrun "$TMP/sram" --input x="$X"
+
+# A .wpe format this waferrun does not read.
+variant wpefmt
+sed -i 's/^\.format [0-9]*/.format 9/' "$TMP/wpefmt/programs/main.wpe"
+expect_fail wpefmt 1 "main.wpe:[0-9]*:[0-9]*: error: unsupported .wpe format version 9 (supported: 1..2)" -- \
+  waferrun "$TMP/wpefmt" --input x="$X"
+
+# --mode takes functional or timing.
+expect_fail mode 2 "--mode expects functional or timing" -- waferrun "$TMP/good" --mode=fast
+
 # A failed compile into an existing plan leaves no manifest behind.
 cp -r "$TMP/good" "$TMP/stale"
 expect_fail nofit 4 "symbol '" -- waferc "$E/two_layer.wir" -o "$TMP/stale" --target=test4x4 --mesh=1x1

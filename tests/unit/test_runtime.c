@@ -1,8 +1,9 @@
 /* The wavelet-level cycle model against closed forms that follow from its rules
  * (docs/cycle-model.md), on tiny hand-written plans:
- *   - one message of B wavelets over P hops: B + P + 2*T_R   (Reduce paper, T_MESSAGE)
+ *   - one message of B wavelets over P hops (P+1 PEs): B + (P+1) + 2*T_R  (Reduce paper,
+ *     T_MESSAGE = B + P_PEs + 2T_R: hops + 2 ramps + 1 cycle to store the last element)
  *   - a 1-D flooding broadcast to P hops: the same            (Reduce paper, Lemma 4.1)
- *   - two senders sharing one link serialize: 2B + 1 + 2*T_R for the 1-hop/2-hop pair
+ *   - two senders sharing one link serialize: 2B + 2 + 2*T_R for the 1-hop/2-hop pair
  *   - compute costs: matmul m*k*n / fmac, exp n * exp_cycles
  *   - a receive nobody sends to is reported as a deadlock
  *   - plans with a wrong format version or an undeclared color are rejected. */
@@ -67,11 +68,16 @@ static const char *write_plan(const char *name, int w, int h, int ramp, int dept
   return dir;
 }
 
+static int sim_mode = WF_SIM_FUNCTIONAL;
+static int64_t run_both(const char *dir, int n, float *b, const char *what);
+
 /* Runs a plan with input a[i] = i + 1; returns cycles (or -1 on a failed run); fills b. */
 static int64_t run(const char *dir, int n, float *b, int *rc_out) {
   wf_plan *p = wf_plan_load(dir);
   if (!p) return -2;
-  wf_sim *s = wf_sim_new(p, NULL);
+  wf_sim_opts o = WF_SIM_OPTS_DEFAULT;
+  o.mode = sim_mode;
+  wf_sim *s = wf_sim_new(p, &o);
   int64_t dims[1] = {n};
   wf_tensor *a = wf_tensor_new(WF_F32, 1, dims);
   for (int i = 0; i < n; i++) ((float *)a->data)[i] = (float)(i + 1);
@@ -80,7 +86,7 @@ static int64_t run(const char *dir, int n, float *b, int *rc_out) {
   int rc = wf_sim_run(s);
   if (rc_out) *rc_out = rc;
   int64_t cycles = rc ? -1 : wf_sim_cycles(s);
-  if (!rc && b) {
+  if (!rc && b && sim_mode == WF_SIM_FUNCTIONAL) {
     wf_tensor *t = wf_sim_output(s, 0);
     memcpy(b, t->data, (size_t)n * sizeof(float));
     wf_tensor_free(t);
@@ -106,9 +112,9 @@ static void test_message(int B, int P, int T_R) {
   const char *dir = write_plan("message", P + 1, 1, T_R, 8, B, "{\"color\": 0}", prog, 1);
   int n = (P + 1) * B;
   float *b = calloc((size_t)n, sizeof *b);
-  int64_t cyc = run(dir, n, b, NULL);
-  CHECK(cyc == B + P + 2 * T_R, "message B=%d P=%d T_R=%d: %lld cycles, model says %d", B, P, T_R,
-        (long long)cyc, B + P + 2 * T_R);
+  int64_t cyc = run_both(dir, n, b, "message");
+  CHECK(cyc == B + P + 1 + 2 * T_R, "message B=%d P=%d T_R=%d: %lld cycles, model says %d", B, P,
+        T_R, (long long)cyc, B + P + 1 + 2 * T_R);
   /* The receiver's $b holds the sender's $a block in order. */
   for (int i = 0; i < B; i++)
     CHECK(b[P * B + i] == (float)(i + 1), "message payload %d: got %g", i, b[P * B + i]);
@@ -124,8 +130,8 @@ static void test_broadcast(int B, int P) {
   int n = (P + 1) * B;
   float *b = calloc((size_t)n, sizeof *b);
   int64_t cyc = run(dir, n, b, NULL);
-  CHECK(cyc == B + P + 4, "broadcast B=%d P=%d: %lld cycles, model says %d", B, P, (long long)cyc,
-        B + P + 4);
+  CHECK(cyc == B + P + 1 + 4, "broadcast B=%d P=%d: %lld cycles, model says %d", B, P,
+        (long long)cyc, B + P + 1 + 4);
   for (int x = 1; x <= P; x++)
     for (int i = 0; i < B; i++)
       CHECK(b[x * B + i] == (float)(i + 1), "broadcast PE %d elem %d: got %g", x, i, b[x * B + i]);
@@ -134,7 +140,8 @@ static void test_broadcast(int B, int P) {
 
 /* PE0 (2 hops) and PE1 (1 hop) both send B wavelets to PE2 through link 1->2. The link
  * carries one wavelet per cycle from cycle T_R on, so the last of the 2B crosses at
- * T_R + 2B - 1 and is consumed T_R + 1 cycles later. Alone, PE1's message takes B + 1 + 2T_R. */
+ * T_R + 2B - 1, is consumed T_R + 1 cycles later and stored in the cycle after that.
+ * Alone, PE1's message takes B + 2 + 2T_R. */
 static void test_contention(int B) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s[x<2] send c0 $a %d\n[x==2] recv c0 $b %d\n",
@@ -144,8 +151,8 @@ static void test_contention(int B) {
            B, 2 * B);
   const char *dir = write_plan("contention", 3, 1, 2, 8, 2 * B, "{\"color\": 0}", prog, 1);
   int64_t cyc = run(dir, 6 * B, NULL, NULL);
-  CHECK(cyc == 2 * B + 1 + 4, "contention B=%d: %lld cycles, model says %d", B, (long long)cyc,
-        2 * B + 5);
+  CHECK(cyc == 2 * B + 2 + 4, "contention B=%d: %lld cycles, model says %d", B, (long long)cyc,
+        2 * B + 6);
 }
 
 static void test_compute(void) {
@@ -187,6 +194,92 @@ static void test_bad_plans(void) {
   CHECK(wf_plan_load(dir) == NULL, "reserved color 23 accepted");
 }
 
+/* Format 2: a header with $a and $b of `len` words each and colors c0, c1. */
+static const char *header2(char *buf, size_t cap, int len, const char *routes) {
+  snprintf(buf, cap,
+           ".format 2\n.class main\n.sym $a 0 %d\n.sym $b %d %d\n.color c0 test\n.color c1 test\n"
+           "%s.code\n",
+           4 * len, ((4 * len + 15) / 16) * 16, 4 * len, routes);
+  return buf;
+}
+
+/* The same plan in functional and timing mode: equal cycles (timing mode has no data). */
+static int64_t run_both(const char *dir, int n, float *b, const char *what) {
+  int64_t f = run(dir, n, b, NULL);
+  sim_mode = WF_SIM_TIMING;
+  int64_t t = run(dir, n, NULL, NULL);
+  sim_mode = WF_SIM_FUNCTIONAL;
+  CHECK(f > 0 && f == t, "%s: functional %lld cycles, timing %lld", what, (long long)f, (long long)t);
+  return f;
+}
+
+/* Switch positions and control wavelets: PE0 sends B to PE1 (router 1 at position 0: W ->
+ * RAMP), then a control wavelet, which reaches PE1 (activating its control task) and then
+ * advances router 1 to position 1 (W -> E): the next B go to PE2. A teardown wavelet resets
+ * router 1 to position 0, so the last B go to PE1 again. */
+static void test_switch_ctl_teardown(int B) {
+  char prog[4096], hdr[1024];
+  snprintf(prog, sizeof prog,
+           "%sop 0\n[x==0] send c0 $a %d\n[x==0] ctl c0\n[x==0] send c0 $a+%d %d\n[x==0] teardown c0\n"
+           "[x==0] send c0 $a+%d %d\n"
+           "[x==1] recv c0 $b %d\n[x==1] recv c0 $b+%d %d\n[x==2] recv c0 $b %d\n"
+           ".task onctl control c0\ncopy $a $b 1\n",
+           header2(hdr, sizeof hdr, 3 * B,
+                   "[x==0] .route c0 RAMP -> E\n[x==1] .route c0 W -> RAMP\n"
+                   "[x==1] .route c0 p1 W -> E\n[x==2] .route c0 W -> RAMP\n"),
+           B, B, B, 2 * B, B, B, 2 * B, B, B);
+  const char *dir = write_plan("switch", 3, 1, 2, 8, 3 * B, "{\"color\": 0}, {\"color\": 1}", prog, 1);
+  int n = 9 * B;
+  float *b = calloc((size_t)n, sizeof *b);
+  run_both(dir, n, b, "switch/ctl/teardown");
+  for (int i = 0; i < B; i++) {
+    CHECK(b[3 * B + i] == (float)(i + 1), "switch: PE1 first block [%d] = %g", i, b[3 * B + i]);
+    CHECK(b[6 * B + i] == (float)(B + i + 1), "switch: PE2 block [%d] = %g", i, b[6 * B + i]);
+    CHECK(b[5 * B + i] == (float)(2 * B + i + 1), "switch: PE1 after teardown [%d] = %g", i,
+          b[5 * B + i]);
+  }
+  free(b);
+}
+
+/* Tasks: PE0 starts an async send and goes on; its completion activates task `sent`. PE1's
+ * data task wakes when the first wavelet arrives. A blocked task runs only once unblocked;
+ * one never unblocked never runs. */
+static void test_tasks_async(int B) {
+  char prog[4096], hdr[1024];
+  snprintf(prog, sizeof prog,
+           "%sop 0\n[x==0] asend c0 $a %d sent\n[x==0] zero $b 1\n"
+           "[x==1] unblock late\n"
+           ".task sent local\ncopy $b+1 $a 1\n"
+           ".task rx data c0\nrecv c0 $b+2 %d\n"
+           ".task late local active blocked\ncopy $b+%d $a 1\n"
+           ".task never local active blocked\ncopy $b+%d $a 1\n",
+           header2(hdr, sizeof hdr, B + 4, "[x==0] .route c0 RAMP -> E\n[x==1] .route c0 W -> RAMP\n"),
+           B, B, B + 2, B + 3);
+  const char *dir = write_plan("tasks", 2, 1, 2, 8, B + 4, "{\"color\": 0}, {\"color\": 1}", prog, 1);
+  int len = B + 4, n = 2 * len;
+  float *b = calloc((size_t)n, sizeof *b);
+  int64_t cyc = run_both(dir, n, b, "tasks/async");
+  CHECK(b[1] == 1.0f, "async completion did not run task 'sent' (b[1] = %g)", b[1]);
+  for (int i = 0; i < B; i++)
+    CHECK(b[len + 2 + i] == (float)(i + 1), "data task: PE1 got %g at %d", b[len + 2 + i], i);
+  CHECK(b[len + B + 2] == (float)(len + 1), "unblocked task did not run (%g)", b[len + B + 2]);
+  CHECK(b[len + B + 3] == 0.0f, "a task that stays blocked ran (%g)", b[len + B + 3]);
+  /* The message takes what a synchronous one does: B + 2 + 2T_R (the sender's tasks overlap). */
+  CHECK(cyc == B + 2 + 4, "tasks/async: %lld cycles, model says %d", (long long)cyc, B + 6);
+  free(b);
+}
+
+/* Limits of the target are checked when the plan loads. */
+static void test_limits(void) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s", header2(hdr, sizeof hdr, 4, "[x==0] .route c0 p4 RAMP -> E\n"));
+  const char *dir = write_plan("pos", 1, 1, 2, 8, 4, "{\"color\": 0}, {\"color\": 1}", prog, 1);
+  CHECK(wf_plan_load(dir) == NULL, "switch position p4 accepted with 4 positions");
+  snprintf(prog, sizeof prog, ".format 2\n.class main\n.sym $a 0 16\n.sym $b 16 16\n.sym $big 32 49152\n.code\n");
+  dir = write_plan("sram", 1, 1, 2, 8, 4, "", prog, 1);
+  CHECK(wf_plan_load(dir) == NULL, "SRAM overflow accepted");
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/wf_test_runtime_XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -205,6 +298,11 @@ int main(void) {
   test_compute();
   test_deadlock();
   test_bad_plans();
+  test_switch_ctl_teardown(4);
+  test_switch_ctl_teardown(13);
+  test_tasks_async(5);
+  test_tasks_async(20);
+  test_limits();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
   if (system(cmd)) fprintf(stderr, "note: could not remove %s\n", tmpdir);

@@ -3,6 +3,7 @@
  *   waferc model.wir -o plan/ --target=wse2 --mesh=64x64
  *   waferc model.wir --emit=ir --pass-pipeline='canonicalize,dce'
  *   waferc model.wir --interpret --input x=x.npy --output-dir out/
+ *   waferc model.onnx --input-shape input_ids=1x16 --interpret --input input_ids=ids.npy --output-dir out/
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +12,13 @@
 #include "passes/cli.h"
 #include "passes/fsutil.h"
 #include "waferc/backend.h"
+#include "waferc/onnx.h"
 #include "waferc/tensor.h"
 #include "waferc/version.h"
 
 /* The default pipeline; passes not registered in this build (e.g. partition before the
  * backend lands) are left out. --interpret runs the graph unpartitioned. */
-static const char *const default_passes[] = {"canonicalize", "dce", "partition"};
+static const char *const default_passes[] = {"canonicalize", "raise", "dce", "partition"};
 
 #define MAX_INPUTS 256
 
@@ -25,12 +27,17 @@ typedef struct options {
   int interpret;
   const char *inputs[MAX_INPUTS]; /* NAME=FILE */
   int n_inputs;
+  const char *input_shapes[MAX_INPUTS]; /* --input-shape NAME=1x128 (ONNX inputs) */
+  int n_input_shapes;
+  char *derived_shapes[MAX_INPUTS];     /* the ones taken from --input files (freed at exit) */
+  int n_derived;
+  int list_onnx_ops;
 } options;
 
 static void usage(FILE *out) {
-  fputs("usage: waferc [options] model.wir -o plan/\n"
-        "Compiles a model (.wir text form) for a wafer-scale target and writes a plan directory\n"
-        "for waferrun.\n\n"
+  fputs("usage: waferc [options] model.wir|model.onnx -o plan/\n"
+        "Compiles a model (.wir text form or ONNX) for a wafer-scale target and writes a plan\n"
+        "directory for waferrun.\n\n"
         "  -o DIR                     the plan directory (created, parents too)\n"
         "  --emit=plan|ir             write a plan (default), or print the final IR (to -o FILE\n"
         "                             or standard output)\n"
@@ -38,12 +45,14 @@ static void usage(FILE *out) {
         "  --interpret                run the reference interpreter instead of compiling\n"
         "  --input NAME=FILE.npy      bind argument NAME (repeatable; with --interpret)\n"
         "  --output-dir DIR           where --interpret writes <result>.npy\n"
+        "  --input-shape NAME=1x128   fixes the dynamic dims of ONNX input NAME (repeatable)\n"
+        "  --list-onnx-ops            list the supported ONNX operators and opsets\n"
         "  --list-targets             list the target presets\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
   wf_cli_print_common_help(out);
-  fputs("The default pipeline is canonicalize,dce,partition (without partition for --interpret).\n", out);
+  fputs("The default pipeline is canonicalize,raise,dce,partition (without partition for --interpret).\n", out);
 }
 
 static char *default_pipeline(int interpret) {
@@ -162,6 +171,31 @@ static int bind_inputs(wf_func *f, const options *o, wf_tensor **bound) {
   return rc;
 }
 
+/* With --interpret, an ONNX input bound by --input NAME=FILE.npy takes its shape from the
+ * file unless --input-shape fixes it: `waferc m.onnx --interpret --input x=x.npy` just works
+ * for models with dynamic dims. */
+static int shapes_from_inputs(options *o) {
+  for (int k = 0; k < o->n_inputs; k++) {
+    const char *eq = strchr(o->inputs[k], '=');
+    if (!eq || eq == o->inputs[k]) continue; /* reported by bind_inputs */
+    size_t n = (size_t)(eq - o->inputs[k]);
+    int given = 0;
+    for (int j = 0; j < o->n_input_shapes; j++)
+      given |= strncmp(o->input_shapes[j], o->inputs[k], n) == 0 && o->input_shapes[j][n] == '=';
+    if (given || o->n_input_shapes == MAX_INPUTS) continue;
+    wf_tensor *t = wf_npy_read(eq + 1);
+    if (!t) return WF_EXIT_INPUT;
+    size_t cap = n + 2 + (size_t)t->rank * 21;
+    char *spec = malloc(cap);
+    size_t len = (size_t)snprintf(spec, cap, "%.*s=", (int)n, o->inputs[k]);
+    for (int d = 0; d < t->rank; d++) len += (size_t)snprintf(spec + len, cap - len, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
+    wf_tensor_free(t);
+    o->input_shapes[o->n_input_shapes++] = spec;
+    o->derived_shapes[o->n_derived++] = spec;
+  }
+  return WF_EXIT_OK;
+}
+
 static int interpret(wf_module *m, const options *o) {
   if (!o->output_dir) {
     wf_error(WF_LOC_NONE, "--interpret needs --output-dir DIR");
@@ -231,6 +265,13 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
     VALUE("--output-dir", o->output_dir = v)
+    VALUE("--input-shape", {
+      if (o->n_input_shapes == MAX_INPUTS) {
+        wf_error(WF_LOC_NONE, "too many --input-shape options (at most %d)", MAX_INPUTS);
+        return WF_EXIT_USAGE;
+      }
+      o->input_shapes[o->n_input_shapes++] = v;
+    })
     VALUE("--input", {
       if (o->n_inputs == MAX_INPUTS) {
         wf_error(WF_LOC_NONE, "too many --input options (at most %d)", MAX_INPUTS);
@@ -241,6 +282,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
 #undef VALUE
     if (strcmp(a, "--interpret") == 0) {
       o->interpret = 1;
+    } else if (strcmp(a, "--list-onnx-ops") == 0) {
+      o->list_onnx_ops = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(WF_EXIT_OK);
@@ -275,6 +318,10 @@ int main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   int rc = parse_args(&c, &o, argc, argv);
   if (rc) return rc;
+  if (o.list_onnx_ops) {
+    wf_onnx_list_ops(stdout);
+    return WF_EXIT_OK;
+  }
   if (c.list_targets) {
     wf_target_list(stdout);
     return WF_EXIT_OK;
@@ -302,9 +349,9 @@ int main(int argc, char **argv) {
   } else if (!o.output && !emit_ir && !o.interpret) {
     wf_error(WF_LOC_NONE, "no plan directory: give -o DIR (or --emit=ir, --interpret)");
     rc = WF_EXIT_USAGE;
-  } else if (ends_with(o.input, ".onnx")) {
-    wf_error_at(o.input, "ONNX import is not available in this build yet");
-    rc = WF_EXIT_UNSUPPORTED;
+  } else if (o.n_input_shapes && !ends_with(o.input, ".onnx")) {
+    wf_error(WF_LOC_NONE, "--input-shape applies to ONNX models only");
+    rc = WF_EXIT_USAGE;
   } else {
     rc = wf_cli_load_target(&c);
   }
@@ -314,7 +361,17 @@ int main(int argc, char **argv) {
   }
 
   wf_progress("parsing %s", o.input);
-  wf_module *m = wf_cli_read_module(o.input, &rc); /* sets rc when it fails */
+  wf_module *m = NULL;
+  if (ends_with(o.input, ".onnx")) {
+    wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;
+    if (o.interpret) rc = shapes_from_inputs(&o);
+    oo.input_shapes = o.input_shapes;
+    oo.n_input_shapes = o.n_input_shapes;
+    oo.func_name = o.func;
+    if (rc == WF_EXIT_OK) rc = wf_onnx_import(o.input, &oo, &m);
+  } else {
+    m = wf_cli_read_module(o.input, &rc); /* sets rc when it fails */
+  }
   if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : wf_pipeline_run(pipeline, m, &c.pm);
   wf_progress_done();
   if (rc == WF_EXIT_OK) {
@@ -328,5 +385,6 @@ int main(int argc, char **argv) {
   }
   if (m) wf_module_free(m);
   wf_pipeline_free(pipeline);
+  for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
   return rc;
 }

@@ -5,7 +5,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "runtime/heatmap.h"
+#include "runtime/jit.h"
 #include "runtime/runtime.h"
+#include "runtime/summary.h"
+#include "runtime/trace.h"
+#include "observe.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h"
 #include "waferc/version.h"
@@ -20,6 +25,14 @@ static void usage(FILE *out) {
           "  --input NAME=FILE.npy   bind an input of the plan (repeat for each input)\n"
           "  --output-dir DIR        write each output as DIR/<name>.npy\n"
           "  --report FILE           write cycles, per-op split, utilization, links (JSON)\n"
+          "  --trace FILE            write a Chrome Trace Event file (open it in Perfetto)\n"
+          "  --trace-limit N         keep at most N trace events (default 500000)\n"
+          "  --heatmap DIR           write PNG heatmaps (PE busy %%, link use N/E/S/W) + CSVs\n"
+          "  --no-jit                interpret compute instructions instead of JIT-compiling\n"
+          "                          the plan's kernels (same outputs and cycles)\n"
+          "  --mode=functional|timing  data and cycles (default), or cycles only: no PE memory,\n"
+          "                          same cycles, inputs optional (for meshes whose data would\n"
+          "                          not fit in host memory)\n"
           "  --max-cycles N          stop with an error after N cycles\n"
           "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
@@ -70,7 +83,9 @@ static void print_values(const wf_tensor *t) {
 
 int main(int argc, char **argv) {
   wf_diag_set_program("waferrun");
-  const char *plan_dir = NULL, *out_dir = NULL, *report = NULL;
+  const char *plan_dir = NULL, *out_dir = NULL, *report = NULL, *trace_path = NULL, *heat_dir = NULL;
+  int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
+  int no_jit = 0;
   const char *in_names[64], *in_files[64];
   int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0;
   wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
@@ -90,6 +105,8 @@ int main(int argc, char **argv) {
       print_outputs = 1;
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       quiet = 1;
+    } else if (!strcmp(a, "--no-jit")) {
+      no_jit = 1;
     } else if (!strcmp(a, "--disasm")) {
       want_disasm = 1;
     } else if (OPTVAL("--input")) {
@@ -104,6 +121,23 @@ int main(int argc, char **argv) {
       out_dir = val;
     } else if (OPTVAL("--report")) {
       report = val;
+    } else if (OPTVAL("--trace")) {
+      trace_path = val;
+    } else if (OPTVAL("--trace-limit")) {
+      if (parse_count("--trace-limit", val, &trace_limit)) return WF_EXIT_USAGE;
+      if (trace_limit == 0) {
+        wf_error_at("waferrun", "--trace-limit must be at least 1");
+        return WF_EXIT_USAGE;
+      }
+    } else if (OPTVAL("--heatmap")) {
+      heat_dir = val;
+    } else if (OPTVAL("--mode")) {
+      if (!strcmp(val, "functional")) so.mode = WF_SIM_FUNCTIONAL;
+      else if (!strcmp(val, "timing")) so.mode = WF_SIM_TIMING;
+      else {
+        wf_error_at("waferrun", "--mode expects functional or timing, got '%s'", val);
+        return WF_EXIT_USAGE;
+      }
     } else if (OPTVAL("--max-cycles")) {
       if (parse_count("--max-cycles", val, &so.max_cycles)) return WF_EXIT_USAGE;
     } else if (OPTVAL("--deadlock-cycles")) {
@@ -132,6 +166,19 @@ int main(int argc, char **argv) {
   }
   int rc = WF_EXIT_OK;
   wf_sim *s = wf_sim_new(p, &so);
+  wf_progress_set_quiet(quiet);
+  /* Compute kernels: JIT-compiled unless --no-jit; a failure is said, never silent. */
+  wf_jit *jit = NULL;
+  if (!no_jit) {
+    char why[512];
+    jit = wf_jit_load(p, why, sizeof why);
+    if (jit) wf_sim_set_compute_hook(s, wf_jit_compute, jit);
+    else if (why[0])
+      wf_warning(WF_LOC_NONE, "JIT unavailable (%s); interpreting compute instructions", why);
+  }
+  wf_run_observer obs = {NULL, 0, 0.0};
+  if (trace_path) obs.trace = wf_trace_new(s, p, trace_limit);
+  wf_run_observe(s, &obs);
   int bound[64] = {0};
   for (int i = 0; i < n_in && !rc; i++) {
     wf_tensor *t = wf_npy_read(in_files[i]);
@@ -145,12 +192,25 @@ int main(int argc, char **argv) {
     wf_tensor_free(t);
   }
   for (int k = 0; k < p->n_inputs && !rc; k++)
-    if (!bound[k]) {
+    if (!bound[k] && so.mode != WF_SIM_TIMING) { /* timing mode needs no data */
       wf_error_at("waferrun", "input '%s' is not bound: pass --input %s=FILE.npy",
                   p->inputs[k].name, p->inputs[k].name);
       rc = WF_EXIT_USAGE;
     }
-  if (!rc) rc = wf_sim_run(s);
+  if (!rc) {
+    rc = wf_sim_run(s);
+    wf_progress_done();
+    /* A failed run's trace is still written: it shows where the PEs stalled. */
+    if (obs.trace) {
+      int trc = wf_trace_write(obs.trace, trace_path);
+      if (!rc) rc = trc;
+    }
+  }
+  if (!rc && heat_dir) rc = wf_heatmap_write(s, p, heat_dir);
+  if (!rc && out_dir && so.mode == WF_SIM_TIMING) {
+    wf_warning(WF_LOC_NONE, "--mode=timing computes no data: --output-dir %s is not written", out_dir);
+    out_dir = NULL;
+  }
   if (!rc && out_dir) {
     if (mkdir(out_dir, 0777) && errno != EEXIST) {
       wf_error_at(out_dir, "cannot create the output directory: %s", strerror(errno));
@@ -167,6 +227,13 @@ int main(int argc, char **argv) {
   if (!rc && report) rc = wf_sim_write_report(s, report);
   if (!rc && !quiet) {
     wf_sim_print_summary(s, stdout);
+    wf_summary_print_usage(s, stdout);
+    if (jit) printf("compute: %d kernels JIT-compiled (--no-jit interprets)\n", wf_jit_kernel_count(jit));
+    else printf("compute: interpreted\n");
+    if (obs.trace)
+      printf("trace:  %s, %lld events%s\n", trace_path, (long long)wf_trace_events(obs.trace),
+             wf_trace_dropped(obs.trace) ? " (capped: raise --trace-limit)" : "");
+    if (heat_dir) printf("heatmaps: %s/{pe_busy,link_n,link_e,link_s,link_w}.png\n", heat_dir);
     for (int i = 0; i < p->n_outputs; i++) {
       const wf_plan_tensor *t = &p->outputs[i];
       printf("output %s: %s[", t->name, wf_dtype_name(t->dtype));
@@ -182,6 +249,8 @@ int main(int argc, char **argv) {
     }
   }
   wf_sim_free(s);
+  wf_trace_free(obs.trace);
+  wf_jit_free(jit);
   wf_plan_free(p);
   for (int i = 0; i < n_in; i++) free((void *)in_names[i]);
   return rc;

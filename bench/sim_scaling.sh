@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Simulator speed against mesh size: a 2D allreduce of B=256 wavelets per PE (X-Y chain
+# reduce, then 2D broadcast; tests/fidelity/collectives.py) on N x N meshes, then the full
+# WSE-2 program rectangle (750x994) in timing mode. Prints simulated cycles, wavelet-hops,
+# wall and user seconds, hops per second and peak memory. Results: BENCHMARKS.md.
+#
+#   bench/sim_scaling.sh                 # 16 32 64 128 256 512, then 750x994 (timing)
+#   SIZES="16 64" FULL=0 bench/sim_scaling.sh
+# Uses `waferrun` from PATH (build with -DCMAKE_BUILD_TYPE=Release for meaningful numbers).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+gen="$here/tests/fidelity/collectives.py"
+B=${B:-256}
+SIZES=${SIZES:-"16 32 64 128 256 512"}
+FULL=${FULL:-1}
+MODE=${MODE:-timing}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+printf "%-10s %-10s %10s %14s %9s %9s %14s %10s\n" mesh mode cycles wavelet-hops wall_s user_s "hops/s(user)" peak_MiB
+run() {
+  local w=$1 h=$2 mode=$3
+  python3 "$gen" gen allreduce2d "$w" "$h" "$B" 2 "$TMP/plan"
+  local args=()
+  if [ "$mode" = functional ]; then  # timing mode runs without input data
+    python3 "$gen" input "$w" "$h" "$B" "$TMP/in.npy"
+    args=(--input a="$TMP/in.npy")
+  fi
+  /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/plan" "${args[@]}" \
+    --mode="$mode" --no-jit >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+  local cyc hops wall user kb
+  cyc=$(sed -n 's/^cycles: \([0-9]*\) simulated.*/\1/p' "$TMP/out")
+  hops=$(sed -n 's/^fabric: \([0-9]*\) wavelet-hops.*/\1/p' "$TMP/out")
+  read -r wall user kb <"$TMP/time"
+  python3 -c "import sys; w,h,m,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %10s %14s %9.2f %9.2f %14.3g %10.0f' % (w+'x'+h, m, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(kb)/1024))" \
+    "$w" "$h" "$mode" "$cyc" "$hops" "$wall" "$user" "$kb"
+}
+for n in $SIZES; do run "$n" "$n" "$MODE"; done
+if [ "$FULL" = 1 ]; then run 750 994 timing; fi

@@ -1,0 +1,404 @@
+/* wf_onnx_import: the driver. Loads the model, flattens its nodes (functions inlined), lists
+ * every unsupported op at once, binds initializers and inputs, runs each node's importer,
+ * returns the graph outputs, then removes dead ops and unused constants. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx/import_ctx.h"
+
+/* ---- name table -------------------------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+ox_val *ox_lookup(ox_ctx *cx, const char *name) {
+  if (!cx->cap) return NULL;
+  for (size_t i = hash_str(name) & (cx->cap - 1);; i = (i + 1) & (cx->cap - 1)) {
+    if (!cx->slots[i]) return NULL;
+    if (strcmp(cx->slots[i]->name, name) == 0) return cx->slots[i]->val;
+  }
+}
+
+void ox_bind(ox_ctx *cx, const char *name, ox_val *v) {
+  if ((cx->count + 1) * 2 > cx->cap) {
+    size_t ncap = cx->cap ? cx->cap * 2 : 256;
+    ox_slot **ns = calloc(ncap, sizeof *ns);
+    WF_ASSERT(ns);
+    for (size_t i = 0; i < cx->cap; i++) {
+      if (!cx->slots[i]) continue;
+      size_t j = hash_str(cx->slots[i]->name) & (ncap - 1);
+      while (ns[j]) j = (j + 1) & (ncap - 1);
+      ns[j] = cx->slots[i];
+    }
+    free(cx->slots);
+    cx->slots = ns;
+    cx->cap = ncap;
+  }
+  size_t i = hash_str(name) & (cx->cap - 1);
+  for (; cx->slots[i]; i = (i + 1) & (cx->cap - 1))
+    if (strcmp(cx->slots[i]->name, name) == 0) {
+      cx->slots[i]->val = v; /* SSA is the model's job; a rebinding wins, as in onnxruntime */
+      return;
+    }
+  ox_slot *s = wf_arena_alloc(cx->arena, sizeof *s);
+  s->name = wf_arena_strdup(cx->arena, name);
+  s->val = v;
+  cx->slots[i] = s;
+  cx->count++;
+}
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+ox_val *ox_val_new(ox_ctx *cx, const wf_type *t) {
+  ox_val *v = wf_arena_alloc(cx->arena, sizeof *v);
+  v->type = *t;
+  v->global = -1;
+  return v;
+}
+
+ox_val *ox_const_new(ox_ctx *cx, wf_tensor *k) {
+  wf_type t = wf_type_make(k->dtype, k->rank, k->dims);
+  ox_val *v = ox_val_new(cx, &t);
+  v->k = k;
+  if (cx->n_consts == cx->cap_consts) {
+    cx->cap_consts = cx->cap_consts ? cx->cap_consts * 2 : 64;
+    cx->consts = realloc(cx->consts, (size_t)cx->cap_consts * sizeof *cx->consts);
+    WF_ASSERT(cx->consts);
+  }
+  cx->consts[cx->n_consts++] = k;
+  return v;
+}
+
+wf_module *ox_module(ox_ctx *cx) { return cx->m; }
+wf_func *ox_func(ox_ctx *cx) { return cx->f; }
+const char *ox_model_dir(ox_ctx *cx) { return cx->dir; }
+
+/* Whether every element of k has the same bytes (stored as a splat). */
+static int is_splat(const wf_tensor *k) {
+  size_t es = wf_dtype_size(k->dtype), bytes = wf_tensor_bytes(k);
+  if (bytes <= es) return 0;
+  for (size_t off = es; off < bytes; off += es)
+    if (memcmp((const char *)k->data + off, k->data, es) != 0) return 0;
+  return 1;
+}
+
+static int materialize(ox_ctx *cx, ox_val *v, wf_loc loc) {
+  wf_module *m = cx->m;
+  char name[64];
+  const char *gname = v->name;
+  if (!gname || !*gname) {
+    snprintf(name, sizeof name, "const%d", cx->n_anon++);
+    gname = name;
+  }
+  int g = wf_module_add_global(m, gname, v->type, loc);
+  wf_global *gl = &m->globals[g];
+  size_t es = wf_dtype_size(v->k->dtype), bytes = wf_tensor_bytes(v->k);
+  if (is_splat(v->k)) {
+    gl->kind = WF_DATA_SPLAT;
+    gl->data = wf_arena_dup(m->arena, v->k->data, es);
+  } else {
+    gl->kind = WF_DATA_INLINE;
+    gl->data = wf_arena_alloc(m->arena, bytes ? bytes : 1);
+    if (bytes) memcpy(gl->data, v->k->data, bytes);
+  }
+  v->global = g;
+  v->v = wf_func_global_value(cx->f, g);
+  return 0;
+}
+
+wf_value ox_ir_value(ox_nctx *n, ox_val *v) {
+  if (!v->v) {
+    WF_ASSERT(v->k != NULL);
+    materialize(n->cx, v, n->oploc);
+  }
+  return v->v;
+}
+
+int ox_n_out(const ox_nctx *n) { return n->node->n_out; }
+int ox_out_used(const ox_nctx *n, int i) { return i < n->node->n_out && n->node->out[i][0] != '\0'; }
+
+int ox_set_out(ox_nctx *n, int i, ox_val *v) {
+  if (!ox_out_used(n, i)) return 0;
+  const char *name = n->node->out[i];
+  if (!v->name) {
+    v->name = wf_arena_strdup(n->cx->arena, name);
+    if (v->v && wf_value_get(n->cx->f, v->v)->kind == WF_VAL_RESULT) wf_value_set_name(n->cx->f, v->v, name);
+  }
+  ox_bind(n->cx, name, v);
+  return 0;
+}
+
+/* ---- diagnostics ------------------------------------------------------------------------- */
+
+const char *ox_shape_str(const wf_type *t) {
+  static char bufs[4][256];
+  static int next;
+  char *b = bufs[next];
+  next = (next + 1) % 4;
+  size_t k = (size_t)snprintf(b, 256, "%s[", wf_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank && k < 256; i++)
+    k += (size_t)snprintf(b + k, 256 - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+  if (k < 256) snprintf(b + k, 256 - k, "]");
+  return b;
+}
+
+void ox_err(const ox_nctx *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  wf_verror(WF_SEV_ERROR, n->eloc, fmt, ap);
+  va_end(ap);
+}
+
+int ox_unsupported(const ox_nctx *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  wf_verror(WF_SEV_ERROR, n->eloc, fmt, ap);
+  va_end(ap);
+  return WF_EXIT_UNSUPPORTED;
+}
+
+/* "model.onnx: node 'name' (Op, opset N)"; kept in the context's arena for the import. */
+wf_loc ox_node_loc(ox_ctx *cx, const ox_node *nd) {
+  char buf[1024];
+  int k;
+  if (nd->name && *nd->name) k = snprintf(buf, sizeof buf, "%s: node '%s' (%s, opset %d)", cx->path, nd->name, nd->op_type, nd->opset);
+  else k = snprintf(buf, sizeof buf, "%s: node #%d (%s, opset %d)", cx->path, nd->index, nd->op_type, nd->opset);
+  if (nd->via && k > 0 && (size_t)k < sizeof buf) snprintf(buf + k, sizeof buf - (size_t)k, " in function '%s'", nd->via);
+  wf_loc l = {wf_arena_strdup(cx->arena, buf), 0, 0};
+  return l;
+}
+
+/* ---- the unsupported-op scan --------------------------------------------------------------- */
+
+static int scan_unsupported(ox_ctx *cx) {
+  int bad = 0, n_types = 0;
+  for (int i = 0; i < cx->n_nodes; i++) {
+    const ox_node *nd = &cx->nodes[i];
+    const ox_opdef *d = nd->opset > 0 && !nd->domain[0] ? ox_op_lookup(nd->op_type) : NULL;
+    if (d && nd->opset >= d->min_opset && nd->opset <= d->max_opset) continue;
+    /* report each (domain, op type) once, at its first node, with the count */
+    int first = 1, count = 0;
+    for (int j = 0; j < cx->n_nodes; j++) {
+      const ox_node *o = &cx->nodes[j];
+      if (strcmp(o->op_type, nd->op_type) != 0 || strcmp(o->domain, nd->domain) != 0) continue;
+      if (j < i) first = 0;
+      count++;
+    }
+    bad = 1;
+    if (!first) continue;
+    n_types++;
+    ox_nctx n = {.cx = cx, .node = nd, .opset = nd->opset, .eloc = ox_node_loc(cx, nd)};
+    char more[64] = "";
+    if (count > 1) snprintf(more, sizeof more, " (%d nodes)", count);
+    if (nd->domain[0] && nd->opset > 0)
+      ox_err(&n, "unsupported operator '%s' of domain '%s'%s", nd->op_type, nd->domain, more);
+    else if (nd->opset <= 0)
+      ox_err(&n, "unsupported operator '%s' of domain '%s'%s: the model imports no opset of that domain waferc knows", nd->op_type,
+             nd->domain, more);
+    else if (!d)
+      ox_err(&n, "unsupported operator '%s'%s", nd->op_type, more);
+    else
+      ox_err(&n, "unsupported operator '%s' at opset %d%s: waferc supports it at opsets %d-%d", nd->op_type,
+             nd->opset, more, d->min_opset, d->max_opset);
+  }
+  if (bad) wf_error_at(cx->path, "%d unsupported operator%s (see 'waferc --list-onnx-ops')", n_types, n_types == 1 ? "" : "s");
+  return bad;
+}
+
+/* ---- graph inputs and initializers -------------------------------------------------------- */
+
+static int bind_initializers(ox_ctx *cx, const Onnx__GraphProto *g) {
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    const Onnx__TensorProto *tp = g->initializer[i];
+    if (!tp->name || !*tp->name) {
+      wf_error_at(cx->path, "initializer %zu has no name", i);
+      return WF_EXIT_INPUT;
+    }
+    int narrowed = 0;
+    wf_dtype dt;
+    if (tp->has_data_type && ox_dtype_from_onnx(tp->data_type, &dt, &narrowed) == 0 && narrowed == 1 && !cx->warned_f64) {
+      wf_warning(wf_loc_make(cx->path, 0, 0), "double-precision initializers (first: '%s') are narrowed to f32", tp->name);
+      cx->warned_f64 = 1;
+    }
+    wf_tensor *k = ox_tensor_from_proto(tp, cx->dir, wf_loc_make(cx->path, 0, 0));
+    if (!k) return WF_EXIT_INPUT;
+    ox_val *v = ox_const_new(cx, k);
+    v->name = wf_arena_strdup(cx->arena, tp->name);
+    ox_bind(cx, tp->name, v);
+  }
+  if (g->n_sparse_initializer) {
+    wf_error_at(cx->path, "sparse initializers are not supported");
+    return WF_EXIT_UNSUPPORTED;
+  }
+  return WF_EXIT_OK;
+}
+
+static int check_graph_outputs_defined(ox_ctx *cx, const Onnx__GraphProto *g) {
+  for (size_t i = 0; i < g->n_output; i++) {
+    const char *name = g->output[i]->name ? g->output[i]->name : "";
+    if (!ox_lookup(cx, name)) {
+      wf_error_at(cx->path, "graph output '%s' is not produced by any node, input or initializer", name);
+      return WF_EXIT_INPUT;
+    }
+  }
+  return WF_EXIT_OK;
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+static int import_node(ox_ctx *cx, const ox_node *nd) {
+  ox_nctx n = {.cx = cx, .node = nd, .opset = nd->opset};
+  n.eloc = ox_node_loc(cx, nd);
+  n.oploc = wf_loc_make(cx->path, (uint32_t)nd->index + 1, 0);
+  n.n_in = nd->n_in;
+  ox_val *ins[16];
+  n.in = nd->n_in <= 16 ? ins : wf_arena_alloc(cx->arena, (size_t)nd->n_in * sizeof *n.in);
+  for (int i = 0; i < nd->n_in; i++) {
+    n.in[i] = NULL;
+    if (!nd->in[i][0]) continue;
+    n.in[i] = ox_lookup(cx, nd->in[i]);
+    if (!n.in[i]) {
+      ox_err(&n, "input %d '%s' is not produced by any earlier node, graph input or initializer (the graph must be topologically sorted)",
+             i, nd->in[i]);
+      return WF_EXIT_INPUT;
+    }
+  }
+  if (ox_attr_check_types(&n)) return WF_EXIT_INPUT;
+  const ox_opdef *d = ox_op_lookup(nd->op_type);
+  WF_ASSERT(d);
+  int rc = d->fn(&n);
+  if (rc) return rc;
+  for (int i = 0; i < nd->n_out; i++)
+    if (ox_out_used(&n, i) && !ox_lookup(cx, nd->out[i])) {
+      ox_err(&n, "output %d '%s' is not produced (waferc computes only the first %d output%s of %s)", i, nd->out[i], i,
+             i == 1 ? "" : "s", nd->op_type);
+      return WF_EXIT_UNSUPPORTED;
+    }
+  return WF_EXIT_OK;
+}
+
+/* ---- dead code and unused constants ------------------------------------------------------- */
+
+static void remove_dead(ox_ctx *cx) {
+  wf_func *f = cx->f;
+  int32_t *uses = calloc((size_t)f->n_values + 1, sizeof *uses);
+  WF_ASSERT(uses);
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]++;
+  for (wf_op *op = f->last, *prev; op; op = prev) {
+    prev = op->prev;
+    if (!(wf_opinfos[op->code].flags & WF_OPF_PURE)) continue;
+    int live = 0;
+    for (int r = 0; r < op->n_results; r++) live |= uses[op->results[r]] != 0;
+    if (live) continue;
+    for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]--;
+    wf_op_unlink(f, op);
+  }
+  /* Globals no op uses any more are dropped and the rest renumbered. */
+  wf_module *m = cx->m;
+  int *map = malloc(((size_t)m->n_globals + 1) * sizeof *map);
+  char *used = calloc((size_t)m->n_globals + 1, 1);
+  WF_ASSERT(map && used);
+  for (uint32_t v = 1; v < f->n_values; v++)
+    if (f->values[v].kind == WF_VAL_GLOBAL && uses[v]) used[f->values[v].index] = 1;
+  int k = 0;
+  for (int g = 0; g < m->n_globals; g++) {
+    map[g] = used[g] ? k : -1;
+    if (used[g]) m->globals[k++] = m->globals[g];
+  }
+  m->n_globals = k;
+  for (uint32_t v = 1; v < f->n_values; v++)
+    if (f->values[v].kind == WF_VAL_GLOBAL) f->values[v].index = map[f->values[v].index] >= 0 ? map[f->values[v].index] : 0;
+  free(map);
+  free(used);
+  free(uses);
+}
+
+/* ---- the entry point ------------------------------------------------------------------------ */
+
+static void ctx_free(ox_ctx *cx) {
+  for (int i = 0; i < cx->n_consts; i++) wf_tensor_free(cx->consts[i]);
+  free(cx->consts);
+  free(cx->slots);
+  free(cx->dir);
+  if (cx->model) protobuf_c_message_free_unpacked(&cx->model->base, NULL);
+  wf_arena_free(cx->arena);
+}
+
+static int import_model(ox_ctx *cx, const wf_onnx_opts *o) {
+  const Onnx__ModelProto *mp = cx->model;
+  const Onnx__GraphProto *g = mp->graph;
+  if (!g) {
+    wf_error_at(cx->path, "not an ONNX model: it has no graph");
+    return WF_EXIT_INPUT;
+  }
+  int rc = ox_opsets_read(cx);
+  if (rc) return rc;
+  if ((rc = ox_flatten_nodes(cx)) != 0) return rc;
+  if (scan_unsupported(cx)) return WF_EXIT_UNSUPPORTED;
+
+  cx->m = wf_module_new();
+  wf_module_set_base_dir(cx->m, cx->dir);
+  if (g->name && *g->name) cx->m->name = wf_intern(cx->m, g->name);
+  cx->f = wf_func_new(cx->m, o->func_name ? o->func_name : "main", wf_loc_make(cx->path, 0, 0));
+
+  if ((rc = bind_initializers(cx, g)) != 0) return rc;
+  if ((rc = ox_bind_inputs(cx, o)) != 0) return rc;
+  for (int i = 0; i < cx->n_nodes; i++) {
+    if ((i & 63) == 0) wf_progress("importing %s: node %d of %d", cx->path, i, cx->n_nodes);
+    if ((rc = import_node(cx, &cx->nodes[i])) != 0) return rc;
+  }
+  if ((rc = check_graph_outputs_defined(cx, g)) != 0) return rc;
+
+  wf_value *rets = calloc(g->n_output + 1, sizeof *rets);
+  wf_type *types = calloc(g->n_output + 1, sizeof *types);
+  WF_ASSERT(rets && types);
+  ox_nctx top = {.cx = cx, .oploc = wf_loc_make(cx->path, 0, 0), .eloc = wf_loc_make(cx->path, 0, 0)};
+  for (size_t i = 0; i < g->n_output; i++) {
+    ox_val *v = ox_lookup(cx, g->output[i]->name);
+    rets[i] = ox_ir_value(&top, v);
+    types[i] = v->type;
+    /* the output keeps its ONNX name (a constant output is a global with that name) */
+    wf_value_info *vi = wf_value_get(cx->f, rets[i]);
+    int dup = 0;
+    for (size_t j = 0; j < i; j++) dup |= rets[j] == rets[i];
+    if (vi->kind == WF_VAL_RESULT && !dup) wf_value_set_name(cx->f, rets[i], g->output[i]->name);
+  }
+  wf_op_append(cx->f, WF_OP_RETURN, (int)g->n_output, rets, 0, NULL, wf_loc_make(cx->path, (uint32_t)cx->n_top + 1, 0));
+  wf_func_set_result_types(cx->f, (int)g->n_output, types);
+  free(rets);
+  free(types);
+  if (!o->keep_dead) remove_dead(cx);
+  wf_progress_done();
+  if (wf_verify_module(cx->m) != 0) {
+    wf_error_at(cx->path, "the imported IR does not verify (an importer bug or an inconsistent model)");
+    return WF_EXIT_INPUT;
+  }
+  return WF_EXIT_OK;
+}
+
+int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out) {
+  *out = NULL;
+  wf_onnx_opts dflt = WF_ONNX_OPTS_DEFAULT;
+  const wf_onnx_opts *o = opts ? opts : &dflt;
+  ox_ctx cx;
+  memset(&cx, 0, sizeof cx);
+  cx.arena = wf_arena_new();
+  cx.path = wf_arena_strdup(cx.arena, path);
+  cx.dir = strdup(path);
+  WF_ASSERT(cx.dir);
+  char *slash = strrchr(cx.dir, '/');
+  if (slash) *(slash == cx.dir ? slash + 1 : slash) = '\0';
+  else strcpy(cx.dir, ".");
+  int rc;
+  cx.model = ox_unpack_file(path, &onnx__model_proto__descriptor, &rc);
+  if (cx.model) rc = import_model(&cx, o);
+  if (rc == WF_EXIT_OK) *out = cx.m;
+  else if (cx.m) wf_module_free(cx.m);
+  ctx_free(&cx);
+  wf_progress_done();
+  return rc;
+}

@@ -1,0 +1,92 @@
+/* Importers of the elementwise ops: binary arithmetic and comparisons, Max/Min, Where, the
+ * unary functions, Cast, Identity/Dropout. */
+#include <string.h>
+
+#include "frontend/onnx/onnx_internal.h"
+
+static const struct {
+  const char *onnx;
+  wf_opcode code;
+} g_map[] = {
+    {"Add", WF_OP_ADD},         {"Sub", WF_OP_SUB},     {"Mul", WF_OP_MUL},   {"Div", WF_OP_DIV},
+    {"Pow", WF_OP_POW},         {"Max", WF_OP_MAXIMUM}, {"Min", WF_OP_MINIMUM}, {"Equal", WF_OP_EQUAL},
+    {"Less", WF_OP_LESS},       {"Greater", WF_OP_LESS}, {"LessOrEqual", WF_OP_LESS},
+    {"GreaterOrEqual", WF_OP_LESS}, {"Not", WF_OP_NOT}, {"Sqrt", WF_OP_SQRT}, {"Reciprocal", WF_OP_RECIPROCAL},
+    {"Neg", WF_OP_NEG},         {"Exp", WF_OP_EXP},     {"Log", WF_OP_LOG},   {"Erf", WF_OP_ERF},
+    {"Tanh", WF_OP_TANH},       {"Sigmoid", WF_OP_SIGMOID}, {"Relu", WF_OP_RELU}, {"Cos", WF_OP_COS},
+    {"Sin", WF_OP_SIN},
+};
+
+static wf_opcode code_of(const char *op_type) {
+  for (size_t i = 0; i < sizeof g_map / sizeof g_map[0]; i++)
+    if (strcmp(g_map[i].onnx, op_type) == 0) return g_map[i].code;
+  WF_UNREACHABLE("elementwise op without an IR opcode");
+}
+
+static int done(ox_nctx *n, ox_val *r) { return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT; }
+
+int ox_imp_binary(ox_nctx *n) {
+  ox_val *a = ox_in(n, 0), *b = ox_in(n, 1);
+  if (!a || !b) return WF_EXIT_INPUT;
+  const char *t = n->node->op_type;
+  wf_opcode code = code_of(t);
+  /* Pow alone allows an exponent of another type (ONNX 12+); the IR's pow wants one dtype. */
+  if (code == WF_OP_POW && b->type.dtype != a->type.dtype && !(b = ox_cast(n, b, a->type.dtype))) return WF_EXIT_INPUT;
+  int swap = !strcmp(t, "Greater") || !strcmp(t, "LessOrEqual");
+  ox_val *ins[2] = {swap ? b : a, swap ? a : b};
+  ox_val *r = ox_emit1(n, code, 2, ins, 0, NULL, NULL);
+  if (r && (!strcmp(t, "LessOrEqual") || !strcmp(t, "GreaterOrEqual"))) r = ox_emit1(n, WF_OP_NOT, 1, &r, 0, NULL, NULL);
+  return done(n, r);
+}
+
+int ox_imp_variadic(ox_nctx *n) {
+  ox_val *acc = ox_in(n, 0);
+  if (!acc) return WF_EXIT_INPUT;
+  wf_opcode code = code_of(n->node->op_type);
+  for (int i = 1; acc && i < n->n_in; i++) {
+    ox_val *b = ox_in(n, i);
+    if (!b) return WF_EXIT_INPUT;
+    ox_val *ins[2] = {acc, b};
+    acc = ox_emit1(n, code, 2, ins, 0, NULL, NULL);
+  }
+  return done(n, acc);
+}
+
+int ox_imp_where(ox_nctx *n) {
+  ox_val *ins[3] = {ox_in(n, 0), ox_in(n, 1), ox_in(n, 2)};
+  if (!ins[0] || !ins[1] || !ins[2]) return WF_EXIT_INPUT;
+  return done(n, ox_emit1(n, WF_OP_WHERE, 3, ins, 0, NULL, NULL));
+}
+
+int ox_imp_unary(ox_nctx *n) {
+  ox_val *a = ox_in(n, 0);
+  if (!a) return WF_EXIT_INPUT;
+  return done(n, ox_emit1(n, code_of(n->node->op_type), 1, &a, 0, NULL, NULL));
+}
+
+int ox_imp_cast(ox_nctx *n) {
+  ox_val *a = ox_in(n, 0);
+  if (!a) return WF_EXIT_INPUT;
+  const Onnx__AttributeProto *to = ox_attr(n, "to");
+  if (!to) {
+    ox_err(n, "attribute 'to' is required");
+    return WF_EXIT_INPUT;
+  }
+  int64_t t = ox_attr_int(n, "to", 0);
+  wf_dtype dt;
+  int conv = 0;
+  if (n->failed) return WF_EXIT_INPUT;
+  if (t < 0 || t > 64 || ox_dtype_from_onnx((int32_t)t, &dt, &conv) != 0 || conv == 2)
+    return ox_unsupported(n, "Cast to %s is not supported (the IR has f32, f16, bf16, i32, i64, bool)",
+                          ox_onnx_type_name((int32_t)t));
+  /* conv == 1: DOUBLE computes in f32 here; the reference kernels work in double anyway */
+  return done(n, ox_cast(n, a, dt));
+}
+
+int ox_imp_identity(ox_nctx *n) {
+  ox_val *a = ox_in(n, 0);
+  if (!a) return WF_EXIT_INPUT;
+  if (!strcmp(n->node->op_type, "Dropout") && ox_out_used(n, 1))
+    return ox_unsupported(n, "the Dropout mask output is not supported");
+  return ox_set_out(n, 0, a);
+}

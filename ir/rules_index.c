@@ -1,0 +1,120 @@
+/* Shape rules, operand checks and costs of the indexing-style data-movement ops the ONNX
+ * frontend needs: expand (numpy broadcast to a declared shape), trilu (triangle mask),
+ * topk (values + i64 indices), scatter_elements. */
+#include <string.h>
+
+#include "ir/rules.h"
+
+#define TS(t) wf_rule_type_str(f, (t))
+
+/* ---- expand: the result shape is the declared one; the operand broadcasts to it ----------- */
+
+int wf_rule_expand(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  const wf_type *r = wf_value_type(f, op->results[0]);
+  int rank;
+  int64_t dims[WF_MAX_RANK];
+  int ok = a->rank <= r->rank && wf_broadcast_shape(a->rank, a->dims, r->rank, r->dims, &rank, dims) == 0;
+  for (int i = 0; ok && i < rank; i++) ok = dims[i] == r->dims[i];
+  if (!ok) {
+    wf_error(op->loc, "'expand' operand %s does not broadcast to the result shape %s", TS(a), TS(r));
+    return -1;
+  }
+  *out = wf_rule_type(a->dtype, r->rank, r->dims);
+  return 0;
+}
+
+int64_t wf_cost_expand(const wf_func *f, const wf_op *op) { return 0; }
+
+/* ---- trilu: keeps the upper (or lower) triangle of the last two dims -------------------- */
+
+int wf_rule_trilu(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  if (a->rank < 2) {
+    wf_error(op->loc, "'trilu' needs an operand of rank >= 2, got %s", TS(a));
+    return -1;
+  }
+  *out = wf_rule_type(a->dtype, a->rank, a->dims);
+  return 0;
+}
+
+int64_t wf_cost_trilu(const wf_func *f, const wf_op *op) { return 0; }
+
+/* ---- topk: values [.., k, ..] of x's dtype and their i64 indices along axis -------------- */
+
+int wf_rule_topk(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  if (a->dtype == WF_BOOL) {
+    wf_error(op->loc, "'topk' does not take bool operands, got %s", TS(a));
+    return -1;
+  }
+  int64_t ax = wf_rule_int(f, op, "axis", -1);
+  int axis = wf_norm_axis(ax, a->rank);
+  if (axis < 0) {
+    wf_error(op->loc, "'topk' axis %lld is out of range for %s", (long long)ax, TS(a));
+    return -1;
+  }
+  int64_t k = wf_rule_int(f, op, "k", -1);
+  if (k < 0 || k > a->dims[axis]) {
+    wf_error(op->loc, "'topk' k = %lld must be in [0, %lld] (dim %d of %s)", (long long)k, (long long)a->dims[axis],
+             axis, TS(a));
+    return -1;
+  }
+  out[0] = wf_rule_type(a->dtype, a->rank, a->dims);
+  out[0].dims[axis] = k;
+  out[1] = wf_rule_type(WF_I64, a->rank, out[0].dims);
+  return 0;
+}
+
+/* a comparison per element per selected slot (a partial selection sort's bound) */
+int64_t wf_cost_topk(const wf_func *f, const wf_op *op) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  return wf_type_numel(a) * (wf_rule_int(f, op, "k", 1) > 0 ? wf_rule_int(f, op, "k", 1) : 1);
+}
+
+/* ---- scatter_elements(data, indices, updates) ---------------------------------------------- */
+
+int wf_rule_scatter(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *d = wf_rule_in(f, op, 0), *ix = wf_rule_in(f, op, 1), *u = wf_rule_in(f, op, 2);
+  if (ix->dtype != WF_I32 && ix->dtype != WF_I64) {
+    wf_error(op->loc, "'scatter_elements' indices must be i32 or i64, got %s", TS(ix));
+    return -1;
+  }
+  if (u->dtype != d->dtype) {
+    wf_error(op->loc, "'scatter_elements' updates %s must have the dtype of data %s", TS(u), TS(d));
+    return -1;
+  }
+  int same = ix->rank == u->rank;
+  for (int i = 0; same && i < ix->rank; i++) same = ix->dims[i] == u->dims[i];
+  if (!same || ix->rank != d->rank) {
+    wf_error(op->loc, "'scatter_elements' indices %s and updates %s must have one shape, of the rank of data %s",
+             TS(ix), TS(u), TS(d));
+    return -1;
+  }
+  int64_t ax = wf_rule_int(f, op, "axis", 0);
+  int axis = wf_norm_axis(ax, d->rank);
+  if (axis < 0) {
+    wf_error(op->loc, "'scatter_elements' axis %lld is out of range for %s", (long long)ax, TS(d));
+    return -1;
+  }
+  for (int i = 0; i < d->rank; i++)
+    if (i != axis && ix->dims[i] > d->dims[i]) {
+      wf_error(op->loc, "'scatter_elements' indices %s exceed data %s in dim %d", TS(ix), TS(d), i);
+      return -1;
+    }
+  const char *red = wf_op_str(f, op, "reduction", "none");
+  if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min")) {
+    wf_error(op->loc, "'scatter_elements' reduction must be none, add, mul, max or min, got '%s'", red);
+    return -1;
+  }
+  if (d->dtype == WF_BOOL && strcmp(red, "none") != 0) {
+    wf_error(op->loc, "'scatter_elements' reduction '%s' does not apply to bool data", red);
+    return -1;
+  }
+  *out = wf_rule_type(d->dtype, d->rank, d->dims);
+  return 0;
+}
+
+int64_t wf_cost_scatter(const wf_func *f, const wf_op *op) {
+  return wf_type_numel(wf_rule_in(f, op, 2));
+}

@@ -1,0 +1,298 @@
+/* --heatmap: per-PE and per-link maps as PNG (libpng) + CSV (runtime/heatmap.h).
+ *
+ * Layout of every image: a title line, the mesh (PE (0,0) top left, x to the right, y down;
+ * each PE a square block, scaled so small meshes stay readable), a vertical colour bar with
+ * the maximum at its top and the minimum at its bottom, and a one-line key. Text is drawn
+ * with the 5x7 bitmap font below, so the images need no font library. */
+#include <errno.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/heatmap.h"
+#include "waferc/diag.h"
+
+/* ---- a 5x7 bitmap font: one byte per row, bit 4 = leftmost pixel --------------------------- */
+
+typedef struct glyph {
+  char c;
+  unsigned char rows[7];
+} glyph;
+
+static const glyph font[] = {
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
+    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C}},
+    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
+    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
+    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
+    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
+    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
+    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
+    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
+    {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
+    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}}, {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
+    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+    {',', {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}}, {'/', {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}},
+    {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}}, {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
+    {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}}, {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
+};
+
+static const unsigned char *glyph_rows(char c) {
+  if (c >= 'a' && c <= 'z') c = (char)(c - 'a' + 'A');
+  for (size_t i = 0; i < sizeof font / sizeof font[0]; i++)
+    if (font[i].c == c) return font[i].rows;
+  return NULL; /* space and anything unknown: blank */
+}
+
+/* ---- an RGB canvas ---------------------------------------------------------------------- */
+
+typedef struct canvas {
+  int w, h;
+  unsigned char *px; /* RGB, row-major */
+} canvas;
+
+static void fill_rect(canvas *c, int x0, int y0, int w, int h, const unsigned char rgb[3]) {
+  for (int y = y0 < 0 ? 0 : y0; y < y0 + h && y < c->h; y++)
+    for (int x = x0 < 0 ? 0 : x0; x < x0 + w && x < c->w; x++)
+      memcpy(c->px + ((size_t)y * c->w + x) * 3, rgb, 3);
+}
+
+#define CHAR_W 6 /* 5 pixels and a gap */
+
+static void draw_text(canvas *c, int x, int y, const char *s, int scale, const unsigned char rgb[3]) {
+  for (; *s; s++, x += CHAR_W * scale) {
+    const unsigned char *g = glyph_rows(*s);
+    if (!g) continue;
+    for (int r = 0; r < 7; r++)
+      for (int col = 0; col < 5; col++)
+        if (g[r] >> (4 - col) & 1) fill_rect(c, x + col * scale, y + r * scale, scale, scale, rgb);
+  }
+}
+
+/* ---- colour ----------------------------------------------------------------------------- */
+
+/* Viridis-like: dark purple (low) through blue and green to yellow (high); perceptually
+ * ordered and readable in greyscale. */
+static void colormap(double t, unsigned char rgb[3]) {
+  static const unsigned char stops[5][3] = {
+      {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+  if (!(t > 0)) t = 0; /* NaN too */
+  if (t > 1) t = 1;
+  double f = t * 4;
+  int i = (int)f;
+  if (i > 3) i = 3;
+  f -= i;
+  for (int k = 0; k < 3; k++)
+    rgb[k] = (unsigned char)(stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f + 0.5);
+}
+
+static const unsigned char C_BG[3] = {255, 255, 255}, C_TEXT[3] = {20, 20, 20},
+                           C_NONE[3] = {150, 150, 150}, C_FRAME[3] = {90, 90, 90};
+
+/* ---- layout ----------------------------------------------------------------------------- */
+
+typedef struct layout {
+  int block;            /* pixels per PE */
+  int gap;              /* pixels between PEs */
+  int scale;            /* text scale */
+  int mx, my, mw, mh;   /* mesh area */
+  int bx, by, bw, bh;   /* colour bar */
+  int img_w, img_h;
+} layout;
+
+#define MARGIN 10
+#define TITLE_CHARS 40 /* the longest title the layout reserves room for */
+#define LABEL_CHARS 12
+
+static layout make_layout(int w, int h) {
+  layout L;
+  int big = w > h ? w : h;
+  L.block = 480 / (big ? big : 1);
+  if (L.block > 48) L.block = 48;
+  if (L.block < 1) L.block = 1;
+  L.gap = L.block >= 8 ? 1 : 0;
+  L.scale = 2;
+  L.mw = w * L.block;
+  L.mh = h * L.block;
+  L.mx = MARGIN;
+  L.my = MARGIN + 7 * L.scale + MARGIN;
+  L.bw = 16;
+  L.bh = L.mh < 120 ? 120 : L.mh;
+  L.bx = L.mx + L.mw + 2 * MARGIN;
+  L.by = L.my;
+  int right = L.bx + L.bw + MARGIN + LABEL_CHARS * CHAR_W * L.scale;
+  int title = MARGIN + TITLE_CHARS * CHAR_W * L.scale;
+  L.img_w = (right > title ? right : title) + MARGIN;
+  L.img_h = L.my + (L.bh > L.mh ? L.bh : L.mh) + MARGIN + 7 * L.scale + MARGIN;
+  return L;
+}
+
+void wf_heatmap_image_size(int w, int h, int *img_w, int *img_h) {
+  layout L = make_layout(w, h);
+  *img_w = L.img_w;
+  *img_h = L.img_h;
+}
+
+/* ---- one map ---------------------------------------------------------------------------- */
+
+typedef struct map {
+  const char *file;     /* stem: DIR/<file>.png and .csv */
+  char title[96];
+  int integer;          /* values are counts (else percentages) */
+  double *v;            /* [w*h] */
+  unsigned char *has;   /* [w*h]: 1 = a value, 0 = no PE or no link there */
+  unsigned char *pe;    /* [w*h]: 1 = a PE runs a program (CSV rows) */
+} map;
+
+static void fmt_value(const map *m, double v, char *buf, size_t cap) {
+  if (m->integer) snprintf(buf, cap, "%.0f", v);
+  else snprintf(buf, cap, "%.1f%%", v);
+}
+
+static int write_png(const char *path, const canvas *c) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  png_infop info = png ? png_create_info_struct(png) : NULL;
+  if (!png || !info || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+    return -1;
+  }
+  png_init_io(png, f);
+  png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < c->h; y++) png_write_row(png, c->px + (size_t)y * c->w * 3);
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+  return fclose(f);
+}
+
+static int write_map(const map *m, int w, int h, const char *dir) {
+  double lo = 0, hi = 0;
+  int any = 0;
+  for (int i = 0; i < w * h; i++)
+    if (m->has[i]) {
+      if (!any || m->v[i] < lo) lo = m->v[i];
+      if (!any || m->v[i] > hi) hi = m->v[i];
+      any = 1;
+    }
+  layout L = make_layout(w, h);
+  canvas c = {L.img_w, L.img_h, malloc((size_t)L.img_w * L.img_h * 3)};
+  WF_ASSERT(c.px != NULL);
+  fill_rect(&c, 0, 0, c.w, c.h, C_BG);
+  draw_text(&c, MARGIN, MARGIN, m->title, L.scale, C_TEXT);
+  fill_rect(&c, L.mx - 1, L.my - 1, L.mw + 2, L.mh + 2, C_FRAME);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      int i = y * w + x;
+      unsigned char rgb[3];
+      if (m->has[i]) colormap(hi > lo ? (m->v[i] - lo) / (hi - lo) : 0.0, rgb);
+      else memcpy(rgb, C_NONE, 3);
+      fill_rect(&c, L.mx + x * L.block, L.my + y * L.block, L.block - L.gap, L.block - L.gap, rgb);
+    }
+  /* colour bar: top = max, bottom = min */
+  fill_rect(&c, L.bx - 1, L.by - 1, L.bw + 2, L.bh + 2, C_FRAME);
+  for (int r = 0; r < L.bh; r++) {
+    unsigned char rgb[3];
+    colormap(L.bh > 1 ? 1.0 - (double)r / (L.bh - 1) : 1.0, rgb);
+    fill_rect(&c, L.bx, L.by + r, L.bw, 1, rgb);
+  }
+  char label[64];
+  fmt_value(m, any ? hi : 0, label, sizeof label);
+  draw_text(&c, L.bx + L.bw + MARGIN, L.by, label, L.scale, C_TEXT);
+  fmt_value(m, any ? lo : 0, label, sizeof label);
+  draw_text(&c, L.bx + L.bw + MARGIN, L.by + L.bh - 7 * L.scale, label, L.scale, C_TEXT);
+  char key[96];
+  snprintf(key, sizeof key, "%dx%d, (0,0) top left, grey = none", w, h);
+  draw_text(&c, MARGIN, L.img_h - MARGIN - 7 * L.scale, key, L.scale, C_TEXT);
+
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.png", dir, m->file);
+  int rc = write_png(path, &c);
+  free(c.px);
+  if (rc) {
+    wf_error_at(path, "cannot write the heatmap: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  snprintf(path, sizeof path, "%s/%s.csv", dir, m->file);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    wf_error_at(path, "cannot write the heatmap data: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  fprintf(f, "x,y,value\n");
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      int i = y * w + x;
+      if (!m->pe[i]) continue;
+      if (m->integer) fprintf(f, "%d,%d,%.0f\n", x, y, m->v[i]);
+      else fprintf(f, "%d,%d,%.3f\n", x, y, m->v[i]);
+    }
+  if (fclose(f)) {
+    wf_error_at(path, "cannot write the heatmap data: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  return WF_EXIT_OK;
+}
+
+int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir) {
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    wf_error_at(dir, "cannot create the heatmap directory: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  int w = wf_sim_mesh_w(s), h = wf_sim_mesh_h(s);
+  size_t cells = (size_t)w * (size_t)h;
+  int64_t total = wf_sim_cycles(s);
+  unsigned char *pe = calloc(cells, 1);
+  WF_ASSERT(pe != NULL);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      wf_sim_pe_stats st;
+      pe[(size_t)y * w + x] = wf_sim_pe_stats_at(s, x, y, &st) == 0 && st.present;
+    }
+  static const char *const dir_file[4] = {"link_n", "link_e", "link_s", "link_w"};
+  static const char *const dir_word[4] = {"north", "east", "south", "west"};
+  static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
+  int rc = WF_EXIT_OK;
+  for (int k = -1; k < 4 && !rc; k++) {
+    map m = {k < 0 ? "pe_busy" : dir_file[k], "", k >= 0, calloc(cells, sizeof(double)),
+             calloc(cells, 1), pe};
+    WF_ASSERT(m.v && m.has);
+    if (k < 0) snprintf(m.title, sizeof m.title, "PE busy %% of %lld cycles", (long long)total);
+    else snprintf(m.title, sizeof m.title, "wavelets sent %s per link", dir_word[k]);
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        size_t i = (size_t)y * w + x;
+        if (!pe[i]) continue;
+        if (k < 0) {
+          wf_sim_pe_stats st;
+          wf_sim_pe_stats_at(s, x, y, &st);
+          m.v[i] = total > 0 ? 100.0 * (double)st.busy / (double)total : 0;
+          m.has[i] = 1;
+        } else {
+          m.v[i] = (double)wf_sim_link_wavelets(s, x, y, k);
+          int nx = x + dx[k], ny = y + dy[k];
+          /* a port with no PE behind it carries nothing: shown as "none" */
+          m.has[i] = nx >= 0 && ny >= 0 && nx < w && ny < h && pe[(size_t)ny * w + nx];
+        }
+      }
+    rc = write_map(&m, w, h, dir);
+    free(m.v);
+    free(m.has);
+  }
+  free(pe);
+  return rc;
+}

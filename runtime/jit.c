@@ -1,0 +1,284 @@
+/* The JIT: compiles a plan's kernels/<class>.ll with LLVM ORC LLJIT and serves them to the
+ * simulator as its compute hook (runtime/jit.h).
+ *
+ * Each module is optimised with LLVM's default O2 pipeline for the host before it is added.
+ * That is safe for bit-identity because the kernels carry no fast-math flags: LLVM may
+ * vectorise the elementwise loops (each element still sees the same operations) but may not
+ * reassociate a reduction nor fuse a multiply-add. */
+#include <cjson/cJSON.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/llvm_kernels.h"
+#include "runtime/jit.h"
+#include "waferc/diag.h"
+
+/* Kernels of one class, indexed by instruction and broadcast mode (slot 0 without a mode). */
+typedef struct jit_class {
+  wf_kernel_fn fn[WF_PEOP_COUNT][3];
+} jit_class;
+
+struct wf_jit {
+  LLVMOrcLLJITRef lljit;
+  jit_class *cls; /* [n_classes] */
+  int n_classes;
+  int n_kernels;
+};
+
+static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+  /* LLVM's diagnostics span lines (source line, caret): keep the first line only, so the
+   * warning stays one line. */
+  char *nl = strchr(why, '\n');
+  if (nl) *nl = 0;
+  for (size_t n = strlen(why); n && (why[n - 1] == ' ' || why[n - 1] == ':'); n--) why[n - 1] = 0;
+}
+
+/* Consumes err; writes "what: message" into why. */
+static void say_llvm(char *why, size_t cap, const char *what, LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err);
+  say(why, cap, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+static cJSON *read_manifest_kernels(const wf_plan *p, cJSON **root, char *why, size_t cap) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/manifest.json", p->dir);
+  FILE *f = fopen(path, "rb");
+  *root = NULL;
+  if (!f) {
+    say(why, cap, "cannot read %s", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  size_t got = n > 0 ? fread(text, 1, (size_t)n, f) : 0;
+  fclose(f);
+  text[got] = 0;
+  *root = cJSON_ParseWithLength(text, got);
+  free(text);
+  if (!*root) {
+    say(why, cap, "%s does not parse", path);
+    return NULL;
+  }
+  cJSON *k = cJSON_GetObjectItemCaseSensitive(*root, "kernels");
+  return cJSON_IsArray(k) ? k : NULL;
+}
+
+static LLVMTargetMachineRef host_machine(char *why, size_t cap) {
+  char *triple = LLVMGetDefaultTargetTriple();
+  LLVMTargetRef target;
+  char *err = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    say(why, cap, "no LLVM target for %s: %s", triple, err ? err : "?");
+    LLVMDisposeMessage(err);
+  } else {
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelDefault,
+                                 LLVMRelocDefault, LLVMCodeModelJITDefault);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    if (!tm) say(why, cap, "cannot create an LLVM target machine for %s", triple);
+  }
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
+/* Parses, optimises and adds one kernel file. 0 on success. */
+static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const char *path, char *why, size_t cap) {
+  char *err = NULL;
+  LLVMMemoryBufferRef buf;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+    say(why, cap, "cannot read %s: %s", path, err ? err : "?");
+    LLVMDisposeMessage(err);
+    return -1;
+  }
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod;
+  if (LLVMParseIRInContext(LLVMOrcThreadSafeContextGetContext(tsc), buf, &mod, &err)) {
+    say(why, cap, "%s", err ? err : "kernel file does not parse");
+    LLVMDisposeMessage(err);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return -1;
+  }
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+  char *dls = LLVMCopyStringRepOfTargetData(dl);
+  LLVMSetDataLayout(mod, dls);
+  LLVMDisposeMessage(dls);
+  LLVMDisposeTargetData(dl);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(mod, "default<O2>", tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    say_llvm(why, cap, path, e);
+    LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return -1;
+  }
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module keeps the context alive */
+  e = LLVMOrcLLJITAddLLVMIRModule(j->lljit, LLVMOrcLLJITGetMainJITDylib(j->lljit), tsm);
+  if (e) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    say_llvm(why, cap, path, e);
+    return -1;
+  }
+  return 0;
+}
+
+static int find_class(const wf_plan *p, const char *name) {
+  for (int i = 0; i < p->n_classes; i++)
+    if (!strcmp(p->classes[i]->name, name)) return i;
+  return -1;
+}
+
+/* Looks up every function of one manifest entry and files it under its class. */
+static int bind_functions(wf_jit *j, const wf_plan *p, const cJSON *entry, int ci, char *why,
+                          size_t cap) {
+  const cJSON *fns = cJSON_GetObjectItemCaseSensitive(entry, "functions");
+  const cJSON *f;
+  cJSON_ArrayForEach(f, fns) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
+    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "op"));
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "mode"));
+    wf_peop pop;
+    if (!name || !op || !mode || wf_peop_lookup(op, &pop) || !wf_kernel_covers(pop)) {
+      say(why, cap, "manifest.json: kernels of class '%s': bad function entry (op '%s')",
+          p->classes[ci]->name, op ? op : "?");
+      return -1;
+    }
+    int slot = !strcmp(mode, "ij") ? WF_BMODE_IJ : !strcmp(mode, "i") ? WF_BMODE_I
+             : !strcmp(mode, "j") ? WF_BMODE_J : 0;
+    LLVMOrcExecutorAddress addr = 0;
+    LLVMErrorRef e = LLVMOrcLLJITLookup(j->lljit, &addr, name);
+    if (e) {
+      say_llvm(why, cap, name, e);
+      return -1;
+    }
+    j->cls[ci].fn[pop][slot] = (wf_kernel_fn)(uintptr_t)addr;
+    j->n_kernels++;
+  }
+  return 0;
+}
+
+wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) {
+  why[0] = 0;
+  cJSON *root;
+  cJSON *kernels = read_manifest_kernels(p, &root, why, cap);
+  if (!kernels || !cJSON_GetArraySize(kernels)) {
+    cJSON_Delete(root);
+    return NULL;
+  }
+  wf_jit *j = calloc(1, sizeof *j);
+  WF_ASSERT(j != NULL);
+  j->n_classes = p->n_classes;
+  j->cls = calloc((size_t)p->n_classes + 1, sizeof *j->cls);
+  LLVMTargetMachineRef tm = NULL;
+  int ok = 0;
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+    say(why, cap, "LLVM has no native target for this host");
+    goto done;
+  }
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->lljit, NULL);
+  if (e) {
+    j->lljit = NULL;
+    say_llvm(why, cap, "cannot create the ORC LLJIT", e);
+    goto done;
+  }
+  /* Kernels call libm (expf, erff, ...): resolve them from this process, as the interpreter. */
+  LLVMOrcDefinitionGeneratorRef gen;
+  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(j->lljit), NULL, NULL);
+  if (e) {
+    say_llvm(why, cap, "cannot expose the process's symbols to the JIT", e);
+    goto done;
+  }
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(j->lljit), gen);
+  if (!(tm = host_machine(why, cap))) goto done;
+  const cJSON *entry;
+  cJSON_ArrayForEach(entry, kernels) {
+    const char *cls = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, "class"));
+    const char *file = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, "file"));
+    int ci = cls ? find_class(p, cls) : -1;
+    if (ci < 0 || !file || strstr(file, "..")) {
+      say(why, cap, "manifest.json: a kernels entry names an unknown class or a bad file");
+      goto done;
+    }
+    char path[2200];
+    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    if (add_module(j, tm, path, why, cap) || bind_functions(j, p, entry, ci, why, cap)) goto done;
+  }
+  ok = 1;
+done:
+  if (tm) LLVMDisposeTargetMachine(tm);
+  cJSON_Delete(root);
+  if (!ok) {
+    wf_jit_free(j);
+    return NULL;
+  }
+  return j;
+}
+
+void wf_jit_free(wf_jit *j) {
+  if (!j) return;
+  if (j->lljit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->lljit);
+    if (e) LLVMConsumeError(e);
+  }
+  free(j->cls);
+  free(j);
+}
+
+int wf_jit_kernel_count(const wf_jit *j) { return j ? j->n_kernels : 0; }
+
+int wf_jit_compute(void *user, const wf_pe_class *cls, int cls_index, const wf_pe_instr *in,
+                   float *mem, const wf_pe_env *env) {
+  const wf_jit *j = user;
+  if (cls_index < 0 || cls_index >= j->n_classes || !wf_kernel_covers(in->op)) return 1;
+  int mode = wf_kernel_mode(in);
+  if (mode > WF_BMODE_J) return 1;
+  wf_kernel_fn fn = j->cls[cls_index].fn[in->op][mode < 0 ? 0 : mode];
+  if (!fn) return 1;
+  const char *sig = wf_peops[in->op].sig;
+  float *ptr[WF_KERNEL_MAX_PTRS] = {NULL, NULL, NULL};
+  int64_t n[WF_KERNEL_MAX_INTS] = {0, 0, 0}, words[WF_KERNEL_MAX_PTRS];
+  int np = 0, nn = 0;
+  for (int a = 0; sig[a]; a++) {
+    if (sig[a] == 'n' && nn < WF_KERNEL_MAX_INTS) n[nn++] = wf_term_eval(&in->args[a].term, env);
+    else if ((sig[a] == 'd' || sig[a] == 's') && np < WF_KERNEL_MAX_PTRS) np++;
+  }
+  int nb = wf_kernel_extents(in->op, mode, n, words);
+  WF_ASSERT(nb == np);
+  /* Any doubtful operand goes to the interpreter, which names it in its error. */
+  for (int a = 0, b = 0; sig[a]; a++) {
+    if (sig[a] != 'd' && sig[a] != 's') continue;
+    const wf_pe_sym *sym = &cls->syms[in->args[a].sym];
+    int64_t off = in->args[a].off;
+    if (words[b] < 0 || off < 0 || off + words[b] > sym->bytes / 4) return 1;
+    ptr[b++] = mem + sym->offset / 4 + off;
+  }
+  for (int k = 0; k < nn; k++)
+    if (n[k] < 0) return 1;
+  fn(ptr[0], ptr[1], ptr[2], n[0], n[1], n[2]);
+  return 0;
+}

@@ -1,0 +1,175 @@
+/* Compute instructions: their cycle cost (docs/cycle-model.md, "PE costs") and, in
+ * functional mode, their effect on PE memory. Costs depend only on integer operands, never
+ * on data, so timing mode charges the same cycles without executing anything. */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/sim_internal.h"
+#include "waferc/diag.h"
+
+int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t words,
+                   float **ptr, int64_t *off) {
+  const wf_pe_sym *sym = &p->cls->syms[in->args[a].sym];
+  int64_t o = in->args[a].off;
+  if (words < 0 || o + words > sym->bytes / 4) {
+    wf_sim_rt_error(s, p, in,
+                    "%s operand %d reaches past the end of %s (%lld words at +%lld, symbol holds %lld)",
+                    wf_peops[in->op].name, a + 1, sym->name, (long long)words, (long long)o,
+                    (long long)(sym->bytes / 4));
+    return -1;
+  }
+  *off = sym->offset / 4 + o;
+  float *m = wf_sim_pe_mem(s, p);
+  if (ptr) *ptr = m ? m + *off : NULL;
+  return 0;
+}
+
+static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
+  return wf_term_eval(&in->args[a].term, &p->env);
+}
+
+int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in) {
+  const wf_peop_info *info = &wf_peops[in->op];
+  int64_t work = 1;
+  for (int i = 0; info->sig[i]; i++)
+    if (info->sig[i] == 'n') work *= ival(p, in, i);
+  const wf_target *t = &s->plan->target;
+  switch (info->cost) {
+    case WF_PECOST_ELEM: return work;
+    case WF_PECOST_EXP: return work * t->exp_cycles;
+    case WF_PECOST_DIV: return work * t->div_cycles;
+    case WF_PECOST_FMAC: return (work + t->fmac_per_cycle - 1) / t->fmac_per_cycle;
+    default: return 0;
+  }
+}
+
+static float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+static float gelu_tanh(float v) {
+  return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+}
+
+static float unary(wf_peop op, float v) {
+  switch (op) {
+    case WF_PEOP_NEG: return -v;
+    case WF_PEOP_RELU: return v > 0 ? v : 0;
+    case WF_PEOP_EXP: return expf(v);
+    case WF_PEOP_LOG: return logf(v);
+    case WF_PEOP_TANH: return tanhf(v);
+    case WF_PEOP_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case WF_PEOP_SILU: return v / (1.0f + expf(-v));
+    case WF_PEOP_GELU: return gelu_erf(v);
+    case WF_PEOP_GELU_TANH: return gelu_tanh(v);
+    case WF_PEOP_SQRT: return sqrtf(v);
+    case WF_PEOP_RSQRT: return 1.0f / sqrtf(v);
+    case WF_PEOP_RECIP: return 1.0f / v;
+    default: WF_UNREACHABLE("not a unary PE op");
+  }
+}
+
+static float binary(wf_peop op, float a, float b) {
+  switch (op) {
+    case WF_PEOP_ADD: return a + b;
+    case WF_PEOP_SUB: return a - b;
+    case WF_PEOP_MUL: return a * b;
+    case WF_PEOP_DIV: return a / b;
+    case WF_PEOP_MAX: return a > b ? a : b;
+    case WF_PEOP_MIN: return a < b ? a : b;
+    default: WF_UNREACHABLE("not a binary PE op");
+  }
+}
+
+#define OPND(var, a, words)                                        \
+  float *var;                                                      \
+  do {                                                             \
+    int64_t off_;                                                  \
+    if (wf_sim_operand(s, p, in, a, words, &var, &off_)) return -1; \
+  } while (0)
+
+/* Checks the operands and, when fn is set, performs the instruction. */
+static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
+  const char *sig = wf_peops[in->op].sig;
+  switch (in->op) {
+    case WF_PEOP_ZERO: {
+      int64_t n = ival(p, in, 1);
+      OPND(d, 0, n);
+      if (fn) memset(d, 0, (size_t)n * sizeof *d);
+      return 0;
+    }
+    case WF_PEOP_COPY: {
+      int64_t n = ival(p, in, 2);
+      OPND(d, 0, n);
+      OPND(a, 1, n);
+      if (fn) memmove(d, a, (size_t)n * sizeof *d);
+      return 0;
+    }
+    case WF_PEOP_MATMUL: {
+      int64_t m = ival(p, in, 3), k = ival(p, in, 4), n = ival(p, in, 5);
+      OPND(c, 0, m * n);
+      OPND(a, 1, m * k);
+      OPND(b, 2, k * n);
+      if (!fn) return 0;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) {
+          float av = a[i * k + kk];
+          for (int64_t j = 0; j < n; j++) c[i * n + j] += av * b[kk * n + j];
+        }
+      return 0;
+    }
+    case WF_PEOP_RMAX:
+    case WF_PEOP_RSUM: {
+      int64_t m = ival(p, in, 2), n = ival(p, in, 3);
+      OPND(d, 0, m);
+      OPND(a, 1, m * n);
+      if (!fn) return 0;
+      for (int64_t i = 0; i < m; i++) {
+        float acc = in->op == WF_PEOP_RMAX ? -INFINITY : 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+          float v = a[i * n + j];
+          acc = in->op == WF_PEOP_RMAX ? (v > acc ? v : acc) : acc + v;
+        }
+        d[i] = acc;
+      }
+      return 0;
+    }
+    default:
+      break;
+  }
+  if (!strcmp(sig, "dssnnm")) {
+    int64_t m = ival(p, in, 3), n = ival(p, in, 4);
+    int mode = (int)in->args[5].term.k;
+    int64_t bn = mode == WF_BMODE_IJ ? m * n : mode == WF_BMODE_I ? m : n;
+    OPND(d, 0, m * n);
+    OPND(a, 1, m * n);
+    OPND(b, 2, bn);
+    if (!fn) return 0;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        float bv = mode == WF_BMODE_IJ ? b[i * n + j] : mode == WF_BMODE_I ? b[i] : b[j];
+        d[i * n + j] = binary(in->op, a[i * n + j], bv);
+      }
+    return 0;
+  }
+  if (!strcmp(sig, "dsn")) {
+    int64_t n = ival(p, in, 2);
+    OPND(d, 0, n);
+    OPND(a, 1, n);
+    if (!fn) return 0;
+    for (int64_t i = 0; i < n; i++) d[i] = unary(in->op, a[i]);
+    return 0;
+  }
+  WF_UNREACHABLE("PE op without an executor");
+}
+
+int wf_sim_execute(wf_sim *s, wf_pe *p, const wf_pe_instr *in) {
+  if (!s->functional) return run(s, p, in, 0);
+  if (s->cp_fn) {
+    if (run(s, p, in, 0)) return -1;
+    int r = s->cp_fn(s->cp_user, p->cls, p->cls_i, in, wf_sim_pe_mem(s, p), &p->env);
+    if (r < 0) {
+      wf_sim_rt_error(s, p, in, "the compute hook failed on '%s'", wf_peops[in->op].name);
+      return -1;
+    }
+    if (r == 0) return 0;
+  }
+  return run(s, p, in, 1);
+}

@@ -1,0 +1,239 @@
+/* The fabric: routers, their per-color switch positions, links and ramps
+ * (docs/cycle-model.md, "Fabric"). A router visits each of its input buffers once per cycle;
+ * a ready wavelet at a buffer's head moves when its color's current switch position accepts
+ * its rx port, every tx port is free this cycle and every destination buffer has room.
+ * Otherwise it waits where it is (backpressure). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/sim_internal.h"
+#include "waferc/diag.h"
+
+static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
+static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
+static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
+
+void wf_fifo_push(wf_sim *s, wf_fifo *f, wf_wv w) {
+  WF_ASSERT(f->count < s->depth);
+  if (!f->buf) {
+    f->buf = calloc((size_t)s->depth, sizeof *f->buf);
+    WF_ASSERT(f->buf != NULL);
+  }
+  f->buf[(f->head + f->count) % s->depth] = w;
+  f->count++;
+}
+
+wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
+  wf_wv w = f->buf[f->head];
+  f->head = (int16_t)((f->head + 1) % s->depth);
+  f->count--;
+  return w;
+}
+
+void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w) {
+  wf_fifo_push(s, &r->rc[lc].in[rx], w);
+  int i = lc * WF_DIR_COUNT + rx;
+  r->ne[i >> 6] |= 1ull << (i & 63);
+  r->buffered++;
+  wf_sim_wake_router(s, r);
+}
+
+static void popped(wf_router *r, int lc, int rx) {
+  r->buffered--;
+  if (!r->rc[lc].in[rx].count) {
+    int i = lc * WF_DIR_COUNT + rx;
+    r->ne[i >> 6] &= ~(1ull << (i & 63));
+  }
+}
+
+/* Resolves the class's .route rules for this PE into per-position tx tables. Later matching
+ * rules override earlier ones; directions that leave the PE's region are dropped (the edge
+ * roles of one rule). Returns 0, or -1 after reporting a position beyond the target's. */
+int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
+  const wf_cls_info *ci = &s->ci[p->cls_i];
+  const wf_plan_region *reg = &s->plan->regions[s->plan->places[0].region];
+  for (int k = 0; k < s->plan->n_places; k++) {
+    const wf_plan_place *pl = &s->plan->places[k];
+    if (p->x >= pl->x && p->x < pl->x + pl->w && p->y >= pl->y && p->y < pl->y + pl->h)
+      reg = &s->plan->regions[pl->region];
+  }
+  r->nlc = ci->nlc;
+  r->rc = calloc((size_t)ci->nlc + 1, sizeof *r->rc);
+  WF_ASSERT(r->rc != NULL);
+  for (int c = 0; c < ci->nlc; c++) {
+    wf_rcolor *rc = &r->rc[c];
+    rc->color = ci->lcol[c];
+    rc->npos = 1;
+    memset(rc->tx, WF_RX_NONE, sizeof rc->tx);
+    for (int i = 0; i < p->cls->n_colors; i++)
+      if (p->cls->colors[i].color == rc->color) rc->ring = (uint8_t)p->cls->colors[i].ring;
+  }
+  for (int k = 0; k < p->cls->n_routes; k++) {
+    const wf_pe_route *rt = &p->cls->routes[k];
+    if (!wf_guard_eval(&rt->guard, &p->env)) continue;
+    unsigned tx = rt->tx;
+    for (int d = 0; d < WF_DIR_RAMP; d++) {
+      int nx = p->x + dir_dx[d], ny = p->y + dir_dy[d];
+      if (nx < reg->x || ny < reg->y || nx >= reg->x + reg->w || ny >= reg->y + reg->h)
+        tx &= ~(1u << d);
+    }
+    wf_rcolor *rc = &r->rc[ci->lidx[rt->color]];
+    rc->tx[rt->pos][rt->rx] = (uint8_t)tx;
+    rc->accept |= (uint8_t)(1u << rt->rx);
+    if (rt->pos + 1 > rc->npos) rc->npos = (uint8_t)(rt->pos + 1);
+  }
+  for (int d = 0; d < WF_DIR_COUNT; d++) r->port_used[d] = -1;
+  return 0;
+}
+
+void wf_router_free(wf_sim *s, wf_router *r) {
+  (void)s;
+  for (int c = 0; c < r->nlc; c++)
+    for (int d = 0; d < WF_DIR_COUNT; d++) free(r->rc[c].in[d].buf);
+  free(r->rc);
+  free(r);
+}
+
+static wf_router *neighbour(wf_sim *s, const wf_router *r, int d) {
+  int nx = r->x + dir_dx[d], ny = r->y + dir_dy[d];
+  if (nx < 0 || ny < 0 || nx >= s->w || ny >= s->h) return NULL;
+  return s->routers[(size_t)ny * s->w + nx];
+}
+
+static void advance(wf_rcolor *rc) {
+  if (rc->pos + 1 < rc->npos) rc->pos++;
+  else if (rc->ring) rc->pos = 0;
+}
+
+/* The destination buffer for color `col` behind out port d, or NULL after reporting. */
+static wf_fifo *dest(wf_sim *s, wf_router *r, int d, int col, wf_pe **pe_out, int *li_out) {
+  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
+  if (d == WF_DIR_RAMP) {
+    *pe_out = pe;
+    return &pe->q[s->ci[pe->cls_i].lidx[col]];
+  }
+  wf_router *nb = neighbour(s, r, d);
+  if (!nb) {
+    wf_sim_rt_error(s, pe, NULL, "router: color c%d forwards %s, where no PE runs a program", col,
+                    wf_dir_names[d]);
+    return NULL;
+  }
+  wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
+  int li = s->ci[npe->cls_i].lidx[col];
+  if (li < 0) {
+    wf_sim_rt_error(s, pe, NULL,
+                    "router: color c%d forwards %s to PE (%d,%d), whose class '%s' does not use it",
+                    col, wf_dir_names[d], nb->x, nb->y, npe->cls->name);
+    return NULL;
+  }
+  *pe_out = NULL;
+  *li_out = li;
+  return &nb->rc[li].in[dir_opp[d]];
+}
+
+void wf_router_link(wf_sim *s, wf_router *r) {
+  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
+  for (int c = 0; c < r->nlc; c++) {
+    wf_rcolor *rc = &r->rc[c];
+    int col = rc->color;
+    rc->out[WF_DIR_RAMP] = &pe->q[c];
+    for (int d = 0; d < WF_DIR_RAMP; d++) {
+      wf_router *nb = neighbour(s, r, d);
+      if (!nb) continue;
+      wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
+      int li = s->ci[npe->cls_i].lidx[col];
+      if (li < 0) continue;
+      rc->out[d] = &nb->rc[li].in[dir_opp[d]];
+      rc->out_li[d] = (int8_t)li;
+    }
+  }
+}
+
+/* Tries to move the head of buffer (c, rx). Returns 1 if it moved. */
+static int forward(wf_sim *s, wf_router *r, int c, int rx) {
+  wf_rcolor *rc = &r->rc[c];
+  wf_fifo *f = &rc->in[rx];
+  wf_wv *w = wf_fifo_head(f);
+  /* Switch writes from the PE take effect at once and use no port. */
+  while (w && w->kind == WF_WV_SWSET && rx == WF_DIR_RAMP && w->ready <= s->now) {
+    rc->pos = w->arg < rc->npos ? w->arg : (uint8_t)(rc->npos - 1);
+    wf_fifo_pop(s, f);
+    popped(r, c, rx);
+    s->progress = 1;
+    w = wf_fifo_head(f);
+  }
+  if (!w || w->ready > s->now) return 0;
+  uint8_t tx = rc->tx[rc->pos][rx];
+  if (tx == WF_RX_NONE) {
+    if (!(rc->accept >> rx & 1)) {
+      wf_sim_rt_error(s, s->pes[(size_t)r->y * s->w + r->x], NULL,
+                      "router: a wavelet on color c%d arrived from %s, which has no route", rc->color,
+                      wf_dir_names[rx]);
+    }
+    return 0; /* another position accepts it: wait for the switch */
+  }
+  wf_fifo *dst[WF_DIR_COUNT] = {0};
+  int dli[WF_DIR_COUNT] = {0};
+  wf_pe *pe = NULL;
+  int ok = 1;
+  for (int d = 0; d < WF_DIR_COUNT; d++) {
+    if (!(tx >> d & 1)) continue;
+    if (rc->out[d]) {
+      dst[d] = rc->out[d];
+      dli[d] = rc->out_li[d];
+      if (d == WF_DIR_RAMP) pe = s->pes[(size_t)r->y * s->w + r->x];
+    } else {
+      wf_pe *dp = NULL;
+      dst[d] = dest(s, r, d, rc->color, &dp, &dli[d]);
+      if (!dst[d]) return 0;
+      if (dp) pe = dp;
+    }
+    if (r->port_used[d] == s->now || dst[d]->count >= s->depth) {
+      r->out_stall[d]++;
+      ok = 0;
+    }
+  }
+  if (!ok) return 0; /* backpressure: multicast moves only when every tx port can take it */
+  wf_wv v = wf_fifo_pop(s, f);
+  popped(r, c, rx);
+  int adv_own = v.kind == WF_WV_DATA && v.adv && rx == WF_DIR_RAMP;
+  v.adv = 0;
+  for (int d = 0; d < WF_DIR_COUNT; d++) {
+    if (!(tx >> d & 1)) continue;
+    r->port_used[d] = s->now;
+    r->out_count[d]++;
+    if (d == WF_DIR_RAMP) {
+      v.ready = s->now + s->T_R;
+      wf_fifo_push(s, dst[d], v);
+      wf_sim_wake_pe(s, pe);
+    } else {
+      v.ready = s->now + s->hop;
+      wf_router_push(s, neighbour(s, r, d), dli[d], dir_opp[d], v);
+    }
+  }
+  /* Switch changes apply after the wavelet that causes them has passed. */
+  if (v.kind == WF_WV_CTL || adv_own) advance(rc);
+  else if (v.kind == WF_WV_TEARDOWN) rc->pos = 0;
+  s->progress = 1;
+  return 1;
+}
+
+/* Visits the non-empty input buffers once, in round-robin order from r->rr (the bit masks
+ * are snapshotted first, so a wavelet arriving this cycle waits for the next). */
+void wf_router_step(wf_sim *s, wf_router *r) {
+  int n = WF_DIR_COUNT * r->nlc;
+  if (!n) return;
+  int start = r->rr;
+  r->rr = r->rr + 1 == n ? 0 : r->rr + 1;
+  uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
+  for (int pass = 0; pass < 2 && !s->failed; pass++)
+    for (int wd = 0; wd < 3; wd++) {
+      uint64_t bits = m[wd];
+      while (bits && !s->failed) {
+        int i = wd * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        if ((pass == 0) != (i >= start)) continue;
+        forward(s, r, i / WF_DIR_COUNT, i % WF_DIR_COUNT);
+      }
+    }
+}

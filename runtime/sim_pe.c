@@ -1,0 +1,393 @@
+/* The PE: a task scheduler, one instruction stream (the running task) and up to
+ * WF_SIM_ASYNC background fabric streams (docs/cycle-model.md, "PE"). Costs come from the
+ * instruction table (backend/peops.def) and the target; nothing depends on host time. */
+#include <stddef.h>
+#include <string.h>
+
+#include "runtime/sim_internal.h"
+#include "waferc/diag.h"
+
+static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
+  return wf_term_eval(&in->args[a].term, &p->env);
+}
+
+static void worked(wf_sim *s, wf_pe *p, int64_t until) {
+  if (until > p->finish) p->finish = until;
+  if (until > s->ops[p->op].end) s->ops[p->op].end = until;
+  s->progress = 1;
+}
+
+static void op_enter(wf_sim *s, wf_pe *p, int op) {
+  if (p->op == op) return;
+  if (p->op != s->plan->n_ops) wf_sim_emit(s, p, WF_SIM_EV_OP_END, -1, -1);
+  if (s->now < s->ops[op].start) s->ops[op].start = s->now;
+  if (s->now > s->ops[op].end) s->ops[op].end = s->now;
+  p->op = op;
+  wf_sim_emit(s, p, WF_SIM_EV_OP_BEGIN, -1, -1);
+}
+
+static int is_input(wf_peop op) {
+  switch (op) {
+    case WF_PEOP_RECV: case WF_PEOP_RECVADD: case WF_PEOP_RECVMAX: case WF_PEOP_ADDSEND:
+    case WF_PEOP_MAXSEND: case WF_PEOP_ARECV: case WF_PEOP_ARECVADD:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* The ready data wavelet at the head of local color lc's queue, or NULL. Control wavelets
+ * ahead of it are consumed on the way: each activates the color's control task. */
+static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
+  wf_fifo *q = &p->q[lc];
+  wf_wv *w;
+  while ((w = wf_fifo_head(q)) && w->ready <= s->now && w->kind != WF_WV_DATA) {
+    wf_fifo_pop(s, q);
+    p->ctl_in++;
+    int col = s->ci[p->cls_i].lcol[lc];
+    for (int t = 0; t < p->cls->n_tasks; t++)
+      if (p->cls->tasks[t].kind == WF_TASK_CONTROL && p->cls->tasks[t].color == col)
+        p->t_active |= 1u << t;
+    s->progress = 1;
+  }
+  return w && w->ready <= s->now ? w : NULL;
+}
+
+/* Room for one item down the ramp into the router's RAMP buffer of local color lc. */
+static wf_fifo *ramp_slot(wf_sim *s, wf_pe *p, int lc) {
+  if (p->ramp_used == s->now) return NULL;
+  wf_router *r = wf_sim_router_of(s, p);
+  wf_fifo *f = &r->rc[lc].in[WF_DIR_RAMP];
+  return f->count < s->depth ? f : NULL;
+}
+
+static void ramp_push(wf_sim *s, wf_pe *p, wf_fifo *f, wf_wv w) {
+  wf_router *r = wf_sim_router_of(s, p);
+  int lc = (int)(((const char *)f - (const char *)r->rc) / (ptrdiff_t)sizeof *r->rc);
+  wf_router_push(s, r, lc, WF_DIR_RAMP, w);
+  r->ramp_down++;
+  p->ramp_used = s->now;
+}
+
+/* One cycle of a stream. Returns 1 if it moved a wavelet, 0 if it waited. */
+static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
+  const wf_pe_instr *in = st->in;
+  float *mem = s->functional ? wf_sim_pe_mem(s, p) : NULL;
+  switch (in->op) {
+    case WF_PEOP_SEND:
+    case WF_PEOP_SENDADV:
+    case WF_PEOP_ASEND: {
+      wf_fifo *f = ramp_slot(s, p, st->co);
+      if (!f) return 0;
+      wf_wv w = {mem ? mem[st->off + st->prog] : 0.0f, WF_WV_DATA, 0, 0, 0, s->now + s->T_R};
+      w.adv = in->op == WF_PEOP_SENDADV && st->prog == st->need - 1;
+      ramp_push(s, p, f, w);
+      break;
+    }
+    case WF_PEOP_ADDSEND:
+    case WF_PEOP_MAXSEND: {
+      wf_wv *h = data_head(s, p, st->ci);
+      wf_fifo *f = h ? ramp_slot(s, p, st->co) : NULL;
+      if (!f) return 0;
+      float a = wf_fifo_pop(s, &p->q[st->ci]).v, b = mem ? mem[st->off + st->prog] : 0.0f;
+      float v = in->op == WF_PEOP_ADDSEND ? a + b : (a > b ? a : b);
+      /* The result enters the ramp the cycle after its operand was read (one pipeline stage). */
+      ramp_push(s, p, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
+      break;
+    }
+    default: { /* recv, recvadd, recvmax and their async forms */
+      if (!data_head(s, p, st->ci)) return 0;
+      float v = wf_fifo_pop(s, &p->q[st->ci]).v;
+      if (mem) {
+        float *d = &mem[st->off + st->prog];
+        if (in->op == WF_PEOP_RECV || in->op == WF_PEOP_ARECV) *d = v;
+        else if (in->op == WF_PEOP_RECVMAX) *d = v > *d ? v : *d;
+        else *d += v;
+      }
+      break;
+    }
+  }
+  st->prog++;
+  return 1;
+}
+
+/* Sets up a stream for a fabric instruction: colors and the memory operand. */
+static int stream_begin(wf_sim *s, wf_pe *p, const wf_pe_instr *in, wf_stream *st) {
+  const wf_cls_info *ci = &s->ci[p->cls_i];
+  memset(st, 0, sizeof *st);
+  st->in = in;
+  st->ci = st->co = -1;
+  int mem_arg, n_arg;
+  if (in->op == WF_PEOP_ADDSEND || in->op == WF_PEOP_MAXSEND) {
+    st->ci = ci->lidx[in->args[0].term.k];
+    st->co = ci->lidx[in->args[1].term.k];
+    mem_arg = 2;
+    n_arg = 3;
+  } else {
+    int c = ci->lidx[in->args[0].term.k];
+    if (in->op == WF_PEOP_SEND || in->op == WF_PEOP_SENDADV || in->op == WF_PEOP_ASEND) st->co = c;
+    else st->ci = c;
+    mem_arg = 1;
+    n_arg = 2;
+  }
+  st->need = ival(p, in, n_arg);
+  if (st->need < 0) {
+    wf_sim_rt_error(s, p, in, "negative wavelet count %lld", (long long)st->need);
+    return -1;
+  }
+  if (wf_sim_operand(s, p, in, mem_arg, st->need, NULL, &st->off)) return -1;
+  if (in->args[3].term.k >= 0 && wf_peops[in->op].cost == WF_PECOST_ASYNC)
+    st->task = (int)in->args[3].term.k;
+  return 0;
+}
+
+/* Starts the highest-priority (lowest index) runnable task. Returns 1 if one started. */
+static int schedule(wf_sim *s, wf_pe *p) {
+  const wf_pe_class *c = p->cls;
+  const wf_cls_info *ci = &s->ci[p->cls_i];
+  for (int lc = 0; lc < ci->nlc; lc++)
+    if (p->q[lc].count) data_head(s, p, lc);
+  for (int t = 0; t < c->n_tasks; t++)
+    if (c->tasks[t].kind == WF_TASK_DATA) {
+      int lc = ci->lidx[c->tasks[t].color];
+      wf_wv *w = wf_fifo_head(&p->q[lc]);
+      if (w && w->kind == WF_WV_DATA && w->ready <= s->now) p->t_active |= 1u << t;
+    }
+  uint32_t run = p->t_active & ~p->t_blocked;
+  if (!run) return 0;
+  int t = __builtin_ctz(run);
+  p->t_active &= ~(1u << t);
+  p->task = t;
+  p->pc = c->tasks[t].start;
+  p->depth = 0;
+  p->state = WF_PE_FETCH;
+  wf_sim_emit(s, p, WF_SIM_EV_TASK_BEGIN, -1, -1);
+  s->progress = 1;
+  return 1;
+}
+
+/* Runs zero-cost instructions and starts the next costed one. Returns 1 when the task
+ * ended (the PE is idle again), 0 otherwise. */
+static int fetch(wf_sim *s, wf_pe *p) {
+  const wf_pe_class *c = p->cls;
+  int end = c->tasks[p->task].end;
+  while (p->pc < end) {
+    const wf_pe_instr *in = &c->code[p->pc];
+    if (in->op == WF_PEOP_ENDLOOP) {
+      int lp = in->match, var = c->code[lp].args[0].term.var;
+      if (++p->env.vars[var] < p->loop_end[p->depth - 1]) p->pc = lp + 1;
+      else {
+        p->depth--;
+        p->pc++;
+      }
+      continue;
+    }
+    if (!wf_guard_eval(&in->guard, &p->env)) {
+      p->pc = in->op == WF_PEOP_LOOP ? in->match + 1 : p->pc + 1;
+      continue;
+    }
+    switch (wf_peops[in->op].cost) {
+      case WF_PECOST_NONE:
+        if (in->op == WF_PEOP_OP) {
+          op_enter(s, p, (int)in->args[0].term.k);
+          p->pc++;
+        } else { /* LOOP */
+          int32_t lo = (int32_t)ival(p, in, 1), hi = (int32_t)ival(p, in, 2);
+          if (lo >= hi) {
+            p->pc = in->match + 1;
+          } else {
+            if (p->depth == 16) {
+              wf_sim_rt_error(s, p, in, "loops nested deeper than 16");
+              return 0;
+            }
+            p->env.vars[in->args[0].term.var] = lo;
+            p->loop_end[p->depth++] = hi;
+            p->pc++;
+          }
+        }
+        continue;
+      case WF_PECOST_TASK: {
+        uint32_t bit = 1u << in->args[0].term.k;
+        if (in->op == WF_PEOP_ACTIVATE) p->t_active |= bit;
+        else if (in->op == WF_PEOP_BLOCK) p->t_blocked |= bit;
+        else p->t_blocked &= ~bit;
+        p->pc++;
+        continue;
+      }
+      case WF_PECOST_ASYNC: {
+        int k = 0;
+        while (k < WF_SIM_ASYNC && p->as[k].in) k++;
+        if (k == WF_SIM_ASYNC) { /* every engine busy: wait for one */
+          p->stall++;
+          s->ops[p->op].stall++;
+          return 0;
+        }
+        if (stream_begin(s, p, in, &p->as[k])) return 0;
+        p->pc++;
+        if (p->as[k].need == 0) {
+          p->t_active |= 1u << p->as[k].task;
+          p->as[k].in = NULL;
+        } else {
+          p->n_async++;
+        }
+        s->progress = 1;
+        continue;
+      }
+      case WF_PECOST_CTL: {
+        int lc = s->ci[p->cls_i].lidx[in->args[0].term.k];
+        wf_fifo *f = ramp_slot(s, p, lc);
+        if (!f) {
+          p->stall++;
+          s->ops[p->op].stall++;
+          return 0;
+        }
+        wf_wv w = {0.0f, WF_WV_CTL, 0, 0, 0, s->now + s->T_R};
+        if (in->op == WF_PEOP_TEARDOWN) w.kind = WF_WV_TEARDOWN;
+        if (in->op == WF_PEOP_SWSET) {
+          int64_t pos = ival(p, in, 1);
+          if (pos < 0 || pos >= WF_PE_MAX_POS) {
+            wf_sim_rt_error(s, p, in, "switch position %lld out of range", (long long)pos);
+            return 0;
+          }
+          w.kind = WF_WV_SWSET;
+          w.arg = (uint8_t)pos;
+        }
+        ramp_push(s, p, f, w);
+        wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc, 1);
+        p->pc++;
+        p->comm++;
+        s->ops[p->op].comm++;
+        p->state = WF_PE_COMPUTE;
+        p->busy_until = s->now + 1;
+        worked(s, p, s->now + 1);
+        return 0;
+      }
+      case WF_PECOST_FABRIC: {
+        if (stream_begin(s, p, in, &p->cur)) return 0;
+        p->pc++;
+        if (p->cur.need == 0) continue;
+        p->state = WF_PE_FABRIC;
+        wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, -1);
+        return 0; /* the first wavelet moves in this cycle (wf_pe_step) */
+      }
+      default: {
+        int64_t cyc = wf_sim_compute_cycles(s, p, in);
+        if (wf_sim_execute(s, p, in)) return 0;
+        p->pc++;
+        if (cyc <= 0) continue;
+        wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, cyc);
+        p->state = WF_PE_COMPUTE;
+        p->busy_until = s->now + cyc;
+        p->compute += cyc;
+        s->ops[p->op].compute += cyc;
+        worked(s, p, s->now + cyc);
+        return 0;
+      }
+    }
+  }
+  wf_sim_emit(s, p, WF_SIM_EV_TASK_END, -1, -1);
+  p->task = -1;
+  p->state = WF_PE_IDLE;
+  return 1;
+}
+
+/* The main thread's stream, one cycle. */
+static void main_stream(wf_sim *s, wf_pe *p) {
+  wf_stream *st = &p->cur;
+  if (!stream_unit(s, p, st)) {
+    p->stall++;
+    s->ops[p->op].stall++;
+    return;
+  }
+  p->comm++;
+  s->ops[p->op].comm++;
+  worked(s, p, s->now + 1);
+  if (st->prog < st->need) return;
+  wf_sim_emit(s, p, WF_SIM_EV_INSTR_END, (int)(st->in - p->cls->code), -1);
+  /* The last element of an input stream is stored (or its result leaves) in the next cycle;
+   * the pipeline lets the next instruction start in that cycle. */
+  if (is_input(st->in->op)) worked(s, p, s->now + 2);
+  p->state = WF_PE_FETCH;
+}
+
+static void async_streams(wf_sim *s, wf_pe *p) {
+  for (int k = 0; k < WF_SIM_ASYNC; k++) {
+    wf_stream *st = &p->as[k];
+    if (!st->in || !stream_unit(s, p, st)) continue;
+    p->comm++;
+    s->ops[p->op].comm++;
+    worked(s, p, s->now + (is_input(st->in->op) ? 2 : 1));
+    if (st->prog == st->need) {
+      p->t_active |= 1u << st->task;
+      st->in = NULL;
+      p->n_async--;
+    }
+  }
+}
+
+/* A stream that can only progress when a router delivers to this PE. */
+static int waits_for_delivery(const wf_pe *p, const wf_stream *st) {
+  return is_input(st->in->op) && p->q[st->ci].count == 0;
+}
+
+static void maybe_sleep(wf_sim *s, wf_pe *p) {
+  if (p->state == WF_PE_COMPUTE || p->state == WF_PE_FETCH) return;
+  if (p->state == WF_PE_FABRIC && !waits_for_delivery(p, &p->cur)) return;
+  if (p->state == WF_PE_IDLE && (p->t_active & ~p->t_blocked)) return;
+  for (int k = 0; k < WF_SIM_ASYNC; k++)
+    if (p->as[k].in && !waits_for_delivery(p, &p->as[k])) return;
+  const wf_cls_info *ci = &s->ci[p->cls_i];
+  for (int lc = 0; lc < ci->nlc; lc++) {
+    if (p->q[lc].count) data_head(s, p, lc); /* control wavelets may activate a task */
+    wf_wv *w = wf_fifo_head(&p->q[lc]);
+    if (w && (w->ready > s->now || w->kind != WF_WV_DATA)) return; /* arrives soon */
+    if (w && p->state == WF_PE_IDLE) {
+      for (int t = 0; t < p->cls->n_tasks; t++) /* a data task will start next cycle */
+        if (p->cls->tasks[t].kind == WF_TASK_DATA && ci->lidx[p->cls->tasks[t].color] == lc &&
+            !(p->t_blocked >> t & 1))
+          return;
+    }
+  }
+  if (p->state == WF_PE_IDLE && (p->t_active & ~p->t_blocked)) return;
+  if (p->state == WF_PE_IDLE && !p->n_async) wf_sim_emit(s, p, WF_SIM_EV_PE_DONE, -1, -1);
+  p->sleeping = 1;
+  p->sleep_start = s->now + 1;
+}
+
+void wf_pe_step(wf_sim *s, wf_pe *p) {
+  for (int spins = 0; spins < 2 && !s->failed; spins++) {
+    if (p->state == WF_PE_IDLE && !schedule(s, p)) break;
+    if (p->state == WF_PE_COMPUTE) {
+      if (s->now < p->busy_until) {
+        s->progress = 1;
+        break;
+      }
+      p->state = WF_PE_FETCH;
+    }
+    if (p->state == WF_PE_FETCH) {
+      if (fetch(s, p)) break; /* the task ended; the next one starts next cycle */
+      if (s->failed || p->state != WF_PE_FABRIC) break;
+    }
+    if (p->state == WF_PE_FABRIC) {
+      main_stream(s, p);
+      break;
+    }
+  }
+  if (p->n_async) async_streams(s, p);
+  if (!s->failed) maybe_sleep(s, p);
+}
+
+void wf_pe_start(wf_sim *s, wf_pe *p) {
+  (void)s;
+  p->task = -1;
+  p->state = WF_PE_IDLE;
+  p->ramp_used = -1;
+  for (int t = 0; t < p->cls->n_tasks; t++) {
+    if (p->cls->tasks[t].active) p->t_active |= 1u << t;
+    if (p->cls->tasks[t].blocked) p->t_blocked |= 1u << t;
+  }
+}
+
+int wf_pe_quiescent(const wf_pe *p) {
+  return p->state == WF_PE_IDLE && !p->n_async;
+}

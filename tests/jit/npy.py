@@ -1,0 +1,21 @@
+"""Writes small f32 .npy files without numpy (tests only): npy.py OUT.npy D0[,D1] SEED SCALE.
+Values come from a fixed LCG in [-scale, scale), so the same arguments give the same bytes."""
+import struct
+import sys
+
+path, shape, seed, scale = sys.argv[1], tuple(int(d) for d in sys.argv[2].split(",")), int(sys.argv[3]), float(sys.argv[4])
+n = 1
+for d in shape:
+    n *= d
+state = seed & 0xFFFFFFFF
+vals = []
+for _ in range(n):
+    state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
+    vals.append(scale * ((state >> 8) / float(1 << 24) * 2.0 - 1.0))
+shape_txt = "(%s)" % (", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_txt
+pad = 64 - (10 + len(header) + 1) % 64
+header += " " * (pad % 64) + "\n"
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<%df" % n, *vals))

@@ -1,0 +1,30 @@
+/* Event fan-out for waferrun (observe.h). Host time is read only to throttle the progress
+ * line; it never reaches a cycle count, a report or the trace. */
+#include "observe.h"
+
+#include <time.h>
+
+#include "waferc/diag.h"
+
+static double host_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_event(const wf_sim_event *ev, void *user) {
+  wf_run_observer *o = user;
+  if (o->trace) wf_trace_on_event(ev, o->trace);
+  /* Checking the clock every 64Ki events keeps the progress line nearly free. */
+  if ((++o->events & 0xffff) || !wf_progress_enabled()) return;
+  double now = host_seconds();
+  if (now - o->last_report < 0.5) return;
+  o->last_report = now;
+  wf_progress("simulating: cycle %lld", (long long)ev->cycle);
+}
+
+void wf_run_observe(wf_sim *s, wf_run_observer *o) {
+  o->events = 0;
+  o->last_report = host_seconds();
+  if (o->trace || wf_progress_enabled()) wf_sim_set_event_callback(s, on_event, o);
+}
