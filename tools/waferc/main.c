@@ -52,7 +52,7 @@ static void usage(FILE *out) {
         "  --help, --version\n",
         out);
   wf_cli_print_common_help(out);
-  fputs("The default pipeline is canonicalize,raise,dce,partition (without partition for --interpret).\n", out);
+  fputs("The default pipeline is canonicalize,raise,dce,partition (without partition for --interpret and --emit=ir).\n", out);
 }
 
 static char *default_pipeline(int interpret) {
@@ -331,7 +331,8 @@ int main(int argc, char **argv) {
     wf_cli_list_passes(stdout);
     return WF_EXIT_OK;
   }
-  char *dflt = default_pipeline(o.interpret);
+  /* --interpret and --emit=ir see the graph-level IR: partition only runs toward a plan */
+  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0));
   wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
   free(dflt);
   if (!pipeline) return WF_EXIT_USAGE;
