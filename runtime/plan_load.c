@@ -497,6 +497,8 @@ wf_plan *wf_plan_load(const char *dir) {
       if (cJSON_IsString(l)) snprintf(p->ops[i].loc, sizeof p->ops[i].loc, "%s", l->valuestring);
     }
   }
+  const cJSON *tpr = cJSON_GetObjectItemCaseSensitive(root, "tokens_per_run");
+  p->tokens_per_run = cJSON_IsNumber(tpr) && tpr->valuedouble >= 1 ? (int64_t)tpr->valuedouble : 1;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (cJSON_IsNumber(pt)) p->predicted_total = (int64_t)pt->valuedouble;
   /* `op N` markers must name an op of the manifest. */

@@ -17,6 +17,8 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddStringToObject(root, "target", p->target.name);
   cJSON_AddNumberToObject(root, "clock_hz", p->target.clock_hz);
   cJSON_AddStringToObject(root, "mode", s->functional ? "functional" : "timing");
+  cJSON_AddNumberToObject(root, "hop_cycles", p->target.hop_cycles);
+  cJSON_AddNumberToObject(root, "ramp_cycles", p->target.ramp_cycles);
   cJSON *mesh = cJSON_AddArrayToObject(root, "mesh");
   cJSON_AddItemToArray(mesh, num(p->mesh_w));
   cJSON_AddItemToArray(mesh, num(p->mesh_h));
@@ -26,8 +28,11 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddItemToObject(cyc, "predicted", num(p->predicted_total));
   double seconds = (double)s->total / p->target.clock_hz;
   cJSON_AddNumberToObject(root, "seconds", seconds);
-  if (s->total > 0)
+  if (s->total > 0) {
     cJSON_AddNumberToObject(root, "runs_per_second", 1.0 / seconds);
+    cJSON_AddItemToObject(root, "tokens_per_run", num(p->tokens_per_run));
+    cJSON_AddNumberToObject(root, "tokens_per_second", (double)p->tokens_per_run / seconds);
+  }
 
   int64_t comp = 0, comm = 0, stall = 0;
   size_t cells = (size_t)s->w * (size_t)s->h;

@@ -66,6 +66,7 @@ typedef struct wf_plan {
   wf_plan_op *ops; int n_ops;
   int64_t predicted_total;
   uint32_t colors_used;       /* bit set */
+  int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
 } wf_plan;
 
 wf_plan *wf_plan_load(const char *dir);
