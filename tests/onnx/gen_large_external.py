@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/onnx/models/large_external.onnx: a MatMul whose weight lives in an external data
+"""Writes tests/onnx/large/large_external.onnx: a MatMul whose weight lives in an external data
 file at a byte offset past 3 GiB, the layout a model over 2 GiB has (protobuf itself caps at
 2 GiB, so big models keep their weights outside). The test (tests/scripts/onnx_large_external.sh)
 makes the 3 GiB file sparse, so it costs no disk. Run with Debian's python3 (onnx, numpy);
@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "large")  # not models/: onnx_import.sh imports every model there
 OFFSET = 3 * 1024 ** 3 + 64  # past 2^31 and 2^32-1 bytes: needs 64-bit offsets throughout
 
 rng = np.random.default_rng(7)

@@ -2,7 +2,7 @@
 # A model whose weights sit past 3 GiB into an external data file (the way models over 2 GiB
 # are stored) imports and computes the right result. The data file is sparse: no disk is used.
 set -euo pipefail
-M="${WAFERC_SOURCE_DIR:?}/tests/onnx/models"
+M="${WAFERC_SOURCE_DIR:?}/tests/onnx/large"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
