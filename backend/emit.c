@@ -96,10 +96,20 @@ static int lower_func(wf_lower *L) {
     wf_emit(L, NULL, WF_PEOP_OP, (wf_pe_arg[]){wf_arg_int(L->n_ops)});
     int rc;
     if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
+    else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
+    else if (op->code == WF_OP_DIST_REDUCE || op->code == WF_OP_DIST_ALLREDUCE ||
+             op->code == WF_OP_DIST_BROADCAST)
+      rc = wf_lower_dist_coll(L, op, lo);
+    else if (op->code == WF_OP_DIST_GEMV) rc = wf_lower_gemv(L, op, lo);
     else if (op->code == WF_OP_SOFTMAX) rc = wf_lower_softmax(L, op, lo);
+    else if (op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM) rc = wf_lower_norm(L, op, lo);
+    else if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN ||
+             op->code == WF_OP_REDUCE_MAX)
+      rc = wf_lower_reduce(L, op, lo);
+    else if (op->code == WF_OP_RESHAPE || op->code == WF_OP_TRANSPOSE) rc = wf_lower_movement(L, op, lo);
     else if (wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) rc = wf_lower_elementwise(L, op, lo);
     else {
-      wf_error(op->loc, "op '%s' has no phase-1 lowering", wf_opinfos[op->code].name);
+      wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
       rc = WF_EXIT_UNSUPPORTED;
     }
     if (rc && !errors) errors = rc; /* keep going: report every unsupported op at once */
@@ -152,8 +162,23 @@ static int write_weights(wf_lower *L, const char *dir, wf_manifest_weights *w) {
   }
   int64_t off = 0;
   int rc = 0;
-  wf_func_foreach_op(L->f, op) for (int i = 0; i < op->n_operands && !rc; i++) {
-    wf_value v = op->operands[i];
+  /* The function's constants, then the ones the lowering created (scalars). */
+  int n_used = 0;
+  wf_func_foreach_op(L->f, op) n_used += op->n_operands;
+  for (int u = 0; u < n_used + L->n_consts && !rc; u++) {
+    wf_value v = 0;
+    if (u < n_used) {
+      int k = u;
+      wf_func_foreach_op(L->f, op) {
+        if (k < op->n_operands) {
+          v = op->operands[k];
+          break;
+        }
+        k -= op->n_operands;
+      }
+    } else {
+      v = L->consts[u - n_used];
+    }
     if (L->f->values[v].kind != WF_VAL_GLOBAL) continue;
     int seen = 0;
     for (int k = 0; k < w->n; k++) seen |= w->values[k] == v;
@@ -200,6 +225,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   for (int i = 0; i < WF_COLOR_ROLES; i++) L.color[i] = -1;
   L.sym_of = malloc((size_t)(f->n_values + 1) * sizeof *L.sym_of);
   for (uint32_t i = 0; i <= f->n_values; i++) L.sym_of[i] = -1;
+  L.n_sym_of = (int)f->n_values + 1;
   L.cls = wf_pe_class_new("main");
 
   /* A stale manifest must not survive a failed compile into the same directory. */
@@ -211,6 +237,8 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
     return WF_EXIT_IO;
   }
   int rc = lower_func(&L);
+  if (!rc) wf_lower_close_tasks(&L);
+  if (!rc) rc = wf_lower_plan_memory(&L);
   if (!rc) rc = check_sram(&L);
   char pdir[4096];
   snprintf(pdir, sizeof pdir, "%s/programs", plan_dir);
@@ -234,6 +262,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(w.bytes);
   free(L.ops);
   free(L.sym_of);
+  free(L.consts);
   wf_pe_class_free(L.cls);
   return rc;
 }

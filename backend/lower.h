@@ -8,13 +8,19 @@
 #include "waferc/target.h"
 
 /* Colors by purpose; allocated on first use from the target's usable colors. */
-enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST, WF_COLOR_REDUCE_X, WF_COLOR_BCAST_X, WF_COLOR_ROLES };
+enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST, WF_COLOR_REDUCE_X, WF_COLOR_BCAST_X,
+       WF_COLOR_REDUCE_Y, WF_COLOR_BCAST_Y,
+       /* dist.gemm rings, x then y (routes by lower_gemm_meshgemm.c / lower_gemm_cannon.c) */
+       WF_COLOR_MESH_RING_X, WF_COLOR_MESH_RING_Y, WF_COLOR_CANNON_RING_X, WF_COLOR_CANNON_RING_Y,
+       WF_COLOR_ROLES };
 
 typedef struct wf_lowered_op {
   const wf_op *op;
   char result[64];       /* symbol of its (first) result */
   const char *lowering;  /* "summa-broadcast", "local", ... */
   int64_t predicted;     /* cycles, cost model */
+  char text[48];         /* storage a lowering may point `lowering` at */
+  char explain[256];     /* collectives: the model's choice and why (manifest "explain") */
 } wf_lowered_op;
 
 typedef struct wf_lower {
@@ -27,6 +33,8 @@ typedef struct wf_lower {
   int *sym_of;           /* value -> symbol index, -1 = none yet */
   int color[WF_COLOR_ROLES]; /* -1 = not allocated */
   wf_lowered_op *ops; int n_ops;
+  int n_sym_of;          /* entries of sym_of (values created while lowering grow it) */
+  wf_value *consts; int n_consts; /* constants the lowering created (scalars), for weights.bin */
 } wf_lower;
 
 /* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */
@@ -47,10 +55,48 @@ wf_pe_arg wf_arg_sym(int sym);
 wf_pe_arg wf_arg_int(int64_t v);
 wf_pe_arg wf_arg_term(wf_pe_term t);
 
+/* A one-element constant [1] holding v, replicated on every PE (a global added to the
+ * module and to weights.bin); returns its symbol. */
+int wf_lower_scalar(wf_lower *L, float v);
+
+/* lower_reduce.c: reductions of a local block of rows x cols (row-major). */
+/* dst[rows] = sum / max over each row; then, when the reduced dim is split along x, the
+ * allreduce along x. */
+int wf_lower_row_stat(wf_lower *L, int dst, int src, int64_t rows, int64_t cols, int is_max,
+                      int split_x, wf_loc loc, int64_t *cycles);
+/* dst[cols] = sum / max over each column; then the allreduce along y when split along y. */
+int wf_lower_col_stat(wf_lower *L, int dst, int src, int64_t rows, int64_t cols, int is_max,
+                      int split_y, wf_loc loc, int64_t *cycles);
+/* Allreduce of sym[0..len) along axis (WF_AXIS_X / WF_AXIS_Y), sum or max; phase 1's chain
+ * toward 0, then a flooding broadcast back. */
+int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
+                       int64_t *cycles);
+/* lower_softmax.c: 1 if `axis` of t is its last, 2 if the one before it with every leading
+ * dim of size 1 (the block's rows are then exactly that dim), else 0 (not lowerable). */
+int wf_lower_reduce_axis(const wf_type *t, int64_t axis);
+/* Per-element cost of a PE op (exp_cycles, div_cycles or 1). */
+int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op);
+
+/* lower_memory.c: liveness-based SRAM placement of the class's symbols (memplan.c);
+ * reports an over-budget tensor. Returns 0 or WF_EXIT_NOFIT. */
+int wf_lower_plan_memory(wf_lower *L);
+
 /* Op families; each returns 0 or a WF_EXIT_* code after reporting. */
 int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm.c: dist.gemm by its algo attribute (backend/gemm_algos.h). */
+int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* Appends the completion task async streams name (lower_gemm_shift.c); call once the code
+ * is complete. */
+void wf_lower_close_tasks(wf_lower *L);
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
+int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
+int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
+int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */
+int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);

@@ -1,6 +1,7 @@
-/* Elementwise ops: purely local on matching blocks. A rank-1 operand [N] {N_x} against a
- * rank-2 [M, N] {M_y, N_x} is the bias case: every PE holds the bias block for its columns
- * (replicated along y at load time), so the broadcast costs no communication. */
+/* Elementwise ops: purely local on matching blocks. Broadcast operands are held by every PE
+ * that needs them (the partition replicates size-1 dims): a bias [N] {N_x} against
+ * [M, N] {M_y, N_x} is one row of the PE's columns, a statistic [M, 1] one column of its
+ * rows, a scale [1] one value — so broadcasting costs no communication. */
 #include <string.h>
 
 #include "backend/lower.h"
@@ -40,16 +41,46 @@ static int binary_peop(wf_opcode code, wf_peop *out, int *commutes) {
   }
 }
 
-static int64_t per_elem(const wf_target *t, wf_peop op) {
-  switch (wf_peops[op].cost) {
-    case WF_PECOST_EXP: return t->exp_cycles;
-    case WF_PECOST_DIV: return t->div_cycles;
-    default: return 1;
+/* How an operand's block lines up with the result's m x n block (numpy broadcasting,
+ * dims aligned from the right): the same block, one row of n values (mode j), one column of
+ * m values (mode i), or one value. Every dim the operand does not broadcast must carry the
+ * result's split, so both blocks hold the same indices. */
+enum { FIT_NONE, FIT_SAME, FIT_ROW, FIT_COL, FIT_SCALAR };
+
+static int fit(const wf_lower *L, wf_value v, wf_value r) {
+  const wf_type *vt = wf_value_type(L->f, v), *rt = wf_value_type(L->f, r);
+  int same = 1, row = 1, col = 1, scalar = 1, off = rt->rank - vt->rank;
+  if (off < 0) return FIT_NONE;
+  for (int d = 0; d < rt->rank; d++) {
+    int64_t vd = d < off ? 1 : vt->dims[d - off];
+    int vs = d < off ? WF_AXIS_NONE : vt->layout.dims[d - off].split;
+    int match = vd == rt->dims[d] && vs == rt->layout.dims[d].split;
+    int last = d == rt->rank - 1;
+    same &= match;
+    scalar &= vd == 1;
+    row &= last ? match : vd == 1;
+    col &= last ? vd == 1 : match;
   }
+  /* A [.., M, N] block folds its leading dims into rows: a column operand must hold all
+   * of them, which `match` on every non-last dim ensures. */
+  return same ? FIT_SAME : scalar ? FIT_SCALAR : row ? FIT_ROW : col ? FIT_COL : FIT_NONE;
+}
+
+/* d = a op b[fit] over the m x n block. */
+static void emit_fit(wf_lower *L, wf_peop pop, int d, int a, int b, int how, int64_t m, int64_t n) {
+  int64_t rows = m, cols = n;
+  int mode = how == FIT_SAME ? WF_BMODE_IJ : how == FIT_ROW ? WF_BMODE_J : WF_BMODE_I;
+  if (how == FIT_SCALAR) { /* the block as (m*n) x 1: mode j reads b[0] for every element */
+    rows = m * n;
+    cols = 1;
+    mode = WF_BMODE_J;
+  }
+  wf_emit(L, NULL, pop,
+          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(rows), wf_arg_int(cols),
+                        wf_arg_int(mode)});
 }
 
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
-  wf_func *f = L->f;
   wf_value r = op->results[0];
   int64_t m, n;
   wf_lower_block(L, r, &m, &n);
@@ -58,46 +89,39 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   out->lowering = "local";
   if (op->n_operands == 1) {
     if (unary_peop(L, op, &pop)) goto unsupported;
+    if (fit(L, op->operands[0], r) != FIT_SAME) goto layouts;
     int sa = wf_lower_sym(L, op->operands[0]);
     wf_emit(L, NULL, pop, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sa), wf_arg_int(m * n)});
-    out->predicted = m * n * per_elem(L->t, pop);
+    out->predicted = m * n * wf_lower_elem_cost(L->t, pop);
     return 0;
   }
   int commutes;
   if (op->n_operands != 2 || binary_peop(op->code, &pop, &commutes)) goto unsupported;
   wf_value a = op->operands[0], b = op->operands[1];
-  int ra = wf_value_type(f, a)->rank, rb = wf_value_type(f, b)->rank, rr = wf_value_type(f, r)->rank;
-  if (ra < rb) {
-    if (!commutes) {
-      wf_error(op->loc, "'%s' with a rank-%d left operand broadcast against rank %d is not "
-                        "supported by the phase-1 lowering", wf_opinfos[op->code].name, ra, rb);
-      return WF_EXIT_UNSUPPORTED;
-    }
-    wf_value tmp = a;
-    a = b;
-    b = tmp;
-    int tr = ra;
-    ra = rb;
-    rb = tr;
-  }
-  int64_t am, an, bm, bn;
-  wf_lower_block(L, a, &am, &an);
-  wf_lower_block(L, b, &bm, &bn);
-  int mode;
-  if (ra == rr && rb == ra && bm == m && bn == n && am == m && an == n) mode = WF_BMODE_IJ;
-  else if (ra == rr && rb == 1 && bn == n && am == m && an == n) mode = WF_BMODE_J;
-  else {
-    wf_error(op->loc, "'%s' broadcast between these shapes is not supported by the phase-1 "
-                      "lowering (same shape, or [M,N] with [N], only)", wf_opinfos[op->code].name);
-    return WF_EXIT_UNSUPPORTED;
-  }
+  int fa = fit(L, a, r), fb = fit(L, b, r);
+  if (fa == FIT_NONE || fb == FIT_NONE || (fa != FIT_SAME && fb != FIT_SAME)) goto layouts;
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b);
-  wf_emit(L, NULL, pop,
-          (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sa), wf_arg_sym(sb), wf_arg_int(m), wf_arg_int(n),
-                        wf_arg_int(mode)});
-  out->predicted = m * n * per_elem(L->t, pop);
+  out->predicted = m * n * wf_lower_elem_cost(L->t, pop);
+  if (fa == FIT_SAME) {
+    emit_fit(L, pop, sr, sa, sb, fb, m, n);
+  } else if (commutes) {
+    emit_fit(L, pop, sr, sb, sa, fa, m, n);
+  } else if (pop == WF_PEOP_SUB) { /* a - b = -(b - a) */
+    emit_fit(L, WF_PEOP_SUB, sr, sb, sa, fa, m, n);
+    wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sr), wf_arg_int(m * n)});
+    out->predicted += m * n;
+  } else { /* a / b = (1 / b) * a */
+    wf_emit(L, NULL, WF_PEOP_RECIP, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sb), wf_arg_int(m * n)});
+    emit_fit(L, WF_PEOP_MUL, sr, sr, sa, fa, m, n);
+    out->predicted += m * n;
+  }
   return 0;
+layouts:
+  wf_error(op->loc, "'%s': operand layouts do not line up with the result's (each operand must "
+                    "have the result's shape and splits, or broadcast as a row, a column or one "
+                    "value); a relayout is not implemented", wf_opinfos[op->code].name);
+  return WF_EXIT_UNSUPPORTED;
 unsupported:
-  wf_error(op->loc, "op '%s' has no phase-1 lowering", wf_opinfos[op->code].name);
+  wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
   return WF_EXIT_UNSUPPORTED;
 }

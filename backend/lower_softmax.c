@@ -1,60 +1,55 @@
-/* softmax over the last axis of X[M, N] {M_y, N_x}: the axis is split along x, so the row
- * max and the row sum need an allreduce along each row of PEs. Phase 1 uses a chain:
- * partials flow west to x = 0 (combined as they arrive: recvmax / recvadd), then x = 0
- * floods the result back east. Every value crosses the fabric as wavelets. */
+/* softmax over one of the last two axes of a partitioned tensor.
+ *
+ * The PE block is rows x cols. Over the last axis (split along x) the statistics are one per
+ * row: rmax, allreduce-max along x, subtract, exp, rsum, allreduce-sum along x, divide. Over
+ * the axis before it (split along y) they are one per column and the allreduces run along
+ * y. An axis that is not split needs no communication. */
 #include "backend/lower.h"
 #include "waferc/diag.h"
 
-/* Allreduce of the m-vector `sym` along x with `recv_op` (RECVMAX or RECVADD). */
-static void chain_allreduce(wf_lower *L, int sym, int64_t m, wf_peop recv_op, int cred, int cbc) {
-  wf_pe_term tx = wf_term(WF_TERM_X, 0), last = wf_term(WF_TERM_W, -1), zero = wf_term_int(0);
-  wf_pe_guard east_end = wf_guard0(), not_east = wf_guard0(), middle = wf_guard0(),
-              root = wf_guard0(), rest = wf_guard0();
-  wf_guard_add(&east_end, tx, WF_CMP_EQ, last);
-  wf_guard_add(&not_east, tx, WF_CMP_LT, last);
-  wf_guard_add(&middle, tx, WF_CMP_GT, zero);
-  wf_guard_add(&middle, tx, WF_CMP_LT, last);
-  wf_guard_add(&root, tx, WF_CMP_EQ, zero);
-  wf_guard_add(&rest, tx, WF_CMP_GT, zero);
-  wf_emit(L, &east_end, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cred), wf_arg_sym(sym), wf_arg_int(m)});
-  wf_emit(L, &not_east, recv_op, (wf_pe_arg[]){wf_arg_int(cred), wf_arg_sym(sym), wf_arg_int(m)});
-  wf_emit(L, &middle, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cred), wf_arg_sym(sym), wf_arg_int(m)});
-  wf_emit(L, &root, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cbc), wf_arg_sym(sym), wf_arg_int(m)});
-  wf_emit(L, &rest, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(cbc), wf_arg_sym(sym), wf_arg_int(m)});
+/* Which of the last two axes `axis` is (1 = last, 2 = the one before, with every leading
+ * dim of size 1 so that the block's rows are exactly that dim), else 0. */
+int wf_lower_reduce_axis(const wf_type *t, int64_t axis) {
+  if (axis < 0) axis += t->rank;
+  if (axis == t->rank - 1) return 1;
+  if (axis != t->rank - 2) return 0;
+  for (int d = 0; d < t->rank - 2; d++)
+    if (t->dims[d] != 1) return 0;
+  return 2;
 }
 
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value xv = op->operands[0], yv = op->results[0];
   const wf_type *t = wf_value_type(L->f, xv);
   int64_t axis = wf_op_int(L->f, op, "axis", -1);
-  if (axis < 0) axis += t->rank;
-  if (axis != t->rank - 1) {
-    wf_error(op->loc, "softmax lowering supports the last axis only (got axis %lld)", (long long)axis);
+  int which = wf_lower_reduce_axis(t, axis);
+  if (!which) {
+    wf_error(op->loc, "softmax over axis %lld of a rank-%d tensor is not supported: the lowering "
+                      "reduces over one of the last two axes (leading dims of size 1)",
+             (long long)axis, t->rank);
     return WF_EXIT_UNSUPPORTED;
   }
+  int d = which == 1 ? t->rank - 1 : t->rank - 2;
+  int split = t->layout.dims[d].split != WF_AXIS_NONE;
   int64_t m, n;
   wf_lower_block(L, xv, &m, &n);
   int sx = wf_lower_sym(L, xv), sy = wf_lower_sym(L, yv);
-  int red = wf_lower_temp(L, "$row_stat", m * 4);
-  int cred = -1, cbc = -1;
-  if (L->w > 1) {
-    cred = wf_lower_color(L, WF_COLOR_REDUCE_X, op->loc);
-    cbc = wf_lower_color(L, WF_COLOR_BCAST_X, op->loc);
-    if (cred < 0 || cbc < 0) return WF_EXIT_NOFIT;
-  }
+  int64_t len = which == 1 ? m : n, cyc = 0;
+  int stat = wf_lower_temp(L, "$stat", len * 4);
+  int mode = which == 1 ? WF_BMODE_I : WF_BMODE_J;
   wf_pe_arg mn[2] = {wf_arg_int(m), wf_arg_int(n)};
-  wf_emit(L, NULL, WF_PEOP_RMAX, (wf_pe_arg[]){wf_arg_sym(red), wf_arg_sym(sx), mn[0], mn[1]});
-  if (L->w > 1) chain_allreduce(L, red, m, WF_PEOP_RECVMAX, cred, cbc);
+  int rc = which == 1 ? wf_lower_row_stat(L, stat, sx, m, n, 1, split, op->loc, &cyc)
+                      : wf_lower_col_stat(L, stat, sx, m, n, 1, split, op->loc, &cyc);
+  if (rc) return rc;
   wf_emit(L, NULL, WF_PEOP_SUB,
-          (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sx), wf_arg_sym(red), mn[0], mn[1], wf_arg_int(WF_BMODE_I)});
+          (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sx), wf_arg_sym(stat), mn[0], mn[1], wf_arg_int(mode)});
   wf_emit(L, NULL, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sy), wf_arg_int(m * n)});
-  wf_emit(L, NULL, WF_PEOP_RSUM, (wf_pe_arg[]){wf_arg_sym(red), wf_arg_sym(sy), mn[0], mn[1]});
-  if (L->w > 1) chain_allreduce(L, red, m, WF_PEOP_RECVADD, cred, cbc);
+  rc = which == 1 ? wf_lower_row_stat(L, stat, sy, m, n, 0, split, op->loc, &cyc)
+                  : wf_lower_col_stat(L, stat, sy, m, n, 0, split, op->loc, &cyc);
+  if (rc) return rc;
   wf_emit(L, NULL, WF_PEOP_DIV,
-          (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sy), wf_arg_sym(red), mn[0], mn[1], wf_arg_int(WF_BMODE_I)});
-  out->lowering = L->w > 1 ? "local+chain-allreduce-x" : "local";
-  int64_t mn_ = m * n;
-  out->predicted = mn_ * (3 + L->t->exp_cycles + L->t->div_cycles) +
-                   2 * wf_cost_chain_allreduce(L->t, m, L->w);
+          (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sy), wf_arg_sym(stat), mn[0], mn[1], wf_arg_int(mode)});
+  out->lowering = !split ? "local" : which == 1 ? "local+chain-allreduce-x" : "local+chain-allreduce-y";
+  out->predicted = cyc + m * n * (1 + L->t->exp_cycles + L->t->div_cycles);
   return 0;
 }

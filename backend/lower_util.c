@@ -1,4 +1,6 @@
 /* Lowering helpers: symbols, colors and their routes, instruction construction. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/lower.h"
@@ -44,20 +46,25 @@ void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
 
 void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols) {
   const wf_type *t = wf_value_type(L->f, v);
-  WF_ASSERT(t->layout.rank == t->rank && (t->rank == 1 || t->rank == 2));
-  int64_t parts[2];
-  for (int d = 0; d < t->rank; d++)
-    parts[d] = t->layout.dims[d].split == WF_AXIS_X ? L->w : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
-  if (t->rank == 1) {
-    *rows = 1;
-    *cols = t->dims[0] / parts[0];
-  } else {
-    *rows = t->dims[0] / parts[0];
-    *cols = t->dims[1] / parts[1];
+  WF_ASSERT(t->layout.rank == t->rank && t->rank >= 1);
+  /* Every dim but the last folds into the rows of the PE's contiguous block. */
+  *rows = 1;
+  for (int d = 0; d < t->rank; d++) {
+    int64_t parts = t->layout.dims[d].split == WF_AXIS_X ? L->w
+                    : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
+    if (d == t->rank - 1) *cols = t->dims[d] / parts;
+    else *rows *= t->dims[d] / parts;
   }
 }
 
 int wf_lower_sym(wf_lower *L, wf_value v) {
+  if ((int)v >= L->n_sym_of) { /* a value created while lowering (a scalar constant) */
+    int n = (int)L->f->n_values + 1;
+    L->sym_of = realloc(L->sym_of, (size_t)n * sizeof *L->sym_of);
+    WF_ASSERT(L->sym_of);
+    for (int i = L->n_sym_of; i < n; i++) L->sym_of[i] = -1;
+    L->n_sym_of = n;
+  }
   if (L->sym_of[v] >= 0) return L->sym_of[v];
   char name[64];
   wf_lower_value_name(L, v, name, sizeof name);
@@ -65,6 +72,36 @@ int wf_lower_sym(wf_lower *L, wf_value v) {
   wf_lower_block(L, v, &r, &c);
   L->sym_of[v] = wf_pe_class_add_sym(L->cls, name, r * c * 4);
   return L->sym_of[v];
+}
+
+int wf_lower_scalar(wf_lower *L, float v) {
+  /* One constant per distinct value: layernorm's 1/N and epsilon recur per op. */
+  for (int i = 0; i < L->n_consts; i++) {
+    const wf_global *g = &L->m->globals[L->f->values[L->consts[i]].index];
+    if (!memcmp(g->data, &v, sizeof v)) return wf_lower_sym(L, L->consts[i]);
+  }
+  char name[64];
+  for (int i = 0;; i++) {
+    snprintf(name, sizeof name, "lower_k%d", i);
+    if (wf_module_find_global(L->m, name) < 0) break;
+  }
+  wf_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = WF_F32;
+  t.rank = 1;
+  t.dims[0] = 1;
+  t.layout.rank = 1;
+  t.layout.region = L->region;
+  t.layout.dims[0] = (wf_layout_dim){wf_intern(L->m, "N"), WF_AXIS_NONE, WF_AXIS_NONE};
+  int g = wf_module_add_global(L->m, name, t, L->f->loc);
+  L->m->globals[g].kind = WF_DATA_SPLAT;
+  L->m->globals[g].data = wf_arena_dup(L->m->arena, &v, sizeof v);
+  wf_value val = wf_func_global_value(L->f, g);
+  wf_value_get(L->f, val)->type = t;
+  L->consts = realloc(L->consts, (size_t)(L->n_consts + 1) * sizeof *L->consts);
+  WF_ASSERT(L->consts);
+  L->consts[L->n_consts++] = val;
+  return wf_lower_sym(L, val);
 }
 
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
@@ -98,12 +135,23 @@ static void add_routes(wf_pe_class *c, int purpose, int col) {
       wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, E);
       wf_pe_class_add_route(c, NULL, col, WF_DIR_W, E | R);
       break;
+    case WF_COLOR_REDUCE_Y: /* chain toward y = 0: each PE hands its partial to the north */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, N);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_S, R);
+      break;
+    case WF_COLOR_BCAST_Y: /* flooding broadcast from y = 0 southward */
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, S);
+      wf_pe_class_add_route(c, NULL, col, WF_DIR_N, S | R);
+      break;
   }
 }
 
 static const char *const purpose_text[WF_COLOR_ROLES] = {
     "row-broadcast (matmul A blocks along x)", "column-broadcast (matmul B blocks along y)",
-    "chain-reduce toward x=0", "broadcast from x=0 along x"};
+    "chain-reduce toward x=0", "broadcast from x=0 along x", "chain-reduce toward y=0",
+    "broadcast from y=0 along y", "meshgemm INTERLEAVE ring along x (A blocks)",
+    "meshgemm INTERLEAVE ring along y (B blocks)", "cannon ring along x (A blocks)",
+    "cannon ring along y (B blocks)"};
 
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   if (L->color[purpose] >= 0) return L->color[purpose];
@@ -111,6 +159,8 @@ int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
     if (L->t->reserved_colors >> c & 1) continue;
     int taken = 0;
     for (int p = 0; p < WF_COLOR_ROLES; p++) taken |= L->color[p] == c;
+    /* colors taken by collectives (wf_lower_color_fresh) are declared in the class only */
+    for (int i = 0; i < L->cls->n_colors; i++) taken |= L->cls->colors[i].color == c;
     if (taken) continue;
     L->color[purpose] = c;
     wf_pe_class_add_color(L->cls, c, purpose_text[purpose]);

@@ -49,6 +49,9 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name) {
   cJSON *o = cJSON_CreateObject();
   char sym[64];
   wf_lower_value_name(L, v, sym, sizeof sym);
+  /* A lowering may let a result share its operand's block (an in-place collective). */
+  if ((int)v < L->n_sym_of && L->sym_of[v] >= 0)
+    snprintf(sym, sizeof sym, "%s", L->cls->syms[L->sym_of[v]].name);
   cJSON_AddStringToObject(o, "name", name);
   cJSON_AddStringToObject(o, "symbol", sym);
   cJSON_AddStringToObject(o, "dtype", wf_dtype_name(t->dtype));
@@ -172,6 +175,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
       cJSON_AddStringToObject(o, "loc", loc);
     }
     cJSON_AddStringToObject(o, "lowering", lo->lowering ? lo->lowering : "");
+    if (lo->explain[0]) cJSON_AddStringToObject(o, "explain", lo->explain);
     cJSON_AddNumberToObject(o, "predicted_cycles", (double)lo->predicted);
     cJSON_AddItemToArray(ops, o);
     total += lo->predicted;

@@ -44,6 +44,7 @@ WF_RULE_DECL(trilu)
 WF_RULE_DECL(topk)
 WF_RULE_DECL(scatter)
 WF_RULE_DECL(relayout)
+WF_RULE_DECL(dist_coll)
 WF_RULE_DECL(ret)
 #undef WF_RULE_DECL
 

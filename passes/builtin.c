@@ -5,6 +5,7 @@
 extern const wf_pass_info wf_pass_canonicalize;
 extern const wf_pass_info wf_pass_dce;
 extern const wf_pass_info wf_pass_partition;
+extern const wf_pass_info wf_pass_lower_gemm;
 extern const wf_pass_info wf_pass_raise_rmsnorm;
 extern const wf_pass_info wf_pass_raise_layernorm;
 extern const wf_pass_info wf_pass_raise_gelu;
@@ -17,6 +18,7 @@ static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_canonicalize,
     &wf_pass_dce,
     &wf_pass_partition,
+    &wf_pass_lower_gemm,
     &wf_pass_raise_rmsnorm,
     &wf_pass_raise_layernorm,
     &wf_pass_raise_gelu,

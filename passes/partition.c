@@ -1,18 +1,21 @@
 /* partition — gives every tensor of the entry function a layout on one region, @mesh, that
- * covers the compile's mesh. The rule (docs/partition.md) is deliberately simple,
- * the one the phase-1 backend lowers:
+ * covers the compile's mesh. The rule (docs/partition.md) is deliberately simple:
  *
- *   rank 2  [R, C]  ->  {M_y, N_x}   rows split along y, columns along x
- *   rank 1  [C]     ->  {N_x}        split along x, held by every row (replicated along y)
+ *   rank 2  [R, C]        ->  {M_y, N_x}      rows split along y, columns along x
+ *   rank 1  [C]           ->  {N_x}           split along x, held by every row
+ *   rank r  [B.., R, C]   ->  {B.., M_y, N_x} leading dims whole
+ *   a dim of size 1 is never split: [1, N] -> {M, N_x}, every PE holds it
  *
  * It is uniform on purpose: for C = A·B the operands come out as A {M_y, K_x} and
- * B {K_y, N_x}, exactly the blocks the SUMMA-style broadcast lowering multicasts along rows
- * and columns; elementwise ops and a bias see matching blocks, and a softmax over the last
- * axis reduces along x. Split dims must divide evenly (no padding yet); other ranks and
- * non-f32 tensors are rejected as unsupported. */
+ * B {K_y, N_x}, exactly the blocks the broadcast GEMM lowerings multicast along rows and
+ * columns; elementwise ops, biases and scales see matching blocks, and reductions over the
+ * last two axes reduce along x or y. A reduction without keepdims keeps its input's splits.
+ * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c). Split dims
+ * must divide evenly (no padding yet); scalars and non-f32 tensors are rejected. */
 #include <stdio.h>
 #include <string.h>
 
+#include "passes/decompose.h"
 #include "waferc/pass.h"
 
 static const wf_pass_option partition_opts[] = {
@@ -38,22 +41,27 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
              wf_dtype_name(t->dtype));
     return -1;
   }
-  if (t->rank != 1 && t->rank != 2) {
-    wf_error(loc, "partition: %s has rank %d; only rank-1 and rank-2 tensors are supported", what,
-             t->rank);
+  if (t->rank < 1) {
+    wf_error(loc, "partition: %s is a rank-0 scalar; only tensors of rank 1 and above are "
+                  "supported (a one-element [1] tensor is)", what);
     return -1;
   }
+  static const char *const lead[] = {"B", "C", "D", "F", "G", "H"};
   wf_layout l;
   memset(&l, 0, sizeof l);
   l.rank = t->rank;
   l.region = c->region;
-  if (t->rank == 2) {
-    l.dims[0] = (wf_layout_dim){wf_intern(c->m, "M"), WF_AXIS_Y, WF_AXIS_NONE};
-    l.dims[1] = (wf_layout_dim){wf_intern(c->m, "N"), WF_AXIS_X, WF_AXIS_NONE};
-  } else {
-    l.dims[0] = (wf_layout_dim){wf_intern(c->m, "N"), WF_AXIS_X, WF_AXIS_NONE};
+  for (int d = 0; d < t->rank; d++) {
+    int from_end = t->rank - 1 - d;
+    const char *label = from_end == 0 ? "N" : from_end == 1 ? "M" : lead[d % 6];
+    /* Size-1 dims stay whole: every PE holds them (a [1, N] bias, a [M, 1] statistic). */
+    uint8_t split = t->dims[d] == 1 || from_end > 1 ? WF_AXIS_NONE
+                    : from_end == 0                 ? WF_AXIS_X
+                                                    : WF_AXIS_Y;
+    l.dims[d] = (wf_layout_dim){wf_intern(c->m, label), split, WF_AXIS_NONE};
   }
   for (int d = 0; d < t->rank; d++) {
+    if (!l.dims[d].split) continue;
     int parts = l.dims[d].split == WF_AXIS_X ? c->w : c->h;
     if (t->dims[d] % parts) {
       wf_error(loc, "partition: %s: dim %d (%lld) is not divisible by the mesh %s (%d); padding is "
@@ -65,6 +73,23 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
   }
   t->layout = l;
   return 0;
+}
+
+/* A reduction without keepdims keeps the split of every dim it does not reduce (its result
+ * [M] of X[M, N] {M_y, N_x} is {M_y}, not the default rank-1 {M_x}). */
+static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
+  const wf_type *in = wf_value_type(f, op->operands[0]);
+  const wf_attr *axes = wf_op_attr(f, op, "axes");
+  if (wf_op_int(f, op, "keepdims", 1) || !axes || in->layout.rank != in->rank) return;
+  unsigned red = 0;
+  for (int i = 0; i < axes->u.ints.n; i++) {
+    int64_t a = axes->u.ints.v[i] < 0 ? axes->u.ints.v[i] + in->rank : axes->u.ints.v[i];
+    if (a >= 0 && a < in->rank) red |= 1u << a;
+  }
+  if (!red) red = (1u << in->rank) - 1;
+  int k = 0;
+  for (int d = 0; d < in->rank && k < rt->rank; d++)
+    if (!(red >> d & 1)) rt->layout.dims[k++] = in->layout.dims[d];
 }
 
 static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
@@ -91,14 +116,17 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     }
   }
 
+  wf_decompose_gemm(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list. */
   int bad = 0;
   wf_func_foreach_op(f, op) {
     switch (op->code) {
-      case WF_OP_MATMUL: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
+      case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
       case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG: case WF_OP_EXP: case WF_OP_LOG:
       case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
       case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
+      case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
+      case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
       case WF_OP_RETURN:
         break;
       default:
@@ -130,24 +158,21 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       }
       vi->type.layout = g->type.layout;
     }
-    if (op->code == WF_OP_SOFTMAX) {
-      int64_t axis = wf_op_int(f, op, "axis", -1);
-      int rank = wf_value_type(f, op->results[0])->rank;
-      if (axis != -1 && axis != rank - 1) {
-        wf_error(op->loc, "partition: softmax over axis %lld is not supported (only the last axis)",
-                 (long long)axis);
-        return WF_EXIT_UNSUPPORTED;
-      }
-    }
     for (int i = 0; i < op->n_results; i++) {
       snprintf(what, sizeof what, "result of '%s'", wf_opinfos[op->code].name);
       if (layout_for(&c, wf_value_type(f, op->results[i]), op->loc, what)) return WF_EXIT_UNSUPPORTED;
+      if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN || op->code == WF_OP_REDUCE_MAX)
+        reduce_layout(f, op, wf_value_type(f, op->results[i]));
       n++;
     }
   }
+  const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));
     if (layout_for(&c, &f->result_types[i], f->loc, what)) return WF_EXIT_UNSUPPORTED;
+    /* A returned value's layout is the function's (a reduction may have kept a split). */
+    if (ret && i < ret->n_operands)
+      f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;
   }
   wf_pass_stat_add(ctx, "values-partitioned", n);
   wf_pass_set_changed(ctx);

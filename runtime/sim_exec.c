@@ -115,6 +115,15 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
         }
       return 0;
     }
+    case WF_PEOP_TRANSPOSE: { /* d and s must not overlap: the backend never asks for it */
+      int64_t m = ival(p, in, 2), n = ival(p, in, 3);
+      OPND(d, 0, m * n);
+      OPND(a, 1, m * n);
+      if (!fn) return 0;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) d[j * m + i] = a[i * n + j];
+      return 0;
+    }
     case WF_PEOP_RMAX:
     case WF_PEOP_RSUM: {
       int64_t m = ival(p, in, 2), n = ival(p, in, 3);

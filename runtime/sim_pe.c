@@ -207,6 +207,15 @@ static int fetch(wf_sim *s, wf_pe *p) {
         }
         continue;
       case WF_PECOST_TASK: {
+        if (in->op == WF_PEOP_WAIT) { /* a join: the task holds until its streams are done */
+          if (p->n_async) {
+            p->stall++;
+            s->ops[p->op].stall++;
+            return 0;
+          }
+          p->pc++;
+          continue;
+        }
         uint32_t bit = 1u << in->args[0].term.k;
         if (in->op == WF_PEOP_ACTIVATE) p->t_active |= bit;
         else if (in->op == WF_PEOP_BLOCK) p->t_blocked |= bit;

@@ -11,8 +11,9 @@ interpreter. Needs Debian's python3-torch, python3-onnx and python3-numpy (run i
 
 The size options apply to every model chosen with --only; --static exports without a dynamic
 sequence axis, --dynamic with one (defaults: gpt2_block and tiny_llama dynamic, llama_block
-static, so both import paths are covered: torch 1.13 exports repeat_interleave over a dynamic
-sequence axis as a Loop over sequences, which is outside the phase-2 op list).
+static; llama_block_dyn.onnx is llama_block with --dynamic --embed 32: torch 1.13 exports
+repeat_interleave over a dynamic sequence axis as a Loop over sequences, with a misaligned
+Reshape that waferc repairs, see frontend/onnx/torch_quirks.c).
 """
 import argparse
 import math
@@ -249,6 +250,8 @@ def main():
     ap.add_argument("--freqs-form", choices=["broadcast", "einsum", "matmul"], default="broadcast",
                     help="how the RoPE angle table pos x inv_freq is computed")
     ap.add_argument("--opset", type=int, default=None)
+    ap.add_argument("--name", default=None,
+                    help="file name stem of the (single) model chosen with --only (default: the model's name)")
     dyn = ap.add_mutually_exclusive_group()
     dyn.add_argument("--dynamic", action="store_true")
     dyn.add_argument("--static", action="store_true")
@@ -259,28 +262,31 @@ def main():
     def dynamic(default):
         return True if a.dynamic else False if a.static else default
 
+    if a.name and len(a.only) != 1:
+        sys.exit("export.py: --name needs exactly one model in --only")
     for name in a.only:
         torch.manual_seed(a.seed)
+        stem = a.name or name
         if name == "gpt2_block":
             e = a.embed or 64
             m = GPT2Block(e, a.heads, a.gelu, a.mask_form)
             x = torch.randn(a.batch, a.seq, e)
             x2 = torch.randn(a.batch, a.seq2, e)
-            export(m, name, x, "x", "y", dynamic(True), a.out, opset, x2)
+            export(m, stem, x, "x", "y", dynamic(True), a.out, opset, x2)
         elif name == "llama_block":
             e = a.embed or 64
             m = LlamaBlock(e, a.heads, a.kv_heads, 2 * e + e // 2, a.gqa_form or "repeat_interleave",
                            (a.rope_form, a.freqs_form))
             x = torch.randn(a.batch, a.seq, e)
             x2 = torch.randn(a.batch, a.seq2, e)
-            export(m, name, x, "x", "y", dynamic(False), a.out, opset, x2)
+            export(m, stem, x, "x", "y", dynamic(False), a.out, opset, x2)
         elif name == "tiny_llama":
             e = a.embed or 32
             m = TinyLlama(a.vocab, e, a.heads, a.kv_heads, 2 * e, a.layers, a.gqa_form or "expand",
                           (a.rope_form, a.freqs_form))
             ids = torch.randint(0, a.vocab, (a.batch, a.seq), dtype=torch.int64)
             ids2 = torch.randint(0, a.vocab, (a.batch, a.seq2), dtype=torch.int64)
-            export(m, name, ids, "input_ids", "logits", dynamic(True), a.out, opset, ids2)
+            export(m, stem, ids, "input_ids", "logits", dynamic(True), a.out, opset, ids2)
         else:
             sys.exit(f"export.py: unknown model '{name}'")
 

@@ -15,15 +15,29 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-ox_val *ox_lookup(ox_ctx *cx, const char *name) {
+static ox_slot *find_slot(ox_ctx *cx, const char *name) {
   if (!cx->cap) return NULL;
   for (size_t i = hash_str(name) & (cx->cap - 1);; i = (i + 1) & (cx->cap - 1)) {
     if (!cx->slots[i]) return NULL;
-    if (strcmp(cx->slots[i]->name, name) == 0) return cx->slots[i]->val;
+    if (strcmp(cx->slots[i]->name, name) == 0) return cx->slots[i];
   }
 }
 
-void ox_bind(ox_ctx *cx, const char *name, ox_val *v) {
+ox_val *ox_lookup(ox_ctx *cx, const char *name) {
+  ox_slot *s = find_slot(cx, name);
+  return s ? s->val : NULL;
+}
+
+const ox_node *ox_producer(ox_ctx *cx, const char *name) {
+  ox_slot *s = find_slot(cx, name);
+  return s ? s->by : NULL;
+}
+
+static void bind_by(ox_ctx *cx, const char *name, ox_val *v, const ox_node *by);
+
+void ox_bind(ox_ctx *cx, const char *name, ox_val *v) { bind_by(cx, name, v, NULL); }
+
+static void bind_by(ox_ctx *cx, const char *name, ox_val *v, const ox_node *by) {
   if ((cx->count + 1) * 2 > cx->cap) {
     size_t ncap = cx->cap ? cx->cap * 2 : 256;
     ox_slot **ns = calloc(ncap, sizeof *ns);
@@ -42,11 +56,13 @@ void ox_bind(ox_ctx *cx, const char *name, ox_val *v) {
   for (; cx->slots[i]; i = (i + 1) & (cx->cap - 1))
     if (strcmp(cx->slots[i]->name, name) == 0) {
       cx->slots[i]->val = v; /* SSA is the model's job; a rebinding wins, as in onnxruntime */
+      cx->slots[i]->by = by;
       return;
     }
   ox_slot *s = wf_arena_alloc(cx->arena, sizeof *s);
   s->name = wf_arena_strdup(cx->arena, name);
   s->val = v;
+  s->by = by;
   cx->slots[i] = s;
   cx->count++;
 }
@@ -70,6 +86,16 @@ ox_val *ox_const_new(ox_ctx *cx, wf_tensor *k) {
     WF_ASSERT(cx->consts);
   }
   cx->consts[cx->n_consts++] = k;
+  return v;
+}
+
+ox_val *ox_seq_new(ox_ctx *cx, wf_dtype dt, int n, ox_val *const *items) {
+  wf_type t = wf_type_make(dt, 0, NULL);
+  ox_val *v = ox_val_new(cx, &t);
+  v->is_seq = 1;
+  v->n_items = n;
+  v->items = wf_arena_alloc(cx->arena, ((size_t)n + 1) * sizeof *v->items);
+  for (int i = 0; i < n; i++) v->items[i] = items[i];
   return v;
 }
 
@@ -128,7 +154,7 @@ int ox_set_out(ox_nctx *n, int i, ox_val *v) {
     v->name = wf_arena_strdup(n->cx->arena, name);
     if (v->v && wf_value_get(n->cx->f, v->v)->kind == WF_VAL_RESULT) wf_value_set_name(n->cx->f, v->v, name);
   }
-  ox_bind(n->cx, name, v);
+  bind_by(n->cx, name, v, n->node);
   return 0;
 }
 
@@ -167,7 +193,12 @@ wf_loc ox_node_loc(ox_ctx *cx, const ox_node *nd) {
   int k;
   if (nd->name && *nd->name) k = snprintf(buf, sizeof buf, "%s: node '%s' (%s, opset %d)", cx->path, nd->name, nd->op_type, nd->opset);
   else k = snprintf(buf, sizeof buf, "%s: node #%d (%s, opset %d)", cx->path, nd->index, nd->op_type, nd->opset);
-  if (nd->via && k > 0 && (size_t)k < sizeof buf) snprintf(buf + k, sizeof buf - (size_t)k, " in function '%s'", nd->via);
+  if (nd->via && k > 0 && (size_t)k < sizeof buf) k += snprintf(buf + k, sizeof buf - (size_t)k, " in function '%s'", nd->via);
+  for (const ox_scope *s = nd->scope; s; s = s->up)
+    if (s->what && k > 0 && (size_t)k < sizeof buf) {
+      k += snprintf(buf + k, sizeof buf - (size_t)k, " in %s", s->what);
+      break;
+    }
   wf_loc l = {wf_arena_strdup(cx->arena, buf), 0, 0};
   return l;
 }
@@ -194,7 +225,9 @@ static int scan_unsupported(ox_ctx *cx) {
     ox_nctx n = {.cx = cx, .node = nd, .opset = nd->opset, .eloc = ox_node_loc(cx, nd)};
     char more[64] = "";
     if (count > 1) snprintf(more, sizeof more, " (%d nodes)", count);
-    if (nd->domain[0] && nd->opset > 0)
+    if (!nd->domain[0] && nd->opset <= 0)
+      ox_err(&n, "unsupported operator '%s'%s: the model imports no version of the default ONNX opset", nd->op_type, more);
+    else if (nd->domain[0] && nd->opset > 0)
       ox_err(&n, "unsupported operator '%s' of domain '%s'%s", nd->op_type, nd->domain, more);
     else if (nd->opset <= 0)
       ox_err(&n, "unsupported operator '%s' of domain '%s'%s: the model imports no opset of that domain waferc knows", nd->op_type,
@@ -250,7 +283,8 @@ static int check_graph_outputs_defined(ox_ctx *cx, const Onnx__GraphProto *g) {
 
 /* ---- nodes -------------------------------------------------------------------------------- */
 
-static int import_node(ox_ctx *cx, const ox_node *nd) {
+int ox_import_node(ox_ctx *cx, const ox_node *nd) {
+  if (nd->scan_only) return WF_EXIT_OK;
   ox_nctx n = {.cx = cx, .node = nd, .opset = nd->opset};
   n.eloc = ox_node_loc(cx, nd);
   n.oploc = wf_loc_make(cx->path, (uint32_t)nd->index + 1, 0);
@@ -270,6 +304,11 @@ static int import_node(ox_ctx *cx, const ox_node *nd) {
   if (ox_attr_check_types(&n)) return WF_EXIT_INPUT;
   const ox_opdef *d = ox_op_lookup(nd->op_type);
   WF_ASSERT(d);
+  for (int i = 0; i < nd->n_in; i++)
+    if (n.in[i] && n.in[i]->is_seq && !d->takes_seq) {
+      ox_err(&n, "input %d '%s' is a sequence; %s takes tensors", i, nd->in[i], nd->op_type);
+      return WF_EXIT_INPUT;
+    }
   int rc = d->fn(&n);
   if (rc) return rc;
   for (int i = 0; i < nd->n_out; i++)
@@ -349,7 +388,7 @@ static int import_model(ox_ctx *cx, const wf_onnx_opts *o) {
   if ((rc = ox_bind_inputs(cx, o)) != 0) return rc;
   for (int i = 0; i < cx->n_nodes; i++) {
     if ((i & 63) == 0) wf_progress("importing %s: node %d of %d", cx->path, i, cx->n_nodes);
-    if ((rc = import_node(cx, &cx->nodes[i])) != 0) return rc;
+    if ((rc = ox_import_node(cx, &cx->nodes[i])) != 0) return rc;
   }
   if ((rc = check_graph_outputs_defined(cx, g)) != 0) return rc;
 
@@ -359,6 +398,12 @@ static int import_model(ox_ctx *cx, const wf_onnx_opts *o) {
   ox_nctx top = {.cx = cx, .oploc = wf_loc_make(cx->path, 0, 0), .eloc = wf_loc_make(cx->path, 0, 0)};
   for (size_t i = 0; i < g->n_output; i++) {
     ox_val *v = ox_lookup(cx, g->output[i]->name);
+    if (v->is_seq) {
+      wf_error_at(cx->path, "graph output '%s' is a sequence: waferc's functions return tensors only", g->output[i]->name);
+      free(rets);
+      free(types);
+      return WF_EXIT_UNSUPPORTED;
+    }
     rets[i] = ox_ir_value(&top, v);
     types[i] = v->type;
     /* the output keeps its ONNX name (a constant output is a global with that name) */

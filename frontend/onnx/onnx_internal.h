@@ -26,10 +26,15 @@ enum {
 
 typedef struct ox_val {
   const char *name;  /* ONNX tensor name; NULL for values the importer makes up */
-  wf_type type;
+  wf_type type;      /* a sequence: its element dtype, rank 0 */
   wf_value v;        /* IR value (result, argument or global); 0 = not in the IR yet */
   wf_tensor *k;      /* host data when the value is a constant (owned by the context) */
   int global;        /* module global holding k, or -1 */
+  /* An ONNX sequence exists only during the import, as the list of its tensors: the
+   * sequence ops and Loop (unrolled) move tensors in and out of it; no IR value has it. */
+  int is_seq;
+  int n_items;
+  struct ox_val **items;
 } ox_val;
 
 /* One node after function inlining. */
@@ -41,6 +46,8 @@ typedef struct ox_node {
   int opset;                              /* version of the node's domain */
   int index;                              /* top-level node it came from (0-based) */
   const char *via;                        /* name of the function it was inlined from, or NULL */
+  const struct ox_scope *scope;           /* naming scope (function call, subgraph), or NULL */
+  int scan_only;                          /* a subgraph node seen by the op scan, not imported */
 } ox_node;
 
 typedef struct ox_ctx ox_ctx;
@@ -64,6 +71,7 @@ typedef struct ox_opdef {
   int min_opset, max_opset;
   ox_import_fn fn;
   const char *note;   /* what is (not) supported, for --list-onnx-ops and CONFORMANCE.md */
+  int takes_seq;      /* inputs may be sequences (OX_OP_SEQ); other ops get tensors only */
 } ox_opdef;
 
 /* optable.c */
@@ -85,6 +93,8 @@ void *ox_unpack_file(const char *path, const ProtobufCMessageDescriptor *desc, i
 
 ox_val *ox_val_new(ox_ctx *cx, const wf_type *t);
 ox_val *ox_const_new(ox_ctx *cx, wf_tensor *k);           /* takes ownership of k */
+/* A sequence of n tensors of dtype dt (items copied; n may be 0). */
+ox_val *ox_seq_new(ox_ctx *cx, wf_dtype dt, int n, ox_val *const *items);
 /* Binds output i of the node to v (an alias when v already has a name). */
 int ox_set_out(ox_nctx *n, int i, ox_val *v);
 int ox_n_out(const ox_nctx *n);                           /* declared outputs, "" included */
@@ -152,5 +162,9 @@ void ox_err(const ox_nctx *n, const char *fmt, ...) __attribute__((format(printf
 /* Same, for a feature of a supported op that waferc lacks; returns WF_EXIT_UNSUPPORTED. */
 int ox_unsupported(const ox_nctx *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *ox_shape_str(const wf_type *t); /* rotating static buffer */
+
+/* torch_quirks.c: Reshape's target `shape` (ns entries, for input x) rewritten in place when it
+ * is torch 1.13's misaligned repeat_interleave reshape; returns 1 when it was. */
+int ox_torch_repeat_reshape(ox_nctx *n, const ox_val *x, int64_t *shape, int ns);
 
 #endif

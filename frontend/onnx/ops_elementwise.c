@@ -86,7 +86,36 @@ int ox_imp_cast(ox_nctx *n) {
 int ox_imp_identity(ox_nctx *n) {
   ox_val *a = ox_in(n, 0);
   if (!a) return WF_EXIT_INPUT;
-  if (!strcmp(n->node->op_type, "Dropout") && ox_out_used(n, 1))
-    return ox_unsupported(n, "the Dropout mask output is not supported");
   return ox_set_out(n, 0, a);
+}
+
+/* Dropout is the identity at inference, which waferc compiles; in training mode (opset 12's
+ * training_mode input) it draws random masks, unless its ratio is 0. */
+int ox_imp_dropout(ox_nctx *n) {
+  ox_val *a = ox_in(n, 0);
+  if (!a) return WF_EXIT_INPUT;
+  if (n->opset >= 12 && n->n_in > 2 && n->in[2]) {
+    ox_val *tm = n->in[2];
+    if (!tm->k)
+      return ox_unsupported(n, "training_mode depends on runtime values: waferc compiles inference (training_mode false)");
+    if (wf_tensor_numel(tm->k) != 1) {
+      ox_err(n, "training_mode must hold one boolean, got %s", ox_shape_str(&tm->type));
+      return WF_EXIT_INPUT;
+    }
+    if (wf_tensor_get(tm->k, 0) != 0) {
+      double ratio = 0.5;
+      if (n->n_in > 1 && n->in[1] && !n->in[1]->k)
+        return ox_unsupported(n, "training_mode is true and the ratio is not a constant: random dropout is not supported");
+      if (n->n_in > 1 && n->in[1] && ox_in_float(n, 1, "ratio", &ratio) != 0) return WF_EXIT_INPUT;
+      if (ratio != 0.0)
+        return ox_unsupported(n, "training_mode is true (ratio %g): random dropout is not supported, waferc compiles inference",
+                              ratio);
+    }
+  }
+  int rc = ox_set_out(n, 0, a);
+  if (rc || !ox_out_used(n, 1)) return rc;
+  /* the mask keeps every element: bool from opset 10, the data's type before */
+  wf_tensor *k = wf_tensor_new(n->opset >= 10 ? WF_BOOL : a->type.dtype, a->type.rank, a->type.dims);
+  for (int64_t i = 0, e = wf_tensor_numel(k); i < e; i++) wf_tensor_set(k, i, 1.0);
+  return ox_set_out(n, 1, ox_const_new(n->cx, k));
 }

@@ -36,6 +36,7 @@ int ox_imp_reshape(ox_nctx *n) {
   int rc = ox_in_ints(n, 1, "shape", &shape, &ns);
   if (rc) return rc;
   int allowzero = ox_attr_int(n, "allowzero", 0) != 0;
+  if (!allowzero) ox_torch_repeat_reshape(n, x, shape, ns);
   int64_t dims[WF_MAX_RANK], known = 1;
   int infer = -1;
   rc = WF_EXIT_INPUT;

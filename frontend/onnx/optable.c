@@ -4,12 +4,16 @@
 #include "frontend/onnx/onnx_internal.h"
 
 #define OX_OP(op, lo, hi, fn, note) int fn(ox_nctx *n);
+#define OX_OP_SEQ OX_OP
 #include "frontend/onnx/onnx_ops.def"
+#undef OX_OP_SEQ
 #undef OX_OP
 
 static const ox_opdef g_ops[] = {
-#define OX_OP(op, lo, hi, fn, note) {#op, lo, hi, fn, note},
+#define OX_OP(op, lo, hi, fn, note) {#op, lo, hi, fn, note, 0},
+#define OX_OP_SEQ(op, lo, hi, fn, note) {#op, lo, hi, fn, note, 1},
 #include "frontend/onnx/onnx_ops.def"
+#undef OX_OP_SEQ
 #undef OX_OP
 };
 

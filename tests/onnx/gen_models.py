@@ -361,9 +361,113 @@ def tensors():
         f.write(t.SerializeToString())
 
 
+def control_flow():
+    """Loop (for, while, nested, with scan outputs), If and the sequence ops, all resolved at
+    import time: torch exports repeat_interleave over a dynamic axis this way."""
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    B = TensorProto.BOOL
+
+    def body(name, nodes, ins, outs):
+        return helper.make_graph(nodes, name, ins, outs)
+
+    # for-loop over the columns: acc += i * col_i, each step pushed to the front of a sequence
+    fbody = body("fbody", [
+        helper.make_node("SequenceAt", ["cols", "i"], ["t"]),                 # an outer sequence
+        helper.make_node("Cast", ["i"], ["fi"], to=F32),
+        helper.make_node("Mul", ["t", "fi"], ["t2"]),
+        helper.make_node("Add", ["acc", "t2"], ["acc2"]),
+        helper.make_node("SequenceInsert", ["s", "t2", "zero"], ["s2"]),
+        helper.make_node("Identity", ["c"], ["c2"]),
+        helper.make_node("Identity", ["acc2"], ["scan"]),
+    ], [vi("i", I64, []), vi("c", B, []), vi("acc", F32, [2]), helper.make_tensor_sequence_value_info("s", F32, None)],
+        [vi("c2", B, []), vi("acc2", F32, [2]), helper.make_tensor_sequence_value_info("s2", F32, None),
+         vi("scan", F32, [2])])
+    # while-loop: halves v until the iteration number reaches 2 (runs 3 times)
+    wbody = body("wbody", [
+        helper.make_node("Mul", ["v", "half"], ["v2"]),
+        helper.make_node("Less", ["j", "two"], ["c3"]),
+    ], [vi("j", I64, []), vi("cw", B, []), vi("v", F32, [2, 3])], [vi("c3", B, []), vi("v2", F32, [2, 3])])
+    # nested: the inner body adds a value the outer body defines
+    ibody = body("ibody", [helper.make_node("Add", ["u", "fo"], ["u2"])],
+                 [vi("ii", I64, []), vi("ci", B, []), vi("u", F32, [2, 3])], [vi("ci", B, []), vi("u2", F32, [2, 3])])
+    obody = body("obody", [
+        helper.make_node("Cast", ["io"], ["fo"], to=F32),
+        helper.make_node("Loop", ["two", "", "w"], ["w2"], body=ibody),
+    ], [vi("io", I64, []), vi("co", B, []), vi("w", F32, [2, 3])], [vi("co", B, []), vi("w2", F32, [2, 3])])
+    then_g = body("then", [helper.make_node("Mul", ["acc_f", "twof"], ["tv"])], [], [vi("tv", F32, [2])])
+    else_g = body("else", [helper.make_node("Neg", ["acc_f"], ["ev"])], [], [vi("ev", F32, [2])])
+    nodes = [
+        helper.make_node("SplitToSequence", ["x"], ["cols"], axis=1, keepdims=0),
+        helper.make_node("SequenceLength", ["cols"], ["ncols"]),
+        helper.make_node("SequenceEmpty", [], ["empty"]),
+        helper.make_node("Loop", ["ncols", "", "zeros2", "empty"], ["acc_f", "seq_f", "scan_f"], body=fbody, name="for"),
+        helper.make_node("ConcatFromSequence", ["seq_f"], ["cat"], axis=0, new_axis=1),
+        helper.make_node("Identity", ["scan_f"], ["scan"]),
+        helper.make_node("Identity", ["acc_f"], ["acc"]),
+        helper.make_node("Greater", ["ncols", "two"], ["gt"]),
+        helper.make_node("If", ["gt"], ["ifout"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Loop", ["", "true", "x"], ["wh"], body=wbody, name="while"),
+        helper.make_node("Loop", ["two", "true", "x"], ["nest"], body=obody, name="outer"),
+        helper.make_node("SplitToSequence", ["x", "two"], ["pieces"], axis=1),
+        helper.make_node("ConcatFromSequence", ["pieces"], ["back"], axis=-1),
+        helper.make_node("Neg", ["x"], ["negx"]),
+        helper.make_node("SequenceConstruct", ["negx", "back"], ["pair"]),
+        helper.make_node("SequenceErase", ["pair", "minus1"], ["one"]),
+        helper.make_node("SequenceLength", ["one"], ["slen"]),
+        helper.make_node("SequenceAt", ["one", "minus1"], ["first"]),
+    ]
+    g = helper.make_graph(nodes, "control_flow", [vi("x", F32, [2, 3])],
+                          [vi(n, F32, None) for n in ("acc", "scan", "cat", "ifout", "wh", "nest", "back", "first")]
+                          + [vi("slen", I64, None)],
+                          [init("zeros2", np.zeros(2, np.float32)), init("zero", np.array(0, np.int64)),
+                           init("two", np.array(2, np.int64)), init("minus1", np.array(-1, np.int64)),
+                           init("half", np.array(0.5, np.float32)), init("twof", np.array(2.0, np.float32)),
+                           init("true", np.array(True))])
+    cols = [x[:, i] for i in range(3)]
+    steps = [cols[i] * np.float32(i) for i in range(3)]
+    acc = steps[0] + steps[1] + steps[2]
+    refs = {"acc": acc, "scan": np.stack([steps[0], steps[0] + steps[1], acc]), "cat": np.stack(steps[::-1]),
+            "ifout": acc * 2, "wh": x * np.float32(0.125), "nest": x + np.float32(2), "back": x, "first": -x}
+    refs = {k: np.ascontiguousarray(v) for k, v in refs.items()}
+    refs["slen"] = np.array(1, np.int64)  # ascontiguousarray would make it 1-D
+    save("control_flow", g, {"x": x}, refs)
+    # a trip count that is a graph input (not known at import time): unsupported
+    lbody = body("lbody", [helper.make_node("Identity", ["v"], ["v2"])],
+                 [vi("j", I64, []), vi("c", B, []), vi("v", F32, [2])], [vi("c", B, []), vi("v2", F32, [2])])
+    g = helper.make_graph([helper.make_node("Loop", ["m", "", "x"], ["y"], body=lbody, name="runtime_trips")],
+                          "loop_runtime", [vi("x", F32, [2]), vi("m", I64, [])], [vi("y", F32, None)])
+    save("loop_runtime", g, {}, {})
+    # malformed control flow, one model per error, each with a node named after its fault
+    seqin = helper.make_tensor_sequence_value_info
+    bad = {
+        # a body with one input too few for its loop-carried value
+        "loop_arity": [helper.make_node("Loop", ["two", "", "x"], ["y"], name="arity", body=body(
+            "b", [helper.make_node("Identity", ["c"], ["c2"])], [vi("i", I64, []), vi("c", B, [])],
+            [vi("c2", B, []), vi("c", B, [])]))],
+        # an op waferc lacks, inside the body: listed by the scan before anything is imported
+        "loop_unknown": [helper.make_node("Loop", ["two", "", "x"], ["y"], name="outer", body=body(
+            "b", [helper.make_node("Foo", ["v"], ["v2"], name="foo_in_body")],
+            [vi("i", I64, []), vi("c", B, []), vi("v", F32, [2])], [vi("c", B, []), vi("v2", F32, [2])]))],
+        # no body attribute
+        "loop_nobody": [helper.make_node("Loop", ["two", "", "x"], ["y"], name="nobody")],
+        # a sequence into a tensor op
+        "seq_into_add": [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                         helper.make_node("Add", ["s", "x"], ["y"], name="addseq")],
+        # a position past the end
+        "seq_at_range": [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                         helper.make_node("SequenceAt", ["s", "two"], ["y"], name="at2")],
+        # a sequence as the graph's output
+        "seq_output": [helper.make_node("SequenceConstruct", ["x"], ["y"], name="construct")],
+    }
+    for name, nodes in bad.items():
+        out = seqin("y", F32, None) if name == "seq_output" else vi("y", F32, None)
+        g = helper.make_graph(nodes, name, [vi("x", F32, [2])], [out], [init("two", np.array(2, np.int64))])
+        save(name, g, {}, {})
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for fn in (elementwise, linalg, reduce_norm, movement, gpt2_shapes, external_data, constants, function, errors,
-               opset11, opset9, tensors):
+               opset11, opset9, tensors, control_flow):
         fn()
     print("wrote", OUT)

@@ -21,7 +21,7 @@ check() { # check FILE WHAT
   esac
 }
 
-for stem in gpt2_shapes movement function constants; do
+for stem in gpt2_shapes movement function constants control_flow; do
   src=$M/$stem.onnx
   size=$(stat -c %s "$src")
   step=$(( size / 40 + 1 ))

@@ -66,6 +66,21 @@ expect 1 "node 'first_user' (Relu, opset 17): error: input 'x' dim 0 ('batch') i
 expect 2 "has no input named 'nope'" -- waferc "$M/dynamic.onnx" --input-shape nope=1 --emit=ir
 expect 2 "dim 1 is 4 in the model, not 5" -- waferc "$M/dynamic.onnx" --input-shape x=2x5 --emit=ir
 expect 6 "cannot open" -- waferc "$TMP/missing.onnx" --emit=ir
+# control flow is resolved at import time: a trip count known only at run time is unsupported
+expect 3 "node 'runtime_trips' (Loop, opset 17): error: input 0 (trip count) depends on runtime values" -- \
+  waferc "$M/loop_runtime.onnx" --emit=ir
+expect 1 "node 'arity' (Loop, opset 17): error: the body has 2 inputs" -- waferc "$M/loop_arity.onnx" --emit=ir
+expect 1 "node 'nobody' (Loop, opset 17): error: attribute 'body' (a graph) is required" -- waferc "$M/loop_nobody.onnx" --emit=ir
+expect 1 "node 'addseq' (Add, opset 17): error: input 0 's' is a sequence" -- waferc "$M/seq_into_add.onnx" --emit=ir
+expect 1 "node 'at2' (SequenceAt, opset 17): error: position 2 is out of range" -- waferc "$M/seq_at_range.onnx" --emit=ir
+expect 3 "node 'foo_in_body' (Foo, opset 17) in subgraph 'body' of node 'outer': error: unsupported operator 'Foo'" -- \
+  waferc "$M/loop_unknown.onnx" --emit=ir
+expect 3 "graph output 'y' is a sequence" -- waferc "$M/seq_output.onnx" --emit=ir
+# Loops are unrolled exactly: 3 + 2x2 adds (the for-loop over 3 columns, the nested loops),
+# 3 + 3 + 1 muls (for-loop, the while-loop that stops after its third iteration, If's branch)
+waferc "$M/control_flow.onnx" --emit=ir --pass-pipeline=canonicalize >"$TMP/cf.wir" || fail "control_flow --emit=ir"
+[ "$(grep -c ' = add(' "$TMP/cf.wir")" = 7 ] || fail "control_flow: expected 7 adds: $(cat "$TMP/cf.wir")"
+[ "$(grep -c ' = mul(' "$TMP/cf.wir")" = 7 ] || fail "control_flow: expected 7 muls: $(cat "$TMP/cf.wir")"
 waferc "$M/dynamic.onnx" --input-shape x=2x4 --emit=ir --pass-pipeline=canonicalize | grep -q "%x: f32\[2, 4\]" \
   || fail "--input-shape x=2x4 did not fix the input"
 waferc --list-onnx-ops | grep -q "^| Einsum | 12-" || fail "--list-onnx-ops lacks Einsum"

@@ -34,6 +34,16 @@ check gpt2_block gpt2_block_s13 x y --input-shape x=1x13x64
 check llama_block llama_block x y
 check tiny_llama tiny_llama input_ids logits --input-shape input_ids=1x8
 check tiny_llama tiny_llama_s13 input_ids logits --input-shape input_ids=1x13
+# llama_block with a dynamic sequence axis: torch 1.13 writes the GQA repeat_interleave as a
+# Loop over sequences (unrolled at import) with misaligned reshapes (repaired, with a warning)
+check llama_block_dyn llama_block_dyn x y --input-shape x=1x8x32
+check llama_block_dyn llama_block_dyn_s13 x y
+if grep -q "warning: .*torch 1.13's export of repeat_interleave" "$tmp/llama_block_dyn.log"; then
+  echo "PASS llama_block_dyn: the repaired repeat_interleave reshape is reported"
+else
+  echo "FAIL llama_block_dyn: no warning about the repaired repeat_interleave reshape"
+  failures=$((failures + 1))
+fi
 
 # Without --input-shape a dynamic axis is either taken from the --input file (and then the
 # output must still match) or refused with an error naming the input; never a wrong answer.

@@ -51,4 +51,12 @@ expect tiny_llama rope-half 4
 expect tiny_llama attention 2
 expect tiny_llama causal-mask 2
 expect tiny_llama kv-repeat-absorbed 2
+# the dynamic-sequence export: the unrolled Loop's repeat_interleave is absorbed as well
+run llama_block_dyn x 1x8x32
+expect llama_block_dyn rmsnorm 2
+expect llama_block_dyn silu 1
+expect llama_block_dyn rope-half 2
+expect llama_block_dyn attention 1
+expect llama_block_dyn causal-mask 1
+expect llama_block_dyn kv-repeat-absorbed 1
 echo "raise_models: ok"

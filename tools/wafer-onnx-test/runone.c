@@ -50,7 +50,8 @@ static void capture_sink(wf_severity sev, wf_loc loc, const char *msg, void *use
   diag_capture *c = user;
   if (c->verbose) {
     const char *what = sev == WF_SEV_ERROR ? "error" : sev == WF_SEV_WARNING ? "warning" : "note";
-    if (loc.file) fprintf(stderr, "%s:%u:%u: %s: %s\n", loc.file, loc.line, loc.col, what, msg);
+    if (loc.file && loc.line) fprintf(stderr, "%s:%u:%u: %s: %s\n", loc.file, loc.line, loc.col, what, msg);
+    else if (loc.file) fprintf(stderr, "%s: %s: %s\n", loc.file, what, msg);
     else fprintf(stderr, "%s: %s\n", what, msg);
   }
   if (sev == WF_SEV_ERROR && c->n_errors++ == 0) {
@@ -231,7 +232,12 @@ static void pick_group(const char *name, const oi_model *mi, const scope *s, rt_
       snprintf(r->group, sizeof r->group, "%.63s", mi->ops[i]);
       return;
     }
-  snprintf(r->group, sizeof r->group, "%.63s", mi->n_ops ? mi->ops[0] : "?");
+  /* Only in-scope ops (an `_expanded` decomposition of an out-of-scope op): the test's name
+   * says which op it is about, its first op (often Constant) would not. */
+  const char *base = strncmp(name, "test_", 5) == 0 ? name + 5 : name;
+  size_t len = strcspn(base, "_");
+  snprintf(r->group, sizeof r->group, "%.*s (%s)", (int)(len < 30 ? len : 30), base,
+           strstr(name, "_expanded") ? "expanded, in-scope ops only" : "in-scope ops only");
 }
 
 typedef struct run_state {

@@ -18,7 +18,7 @@
 
 /* The default pipeline; passes not registered in this build (e.g. partition before the
  * backend lands) are left out. --interpret runs the graph unpartitioned. */
-static const char *const default_passes[] = {"canonicalize", "raise", "dce", "partition"};
+static const char *const default_passes[] = {"canonicalize", "raise", "dce", "partition", "lower-gemm"};
 
 #define MAX_INPUTS 256
 
@@ -32,6 +32,7 @@ typedef struct options {
   char *derived_shapes[MAX_INPUTS];     /* the ones taken from --input files (freed at exit) */
   int n_derived;
   int list_onnx_ops;
+  const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline */
 } options;
 
 static void usage(FILE *out) {
@@ -48,23 +49,31 @@ static void usage(FILE *out) {
         "  --input-shape NAME=1x128   fixes the dynamic dims of ONNX input NAME (repeatable)\n"
         "  --list-onnx-ops            list the supported ONNX operators and opsets\n"
         "  --list-targets             list the target presets\n"
+        "  --gemm-algo=A              dist.gemm algorithm: meshgemm, cannon, summa, allgather or\n"
+        "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
   wf_cli_print_common_help(out);
-  fputs("The default pipeline is canonicalize,raise,dce,partition (without partition for --interpret and --emit=ir).\n", out);
+  fputs("The default pipeline is canonicalize,raise,dce,partition,lower-gemm (without the last two for --interpret and --emit=ir).\n", out);
 }
 
-static char *default_pipeline(int interpret) {
+static char *default_pipeline(int interpret, const char *gemm_algo) {
   wf_pass_registry *r = wf_pass_registry_global();
-  size_t cap = 1;
+  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
   char *s = calloc(1, cap);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) {
     if (!wf_pass_lookup(r, default_passes[i])) continue;
-    if (interpret && strcmp(default_passes[i], "partition") == 0) continue;
+    int late = strcmp(default_passes[i], "partition") == 0 || strcmp(default_passes[i], "lower-gemm") == 0;
+    if (interpret && late) continue;
     if (*s) strcat(s, ",");
     strcat(s, default_passes[i]);
+    if (gemm_algo && strcmp(default_passes[i], "lower-gemm") == 0) {
+      strcat(s, "{algo=");
+      strcat(s, gemm_algo);
+      strcat(s, "}");
+    }
   }
   return s;
 }
@@ -264,6 +273,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("-o", o->output = v)
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
+    VALUE("--gemm-algo", o->gemm_algo = v)
     VALUE("--output-dir", o->output_dir = v)
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
@@ -332,7 +342,7 @@ int main(int argc, char **argv) {
     return WF_EXIT_OK;
   }
   /* --interpret and --emit=ir see the graph-level IR: partition only runs toward a plan */
-  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0));
+  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), o.gemm_algo);
   wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
   free(dflt);
   if (!pipeline) return WF_EXIT_USAGE;

@@ -1,0 +1,327 @@
+/* The Reduce paper's cost model (§3, equation 1) and the closed forms of its collectives
+ * (§4-§7): broadcast, star, chain, tree, two-phase, ring, reduce-then-broadcast with a root
+ * chosen by the model, and the 2D X-Y, snake and broadcast. Trees, Auto-Gen and the
+ * Lemma 5.5 bound are in collective_tree.c, the chooser in collective_choose.c. */
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "waferc/collectives.h"
+
+wf_coll_params wf_coll_params_default(void) {
+  wf_coll_params p = {2.0, 1.0};
+  return p;
+}
+
+wf_coll_params wf_coll_params_from_target(const wf_target *t) {
+  wf_coll_params p = {(double)t->ramp_cycles, (double)(t->hop_cycles > 0 ? t->hop_cycles : 1)};
+  return p;
+}
+
+double wf_coll_model(const wf_coll_terms *t, const wf_coll_params *p) {
+  double k = 2 * p->ramp + 1, L = t->L * p->hop;
+  if (t->pipelined) return (t->C > L ? t->C : L) + k * t->D;
+  double flow = (t->N > 0 ? t->E / t->N : 0) + L;
+  return (t->C > flow ? t->C : flow) + k * t->D;
+}
+
+static const char *const algo_names[WF_COLL_N_ALGOS] = {
+    "star", "chain", "tree", "two_phase", "autogen", "ring", "snake", "flood"};
+
+const char *wf_coll_algo_name(wf_coll_algo a) {
+  return (unsigned)a < WF_COLL_N_ALGOS ? algo_names[a] : "?";
+}
+
+int wf_coll_algo_parse(const char *name) {
+  for (int a = 0; a < WF_COLL_N_ALGOS; a++)
+    if (!strcasecmp(name, algo_names[a])) return a;
+  if (!strcasecmp(name, "two-phase") || !strcasecmp(name, "twophase")) return WF_COLL_TWO_PHASE;
+  if (!strcasecmp(name, "auto-gen") || !strcasecmp(name, "auto_gen")) return WF_COLL_AUTOGEN;
+  if (!strcasecmp(name, "bcast") || !strcasecmp(name, "broadcast")) return WF_COLL_FLOOD;
+  return -1;
+}
+
+/* ---- terms, counted as the lemmas' proofs count them ---- */
+
+static const wf_coll_terms zero_terms = {0, 0, 0, 0, 0, 0};
+
+wf_coll_terms wf_coll_terms_bcast(int64_t P, int64_t B) {
+  wf_coll_terms t = zero_terms;
+  if (P <= 1) return t;
+  t.C = (double)B;
+  t.E = (double)B * (double)(P - 1);
+  t.N = t.L = (double)(P - 1);
+  t.D = 1;
+  return t;
+}
+
+wf_coll_terms wf_coll_terms_star(int64_t P, int64_t B) {
+  wf_coll_terms t = zero_terms;
+  if (P <= 1) return t;
+  t.C = (double)B * (double)(P - 1);
+  t.E = (double)B * (double)P * (double)(P - 1) / 2;
+  t.N = t.L = (double)(P - 1);
+  t.D = 1;
+  return t;
+}
+
+wf_coll_terms wf_coll_terms_chain(int64_t P, int64_t B) {
+  wf_coll_terms t = zero_terms;
+  if (P <= 1) return t;
+  t.C = (double)B;
+  t.E = (double)B * (double)(P - 1);
+  t.N = t.L = t.D = (double)(P - 1);
+  return t;
+}
+
+static int bitlen(uint64_t x) {
+  int n = 0;
+  while (x) { n++; x >>= 1; }
+  return n;
+}
+
+static int popcount(uint64_t x) {
+  int n = 0;
+  while (x) { n += (int)(x & 1); x >>= 1; }
+  return n;
+}
+
+/* Position x sends to x with its lowest set bit cleared (round r = its lowest bit): the
+ * root hears from every power of two below P, the depth is the most set bits of any
+ * position, the energy the sum of lowest bits. For P a power of two: Lemma 5.3. */
+wf_coll_terms wf_coll_terms_tree(int64_t P, int64_t B) {
+  wf_coll_terms t = zero_terms;
+  if (P <= 1) return t;
+  uint64_t last = (uint64_t)P - 1;
+  int rounds = bitlen(last);
+  int depth = popcount(last) > rounds - 1 ? popcount(last) : rounds - 1;
+  /* Sum of lowest set bits over 1..P-1: 2^j is the lowest bit of floor((m + 2^j) / 2^(j+1))
+   * numbers in 1..m. */
+  double hops = 0;
+  for (int j = 0; j < rounds; j++) {
+    uint64_t bit = (uint64_t)1 << j;
+    hops += (double)bit * (double)((last + bit) >> (j + 1));
+  }
+  t.C = (double)B * rounds;
+  t.E = (double)B * hops;
+  t.N = t.L = (double)(P - 1);
+  t.D = depth;
+  return t;
+}
+
+int64_t wf_coll_two_phase_group(int64_t P) {
+  int64_t s = (int64_t)llround(sqrt((double)P));
+  return s < 1 ? 1 : s;
+}
+
+/* Groups of S from the far end; the root's group keeps the remainder r = P - S(G-1).
+ * Phase 1 costs P - G hops, phase 2 (leaders 0, r, r+S, ...) P - S hops. */
+wf_coll_terms wf_coll_terms_two_phase(int64_t P, int64_t B, int64_t S) {
+  if (S <= 0) S = wf_coll_two_phase_group(P);
+  if (P <= 1) return zero_terms;
+  int64_t G = (P + S - 1) / S;
+  if (G <= 1 || S <= 1) return wf_coll_terms_chain(P, B);
+  int64_t r = P - S * (G - 1);
+  wf_coll_terms t = zero_terms;
+  int two = r >= 2 || G >= 3; /* some leader hears from its group and from the next leader */
+  t.C = (double)B * (two ? 2 : 1);
+  t.E = (double)B * (double)((P - G) + (P - S));
+  t.N = t.L = (double)(P - 1);
+  t.D = (double)((S - 1) + (G - 1));
+  return t;
+}
+
+wf_coll_terms wf_coll_terms_ring(int64_t P, int64_t B) {
+  wf_coll_terms t = zero_terms;
+  if (P <= 1) return t;
+  double per = (double)B / (double)P, links = 2.0 * (double)(P - 1);
+  t.C = links * per;
+  t.E = links * links * per;
+  t.N = links;
+  t.L = 2.0 * (double)(2 * P - 3);
+  t.D = links;
+  return t;
+}
+
+/* ---- closed forms ---- */
+
+double wf_coll_message(int64_t P, int64_t B, const wf_coll_params *p) {
+  return P <= 1 ? 0 : (double)B + (double)(P - 1) * p->hop + 1 + 2 * p->ramp;
+}
+
+double wf_coll_bcast(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_bcast(P, B);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_star(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_star(P, B);
+  t.pipelined = 1;
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_star_lemma51(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_star(P, B);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_chain(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_chain(P, B);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_tree(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_tree(P, B);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_two_phase(int64_t P, int64_t B, int64_t S, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_two_phase(P, B, S);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_two_phase_lemma54(int64_t P, int64_t B, const wf_coll_params *p) {
+  if (P <= 1) return 0;
+  double s = sqrt((double)P), b = (double)B;
+  double flow = 2 * b - 2 * b / s + (double)P * p->hop;
+  return (2 * b > flow ? 2 * b : flow) + (2 * s - 2) * (2 * p->ramp + 1);
+}
+
+double wf_coll_ring(int64_t P, int64_t B, const wf_coll_params *p) {
+  wf_coll_terms t = wf_coll_terms_ring(P, B);
+  return wf_coll_model(&t, p);
+}
+
+/* ---- a reduce into an inner root, and reduce-then-broadcast ---- */
+
+/* Wavelets the root of a one-sided reduce over n PEs receives. */
+static double root_in(wf_coll_algo a, int64_t n, int64_t B) {
+  if (n <= 1) return 0;
+  switch (a) {
+  case WF_COLL_STAR: return (double)B * (double)(n - 1);
+  case WF_COLL_TREE: return (double)B * bitlen((uint64_t)n - 1);
+  case WF_COLL_TWO_PHASE: {
+    int64_t S = wf_coll_two_phase_group(n), G = (n + S - 1) / S;
+    return (double)B * ((G >= 2 && S >= 2 && n - S * (G - 1) >= 2) ? 2 : 1);
+  }
+  default: return (double)B;
+  }
+}
+
+static wf_coll_terms side_terms(wf_coll_algo a, int64_t n, int64_t B) {
+  switch (a) {
+  case WF_COLL_STAR: return wf_coll_terms_star(n, B);
+  case WF_COLL_TREE: return wf_coll_terms_tree(n, B);
+  case WF_COLL_TWO_PHASE: return wf_coll_terms_two_phase(n, B, 0);
+  default: return wf_coll_terms_chain(n, B);
+  }
+}
+
+/* Both sides run at once: energies add, the root's receive contention adds, the rest is
+ * the larger side's. */
+static wf_coll_terms combine(wf_coll_terms l, wf_coll_terms r, double in_l, double in_r,
+                             int64_t P) {
+  wf_coll_terms t = zero_terms;
+  t.C = l.C > r.C ? l.C : r.C;
+  if (in_l + in_r > t.C) t.C = in_l + in_r;
+  t.E = l.E + r.E;
+  t.N = (double)(P - 1);
+  t.L = l.L > r.L ? l.L : r.L;
+  t.D = l.D > r.D ? l.D : r.D;
+  return t;
+}
+
+wf_coll_terms wf_coll_terms_reduce_at(wf_coll_algo algo, int64_t P, int64_t B, int64_t root) {
+  if (P <= 1) return zero_terms;
+  if (root < 0) root = 0;
+  if (root > P - 1) root = P - 1;
+  int64_t nl = root + 1, nr = P - root;
+  wf_coll_terms t = combine(side_terms(algo, nl, B), side_terms(algo, nr, B),
+                            root_in(algo, nl, B), root_in(algo, nr, B), P);
+  t.pipelined = algo == WF_COLL_STAR;
+  return t;
+}
+
+double wf_coll_reduce_at(wf_coll_algo algo, int64_t P, int64_t B, int64_t root,
+                         const wf_coll_params *p) {
+  if (P <= 1) return 0;
+  if (algo != WF_COLL_AUTOGEN) {
+    wf_coll_terms t = wf_coll_terms_reduce_at(algo, P, B, root);
+    return wf_coll_model(&t, p);
+  }
+  if (root < 0) root = 0;
+  if (root > P - 1) root = P - 1;
+  wf_reduce_tree tl, tr;
+  if (wf_coll_autogen(root + 1, B, p, &tl) < 0) return -1;
+  if (wf_coll_autogen(P - root, B, p, &tr) < 0) { wf_coll_tree_free(&tl); return -1; }
+  wf_coll_terms l = wf_coll_tree_terms(&tl, B), r = wf_coll_tree_terms(&tr, B);
+  int in_l = 0, in_r = 0;
+  for (int i = 1; i < tl.n; i++) in_l += tl.parent[i] == 0;
+  for (int i = 1; i < tr.n; i++) in_r += tr.parent[i] == 0;
+  wf_coll_terms t = combine(l, r, (double)B * in_l, (double)B * in_r, P);
+  wf_coll_tree_free(&tl);
+  wf_coll_tree_free(&tr);
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_bcast_at(int64_t P, int64_t B, int64_t root, const wf_coll_params *p) {
+  if (P <= 1) return 0;
+  wf_coll_terms t = wf_coll_terms_bcast(P, B);
+  int64_t far = root > P - 1 - root ? root : P - 1 - root;
+  t.L = (double)far;
+  return wf_coll_model(&t, p);
+}
+
+double wf_coll_allreduce_rb(wf_coll_algo algo, int64_t P, int64_t B, const wf_coll_params *p,
+                            int64_t *root_out) {
+  double best = -1;
+  int64_t best_root = 0;
+  if (P <= 1) {
+    if (root_out) *root_out = 0;
+    return 0;
+  }
+  int64_t cands[2] = {0, (P - 1) / 2};
+  int64_t n = algo == WF_COLL_AUTOGEN ? 2 : P;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = algo == WF_COLL_AUTOGEN ? cands[i] : i;
+    double red = wf_coll_reduce_at(algo, P, B, r, p);
+    if (red < 0) return -1;
+    double v = red + wf_coll_bcast_at(P, B, r, p);
+    if (best < 0 || v < best) { best = v; best_root = r; }
+  }
+  if (root_out) *root_out = best_root;
+  return best;
+}
+
+/* ---- 2D ---- */
+
+static double reduce_1d(wf_coll_algo a, int64_t P, int64_t B, const wf_coll_params *p) {
+  switch (a) {
+  case WF_COLL_STAR: return wf_coll_star(P, B, p);
+  case WF_COLL_TREE: return wf_coll_tree(P, B, p);
+  case WF_COLL_TWO_PHASE: return wf_coll_two_phase(P, B, 0, p);
+  case WF_COLL_AUTOGEN: return wf_coll_autogen(P, B, p, NULL);
+  default: return wf_coll_chain(P, B, p);
+  }
+}
+
+double wf_coll_xy_reduce(wf_coll_algo algo, int64_t w, int64_t h, int64_t B,
+                         const wf_coll_params *p) {
+  double x = reduce_1d(algo, w, B, p), y = reduce_1d(algo, h, B, p);
+  return x < 0 || y < 0 ? -1 : x + y;
+}
+
+double wf_coll_snake(int64_t w, int64_t h, int64_t B, const wf_coll_params *p) {
+  return wf_coll_chain(w * h, B, p);
+}
+
+double wf_coll_bcast2d(int64_t w, int64_t h, int64_t B, const wf_coll_params *p) {
+  if (w * h <= 1) return 0;
+  return (double)B + (double)(w + h - 2) * p->hop + 2 * p->ramp + 1;
+}
+
+double wf_coll_lower_bound_2d(int64_t w, int64_t h, int64_t B, const wf_coll_params *p) {
+  if (w * h <= 1) return 0;
+  double b = (double)B, flow = b / 8 + (double)(w + h - 1) * p->hop;
+  return (b > flow ? b : flow) + 2 * p->ramp + 1;
+}

@@ -1,0 +1,80 @@
+/* Cost formulas of the dist.gemm algorithms (docs/gemm.md, "Predicted cycles"), written from
+ * the runtime's rules (docs/cycle-model.md) and the papers' per-step analysis, not fitted
+ * to simulated numbers. Notation: a square N x N region, blocks m x k (A), k x n (B);
+ * mac = ceil(m k n / fmac), lat(d) = d*hop + 2 T_R + 1 (a message over d hops: two ramps,
+ * the hops and the store cycle). */
+#include <string.h>
+
+#include "backend/gemm_algos.h"
+
+const char *const wf_gemm_algo_names[WF_GEMM_COUNT] = {"meshgemm", "cannon", "summa", "allgather"};
+
+int wf_gemm_algo_parse(const char *name, wf_gemm_algo *out) {
+  for (int a = 0; a < WF_GEMM_COUNT; a++)
+    if (strcmp(name, wf_gemm_algo_names[a]) == 0) {
+      *out = (wf_gemm_algo)a;
+      return 0;
+    }
+  return -1;
+}
+
+static int64_t lat(const wf_target *t, int64_t hops) { return hops * t->hop_cycles + 2 * t->ramp_cycles + 1; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Cyclic shift (MeshGEMM, Cannon). Both blocks leave through the one ramp, so a shift costs
+ * m k + k n cycles plus the latency of the longest ring link (2 hops on the INTERLEAVE ring,
+ * N-1 for Cannon's wrap-around). Alignment: up to N-1 shifts with no compute to hide them;
+ * then N steps that overlap the next shift with the multiply (double buffering), the last
+ * without a shift. A final copy re-homes the aligned blocks on some rows (m k + k n). */
+static int64_t shift_cost(const wf_target *t, int N, int64_t link_hops, int64_t m, int64_t k, int64_t n,
+                          int64_t mac) {
+  if (N == 1) return m * n + mac;
+  int64_t shift = m * k + k * n + lat(t, link_hops);
+  int64_t align = (int64_t)(N - 1) * shift + m * k + k * n;
+  return m * n + align + (int64_t)(N - 1) * max64(mac, shift) + mac;
+}
+
+int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_t m, int64_t k,
+                        int64_t n) {
+  if (w != h || w < 1) return -1;
+  int N = w;
+  int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
+  int64_t mac = (m * k * n + f - 1) / f;
+  switch (a) {
+    case WF_GEMM_MESHGEMM:
+      return shift_cost(t, N, N > 2 ? 2 : 1, m, k, n, mac);
+    case WF_GEMM_CANNON:
+      return shift_cost(t, N, N - 1, m, k, n, mac);
+    case WF_GEMM_SUMMA:
+      /* N steps, each a blocking row broadcast of A, column broadcast of B, then the multiply:
+       * nothing overlaps within a PE. The broadcasts pipeline across steps, so only the
+       * first pays the distance to the farthest PE of the row and of the column. */
+      if (N == 1) return m * n + mac;
+      return m * n + (int64_t)N * (m * k + k * n + mac) + 2 * lat(t, N - 1);
+    case WF_GEMM_ALLGATHER:
+      return -1; /* no lowering yet (docs/gemm.md): auto must not pick it */
+#if 0
+
+      /* N-1 blocks of A and of B arrive through the one input path per color (row and
+       * column gathers run concurrently, each receive one wavelet per cycle), then N
+       * multiplies back to back. */
+      if (N == 1) return m * n + mac;
+      return m * n + (int64_t)N * max64(m * k, k * n) + 2 * lat(t, N - 1) + (int64_t)N * mac;
+#endif
+    default:
+      return -1;
+  }
+}
+
+wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n) {
+  wf_gemm_algo best = WF_GEMM_SUMMA;
+  int64_t bc = -1;
+  for (int a = 0; a < WF_GEMM_COUNT; a++) {
+    int64_t c = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, k, n);
+    if (c >= 0 && (bc < 0 || c < bc)) {
+      bc = c;
+      best = (wf_gemm_algo)a;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,84 @@
+/* waferc backend — collectives as reusable lowering functions (Reduce paper §4-§7, WaferLLM
+ * §6). Other lowerings call these for their reductions (softmax's row allreduce, MeshGEMV's
+ * K-tree allreduce); lower_dist.c lowers the IR ops dist.reduce / allreduce / broadcast with
+ * them.
+ *
+ * Every reduce is a tree over the PEs of one line (a row or a column of the region), given
+ * as parent[] over the line's coordinates, lowered by one generic scheme (lower_collective.c):
+ * a PE receives its children's partial sums nearest first, streams the last one through
+ * `addsend` to its parent, and its router forwards later traffic only after its own message
+ * has passed (switch position 1). The order of arrivals at every PE is then fixed by the
+ * routes, not by timing, so any tree is correct; colors are assigned so that no router ever
+ * has to tell two messages apart on one color and port.
+ *
+ *   wf_coll_line ln = {.axis = WF_AXIS_X, .n = L->w};
+ *   wf_lower_coll_reduce(L, &ln, WF_COLL_CHAIN, -1, sym, 64, WF_PEOP_RECVADD, loc, &res);
+ *   wf_lower_coll_bcast(L, &ln, res.root, sym, 64, loc);
+ */
+#ifndef WAFERC_BACKEND_LOWER_COLLECTIVE_H
+#define WAFERC_BACKEND_LOWER_COLLECTIVE_H
+
+#include "backend/lower.h"
+#include "waferc/collectives.h"
+
+/* One line of PEs: every PE whose `fixed` guard holds takes part, the line runs along
+ * `axis` (WF_AXIS_X: coordinates are x, messages travel E/W). Lines of every row (or
+ * column) run the same program at once when `fixed` leaves the other coordinate free. */
+typedef struct wf_coll_line {
+  int axis;             /* WF_AXIS_X or WF_AXIS_Y */
+  int n;                /* PEs along the line */
+  wf_pe_guard fixed;    /* extra conditions (e.g. [x==3] for a column phase); n <= 1 cond */
+} wf_coll_line;
+
+typedef struct wf_coll_result {
+  wf_coll_algo algo;
+  int root;             /* coordinate of the root on the line */
+  int colors;           /* colors allocated */
+  double predicted;     /* cycles, the model's */
+  double lower_bound;   /* reduces: Lemma 5.5 / 7.2; else 0 */
+  char why[256];
+} wf_coll_result;
+
+/* A reduction tree over coordinates 0..n-1: parent[root] = -1. */
+typedef struct wf_line_tree {
+  int n;
+  int *parent;
+} wf_line_tree;
+
+/* Lowers a reduce of `len` words at `sym` along the line into the PE at coordinate `root`
+ * over the given tree (any shape: subtrees need not be contiguous for correctness, but every
+ * message travels straight toward its parent). combine: WF_PEOP_RECVADD or WF_PEOP_RECVMAX.
+ * Returns 0 or a WF_EXIT_* code after reporting. colors_out may be NULL. */
+int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree *t, int sym,
+                         int64_t len, wf_peop combine, wf_loc loc, int *colors_out);
+
+/* Builds the tree of `algo` (star, chain, tree, two_phase, autogen) with its root at
+ * coordinate `root`: a root at either end gets the pattern as the paper draws it, mirrored
+ * if needed; a root inside gets one tree per side. Caller frees t->parent. 0, or -1. */
+int wf_line_tree_build(wf_coll_algo algo, int n, int root, int64_t len, const wf_coll_params *p,
+                       wf_line_tree *t);
+
+/* Reduce with the algorithm `algo` (or the model's choice when algo < 0) into coordinate
+ * `root` (< 0: the model's root for allreduce, the far end, n-1, for reduce). */
+int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root, int sym,
+                         int64_t len, wf_peop combine, wf_loc loc, wf_coll_result *out);
+/* Flooding broadcast of `len` words at `sym` from coordinate `root` along the line. */
+int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
+                        wf_loc loc);
+/* Allreduce: reduce-then-broadcast (root chosen by the model). */
+int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int sym, int64_t len,
+                            wf_peop combine, wf_loc loc, wf_coll_result *out);
+
+/* 2D (§7) over the whole w x h region: X-Y reduce with `algo` on both axes into (w-1, h-1),
+ * the 2D flooding broadcast from (rx, ry), and the 2D allreduce (X-Y reduce + 2D broadcast). */
+int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
+                            wf_loc loc, wf_coll_result *out);
+int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc);
+int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
+                               wf_loc loc, wf_coll_result *out);
+
+/* A color no other op of the class uses yet (declared with `purpose`); -1 (reported) when
+ * the target's budget is exhausted. */
+int wf_lower_color_fresh(wf_lower *L, const char *purpose, wf_loc loc);
+
+#endif

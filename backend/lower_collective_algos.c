@@ -1,0 +1,219 @@
+/* The collective algorithms as lowering functions: the paper's trees placed on a line
+ * (mirrored or split at the root), the model's choice, flooding broadcasts, allreduce and
+ * the 2D forms (Reduce paper §4-§7). The trees come from the cost-model library
+ * (collective_tree.c), so the lowered tree is the one the model priced. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/lower_collective.h"
+#include "waferc/diag.h"
+
+/* Tree of `algo` over m positions, root at position 0. */
+static int side_tree(wf_coll_algo algo, int m, int64_t len, const wf_coll_params *p,
+                     wf_reduce_tree *t) {
+  switch (algo) {
+  case WF_COLL_STAR: return wf_coll_tree_star(m, t);
+  case WF_COLL_CHAIN: return wf_coll_tree_chain(m, t);
+  case WF_COLL_TREE: return wf_coll_tree_binary(m, t);
+  case WF_COLL_TWO_PHASE: return wf_coll_tree_two_phase(m, (int)wf_coll_two_phase_group(m), t);
+  case WF_COLL_AUTOGEN: return wf_coll_autogen(m, len, p, t) < 0 ? -1 : 0;
+  default: return -1;
+  }
+}
+
+int wf_line_tree_build(wf_coll_algo algo, int n, int root, int64_t len, const wf_coll_params *p,
+                       wf_line_tree *t) {
+  t->n = n;
+  t->parent = malloc((size_t)(n > 0 ? n : 1) * sizeof *t->parent);
+  if (!t->parent || root < 0 || root >= n) return -1;
+  t->parent[root] = -1;
+  /* side 0: positions 0..root toward lower coordinates; side 1: root..n-1 */
+  for (int side = 0; side < 2; side++) {
+    int m = side == 0 ? root + 1 : n - root;
+    if (m <= 1) continue;
+    wf_reduce_tree st;
+    memset(&st, 0, sizeof st);
+    if (side_tree(algo, m, len, p, &st)) {
+      wf_coll_tree_free(&st);
+      return -1;
+    }
+    for (int i = 1; i < m; i++) {
+      int q = st.parent[i];
+      int ci = side == 0 ? root - i : root + i, cq = side == 0 ? root - q : root + q;
+      t->parent[ci] = cq;
+    }
+    wf_coll_tree_free(&st);
+  }
+  return 0;
+}
+
+static wf_coll_params params(const wf_lower *L) { return wf_coll_params_from_target(L->t); }
+
+/* Which algorithms this backend can lower, for the chooser. */
+#define LOWERED_1D ((1u << WF_COLL_STAR) | (1u << WF_COLL_CHAIN) | (1u << WF_COLL_TREE) | \
+                    (1u << WF_COLL_TWO_PHASE) | (1u << WF_COLL_AUTOGEN))
+
+static int pick(const wf_lower *L, wf_coll_kind kind, int64_t w, int64_t h, int algo, int64_t len,
+                wf_loc loc, wf_coll_choice *c) {
+  wf_coll_params p = params(L);
+  wf_coll_query q = {kind, w, h, len, LOWERED_1D, 0};
+  int rc = algo < 0 ? wf_coll_choose(&q, &p, c) : wf_coll_predict(&q, (wf_coll_algo)algo, &p, c);
+  if (rc == 0 && algo >= 0 && !(LOWERED_1D >> algo & 1)) rc = -1;
+  if (rc) {
+    wf_error(loc, "collective algorithm '%s' cannot be lowered for a %s over %lldx%lld PEs "
+                  "(lowered: star, chain, tree, two_phase, autogen)",
+             algo < 0 ? "auto" : wf_coll_algo_name((wf_coll_algo)algo),
+             kind == WF_COLL_REDUCE ? "reduce" : kind == WF_COLL_ALLREDUCE ? "allreduce" : "broadcast",
+             (long long)w, (long long)h);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  return 0;
+}
+
+static void fill(wf_coll_result *out, const wf_coll_choice *c, int root, int colors) {
+  if (!out) return;
+  out->algo = c->algo;
+  out->root = root;
+  out->colors = colors;
+  out->predicted = c->predicted;
+  out->lower_bound = c->lower_bound;
+  snprintf(out->why, sizeof out->why, "%s", c->why);
+}
+
+static int reduce_on(wf_lower *L, const wf_coll_line *ln, wf_coll_algo algo, int root, int sym,
+                     int64_t len, wf_peop combine, wf_loc loc, int *colors) {
+  wf_coll_params p = params(L);
+  wf_line_tree t;
+  memset(&t, 0, sizeof t);
+  if (wf_line_tree_build(algo, ln->n, root, len, &p, &t)) {
+    free(t.parent);
+    wf_error(loc, "cannot build the %s tree over %d PEs", wf_coll_algo_name(algo), ln->n);
+    return WF_EXIT_NOFIT;
+  }
+  int rc = wf_lower_tree_reduce(L, ln, &t, sym, len, combine, loc, colors);
+  free(t.parent);
+  return rc;
+}
+
+int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root, int sym,
+                         int64_t len, wf_peop combine, wf_loc loc, wf_coll_result *out) {
+  wf_coll_choice c;
+  int rc = pick(L, WF_COLL_REDUCE, ln->n, 1, algo, len, loc, &c);
+  if (rc) return rc;
+  if (root < 0) root = ln->n - 1;
+  int colors = 0;
+  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors);
+  fill(out, &c, root, colors);
+  return rc;
+}
+
+int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
+                        wf_loc loc) {
+  if (ln->n <= 1) return 0;
+  int col = wf_lower_color_fresh(L, "flooding broadcast", loc);
+  if (col < 0) return WF_EXIT_NOFIT;
+  int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
+  wf_pe_term xc = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  wf_pe_guard at = ln->fixed, below = ln->fixed, above = ln->fixed;
+  wf_guard_add(&at, xc, WF_CMP_EQ, wf_term_int(root));
+  wf_guard_add(&below, xc, WF_CMP_LT, wf_term_int(root));
+  wf_guard_add(&above, xc, WF_CMP_GT, wf_term_int(root));
+  unsigned R = 1u << WF_DIR_RAMP;
+  wf_pe_class_add_route(L->cls, &at, col, WF_DIR_RAMP, (1u << lo) | (1u << hi));
+  wf_pe_class_add_route(L->cls, &below, col, hi, (1u << lo) | R);
+  wf_pe_class_add_route(L->cls, &above, col, lo, (1u << hi) | R);
+  wf_emit(L, &at, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  if (root > 0) wf_emit(L, &below, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  if (root < ln->n - 1)
+    wf_emit(L, &above, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  return 0;
+}
+
+int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int sym, int64_t len,
+                            wf_peop combine, wf_loc loc, wf_coll_result *out) {
+  wf_coll_choice c;
+  int rc = pick(L, WF_COLL_ALLREDUCE, ln->n, 1, algo, len, loc, &c);
+  if (rc) return rc;
+  int root = (int)c.root, colors = 0;
+  if (root < 0 || root >= ln->n) root = 0;
+  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors);
+  if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
+  fill(out, &c, root, colors + (ln->n > 1));
+  return rc;
+}
+
+/* ---- 2D ------------------------------------------------------------------------------ */
+
+static wf_coll_line row_line(const wf_lower *L) {
+  wf_coll_line ln = {WF_AXIS_X, L->w, wf_guard0()};
+  return ln;
+}
+
+static wf_coll_line col_line(const wf_lower *L, int x) {
+  wf_coll_line ln = {WF_AXIS_Y, L->h, wf_guard0()};
+  if (L->w > 1) wf_guard_add(&ln.fixed, wf_term(WF_TERM_X, 0), WF_CMP_EQ, wf_term_int(x));
+  return ln;
+}
+
+static int xy_reduce_to(wf_lower *L, wf_coll_algo algo, int rx, int ry, int sym, int64_t len,
+                        wf_peop combine, wf_loc loc, int *colors) {
+  int ca = 0, cb = 0;
+  wf_coll_line rl = row_line(L), cl = col_line(L, rx);
+  int rc = rl.n > 1 ? reduce_on(L, &rl, algo, rx, sym, len, combine, loc, &ca) : 0;
+  if (!rc && cl.n > 1) rc = reduce_on(L, &cl, algo, ry, sym, len, combine, loc, &cb);
+  *colors = ca + cb;
+  return rc;
+}
+
+int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
+                            wf_loc loc, wf_coll_result *out) {
+  wf_coll_choice c;
+  int rc = pick(L, WF_COLL_REDUCE, L->w, L->h, algo, len, loc, &c);
+  if (rc) return rc;
+  int colors = 0;
+  rc = xy_reduce_to(L, c.algo, L->w - 1, L->h - 1, sym, len, combine, loc, &colors);
+  fill(out, &c, 0, colors);
+  return rc;
+}
+
+int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc) {
+  if (L->w * L->h <= 1) return 0;
+  int col = wf_lower_color_fresh(L, "2D flooding broadcast", loc);
+  if (col < 0) return WF_EXIT_NOFIT;
+  enum { N = 1u << WF_DIR_N, E = 1u << WF_DIR_E, S = 1u << WF_DIR_S, W = 1u << WF_DIR_W,
+         R = 1u << WF_DIR_RAMP };
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_guard g;
+  /* along row ry from the root, multicast into every column; then along the columns */
+  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_EQ, wf_term_int(rx));
+  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_RAMP, E | W | N | S);
+  wf_emit(L, &g, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_LT, wf_term_int(rx));
+  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_E, W | N | S | R);
+  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_GT, wf_term_int(rx));
+  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_W, E | N | S | R);
+  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_LT, wf_term_int(ry));
+  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_S, N | R);
+  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_GT, wf_term_int(ry));
+  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_N, S | R);
+  /* everyone but the root receives */
+  wf_pe_guard a = wf_guard0(), b = wf_guard0();
+  wf_guard_add(&a, ty, WF_CMP_NE, wf_term_int(ry));
+  wf_guard_add(&b, ty, WF_CMP_EQ, wf_term_int(ry));
+  wf_guard_add(&b, tx, WF_CMP_NE, wf_term_int(rx));
+  wf_emit(L, &a, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  wf_emit(L, &b, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  return 0;
+}
+
+int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
+                               wf_loc loc, wf_coll_result *out) {
+  wf_coll_choice c;
+  int rc = pick(L, WF_COLL_ALLREDUCE, L->w, L->h, algo, len, loc, &c);
+  if (rc) return rc;
+  int colors = 0;
+  rc = xy_reduce_to(L, c.algo, 0, 0, sym, len, combine, loc, &colors);
+  if (!rc) rc = wf_lower_coll_bcast_2d(L, 0, 0, sym, len, loc);
+  fill(out, &c, 0, colors + 1);
+  return rc;
+}

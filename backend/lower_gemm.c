@@ -1,0 +1,31 @@
+/* dist.gemm: dispatch on the algo attribute (docs/gemm.md). */
+#include <string.h>
+
+#include "backend/lower_gemm.h"
+#include "waferc/diag.h"
+
+int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  const char *name = wf_op_str(L->f, op, "algo", "meshgemm");
+  wf_gemm_algo a;
+  if (wf_gemm_algo_parse(name, &a)) {
+    wf_error(op->loc, "dist.gemm: unknown algo '%s' (expected meshgemm, cannon, summa or allgather)", name);
+    return WF_EXIT_INPUT;
+  }
+  const wf_type *ta = wf_value_type(L->f, op->operands[0]), *tb = wf_value_type(L->f, op->operands[1]);
+  if (ta->rank != 2 || tb->rank != 2) {
+    wf_error(op->loc, "dist.gemm lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  if (L->w != L->h) {
+    wf_error(op->loc, "dist.gemm{algo=%s} needs a square region; the region is %dx%d", name, L->w, L->h);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  switch (a) {
+    case WF_GEMM_MESHGEMM: return wf_lower_gemm_shift(L, op, out, &wf_ring_interleave, a);
+    case WF_GEMM_CANNON: return wf_lower_gemm_shift(L, op, out, &wf_ring_plain, a);
+    case WF_GEMM_SUMMA: return wf_lower_matmul(L, op, out);
+    default:
+      wf_error(op->loc, "dist.gemm{algo=%s} has no lowering yet", name);
+      return WF_EXIT_UNSUPPORTED;
+  }
+}

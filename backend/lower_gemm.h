@@ -1,0 +1,58 @@
+/* waferc backend — internal to the dist.gemm lowerings (backend/lower_gemm*.c).
+ *
+ * MeshGEMM and Cannon are one algorithm over two rings: cyclic shifts of A along x and B
+ * along y, after an alignment (skew) that gives every PE matching k indices. A ring says
+ * how its routes look and which PEs shift in which alignment iteration; lower_gemm_shift.c
+ * does the rest. Every role is a guard over x, y and loop variables: the program is one
+ * class whatever the mesh size. */
+#ifndef WAFERC_BACKEND_LOWER_GEMM_H
+#define WAFERC_BACKEND_LOWER_GEMM_H
+
+#include "backend/gemm_algos.h"
+#include "backend/lower.h"
+
+/* One line of the ring (a row for A, a column for B). `coord` is the PE's position along
+ * the line (x or y), `lo` / `hi` the ports toward lower / higher coordinates, `len` the
+ * line's length (known at compile time). */
+typedef struct wf_ring_line {
+  wf_pe_term coord;
+  int lo, hi;
+  int len;
+} wf_ring_line;
+
+#define WF_RING_MAX_GUARDS 4
+typedef struct wf_ring_align {
+  int iters;                                 /* alignment loop: u in [0, iters) */
+  wf_pe_guard from0[WF_RING_MAX_GUARDS];     /* shift buffer 0 -> 1 in iteration u */
+  int n0;
+  wf_pe_guard from1[WF_RING_MAX_GUARDS];     /* shift buffer 1 -> 0 */
+  int n1;
+  wf_pe_guard fixup[WF_RING_MAX_GUARDS];     /* after alignment the block sits in buffer 1 */
+  int nf;
+} wf_ring_align;
+
+typedef struct wf_ring {
+  const char *name;
+  int link_hops; /* the longest ring link, for the report */
+  /* Routes of color `col` carrying one block one ring position forward along `line`. */
+  void (*routes)(wf_pe_class *c, int col, const wf_ring_line *line);
+  /* Alignment of the blocks of line `other` (the row index for A, the column for B): the
+   * number of forward shifts is a function of that index; u is the loop variable. */
+  void (*align)(wf_ring_align *out, wf_pe_term other, int len, wf_pe_term u);
+} wf_ring;
+
+extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
+extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
+
+int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
+                        wf_gemm_algo algo);
+
+/* Term helpers. */
+wf_pe_term wf_gterm(wf_pe_term t, int mod, int k); /* t's base modulo mod, plus k */
+void wf_gadd(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
+
+/* The index of an empty local task that async streams activate when they end (created by
+ * wf_lower_close_tasks once the code is complete). Makes the implicit main task explicit. */
+int wf_lower_done_task(wf_lower *L);
+
+#endif

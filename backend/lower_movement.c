@@ -1,0 +1,76 @@
+/* reshape and transpose, where they move no data between PEs.
+ *
+ * A reshape only renames dims when, after dropping the dims of size 1, input and result
+ * have the same dims with the same splits ([1, S, E] {B, S_y, E_x} -> [S, E] {S_y, E_x}):
+ * every PE's block is then the same bytes, copied. A transpose of the last two dims is a
+ * local block transpose when neither dim is split (a 1x1 mesh, or dims the partition left
+ * whole); a transpose of a split matrix needs a relayout over the fabric and is rejected by
+ * name, as is any other reshape. */
+#include "backend/lower.h"
+#include "waferc/diag.h"
+
+/* The non-1 dims of t and their splits. */
+static int squeeze(const wf_type *t, int64_t *dims, int *split) {
+  int k = 0;
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] != 1) {
+      dims[k] = t->dims[d];
+      split[k++] = t->layout.dims[d].split;
+    }
+  return k;
+}
+
+/* PEs a dim split along `axis` is divided over (1 when not split, or on a 1-wide mesh). */
+static int parts(const wf_lower *L, int axis) {
+  return axis == WF_AXIS_X ? L->w : axis == WF_AXIS_Y ? L->h : 1;
+}
+
+static int same_blocks(const wf_type *a, const wf_type *b) {
+  int64_t da[WF_MAX_RANK], db[WF_MAX_RANK];
+  int sa[WF_MAX_RANK], sb[WF_MAX_RANK];
+  int na = squeeze(a, da, sa), nb = squeeze(b, db, sb);
+  if (na != nb) return 0;
+  for (int i = 0; i < na; i++)
+    if (da[i] != db[i] || sa[i] != sb[i]) return 0;
+  return 1;
+}
+
+int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value xv = op->operands[0], rv = op->results[0];
+  const wf_type *xt = wf_value_type(L->f, xv), *rt = wf_value_type(L->f, rv);
+  int64_t m, n;
+  wf_lower_block(L, xv, &m, &n);
+  int sx = wf_lower_sym(L, xv), sr = wf_lower_sym(L, rv);
+  if (same_blocks(xt, rt)) {
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_int(m * n)});
+    out->lowering = "local-copy";
+    out->predicted = m * n;
+    return 0;
+  }
+  if (op->code == WF_OP_TRANSPOSE) {
+    const wf_attr *perm = wf_op_attr(L->f, op, "perm");
+    int r = xt->rank, swaps_last_two = perm && perm->u.ints.n == r && r >= 2;
+    for (int d = 0; swaps_last_two && d < r; d++) {
+      int64_t want = d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d;
+      swaps_last_two = perm->u.ints.v[d] == want;
+    }
+    int lead1 = 1;
+    for (int d = 0; d < r - 2; d++) lead1 &= xt->dims[d] == 1;
+    int whole = r >= 2 && parts(L, xt->layout.dims[r - 1].split) == 1 &&
+                parts(L, xt->layout.dims[r - 2].split) == 1;
+    if (swaps_last_two && lead1 && whole) {
+      wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
+              (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_int(m), wf_arg_int(n)});
+      out->lowering = "local-transpose";
+      out->predicted = m * n;
+      return 0;
+    }
+    wf_error(op->loc, "'transpose' of a matrix split over the %dx%d mesh is not supported: it "
+                      "needs a relayout over the fabric (only transposes of whole blocks, e.g. on "
+                      "a 1x1 mesh, and moves of size-1 dims are lowered)", L->w, L->h);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  wf_error(op->loc, "'reshape' that changes how the partitioned dims are blocked is not "
+                    "supported: only reshapes that add or drop dims of size 1 are lowered");
+  return WF_EXIT_UNSUPPORTED;
+}

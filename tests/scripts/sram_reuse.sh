@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Liveness-based SRAM planning (backend/lower_memory.c): a chain of six ops over a 1 KiB
+# block needs 7 KiB if every value keeps its own block but only 2 KiB when dead values'
+# memory is reused, so it fits a 4 KiB PE only thanks to reuse; on a 1.5 KiB PE it does
+# not fit at all and the error names the tensor, the class, the bytes missing and a fix.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+export WAFERC_TARGET_PATH=$SRC/targets
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cat > "$TMP/chain.wir" <<'EOF2'
+module @chain {
+  func @main(%x: f32[16, 16]) -> f32[16, 16] {
+    %a = exp(%x) : f32[16, 16]
+    %b = neg(%a) : f32[16, 16]
+    %c = tanh(%b) : f32[16, 16]
+    %d = relu(%c) : f32[16, 16]
+    %e = sigmoid(%d) : f32[16, 16]
+    %y = sqrt(%e) : f32[16, 16]
+    return %y
+  }
+}
+EOF2
+for kb in 4096 1536; do
+  sed "s/^sram_bytes = .*/sram_bytes = $kb/; s/^name = .*/name = small$kb/" \
+    "$SRC/targets/test4x4.target" > "$TMP/small$kb.target"
+done
+# x = 0.01 * i, written without numpy.
+python3 - "$TMP/x.npy" <<'PY'
+import struct, sys
+vals = [0.01 * i for i in range(256)]
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (16, 16), }"
+hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<256f", *vals))
+PY
+
+waferc "$TMP/chain.wir" -o "$TMP/plan" --target="$TMP/small4096.target" --mesh=1x1 ||
+  fail "the chain must fit 4 KiB with reuse (exit $?)"
+python3 - "$TMP/plan/manifest.json" <<'PY' || fail "memory map check"
+import json, sys
+cls = json.load(open(sys.argv[1]))["regions"][0]["classes"][0]
+used = cls["memory_bytes"]
+total = sum(s["bytes"] for s in cls["memory"])
+assert total == 7 * 1024, "seven 1 KiB values expected, got %d bytes" % total
+assert used <= 4096 < total, "memory_bytes %d: reuse must bring 7 KiB under 4 KiB" % used
+# No two values live at the same time may overlap: x and y are both live only with
+# their neighbours, so check the pairs used by one instruction.
+off = {s["symbol"]: (s["offset"], s["bytes"]) for s in cls["memory"]}
+pairs = [("%x", "%a"), ("%a", "%b"), ("%b", "%c"), ("%c", "%d"), ("%d", "%e"), ("%e", "%y")]
+for p, q in pairs:
+    (o1, b1), (o2, b2) = off[p], off[q]
+    assert o1 + b1 <= o2 or o2 + b2 <= o1, "%s and %s overlap" % (p, q)
+PY
+waferrun "$TMP/plan" -q --input x="$TMP/x.npy" --output-dir "$TMP/out" || fail "waferrun exited $?"
+waferc "$TMP/chain.wir" --interpret --input x="$TMP/x.npy" --output-dir "$TMP/ref"
+wafer-npycmp "$TMP/out/y.npy" "$TMP/ref/y.npy" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+  fail "reused memory corrupted the result"
+
+set +e
+waferc "$TMP/chain.wir" -o "$TMP/plan2" --target="$TMP/small1536.target" --mesh=1x1 2>"$TMP/err"
+rc=$?
+set -e
+[ "$rc" -eq 4 ] || fail "over budget: exit $rc, want 4 (does not fit)"
+grep -Eq "chain.wir:2:3: error: tensor '%[a-z]' \(1024 bytes per PE\) of class 'main' does not fit the 1536-byte SRAM of a 'small1536' PE: 512 bytes missing .*use a larger mesh" "$TMP/err" ||
+  fail "over budget: unexpected message: $(cat "$TMP/err")"
+[ ! -f "$TMP/plan2/manifest.json" ] || fail "a failed compile left a manifest"
+echo "sram_reuse: fits with reuse, over-budget error names the tensor"

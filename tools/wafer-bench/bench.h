@@ -1,0 +1,37 @@
+/* wafer-bench — generate, compile and simulate one operation; print one JSON object.
+ * Subcommands live in their own files: collective.c, gemm.c. Each returns a WF_EXIT_* code. */
+#ifndef WAFER_BENCH_H
+#define WAFER_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "waferc/ir.h"
+#include "waferc/target.h"
+
+int wf_bench_collective(int argc, char **argv);
+int wf_bench_gemm(int argc, char **argv);
+
+/* Shared by the subcommands (common.c). */
+/* "--name=value" -> value if argv[i] starts with "--name=", else NULL. */
+const char *wf_bench_opt(const char *arg, const char *name);
+/* Parses a positive integer option value or reports and returns -1. */
+int64_t wf_bench_int(const char *name, const char *v);
+/* Compiles `ir_text` for target `t` into a fresh plan directory (kept at keep_dir when not
+ * NULL), simulates it with `input` bound to its first input (NULL: timing mode), and fills
+ * cycles and, if out != NULL, the first output (caller frees). plan_dir receives the path
+ * (caller-provided buffer of 4096). Returns a WF_EXIT_* code. */
+struct wf_tensor;
+int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
+                 const struct wf_tensor *input, int64_t *cycles, struct wf_tensor **out,
+                 char *plan_dir);
+/* Reads op 0's string field `key` ("lowering", "explain") or number field from the plan's
+ * manifest.json into buf; returns 0 or -1. */
+int wf_bench_manifest_field(const char *plan_dir, const char *key, char *buf, size_t cap);
+/* Writes s as a JSON string literal. */
+void wf_bench_json_str(FILE *out, const char *s);
+/* Removes a plan directory written by wf_bench_run. */
+void wf_bench_rmplan(const char *dir);
+
+#endif

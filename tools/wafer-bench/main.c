@@ -1,0 +1,36 @@
+/* wafer-bench: explore lowering strategies one operation at a time.
+ *
+ *   wafer-bench collective --algo=NAME --pes=P --len=B [--dims=2] [--op=reduce] [--target=T]
+ *   wafer-bench gemm --algo=NAME --mesh=S --m=M --k=K --n=N
+ *
+ * Each subcommand builds the op's IR, compiles it with the real backend, runs it on the
+ * runtime library and prints one JSON object (simulated and predicted cycles, ...). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/wafer-bench/bench.h"
+#include "waferc/diag.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: wafer-bench collective --algo=NAME|auto --pes=P --len=B [--dims=1|2]\n"
+          "                  [--op=reduce|allreduce|broadcast] [--target=T] [--keep=DIR]\n"
+          "       wafer-bench gemm --algo=NAME --mesh=S --m=M --k=K --n=N [--target=T]\n"
+          "       wafer-bench gemv --allreduce=ktree|pipeline|auto --mesh=WxH --k=K --n=N\n"
+          "Prints one JSON object: simulated_cycles, predicted_cycles, ...\n");
+}
+
+int wf_bench_gemv(int argc, char **argv);
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? WF_EXIT_USAGE : 0;
+  }
+  if (!strcmp(argv[1], "collective")) return wf_bench_collective(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "gemm")) return wf_bench_gemm(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "gemv")) return wf_bench_gemv(argc - 1, argv + 1);
+  fprintf(stderr, "wafer-bench: unknown subcommand '%s'\n", argv[1]);
+  usage(stderr);
+  return WF_EXIT_USAGE;
+}

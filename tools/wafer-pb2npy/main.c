@@ -1,0 +1,29 @@
+/* wafer-pb2npy — converts serialized ONNX TensorProtos (input_N.pb / output_N.pb of ONNX's
+ * test data sets) to .npy, so the node tests' data can feed waferrun and wafer-npycmp.
+ *
+ *   wafer-pb2npy test_data_set_0/input_0.pb a.npy
+ *
+ * Exit codes (waferc/diag.h): 0 success, 1 (WF_EXIT_INPUT) unreadable tensor or unwritable
+ * output, 2 (WF_EXIT_USAGE) bad arguments. */
+#include <stdio.h>
+#include <string.h>
+
+#include "waferc/diag.h"
+#include "waferc/onnx.h"
+#include "waferc/tensor.h"
+
+int main(int argc, char **argv) {
+  if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    printf("usage: wafer-pb2npy IN.pb OUT.npy\nConverts an ONNX TensorProto to .npy.\n");
+    return 0;
+  }
+  if (argc != 3) {
+    fprintf(stderr, "usage: wafer-pb2npy IN.pb OUT.npy\n");
+    return WF_EXIT_USAGE;
+  }
+  wf_tensor *t = wf_onnx_read_tensor(argv[1]);
+  if (!t) return WF_EXIT_INPUT;
+  int rc = wf_npy_write(argv[2], t) ? WF_EXIT_INPUT : 0;
+  wf_tensor_free(t);
+  return rc;
+}
