@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "waferc/version.h"
+
 #include "tools/wafer-bench/bench.h"
 #include "waferc/diag.h"
 
@@ -26,6 +28,10 @@ int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? WF_EXIT_USAGE : 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("wafer-bench (waferc) %s\n", WF_VERSION_STRING);
+    return 0;
   }
   if (!strcmp(argv[1], "collective")) return wf_bench_collective(argc - 1, argv + 1);
   if (!strcmp(argv[1], "gemm")) return wf_bench_gemm(argc - 1, argv + 1);

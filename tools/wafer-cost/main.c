@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/version.h"
+
 #include "waferc/collectives.h"
 #include "waferc/diag.h"
 #include "waferc/target.h"
@@ -55,6 +57,10 @@ int main(int argc, char **argv) {
     return argc < 2 ? WF_EXIT_USAGE : WF_EXIT_OK;
   }
   wf_coll_query q = {WF_COLL_REDUCE, 0, 1, 0, 0, 0};
+  if (!strcmp(argv[1], "--version")) {
+    printf("wafer-cost (waferc) %s\n", WF_VERSION_STRING);
+    return 0;
+  }
   const char *kind = argv[1];
   if (!strcmp(kind, "reduce")) q.kind = WF_COLL_REDUCE;
   else if (!strcmp(kind, "allreduce")) q.kind = WF_COLL_ALLREDUCE;

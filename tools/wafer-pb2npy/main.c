@@ -11,10 +11,15 @@
 #include "waferc/diag.h"
 #include "waferc/onnx.h"
 #include "waferc/tensor.h"
+#include "waferc/version.h"
 
 int main(int argc, char **argv) {
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     printf("usage: wafer-pb2npy IN.pb OUT.npy\nConverts an ONNX TensorProto to .npy.\n");
+    return 0;
+  }
+  if (argc == 2 && !strcmp(argv[1], "--version")) {
+    printf("wafer-pb2npy (waferc) %s\n", WF_VERSION_STRING);
     return 0;
   }
   if (argc != 3) {
