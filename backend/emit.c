@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include "backend/llvm_kernels.h"
-#include "backend/lower.h"
+#include "backend/lower_collective.h"
 #include "backend/manifest.h"
 #include "waferc/backend.h"
+#include "waferc/collectives.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h"
 
@@ -97,6 +98,7 @@ static int lower_func(wf_lower *L) {
     int rc;
     if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
+    else if (op->code == WF_OP_DIST_GEMM_T) rc = wf_lower_gemm_t(L, op, lo);
     else if (op->code == WF_OP_DIST_REDUCE || op->code == WF_OP_DIST_ALLREDUCE ||
              op->code == WF_OP_DIST_BROADCAST)
       rc = wf_lower_dist_coll(L, op, lo);
@@ -227,6 +229,16 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   for (uint32_t i = 0; i <= f->n_values; i++) L.sym_of[i] = -1;
   L.n_sym_of = (int)f->n_values + 1;
   L.cls = wf_pe_class_new("main");
+  L.reduce_algo = !o.reduce_algo ? -2 : strcmp(o.reduce_algo, "auto") ? wf_coll_algo_parse(o.reduce_algo) : -1;
+  if (o.reduce_algo && L.reduce_algo == -1 && strcmp(o.reduce_algo, "auto")) {
+    wf_error(WF_LOC_NONE, "unknown reduce algorithm '%s'", o.reduce_algo);
+    wf_pe_class_free(L.cls);
+    free(L.sym_of);
+    return WF_EXIT_USAGE;
+  }
+  L.gemv_how = o.gemv_allreduce;
+  L.gemv_k = o.gemv_k;
+  L.gemv_groups = o.gemv_groups;
 
   /* A stale manifest must not survive a failed compile into the same directory. */
   char mpath[4096], tmp[4200];
@@ -240,6 +252,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   if (!rc) wf_lower_close_tasks(&L);
   if (!rc) rc = wf_lower_plan_memory(&L);
   if (!rc) rc = check_sram(&L);
+  if (!rc) rc = wf_lower_check_route_codes(&L);
   char pdir[4096];
   snprintf(pdir, sizeof pdir, "%s/programs", plan_dir);
   if (!rc && (mkdir_if_needed(plan_dir) || mkdir_if_needed(pdir))) rc = WF_EXIT_IO;
@@ -260,6 +273,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(w.values);
   free(w.offset);
   free(w.bytes);
+  wf_coll_cache_free(&L);
   free(L.ops);
   free(L.sym_of);
   free(L.consts);

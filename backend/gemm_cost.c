@@ -36,10 +36,19 @@ static int64_t shift_cost(const wf_target *t, int N, int64_t link_hops, int64_t 
 
 int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_t m, int64_t k,
                         int64_t n) {
-  if (w != h || w < 1) return -1;
-  int N = w;
+  if (w < 1 || h < 1) return -1;
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
   int64_t mac = (m * k * n + f - 1) / f;
+  if (a == WF_GEMM_ALLGATHER && w != h) {
+    /* W x H: W rounds of A blocks (m k) and H of B blocks (k' n, k' = k W / H, K's share per
+     * row of PEs), then W multiplies of m k n */
+    if (w * h == 1) return m * n + mac;
+    int64_t kb = (k * w + h - 1) / h;
+    return m * n + (int64_t)w * m * k + (int64_t)h * kb * n + lat(t, w - 1) + lat(t, h - 1) +
+           (int64_t)w * mac;
+  }
+  if (w != h) return -1;
+  int N = w;
   switch (a) {
     case WF_GEMM_MESHGEMM:
       return shift_cost(t, N, N > 2 ? 2 : 1, m, k, n, mac);
@@ -52,15 +61,13 @@ int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_
       if (N == 1) return m * n + mac;
       return m * n + (int64_t)N * (m * k + k * n + mac) + 2 * lat(t, N - 1);
     case WF_GEMM_ALLGATHER:
-      return -1; /* no lowering yet (docs/gemm.md): auto must not pick it */
-#if 0
-
-      /* N-1 blocks of A and of B arrive through the one input path per color (row and
-       * column gathers run concurrently, each receive one wavelet per cycle), then N
-       * multiplies back to back. */
+      /* N gather rounds, each a blocking row broadcast of A then a column broadcast of B
+       * (m k + k n through the receiving ramp; only the first round pays the farthest PE's
+       * distance, as for SUMMA), then N multiplies back to back. The same sum as SUMMA:
+       * gathering first moves no fewer wavelets, it only delays the compute and costs
+       * N (m k + k n) floats of panels. */
       if (N == 1) return m * n + mac;
-      return m * n + (int64_t)N * max64(m * k, k * n) + 2 * lat(t, N - 1) + (int64_t)N * mac;
-#endif
+      return m * n + (int64_t)N * (m * k + k * n) + 2 * lat(t, N - 1) + (int64_t)N * mac;
     default:
       return -1;
   }

@@ -35,6 +35,12 @@ typedef struct wf_lower {
   wf_lowered_op *ops; int n_ops;
   int n_sym_of;          /* entries of sym_of (values created while lowering grow it) */
   wf_value *consts; int n_consts; /* constants the lowering created (scalars), for weights.bin */
+  /* The user's collective choices (wf_plan_opts): reduce_algo -2 = each op's own, -1 = auto,
+   * else a wf_coll_algo; gemv_how NULL = the op's own; gemv_k, gemv_groups -1 = the op's. */
+  int reduce_algo;
+  const char *gemv_how;
+  int gemv_k, gemv_groups;
+  struct wf_coll_cache *coll_cache; /* lower_collective.c: colors reused across phases */
 } wf_lower;
 
 /* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */
@@ -77,6 +83,9 @@ int wf_lower_reduce_axis(const wf_type *t, int64_t axis);
 /* Per-element cost of a PE op (exp_cycles, div_cycles or 1). */
 int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op);
 
+/* route_check.c: every PE's (color, switch position) pairs within the target's
+ * 2^route_code_bits; reports and returns WF_EXIT_NOFIT if not. */
+int wf_lower_check_route_codes(const wf_lower *L);
 /* lower_memory.c: liveness-based SRAM placement of the class's symbols (memplan.c);
  * reports an over-budget tensor. Returns 0 or WF_EXIT_NOFIT. */
 int wf_lower_plan_memory(wf_lower *L);
@@ -85,6 +94,8 @@ int wf_lower_plan_memory(wf_lower *L);
 int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemm.c: dist.gemm by its algo attribute (backend/gemm_algos.h). */
 int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm_t.c: dist.gemm_t, C = A B^T with B as stored. */
+int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* Appends the completion task async streams name (lower_gemm_shift.c); call once the code
  * is complete. */
 void wf_lower_close_tasks(wf_lower *L);

@@ -157,15 +157,19 @@ static int dir_of(const wf_coll_line *ln, int side) {
 
 /* ---- emission -------------------------------------------------------------------------- */
 
+static int role_switches(const coll_role *r) {
+  return !r->root && (r->pass[1 - r->out_side] >> r->co & 1);
+}
+
 static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, const wf_pe_guard *g,
-                      const int *phys, int sym, int64_t len, wf_peop combine) {
+                      const int *phys, int sym, int64_t len, wf_peop combine, int routes) {
   wf_pe_class *c = L->cls;
   unsigned R = 1u << WF_DIR_RAMP;
-  /* routes */
+  int near = r->root ? -1 : r->out_side, far = near < 0 ? -1 : 1 - near;
+  int needs_switch = role_switches(r);
+  if (routes) {
   for (int side = 0; side < 2; side++)
     if (r->ci[side] >= 0) wf_pe_class_add_route(c, g, phys[r->ci[side]], dir_of(ln, side), R);
-  int near = r->root ? -1 : r->out_side, far = near < 0 ? -1 : 1 - near;
-  int needs_switch = !r->root && (r->pass[far] >> r->co & 1);
   for (int lc = 0; lc < MAX_LCOLORS; lc++)
     for (int from = 0; from < 2; from++) {
       if (!(r->pass[from] >> lc & 1)) continue;
@@ -179,6 +183,7 @@ static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, c
     wf_pe_class_add_route_pos(c, g, phys[r->co], 0, WF_DIR_RAMP, 1u << dir_of(ln, near));
     if (needs_switch)
       wf_pe_class_add_route_pos(c, g, phys[r->co], 1, dir_of(ln, far), 1u << dir_of(ln, near));
+  }
   }
   /* code: children nearest first, low side then high side; the last one streams on */
   int total = r->nk[LO] + r->nk[HI];
@@ -252,13 +257,22 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     int lo = v < p ? v + 1 : p + 1, hi = v < p ? p - 1 : v - 1;
     for (int u = lo; u <= hi; u++) r[u].pass[s == LO ? LO : HI] |= 1u << col;
   }
-  int phys[MAX_LCOLORS];
-  for (int i = 0; i < used; i++) {
-    phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
-    if (phys[i] < 0) {
-      rc = WF_EXIT_NOFIT;
-      goto out;
+  int phys[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
+  for (int v = 0; v < n; v++) clean &= !role_switches(&r[v]);
+  wf_coll_key key = {0, ln->axis, n, -1, ln->fixed, t->parent};
+  const int *cached = wf_coll_cache_find(L, &key, &n_cached);
+  if (cached && n_cached == used) {
+    memcpy(phys, cached, (size_t)used * sizeof *phys);
+    routes = 0; /* an identical tree earlier: its colors and routes serve this phase too */
+  } else {
+    for (int i = 0; i < used; i++) {
+      phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
+      if (phys[i] < 0) {
+        rc = WF_EXIT_NOFIT;
+        goto out;
+      }
     }
+    wf_coll_cache_add(L, &key, phys, used, clean);
   }
   if (colors_out) *colors_out = used;
   /* Group equal roles, then write each group as arithmetic progressions. */
@@ -280,7 +294,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
       if (b2 < 0) b = a;
       for (int u = a; u <= b; u += s) grp[u] = -2; /* emitted */
       wf_pe_guard g = ap_guard(ln, a, b, b > a ? s : 1);
-      emit_role(L, ln, &r[a], &g, phys, sym, len, combine);
+      emit_role(L, ln, &r[a], &g, phys, sym, len, combine, routes);
       if (b2 < 0) break;
     }
   }

@@ -69,6 +69,18 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
 int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int sym, int64_t len,
                             wf_peop combine, wf_loc loc, wf_coll_result *out);
 
+/* Ring allreduce (§6.2, the distance-2 ring of Figure 7b) of `len` words at `sym` along the
+ * line: reduce-scatter then allgather in chunks of ceil(len/P); sums only
+ * (lower_collective_ring.c). */
+int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len, wf_loc loc);
+/* The ring's local work the paper's Lemma 6.1 leaves out: the two rotations (len words each)
+ * and the zeroed padding of the last chunk; added to the ring's predictions. */
+int64_t wf_ring_local_cycles(int P, int64_t len);
+
+/* Snake reduce (§7.3) over the whole region into (w-1, h-1): a chain along a boustrophedon
+ * path (lower_collective_snake.c). */
+int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_loc loc);
+
 /* 2D (§7) over the whole w x h region: X-Y reduce with `algo` on both axes into (w-1, h-1),
  * the 2D flooding broadcast from (rx, ry), and the 2D allreduce (X-Y reduce + 2D broadcast). */
 int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
@@ -76,6 +88,28 @@ int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop
 int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc);
 int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
                                wf_loc loc, wf_coll_result *out);
+
+/* Colors reused across phases (lower_collective.c). A collective whose routes are exactly
+ * those of an earlier one (same line, same tree or pattern) takes the earlier one's colors
+ * and adds no routes: the phases run one after the other on every PE, and a tree whose
+ * routers switched position is reset (swset to 0) once the allreduce's broadcast has
+ * reached the PE, i.e. after every reduce wavelet passed it. */
+typedef struct wf_coll_key {
+  int kind;            /* 0 tree reduce, 1 flooding broadcast, 2 ring */
+  int axis, n, root;
+  wf_pe_guard fixed;
+  int *parent;         /* tree reduce: the tree (owned by the cache) */
+} wf_coll_key;
+/* Colors of an earlier identical collective that is clean (no switch left set), or NULL. */
+const int *wf_coll_cache_find(wf_lower *L, const wf_coll_key *k, int *n_colors);
+/* Records a collective's colors; `clean` = no router left at switch position > 0. */
+void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int n, int clean);
+/* Resets the switches of the last tree reduce lowered on the line (after its broadcast),
+ * making it reusable. */
+void wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln);
+void wf_coll_cache_free(wf_lower *L);
+/* Colors reused / allocated by collectives in this compile (for notes and tests). */
+void wf_coll_cache_stats(const wf_lower *L, int *reused, int *allocated);
 
 /* A color no other op of the class uses yet (declared with `purpose`); -1 (reported) when
  * the target's budget is exhausted. */

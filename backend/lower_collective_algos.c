@@ -53,21 +53,27 @@ static wf_coll_params params(const wf_lower *L) { return wf_coll_params_from_tar
 #define LOWERED_1D ((1u << WF_COLL_STAR) | (1u << WF_COLL_CHAIN) | (1u << WF_COLL_TREE) | \
                     (1u << WF_COLL_TWO_PHASE) | (1u << WF_COLL_AUTOGEN))
 
-static int pick(const wf_lower *L, wf_coll_kind kind, int64_t w, int64_t h, int algo, int64_t len,
-                wf_loc loc, wf_coll_choice *c) {
+static int pick_from(const wf_lower *L, wf_coll_kind kind, int64_t w, int64_t h, int algo,
+                     int64_t len, unsigned lowered, wf_loc loc, wf_coll_choice *c) {
   wf_coll_params p = params(L);
-  wf_coll_query q = {kind, w, h, len, LOWERED_1D, 0};
+  wf_coll_query q = {kind, w, h, len, lowered, 0};
   int rc = algo < 0 ? wf_coll_choose(&q, &p, c) : wf_coll_predict(&q, (wf_coll_algo)algo, &p, c);
-  if (rc == 0 && algo >= 0 && !(LOWERED_1D >> algo & 1)) rc = -1;
+  if (rc == 0 && algo >= 0 && !(lowered >> algo & 1)) rc = -1;
   if (rc) {
     wf_error(loc, "collective algorithm '%s' cannot be lowered for a %s over %lldx%lld PEs "
-                  "(lowered: star, chain, tree, two_phase, autogen)",
+                  "(lowered: star, chain, tree, two_phase, autogen; ring for a 1D allreduce of "
+                  "sums; snake for a 2D reduce)",
              algo < 0 ? "auto" : wf_coll_algo_name((wf_coll_algo)algo),
              kind == WF_COLL_REDUCE ? "reduce" : kind == WF_COLL_ALLREDUCE ? "allreduce" : "broadcast",
              (long long)w, (long long)h);
     return WF_EXIT_UNSUPPORTED;
   }
   return 0;
+}
+
+static int pick(const wf_lower *L, wf_coll_kind kind, int64_t w, int64_t h, int algo, int64_t len,
+                wf_loc loc, wf_coll_choice *c) {
+  return pick_from(L, kind, w, h, algo, len, LOWERED_1D, loc, c);
 }
 
 static void fill(wf_coll_result *out, const wf_coll_choice *c, int root, int colors) {
@@ -97,6 +103,7 @@ static int reduce_on(wf_lower *L, const wf_coll_line *ln, wf_coll_algo algo, int
 
 int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root, int sym,
                          int64_t len, wf_peop combine, wf_loc loc, wf_coll_result *out) {
+  if (algo == WF_COLL_SNAKE) algo = WF_COLL_CHAIN; /* a snake along one line is the chain */
   wf_coll_choice c;
   int rc = pick(L, WF_COLL_REDUCE, ln->n, 1, algo, len, loc, &c);
   if (rc) return rc;
@@ -110,8 +117,17 @@ int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root
 int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
                         wf_loc loc) {
   if (ln->n <= 1) return 0;
-  int col = wf_lower_color_fresh(L, "flooding broadcast", loc);
-  if (col < 0) return WF_EXIT_NOFIT;
+  wf_coll_key key = {1, ln->axis, ln->n, root, ln->fixed, NULL};
+  int nc = 0, col;
+  const int *cached = wf_coll_cache_find(L, &key, &nc);
+  int routes = !cached;
+  if (cached) {
+    col = cached[0];
+  } else {
+    col = wf_lower_color_fresh(L, "flooding broadcast", loc);
+    if (col < 0) return WF_EXIT_NOFIT;
+    wf_coll_cache_add(L, &key, &col, 1, 1);
+  }
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   wf_pe_term xc = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
   wf_pe_guard at = ln->fixed, below = ln->fixed, above = ln->fixed;
@@ -119,9 +135,11 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
   wf_guard_add(&below, xc, WF_CMP_LT, wf_term_int(root));
   wf_guard_add(&above, xc, WF_CMP_GT, wf_term_int(root));
   unsigned R = 1u << WF_DIR_RAMP;
-  wf_pe_class_add_route(L->cls, &at, col, WF_DIR_RAMP, (1u << lo) | (1u << hi));
-  wf_pe_class_add_route(L->cls, &below, col, hi, (1u << lo) | R);
-  wf_pe_class_add_route(L->cls, &above, col, lo, (1u << hi) | R);
+  if (routes) {
+    wf_pe_class_add_route(L->cls, &at, col, WF_DIR_RAMP, (1u << lo) | (1u << hi));
+    wf_pe_class_add_route(L->cls, &below, col, hi, (1u << lo) | R);
+    wf_pe_class_add_route(L->cls, &above, col, lo, (1u << hi) | R);
+  }
   wf_emit(L, &at, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   if (root > 0) wf_emit(L, &below, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   if (root < ln->n - 1)
@@ -131,13 +149,22 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
 
 int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int sym, int64_t len,
                             wf_peop combine, wf_loc loc, wf_coll_result *out) {
+  if (algo == WF_COLL_SNAKE) algo = WF_COLL_CHAIN; /* a snake along one line is the chain */
   wf_coll_choice c;
-  int rc = pick(L, WF_COLL_ALLREDUCE, ln->n, 1, algo, len, loc, &c);
+  unsigned lowered = LOWERED_1D | (combine == WF_PEOP_RECVADD ? 1u << WF_COLL_RING : 0);
+  int rc = pick_from(L, WF_COLL_ALLREDUCE, ln->n, 1, algo, len, lowered, loc, &c);
   if (rc) return rc;
+  if (c.algo == WF_COLL_RING) {
+    rc = wf_lower_coll_ring(L, ln, sym, len, loc);
+    fill(out, &c, 0, ln->n > 1 ? 2 : 0);
+    if (out) out->predicted += (double)wf_ring_local_cycles(ln->n, len);
+    return rc;
+  }
   int root = (int)c.root, colors = 0;
   if (root < 0 || root >= ln->n) root = 0;
   rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors);
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
+  if (!rc) wf_coll_cache_reset_last(L, ln);
   fill(out, &c, root, colors + (ln->n > 1));
   return rc;
 }
@@ -168,9 +195,14 @@ static int xy_reduce_to(wf_lower *L, wf_coll_algo algo, int rx, int ry, int sym,
 int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
                             wf_loc loc, wf_coll_result *out) {
   wf_coll_choice c;
-  int rc = pick(L, WF_COLL_REDUCE, L->w, L->h, algo, len, loc, &c);
+  int rc = pick_from(L, WF_COLL_REDUCE, L->w, L->h, algo, len, LOWERED_1D | 1u << WF_COLL_SNAKE, loc, &c);
   if (rc) return rc;
   int colors = 0;
+  if (c.algo == WF_COLL_SNAKE) {
+    rc = wf_lower_coll_snake(L, sym, len, combine, loc);
+    fill(out, &c, 0, 2);
+    return rc;
+  }
   rc = xy_reduce_to(L, c.algo, L->w - 1, L->h - 1, sym, len, combine, loc, &colors);
   fill(out, &c, 0, colors);
   return rc;
@@ -209,7 +241,19 @@ int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf
 int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
                                wf_loc loc, wf_coll_result *out) {
   wf_coll_choice c;
-  int rc = pick(L, WF_COLL_ALLREDUCE, L->w, L->h, algo, len, loc, &c);
+  int rc;
+  if (algo == WF_COLL_SNAKE) {
+    /* the model prices no snake allreduce: the snake reduce plus the 2D broadcast */
+    rc = pick_from(L, WF_COLL_REDUCE, L->w, L->h, algo, len, 1u << WF_COLL_SNAKE, loc, &c);
+    if (rc) return rc;
+    wf_coll_params p = params(L);
+    c.predicted += wf_coll_bcast2d(L->w, L->h, len, &p);
+    rc = wf_lower_coll_snake(L, sym, len, combine, loc);
+    if (!rc) rc = wf_lower_coll_bcast_2d(L, L->w - 1, L->h - 1, sym, len, loc);
+    fill(out, &c, 0, 3);
+    return rc;
+  }
+  rc = pick(L, WF_COLL_ALLREDUCE, L->w, L->h, algo, len, loc, &c);
   if (rc) return rc;
   int colors = 0;
   rc = xy_reduce_to(L, c.algo, 0, 0, sym, len, combine, loc, &colors);

@@ -41,6 +41,11 @@ int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const char *axis = wf_op_str(f, op, "axis", "x");
   const char *algo_s = wf_op_str(f, op, "algo", op->code == WF_OP_DIST_BROADCAST ? "flood" : "auto");
   int algo = strcmp(algo_s, "auto") ? wf_coll_algo_parse(algo_s) : -1;
+  int forced = strcmp(algo_s, "auto") != 0;
+  if (op->code != WF_OP_DIST_BROADCAST && L->reduce_algo != -2) { /* waferc --reduce-algo */
+    algo = L->reduce_algo;
+    forced = algo >= 0;
+  }
   int lead = check_layout(L, op, axis);
   if (lead < 0) return WF_EXIT_INPUT;
   int64_t xr, xc, yr, yc;
@@ -67,13 +72,13 @@ int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   wf_coll_result res;
   memset(&res, 0, sizeof res);
-  int rc = 0, xy = lead == 2 || (op->code == WF_OP_DIST_BROADCAST && !strcmp(axis, "xy"));
+  int rc = 0, xy = lead == 2 || (op->code == WF_OP_DIST_BROADCAST && (!strcmp(axis, "xy") || !strcmp(axis, "snake")));
   int along_y = !strcmp(axis, "y");
   wf_coll_line ln = {along_y ? WF_AXIS_Y : WF_AXIS_X, along_y ? L->h : L->w, wf_guard0()};
   const char *kind = "";
-  if (!strcmp(axis, "snake")) {
-    wf_error(op->loc, "'%s': axis snake is not lowered yet (use xy)", wf_opinfos[op->code].name);
-    return WF_EXIT_UNSUPPORTED;
+  if (!strcmp(axis, "snake") && op->code != WF_OP_DIST_BROADCAST && L->reduce_algo == -2) {
+    algo = WF_COLL_SNAKE; /* axis snake: the partials laid out as for xy, reduced along a snake */
+    forced = 1;
   }
   if (op->code == WF_OP_DIST_BROADCAST) {
     kind = "broadcast";
@@ -102,6 +107,6 @@ int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   snprintf(out->text, sizeof out->text, "%s-%s:%s", kind, axis, wf_coll_algo_name(res.algo));
   out->lowering = out->text;
   out->predicted = (int64_t)(res.predicted + 0.5) + local;
-  snprintf(out->explain, sizeof out->explain, "%s%.200s", algo < 0 ? "auto: " : "forced: ", res.why);
+  snprintf(out->explain, sizeof out->explain, "%s%.200s", forced ? "forced: " : "auto: ", res.why);
   return rc;
 }

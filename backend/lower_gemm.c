@@ -16,14 +16,15 @@ int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_error(op->loc, "dist.gemm lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
     return WF_EXIT_UNSUPPORTED;
   }
-  if (L->w != L->h) {
-    wf_error(op->loc, "dist.gemm{algo=%s} needs a square region; the region is %dx%d", name, L->w, L->h);
+  if (L->w != L->h && a != WF_GEMM_ALLGATHER) {
+    wf_error(op->loc, "dist.gemm{algo=%s} needs a square region; the region is %dx%d (allgather takes any)", name, L->w, L->h);
     return WF_EXIT_UNSUPPORTED;
   }
   switch (a) {
     case WF_GEMM_MESHGEMM: return wf_lower_gemm_shift(L, op, out, &wf_ring_interleave, a);
     case WF_GEMM_CANNON: return wf_lower_gemm_shift(L, op, out, &wf_ring_plain, a);
     case WF_GEMM_SUMMA: return wf_lower_matmul(L, op, out);
+    case WF_GEMM_ALLGATHER: return wf_lower_gemm_allgather(L, op, out);
     default:
       wf_error(op->loc, "dist.gemm{algo=%s} has no lowering yet", name);
       return WF_EXIT_UNSUPPORTED;

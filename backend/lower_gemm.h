@@ -44,6 +44,9 @@ typedef struct wf_ring {
 extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
 extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
 
+/* lower_gemm_allgather.c: gather the row and column panels, then multiply locally. */
+int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo);
 

@@ -45,19 +45,25 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   WF_ASSERT(k == kb && yr * yc == n);
   const char *how = wf_op_str(f, op, "allreduce", "auto");
   int K = (int)wf_op_int(f, op, "k", 2), groups = (int)wf_op_int(f, op, "groups", 0);
+  if (L->gemv_how) how = L->gemv_how; /* waferc --gemv-allreduce, --gemv-k, --gemv-groups */
+  if (L->gemv_k >= 0) K = L->gemv_k;
+  if (L->gemv_groups >= 0) groups = L->gemv_groups;
   if (K < 1 || groups < 0) {
     wf_error(op->loc, "dist.gemv: k must be >= 1 and groups >= 0 (got k=%d, groups=%d)", K, groups);
     return WF_EXIT_INPUT;
   }
   wf_coll_params p = wf_coll_params_from_target(L->t);
   double ck = ktree_cost(L->w, K, groups, n, &p), cp = pipeline_cost(L->w, n, &p);
-  int use_ktree;
+  double cr = L->w > 1 ? wf_coll_ring(L->w, n, &p) + (double)wf_ring_local_cycles(L->w, n) : 0;
+  int use_ktree, use_ring = 0;
   if (!strcmp(how, "ktree")) use_ktree = 1;
   else if (!strcmp(how, "pipeline")) use_ktree = 0;
-  else if (!strcmp(how, "auto")) use_ktree = ck >= 0 && ck <= cp;
-  else {
-    wf_error(op->loc, "dist.gemv: allreduce '%s' is not lowered (ktree, pipeline or auto; ring is "
-                      "not lowered yet)", how);
+  else if (!strcmp(how, "ring")) use_ktree = 0, use_ring = 1;
+  else if (!strcmp(how, "auto")) {
+    use_ktree = ck >= 0 && ck <= cp && ck <= cr;
+    use_ring = !use_ktree && cr < cp;
+  } else {
+    wf_error(op->loc, "dist.gemv: allreduce '%s' is not lowered (ktree, pipeline, ring or auto)", how);
     return WF_EXIT_UNSUPPORTED;
   }
   int sx = wf_lower_sym(L, xv), sw = wf_lower_sym(L, wv), sy = wf_lower_sym(L, yv);
@@ -71,7 +77,9 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (L->w > 1) {
     wf_line_tree t = {0};
     int root = L->w - 1;
-    if (use_ktree) {
+    if (use_ring) {
+      rc = wf_lower_coll_ring(L, &ln, sy, n, op->loc);
+    } else if (use_ktree) {
       wf_ktree kt;
       if (wf_ktree_build(L->w, K, groups, &kt)) {
         wf_error(op->loc, "dist.gemv: cannot build a %d-level K-tree over %d PEs", K, L->w);
@@ -86,17 +94,19 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_coll_result res;
       rc = wf_lower_coll_reduce(L, &ln, WF_COLL_CHAIN, root, sy, n, WF_PEOP_RECVADD, op->loc, &res);
     }
-    if (!rc) rc = wf_lower_coll_bcast(L, &ln, root, sy, n, op->loc);
+    if (!rc && !use_ring) rc = wf_lower_coll_bcast(L, &ln, root, sy, n, op->loc);
+    if (!rc && !use_ring) wf_coll_cache_reset_last(L, &ln);
   }
-  double comm = use_ktree ? ck : cp;
-  if (groups > 0) snprintf(out->text, sizeof out->text, "meshgemv:ktree{groups=%d}", groups);
+  double comm = use_ring ? cr : use_ktree ? ck : cp;
+  if (use_ring) snprintf(out->text, sizeof out->text, "gemv:ring-allreduce");
+  else if (groups > 0 && use_ktree) snprintf(out->text, sizeof out->text, "meshgemv:ktree{groups=%d}", groups);
   else if (use_ktree) snprintf(out->text, sizeof out->text, "meshgemv:ktree{k=%d}", K);
   else snprintf(out->text, sizeof out->text, "gemv:pipeline-allreduce");
   out->lowering = out->text;
   out->predicted = local + (int64_t)(comm + 0.5);
   snprintf(out->explain, sizeof out->explain,
            "%s: local GEMV 1x%lldx%lld (%lld cycles), allreduce of %lld words over %d PEs: ktree "
-           "%.0f, pipeline %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
-           (long long)k, (long long)n, (long long)local, (long long)n, L->w, ck, cp);
+           "%.0f, pipeline %.0f, ring %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
+           (long long)k, (long long)n, (long long)local, (long long)n, L->w, ck, cp, cr);
   return rc;
 }

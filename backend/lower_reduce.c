@@ -9,7 +9,9 @@
  * The allreduce is phase 1's chain: partials flow to position 0 of the line, combined as
  * they arrive (recvadd / recvmax), then position 0 floods the result back. Every value
  * crosses the fabric as wavelets. */
-#include "backend/lower.h"
+#include <string.h>
+
+#include "backend/lower_collective.h"
 #include "waferc/diag.h"
 
 int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op) {
@@ -20,11 +22,34 @@ int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op) {
   }
 }
 
+/* Records a library allreduce in the current op's manifest `explain` (a softmax or norm may
+ * hold two): "allreduce-x:ring (len 4, 61 cycles predicted)". */
+static void note_collective(wf_lower *L, const wf_coll_result *res, int axis, int64_t len) {
+  char *e = L->ops[L->n_ops].explain;
+  size_t n = strlen(e);
+  snprintf(e + n, sizeof L->ops[0].explain - n, "%sallreduce-%s:%s (%lld words, %.0f cycles predicted)",
+           n ? "; " : "", axis == WF_AXIS_X ? "x" : "y", wf_coll_algo_name(res->algo), (long long)len,
+           res->predicted);
+}
+
 int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
                        int64_t *cycles) {
   int along_x = axis == WF_AXIS_X;
   int pes = along_x ? L->w : L->h;
   if (pes <= 1) return 0;
+  if (L->reduce_algo != -2) {
+    /* waferc --reduce-algo: the collectives library, forced or the model's choice (a ring
+     * cannot combine maxima: a max takes the model's choice among the trees) */
+    wf_coll_line ln = {axis, pes, wf_guard0()};
+    int algo = L->reduce_algo == WF_COLL_RING && is_max ? -1 : L->reduce_algo;
+    wf_coll_result res;
+    memset(&res, 0, sizeof res);
+    int rc = wf_lower_coll_allreduce(L, &ln, algo, sym, len, is_max ? WF_PEOP_RECVMAX : WF_PEOP_RECVADD,
+                                     loc, &res);
+    if (cycles) *cycles += (int64_t)(res.predicted + 0.5);
+    note_collective(L, &res, axis, len);
+    return rc;
+  }
   int cred = wf_lower_color(L, along_x ? WF_COLOR_REDUCE_X : WF_COLOR_REDUCE_Y, loc);
   int cbc = wf_lower_color(L, along_x ? WF_COLOR_BCAST_X : WF_COLOR_BCAST_Y, loc);
   if (cred < 0 || cbc < 0) return WF_EXIT_NOFIT;

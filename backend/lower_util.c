@@ -52,8 +52,9 @@ void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols)
   for (int d = 0; d < t->rank; d++) {
     int64_t parts = t->layout.dims[d].split == WF_AXIS_X ? L->w
                     : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
-    if (d == t->rank - 1) *cols = t->dims[d] / parts;
-    else *rows *= t->dims[d] / parts;
+    int64_t b = (t->dims[d] + parts - 1) / parts; /* padded: partition_pad.c */
+    if (d == t->rank - 1) *cols = b;
+    else *rows *= b;
   }
 }
 

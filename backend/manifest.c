@@ -40,6 +40,7 @@ static cJSON *target_json(const wf_target *t) {
   cJSON_AddNumberToObject(o, "queue_depth", t->queue_depth);
   cJSON_AddNumberToObject(o, "exp_cycles", t->exp_cycles);
   cJSON_AddNumberToObject(o, "div_cycles", t->div_cycles);
+  cJSON_AddNumberToObject(o, "bank_conflict_cycles", t->bank_conflict_cycles);
   return o;
 }
 
@@ -70,6 +71,19 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name) {
   strncat(layout, "}", sizeof layout - strlen(layout) - 1);
   cJSON_AddStringToObject(o, "layout", layout);
   cJSON_AddItemToObject(o, "split", split);
+  /* Dims the region does not divide are padded with zeros to whole blocks. */
+  int64_t pad[WF_MAX_RANK];
+  int any = 0;
+  for (int d = 0; d < t->rank; d++) {
+    int s = t->layout.rank == t->rank ? t->layout.dims[d].split : WF_AXIS_NONE;
+    int64_t p = s == WF_AXIS_X ? L->w : s == WF_AXIS_Y ? L->h : 1;
+    pad[d] = (t->dims[d] + p - 1) / p * p;
+    any |= pad[d] != t->dims[d];
+  }
+  if (any) {
+    cJSON *ps = cJSON_AddArrayToObject(o, "padded_shape");
+    for (int d = 0; d < t->rank; d++) cJSON_AddItemToArray(ps, cJSON_CreateNumber((double)pad[d]));
+  }
   cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[L->region].name));
   return o;
 }

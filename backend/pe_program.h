@@ -40,7 +40,8 @@ typedef enum wf_pe_cost {
   WF_PECOST_FABRIC,  /* wavelet streams: one wavelet per cycle when the fabric allows */
   WF_PECOST_CTL,     /* one wavelet-sized item down the ramp (control, teardown, switch write) */
   WF_PECOST_TASK,    /* task scheduler instruction: activate / block / unblock */
-  WF_PECOST_ASYNC    /* starts a background fabric stream; the issuing task continues */
+  WF_PECOST_ASYNC,   /* starts a background fabric stream; the issuing task continues */
+  WF_PECOST_SIMD16   /* fp16 vector op: ceil(work / fp16_simd) cycles */
 } wf_pe_cost;
 
 typedef struct wf_peop_info {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MeshGEMM vs Cannon vs SUMMA: simulated cycles and compute efficiency of C = A B (M=K=N)
+# MeshGEMM vs Cannon vs SUMMA vs allgather: simulated cycles and compute efficiency of C = A B (M=K=N)
 # on S x S meshes, timing mode (docs/gemm.md). One JSON line per run on stdout, a table on
 # stderr. Usage: bench/gemm.sh [build-dir] [sizes] [meshes]
 #   bench/gemm.sh build "512 1024 2048 4096" "8 16 32 64 128"
@@ -13,7 +13,7 @@ export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$(dirname "$0")/../targets}
 printf '%-6s %-5s %-9s %12s %12s %6s\n' size mesh algo cycles predicted eff >&2
 for n in $SIZES; do
   for s in $MESHES; do
-    for algo in meshgemm cannon summa; do
+    for algo in meshgemm cannon summa allgather; do
       out=$("$B/bin/wafer-bench" gemm --algo=$algo --mesh=$s --m=$n --k=$n --n=$n 2>/dev/null) || {
         printf '%-6s %-5s %-9s %12s\n' "$n" "$s" "$algo" "no fit / failed" >&2
         continue

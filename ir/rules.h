@@ -21,6 +21,7 @@ int64_t wf_op_bytes(const wf_func *f, const wf_op *op);
   int wf_rule_##rule(wf_func *f, const wf_op *op, wf_type *out);               \
   int64_t wf_cost_##rule(const wf_func *f, const wf_op *op);
 WF_RULE_DECL(matmul)
+WF_RULE_DECL(matmul_t) /* dist.gemm_t: rules_gemm_t.c */
 WF_RULE_DECL(gemm)
 WF_RULE_DECL(binary)
 WF_RULE_DECL(compare)

@@ -1,7 +1,8 @@
 /* lower-gemm — turns every partitioned rank-2 matmul into dist.gemm{algo=...}
  * (docs/gemm.md). `algo=auto` (the default) takes the algorithm with the lowest predicted
  * cycles for the matmul's block sizes on its region (backend/gemm_cost.c); a named algorithm
- * is used as given. Runs after partition: the blocks come from the layouts. */
+ * is used as given. matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (option gemm-t). Runs
+ * after partition: the blocks come from the layouts. */
 #include <string.h>
 
 #include "backend/gemm_algos.h"
@@ -9,12 +10,40 @@
 
 static const wf_pass_option lower_gemm_opts[] = {
     {"algo", WF_OPT_STRING, "auto", "meshgemm, cannon, summa, allgather or auto (lowest predicted cycles)"},
+    {"gemm-t", WF_OPT_BOOL, "true", "matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (no transpose of B)"},
 };
 static const char *const lower_gemm_stats[] = {"gemms-lowered"};
 
 static int64_t block(const wf_type *t, int d, const wf_region *r) {
   int s = t->layout.dims[d].split;
-  return t->dims[d] / (s == WF_AXIS_X ? r->w : s == WF_AXIS_Y ? r->h : 1);
+  int64_t p = s == WF_AXIS_X ? r->w : s == WF_AXIS_Y ? r->h : 1;
+  return (t->dims[d] + p - 1) / p; /* a padded dim's block (partition_pad.c) */
+}
+
+/* The producer of v when it is a rank-2 `transpose` with perm [1, 0], else NULL. */
+static wf_op *transpose_of(wf_func *f, wf_value v) {
+  wf_func_foreach_op(f, op) {
+    if (op->n_results != 1 || op->results[0] != v) continue;
+    if (op->code != WF_OP_TRANSPOSE) return NULL;
+    const wf_attr *p = wf_op_attr(f, op, "perm");
+    if (!p || p->u.ints.n != 2 || p->u.ints.v[0] != 1 || p->u.ints.v[1] != 0) return NULL;
+    return op;
+  }
+  return NULL;
+}
+
+/* matmul(A, transpose(B)) -> dist.gemm_t(A, B): B stays as stored (WaferLLM's
+ * dist-GEMM-T); the transpose goes when nothing else reads it. Both B and B^T are
+ * {rows_y, cols_x}, so B's layout is the one gemm_t wants. */
+static int to_gemm_t(wf_func *f, wf_op *op) {
+  wf_op *tr = transpose_of(f, op->operands[1]);
+  if (!tr) return 0;
+  const wf_type *tb = wf_value_type(f, tr->operands[0]);
+  if (tb->rank != 2 || !tb->layout.rank) return 0;
+  wf_op_set_operand(f, op, 1, tr->operands[0]);
+  op->code = WF_OP_DIST_GEMM_T;
+  if (wf_value_use_count(f, tr->results[0]) == 0) wf_op_unlink(f, tr);
+  return 1;
 }
 
 static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
@@ -27,6 +56,7 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
                 algo);
     return WF_EXIT_USAGE;
   }
+  int gemm_t = wf_pass_opt_bool(ctx, "gemm-t");
   int64_t n = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
     wf_func *f = m->funcs[fi];
@@ -36,6 +66,10 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       const wf_type *tc = wf_value_type(f, op->results[0]);
       if (ta->rank != 2 || tb->rank != 2 || !ta->layout.rank || !tb->layout.rank || !tc->layout.rank)
         continue; /* not partitioned (or batched): left to the matmul lowering's diagnostics */
+      if (gemm_t && to_gemm_t(f, op)) {
+        n++;
+        continue;
+      }
       const wf_region *r = &m->regions[tc->layout.region];
       wf_gemm_algo a = forced;
       if (is_auto) a = wf_gemm_auto(t, r->w, r->h, block(ta, 0, r), block(ta, 1, r), block(tb, 1, r));
@@ -51,4 +85,4 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
 
 const wf_pass_info wf_pass_lower_gemm = {
     "lower-gemm", "Turn partitioned matmuls into dist.gemm{algo=...}, chosen by the cost model",
-    lower_gemm_opts, 1, lower_gemm_stats, 1, run_lower_gemm};
+    lower_gemm_opts, 2, lower_gemm_stats, 1, run_lower_gemm};

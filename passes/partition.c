@@ -10,12 +10,14 @@
  * B {K_y, N_x}, exactly the blocks the broadcast GEMM lowerings multicast along rows and
  * columns; elementwise ops, biases and scales see matching blocks, and reductions over the
  * last two axes reduce along x or y. A reduction without keepdims keeps its input's splits.
- * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c). Split dims
- * must divide evenly (no padding yet); scalars and non-f32 tensors are rejected. */
+ * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c). A split dim
+ * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
+ * padding leaks into results); scalars and non-f32 tensors are rejected. */
 #include <stdio.h>
 #include <string.h>
 
 #include "passes/decompose.h"
+#include "passes/partition_pad.h"
 #include "waferc/pass.h"
 
 static const wf_pass_option partition_opts[] = {
@@ -59,17 +61,6 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
                     : from_end == 0                 ? WF_AXIS_X
                                                     : WF_AXIS_Y;
     l.dims[d] = (wf_layout_dim){wf_intern(c->m, label), split, WF_AXIS_NONE};
-  }
-  for (int d = 0; d < t->rank; d++) {
-    if (!l.dims[d].split) continue;
-    int parts = l.dims[d].split == WF_AXIS_X ? c->w : c->h;
-    if (t->dims[d] % parts) {
-      wf_error(loc, "partition: %s: dim %d (%lld) is not divisible by the mesh %s (%d); padding is "
-                    "not implemented, choose a mesh that divides it",
-               what, d, (long long)t->dims[d], l.dims[d].split == WF_AXIS_X ? "width" : "height",
-               parts);
-      return -1;
-    }
   }
   t->layout = l;
   return 0;
@@ -121,7 +112,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   int bad = 0;
   wf_func_foreach_op(f, op) {
     switch (op->code) {
-      case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
+      case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_DIST_GEMM_T: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
       case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG: case WF_OP_EXP: case WF_OP_LOG:
       case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
       case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
@@ -174,6 +165,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     if (ret && i < ret->n_operands)
       f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;
   }
+  if (wf_partition_check_padding(f, c.w, c.h)) return WF_EXIT_UNSUPPORTED;
   wf_pass_stat_add(ctx, "values-partitioned", n);
   wf_pass_set_changed(ctx);
   return 0;

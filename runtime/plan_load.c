@@ -116,6 +116,14 @@ static int load_target(lctx *c, const cJSON *t, wf_target *out) {
   I("switch_positions", switch_positions);
   I("route_code_bits", route_code_bits);
 #undef I
+  /* Optional (plans written before the key existed): 0 = bank conflicts not modelled. */
+  const cJSON *bank = cJSON_GetObjectItemCaseSensitive(t, "bank_conflict_cycles");
+  if (bank && cJSON_IsNumber(bank) && bank->valuedouble >= 0)
+    out->bank_conflict_cycles = (int)bank->valuedouble;
+  else if (bank) {
+    lerr(c, "target.bank_conflict_cycles: expected a non-negative integer");
+    bad = 1;
+  }
   if (get_int(c, t, "sram_bytes", "target", &v) == 0) out->sram_bytes = v;
   else bad = 1;
   if (get_ints(c, t, "fabric", "target", pair, 2) == 0) {
@@ -193,10 +201,21 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
       lerr(c, "%s.split[%d]: expected \"x\", \"y\" or \"-\", got \"%s\"", where, i, sv);
       return -1;
     }
+  }
+  /* A dim the PEs do not divide is padded to blocks of ceil(dim/parts) (docs/plan-format.md);
+   * "padded_shape", when present, must say the same. */
+  const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "padded_shape");
+  if (ps && (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) != rank)) {
+    lerr(c, "%s.padded_shape: expected an array of %d dims", where, rank);
+    return -1;
+  }
+  for (int i = 0; ps && i < rank; i++) {
     int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
-    if (t->dims[i] % parts) {
-      lerr(c, "%s: dim %d (%lld) is not divisible by the %d PEs it is split over", where, i,
-           (long long)t->dims[i], parts);
+    const cJSON *d = cJSON_GetArrayItem(ps, i);
+    int64_t want = (t->dims[i] + parts - 1) / parts * parts;
+    if (!cJSON_IsNumber(d) || (int64_t)d->valuedouble != want) {
+      lerr(c, "%s.padded_shape[%d]: dim %lld over %d PEs pads to %lld", where, i,
+           (long long)t->dims[i], parts, (long long)want);
       return -1;
     }
   }
@@ -233,7 +252,7 @@ int64_t wf_plan_block_dims(const wf_plan *p, const wf_plan_tensor *t, int64_t *b
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {
     int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
-    bdims[i] = t->dims[i] / parts;
+    bdims[i] = (t->dims[i] + parts - 1) / parts; /* the last blocks may hold padding */
     n *= bdims[i];
   }
   return n;

@@ -2,11 +2,13 @@
  * Every cost charged is listed in docs/cycle-model.md; cycles never come from host time.
  *
  * Each cycle: (1) every active PE does one cycle of work (sim_pe.c), (2) every router that
- * holds wavelets forwards at most one wavelet per input buffer (sim_fabric.c). Idle PEs
- * (asleep until a router delivers to them) and empty routers are not visited, and when no
- * wavelet is in flight and every awake PE is inside a compute instruction the clock jumps
- * to the first one that ends. Lists are kept in a deterministic order (row-major at start,
- * then wake order), so a run is reproducible bit for bit. */
+ * holds wavelets forwards at most one wavelet per input buffer (sim_fabric.c). Stepping is
+ * event-driven: a PE that waits (for a delivery, a ramp slot, its background streams) sleeps
+ * until a router event wakes it, a PE inside a compute instruction sleeps on a timer heap,
+ * empty routers are not visited, and when no wavelet is in flight and every PE computes the
+ * clock jumps to the first instruction that ends. The active PE list is kept sorted by a key
+ * (row-major at start, then wake order; sleepers a polling loop would have kept keep theirs),
+ * so a run is reproducible bit for bit and matches the polling simulator's cycles. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,19 +52,61 @@ void wf_sim_wake_router(wf_sim *s, wf_router *r) {
   }
 }
 
+/* Charges the cycles p slept through up to and including `upto`: asleep inside a task (a
+ * receive, a send on a full ramp, a `wait`) they are stalls; asleep with nothing to do, idle. */
+static void charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
+  if (p->state != WF_PE_IDLE && upto >= p->sleep_start) {
+    int64_t d = upto - p->sleep_start + 1;
+    p->stall += d;
+    s->ops[p->op].stall += d;
+  }
+}
+
+static int timer_before(const wf_pe *a, const wf_pe *b) {
+  return a->busy_until < b->busy_until || (a->busy_until == b->busy_until && a->key < b->key);
+}
+
+void wf_sim_timer_sleep(wf_sim *s, wf_pe *p) {
+  p->sleeping = WF_SLEEP_TIMER;
+  int i = s->n_timers++;
+  while (i > 0 && timer_before(p, s->timers[(i - 1) / 2])) {
+    s->timers[i] = s->timers[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  s->timers[i] = p;
+}
+
+static wf_pe *timer_pop(wf_sim *s) {
+  wf_pe *top = s->timers[0], *last = s->timers[--s->n_timers];
+  int i = 0, n = s->n_timers;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && timer_before(s->timers[c + 1], s->timers[c])) c++;
+    if (!timer_before(s->timers[c], last)) break;
+    s->timers[i] = s->timers[c];
+    i = c;
+  }
+  if (n) s->timers[i] = last;
+  return top;
+}
+
 void wf_sim_wake_pe(wf_sim *s, wf_pe *p) {
+  if (p->sleeping == WF_SLEEP_TIMER) return; /* a polled PE would not notice either */
+  int soft = p->sleeping == WF_SLEEP_SOFT;
   if (p->sleeping) {
-    p->sleeping = 0;
-    /* Cycles asleep inside a receive are stalls; asleep with nothing to do is idle. */
-    if (p->state == WF_PE_FABRIC && s->now >= p->sleep_start) {
-      int64_t d = s->now - p->sleep_start + 1;
-      p->stall += d;
-      s->ops[p->op].stall += d;
-    }
+    p->sleeping = WF_SLEEP_NONE;
+    if (soft) s->n_soft--;
+    charge_sleep(s, p, s->now);
   }
   if (!p->active) {
     p->active = 1;
-    s->act_pe[s->n_act_pe++] = p;
+    if (soft) {
+      s->soft_woken[s->n_soft_woken++] = p;
+    } else {
+      p->key = s->next_key++;
+      s->act_pe[s->n_act_pe++] = p;
+    }
   }
 }
 
@@ -160,11 +204,14 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
     if (s->routers[i]) wf_router_link(s, s->routers[i]);
   s->act_pe = calloc((size_t)s->n_pes + 1, sizeof *s->act_pe);
   s->act_rt = calloc((size_t)s->n_pes + 1, sizeof *s->act_rt);
-  WF_ASSERT(s->act_pe && s->act_rt);
+  s->soft_woken = calloc((size_t)s->n_pes + 1, sizeof *s->soft_woken);
+  s->timers = calloc((size_t)s->n_pes + 1, sizeof *s->timers);
+  WF_ASSERT(s->act_pe && s->act_rt && s->soft_woken && s->timers);
   /* Row-major activation order: deterministic, independent of the manifest's class order. */
   for (size_t i = 0; i < cells; i++)
     if (s->pes[i]) {
       s->pes[i]->active = 1;
+      s->pes[i]->key = s->next_key++;
       s->act_pe[s->n_act_pe++] = s->pes[i];
     }
   if (s->functional)
@@ -190,6 +237,8 @@ void wf_sim_free(wf_sim *s) {
   free(s->pes);
   free(s->routers);
   free(s->act_pe);
+  free(s->soft_woken);
+  free(s->timers);
   free(s->act_rt);
   free(s->ops);
   free(s->ci);
@@ -197,6 +246,26 @@ void wf_sim_free(wf_sim *s) {
 }
 
 /* ---- the main loop -------------------------------------------------------------------- */
+
+static int by_key(const void *a, const void *b) {
+  int64_t x = (*(wf_pe *const *)a)->key, y = (*(wf_pe *const *)b)->key;
+  return (x > y) - (x < y);
+}
+
+/* Puts the SOFT sleepers woken this cycle back at their places (the list is sorted by key:
+ * row-major at start, then wake order). Walks from the end so the merge needs no copy. */
+static void merge_soft_woken(wf_sim *s) {
+  int m = s->n_soft_woken;
+  if (!m) return;
+  qsort(s->soft_woken, (size_t)m, sizeof *s->soft_woken, by_key);
+  int i = s->n_act_pe - 1, j = m - 1, k = s->n_act_pe + m - 1;
+  while (j >= 0) {
+    if (i >= 0 && s->act_pe[i]->key > s->soft_woken[j]->key) s->act_pe[k--] = s->act_pe[i--];
+    else s->act_pe[k--] = s->soft_woken[j--];
+  }
+  s->n_act_pe += m;
+  s->n_soft_woken = 0;
+}
 
 static int compact_lists(wf_sim *s, int64_t *next_busy) {
   int all_compute = 1;
@@ -208,11 +277,18 @@ static int compact_lists(wf_sim *s, int64_t *next_busy) {
       p->active = 0;
       continue;
     }
-    if (p->state != WF_PE_COMPUTE || p->n_async) all_compute = 0;
-    else if (p->busy_until < *next_busy) *next_busy = p->busy_until;
     s->act_pe[k++] = p;
   }
   s->n_act_pe = k;
+  merge_soft_woken(s);
+  /* SOFT sleepers would not stop the clock jump: they wait for router events, and a jump
+   * happens only when no router holds a wavelet. */
+  for (int i = 0; i < s->n_act_pe; i++) {
+    const wf_pe *p = s->act_pe[i];
+    if (p->state != WF_PE_COMPUTE || p->n_async) all_compute = 0;
+    else if (p->busy_until < *next_busy) *next_busy = p->busy_until;
+  }
+  if (s->n_timers && s->timers[0]->busy_until < *next_busy) *next_busy = s->timers[0]->busy_until;
   k = 0;
   for (int i = 0; i < s->n_act_rt; i++) {
     wf_router *r = s->act_rt[i];
@@ -227,8 +303,17 @@ int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
   s->ran = 1;
   int64_t quiet = 0;
-  while (s->n_act_pe || s->n_act_rt) {
-    s->progress = 0;
+  while (s->n_act_pe || s->n_act_rt || s->n_timers) {
+    /* Compute instructions ending now rejoin the list at their places. */
+    while (s->n_timers && s->timers[0]->busy_until <= s->now) {
+      wf_pe *p = timer_pop(s);
+      p->sleeping = WF_SLEEP_NONE;
+      p->active = 1;
+      s->soft_woken[s->n_soft_woken++] = p;
+    }
+    merge_soft_woken(s);
+    /* A PE still inside a compute instruction counts as progress, as when it was polled. */
+    s->progress = s->n_timers > 0;
     int n = s->n_act_pe;
     for (int i = 0; i < n && !s->failed; i++)
       if (!s->act_pe[i]->sleeping) wf_pe_step(s, s->act_pe[i]);
@@ -237,8 +322,27 @@ int wf_sim_run(wf_sim *s) {
     if (s->failed) return WF_EXIT_RUNTIME;
     int64_t next_busy;
     int all_compute = compact_lists(s, &next_busy);
-    if (!s->n_act_pe && !s->n_act_rt) break;
     quiet = s->progress ? 0 : quiet + 1;
+    if (!s->n_act_pe && !s->n_act_rt && !s->n_timers) {
+      if (!s->n_soft) break;
+      /* Only SOFT sleepers are left and nothing can wake them: a polling simulator would
+       * spin until the deadlock bound (or --max-cycles); report what it would have. */
+      int64_t at = s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
+      if (s->opts.max_cycles && at > s->opts.max_cycles) {
+        wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
+                    (long long)s->opts.max_cycles);
+        return WF_EXIT_RUNTIME;
+      }
+      s->now = at;
+      quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
+      size_t cells = (size_t)s->w * (size_t)s->h;
+      for (size_t i = 0; i < cells; i++)
+        if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) charge_sleep(s, s->pes[i], s->now);
+      char why[128];
+      snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
+      wf_sim_report_deadlock(s, why);
+      return WF_EXIT_RUNTIME;
+    }
     if (quiet >= s->opts.deadlock_cycles) {
       char why[128];
       snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
@@ -246,7 +350,8 @@ int wf_sim_run(wf_sim *s) {
       return WF_EXIT_RUNTIME;
     }
     int64_t next = s->now + 1;
-    if (!s->n_act_rt && all_compute && s->n_act_pe && next_busy > next) next = next_busy;
+    if (!s->n_act_rt && all_compute && (s->n_act_pe || s->n_timers) && next_busy > next)
+      next = next_busy;
     if (s->opts.max_cycles && next > s->opts.max_cycles) {
       wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
                   (long long)s->opts.max_cycles);

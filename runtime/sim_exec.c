@@ -34,13 +34,16 @@ int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr
   for (int i = 0; info->sig[i]; i++)
     if (info->sig[i] == 'n') work *= ival(p, in, i);
   const wf_target *t = &s->plan->target;
+  int64_t simd = t->fp16_simd > 0 ? t->fp16_simd : 1, cyc;
   switch (info->cost) {
-    case WF_PECOST_ELEM: return work;
-    case WF_PECOST_EXP: return work * t->exp_cycles;
-    case WF_PECOST_DIV: return work * t->div_cycles;
-    case WF_PECOST_FMAC: return (work + t->fmac_per_cycle - 1) / t->fmac_per_cycle;
+    case WF_PECOST_ELEM: cyc = work; break;
+    case WF_PECOST_EXP: cyc = work * t->exp_cycles; break;
+    case WF_PECOST_DIV: cyc = work * t->div_cycles; break;
+    case WF_PECOST_FMAC: cyc = (work + t->fmac_per_cycle - 1) / t->fmac_per_cycle; break;
+    case WF_PECOST_SIMD16: cyc = (work + simd - 1) / simd; break;
     default: return 0;
   }
+  return cyc + wf_sim_bank_conflicts(s, p, in);
 }
 
 static float gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
@@ -143,6 +146,7 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
     default:
       break;
   }
+  if (wf_peops[in->op].cost == WF_PECOST_SIMD16) return wf_sim_run_f16(s, p, in, fn);
   if (!strcmp(sig, "dssnnm")) {
     int64_t m = ival(p, in, 3), n = ival(p, in, 4);
     int mode = (int)in->args[5].term.k;

@@ -149,6 +149,12 @@ void wf_router_link(wf_sim *s, wf_router *r) {
   }
 }
 
+/* A slot of the RAMP buffer was freed: the PE may be asleep waiting to send into it. */
+static void ramp_freed(wf_sim *s, wf_router *r) {
+  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
+  if (pe->sleeping == WF_SLEEP_SOFT) wf_sim_wake_pe(s, pe);
+}
+
 /* Tries to move the head of buffer (c, rx). Returns 1 if it moved. */
 static int forward(wf_sim *s, wf_router *r, int c, int rx) {
   wf_rcolor *rc = &r->rc[c];
@@ -159,6 +165,7 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
     rc->pos = w->arg < rc->npos ? w->arg : (uint8_t)(rc->npos - 1);
     wf_fifo_pop(s, f);
     popped(r, c, rx);
+    ramp_freed(s, r);
     s->progress = 1;
     w = wf_fifo_head(f);
   }
@@ -196,6 +203,7 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
   if (!ok) return 0; /* backpressure: multicast moves only when every tx port can take it */
   wf_wv v = wf_fifo_pop(s, f);
   popped(r, c, rx);
+  if (rx == WF_DIR_RAMP) ramp_freed(s, r);
   int adv_own = v.kind == WF_WV_DATA && v.adv && rx == WF_DIR_RAMP;
   v.adv = 0;
   for (int d = 0; d < WF_DIR_COUNT; d++) {

@@ -62,6 +62,15 @@ typedef struct wf_router {
 
 enum { WF_PE_IDLE, WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC };
 
+/* Why a PE is not visited. HARD: every stream waits for a delivery or nothing is left to
+ * run; it rejoins the active list at its end when woken. SOFT: it waits for a delivery, a
+ * free ramp slot or its own background streams (a `wait`, all async engines busy); it keeps
+ * its place in the active list (its key), so the order PEs are stepped in, and with it
+ * every cycle count, is the one of a simulator that polled it every cycle. */
+enum { WF_SLEEP_NONE, WF_SLEEP_HARD, WF_SLEEP_SOFT, WF_SLEEP_TIMER };
+/* TIMER: inside a compute instruction with no background stream; a heap wakes it (by key,
+ * like SOFT) in the cycle its instruction ends. Deliveries do not wake it. */
+
 /* A fabric stream in progress: the main thread's current send/recv, or an async engine. */
 typedef struct wf_stream {
   const wf_pe_instr *in;
@@ -91,9 +100,10 @@ typedef struct wf_pe {
   int n_async;
   int64_t ramp_used;               /* cycle the PE last put an item down its ramp */
   int op;                          /* IR op being executed (n_ops = none yet) */
-  int sleeping;                    /* waits for a router to deliver; not visited */
+  int sleeping;                    /* WF_SLEEP_*: waits for a router event; not visited */
   int64_t sleep_start;
   int active;                      /* in the active PE list */
+  int64_t key;                     /* position in the active PE list (sorted by key) */
   int64_t finish;                  /* first cycle after its last work */
   int64_t compute, comm, stall, ctl_in;
 } wf_pe;
@@ -122,6 +132,10 @@ struct wf_sim {
   wf_router **routers;             /* same indexing */
   int n_pes;
   wf_pe **act_pe; int n_act_pe;
+  wf_pe **soft_woken; int n_soft_woken; /* SOFT sleepers woken this cycle, merged by key */
+  int n_soft;                      /* PEs in SOFT sleep */
+  wf_pe **timers; int n_timers;    /* TIMER sleepers: min-heap on (busy_until, key) */
+  int64_t next_key;
   wf_router **act_rt; int n_act_rt;
   int64_t now;
   int progress;
@@ -161,6 +175,9 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_free(wf_sim *s, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
 
+/* sim.c: puts a PE inside a compute instruction to sleep until it ends. */
+void wf_sim_timer_sleep(wf_sim *s, wf_pe *p);
+
 /* sim_pe.c */
 void wf_pe_step(wf_sim *s, wf_pe *p);
 void wf_pe_start(wf_sim *s, wf_pe *p);
@@ -173,6 +190,14 @@ int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr
  * (and *ptr, NULL in timing mode), or -1 after reporting. */
 int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t words,
                    float **ptr, int64_t *off);
+
+/* sim_f16.c: the fp16 SIMD instructions (cost SIMD16): checks operands and, when fn is
+ * set, performs `in`. 0, or -1 after reporting. */
+int wf_sim_run_f16(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn);
+
+/* sim_bank.c: source-operand read pairs of `in` that fall in one SRAM bank (each costs
+ * target.bank_conflict_cycles); 0 when the cost is off. */
+int64_t wf_sim_bank_conflicts(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
 
 /* sim_deadlock.c */
 void wf_sim_report_deadlock(wf_sim *s, const char *why);

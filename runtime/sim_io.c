@@ -6,7 +6,8 @@
 #include "waferc/diag.h"
 
 /* Copies the block at `origin` between the row-major host tensor and the PE's contiguous
- * local block, one innermost row at a time. */
+ * local block, one innermost row at a time. Block elements past the tensor's dims are
+ * padding (a dim the PEs do not divide): zeros on the way in, dropped on the way out. */
 static void copy_block(const wf_plan_tensor *t, const int64_t *origin, const int64_t *bdims,
                        float *host, float *local, int to_pe) {
   int r = t->rank;
@@ -17,13 +18,23 @@ static void copy_block(const wf_plan_tensor *t, const int64_t *origin, const int
   }
   int64_t idx[WF_MAX_RANK] = {0};
   int64_t row = bdims[r - 1];
+  int64_t live = t->dims[r - 1] - origin[r - 1]; /* real elements of each row */
+  live = live < 0 ? 0 : live > row ? row : live;
   int64_t nrows = 1;
   for (int d = 0; d < r - 1; d++) nrows *= bdims[d];
   for (int64_t k = 0; k < nrows; k++) {
-    int64_t off = 0;
-    for (int d = 0; d < r; d++) off = off * t->dims[d] + origin[d] + (d < r - 1 ? idx[d] : 0);
-    if (to_pe) memcpy(local + k * row, host + off, (size_t)row * sizeof(float));
-    else memcpy(host + off, local + k * row, (size_t)row * sizeof(float));
+    int64_t off = 0, n = live;
+    for (int d = 0; d < r; d++) {
+      int64_t i = origin[d] + (d < r - 1 ? idx[d] : 0);
+      if (d < r - 1 && i >= t->dims[d]) n = 0;
+      off = off * t->dims[d] + i;
+    }
+    if (to_pe) {
+      if (n) memcpy(local + k * row, host + off, (size_t)n * sizeof(float));
+      memset(local + k * row + n, 0, (size_t)(row - n) * sizeof(float));
+    } else if (n) {
+      memcpy(host + off, local + k * row, (size_t)n * sizeof(float));
+    }
     for (int d = r - 2; d >= 0; d--) {
       if (++idx[d] < bdims[d]) break;
       idx[d] = 0;

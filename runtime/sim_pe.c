@@ -334,17 +334,59 @@ static void async_streams(wf_sim *s, wf_pe *p) {
   }
 }
 
-/* A stream that can only progress when a router delivers to this PE. */
-static int waits_for_delivery(const wf_pe *p, const wf_stream *st) {
-  return is_input(st->in->op) && p->q[st->ci].count == 0;
+/* What a stream waits for if it cannot move next cycle: 1 a delivery into its input queue,
+ * 2 a free slot in the router's RAMP buffer (the router wakes the PE when it frees one);
+ * 0 it may move. */
+static int stream_blocked(wf_sim *s, const wf_pe *p, const wf_stream *st) {
+  if (is_input(st->in->op) && p->q[st->ci].count == 0) return 1;
+  if (st->co >= 0 && wf_sim_router_of(s, p)->rc[st->co].in[WF_DIR_RAMP].count >= s->depth)
+    return 2;
+  return 0;
 }
 
+/* The instruction a FETCH-state PE fetches next waits only for router events or for its own
+ * background streams (which then all wait for router events): a `wait` join, an async
+ * issue with every engine busy, a control item on a full ramp. Fetching it again each cycle
+ * would only count a stall. */
+static int fetch_blocked(wf_sim *s, const wf_pe *p) {
+  if (p->task < 0 || p->pc >= p->cls->tasks[p->task].end) return 0;
+  const wf_pe_instr *in = &p->cls->code[p->pc];
+  if (!wf_guard_eval(&in->guard, &p->env)) return 0; /* fetch would skip it */
+  if (in->op == WF_PEOP_WAIT) return p->n_async > 0;
+  if (wf_peops[in->op].cost == WF_PECOST_ASYNC) return p->n_async == WF_SIM_ASYNC;
+  if (wf_peops[in->op].cost == WF_PECOST_CTL) {
+    int lc = s->ci[p->cls_i].lidx[in->args[0].term.k];
+    return wf_sim_router_of(s, p)->rc[lc].in[WF_DIR_RAMP].count >= s->depth;
+  }
+  return 0;
+}
+
+/* Takes p out of the active list when nothing it could do next cycle can happen before a
+ * router event wakes it (a delivery, wf_sim_wake_pe; a freed ramp slot, sim_fabric.c).
+ * Sleeping costs no host time: the stall cycles are charged on waking. */
 static void maybe_sleep(wf_sim *s, wf_pe *p) {
-  if (p->state == WF_PE_COMPUTE || p->state == WF_PE_FETCH) return;
-  if (p->state == WF_PE_FABRIC && !waits_for_delivery(p, &p->cur)) return;
+  int soft = 0;
+  if (p->state == WF_PE_COMPUTE) {
+    /* Polled, it would only count down; the timer heap brings it back when it ends. */
+    if (!p->n_async && p->busy_until > s->now + 1) wf_sim_timer_sleep(s, p);
+    return;
+  }
+  if (p->state == WF_PE_FETCH) {
+    if (!fetch_blocked(s, p)) return;
+    soft = 1;
+  }
+  if (p->state == WF_PE_FABRIC) {
+    int b = stream_blocked(s, p, &p->cur);
+    if (!b) return;
+    if (b == 2) soft = 1;
+  }
   if (p->state == WF_PE_IDLE && (p->t_active & ~p->t_blocked)) return;
   for (int k = 0; k < WF_SIM_ASYNC; k++)
-    if (p->as[k].in && !waits_for_delivery(p, &p->as[k])) return;
+    if (p->as[k].in) {
+      int b = stream_blocked(s, p, &p->as[k]);
+      if (!b) return;
+      if (b == 2) soft = 1;
+    }
   const wf_cls_info *ci = &s->ci[p->cls_i];
   for (int lc = 0; lc < ci->nlc; lc++) {
     if (p->q[lc].count) data_head(s, p, lc); /* control wavelets may activate a task */
@@ -359,7 +401,8 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
   }
   if (p->state == WF_PE_IDLE && (p->t_active & ~p->t_blocked)) return;
   if (p->state == WF_PE_IDLE && !p->n_async) wf_sim_emit(s, p, WF_SIM_EV_PE_DONE, -1, -1);
-  p->sleeping = 1;
+  p->sleeping = soft ? WF_SLEEP_SOFT : WF_SLEEP_HARD;
+  if (soft) s->n_soft++;
   p->sleep_start = s->now + 1;
 }
 

@@ -21,8 +21,15 @@ typedef struct wf_plan_opts {
   const char *func;           /* function to lower; NULL = "main", else the first function */
   const char *compiler_flags; /* recorded in the manifest */
   int quiet;
+  /* Collective choices for the whole compile (waferc --reduce-algo, --gemv-allreduce); they
+   * override the ops' own attributes. reduce_algo: a wf_coll_algo name or "auto", NULL =
+   * each op's own. gemv_allreduce: ktree, pipeline, ring or auto, NULL = each op's own;
+   * gemv_k / gemv_groups: -1 = each op's own. */
+  const char *reduce_algo;
+  const char *gemv_allreduce;
+  int gemv_k, gemv_groups;
 } wf_plan_opts;
-#define WF_PLAN_OPTS_DEFAULT ((wf_plan_opts){NULL, NULL, 0})
+#define WF_PLAN_OPTS_DEFAULT ((wf_plan_opts){NULL, NULL, 0, NULL, NULL, -1, -1})
 
 /* Writes plan/ (manifest.json, programs/, weights.bin). The directory is created; on error
  * nothing is left that looks like a valid plan (the manifest is written last, atomically).

@@ -39,6 +39,8 @@ typedef struct wf_target {
   int queue_depth;           /* input queue depth per color, in wavelets */
   int exp_cycles;            /* cost of one exp/log/tanh/erf... element (multi-cycle ops) */
   int div_cycles;            /* cost of one divide / rsqrt / sqrt element */
+  int bank_conflict_cycles;  /* extra cycles when two source reads hit one SRAM bank in a
+                                cycle (0 = not modelled; optional key, default 0) */
 } wf_target;
 
 /* Loads a preset by name (searched in $WAFERC_TARGET_PATH, then the build's and the installed

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every dist.gemm algorithm (--gemm-algo) on square meshes of even and odd side, including a
-# 1x1 mesh and blocks that are not square: waferrun's C equals the reference interpreter's.
+# 1x1 mesh, blocks that are not square and sizes the mesh does not divide (zero-padded
+# blocks): waferrun's C equals the reference interpreter's.
 # Also checks that lower-gemm really produced dist.gemm with the requested algorithm.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -33,13 +34,14 @@ PY
 }
 
 n=0
-for shape in "1 12 24 36" "2 12 24 36" "3 12 24 36" "4 8 16 8" "5 10 15 20" "6 12 6 18"; do
+for shape in "1 12 24 36" "2 12 24 36" "3 12 24 36" "4 8 16 8" "5 10 15 20" "6 12 6 18" \
+             "2 7 5 9" "3 7 5 9" "4 3 10 5"; do
   set -- $shape
   S=$1
   gen "$2" "$3" "$4"
   waferc "$TMP/g.wir" --interpret --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$TMP/ref" -q \
     || fail "interpreter failed"
-  for algo in meshgemm cannon summa; do
+  for algo in meshgemm cannon summa allgather; do
     d="$TMP/$algo-$S"
     waferc "$TMP/g.wir" -o "$d" --target=test8x8 --mesh="${S}x${S}" --gemm-algo=$algo -q \
       || fail "$algo ${S}x${S}: waferc exited $?"
@@ -50,6 +52,133 @@ for shape in "1 12 24 36" "2 12 24 36" "3 12 24 36" "4 8 16 8" "5 10 15 20" "6 1
     n=$((n + 1))
   done
 done
+# Non-square meshes: allgather lowers any W x H (its panels hold the whole K whichever way it
+# is split), and auto takes it there; the shift algorithms and SUMMA reject them by name.
+for shape in "7 5 9" "12 24 36"; do
+  set -- $shape
+  gen "$1" "$2" "$3"
+  waferc "$TMP/g.wir" --interpret --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$TMP/ref" -q \
+    || fail "interpreter failed"
+  for mesh in 2x3 3x2 2x4 4x1; do
+    for algo in allgather auto; do
+      d="$TMP/ns-$algo-$mesh"
+      waferc "$TMP/g.wir" -o "$d" --target=test8x8 --mesh="$mesh" --gemm-algo=$algo -q \
+        || fail "$algo $mesh: waferc exited $?"
+      grep -q '"allgather-broadcast"' "$d/manifest.json" || fail "$algo $mesh: not lowered by allgather"
+      waferrun "$d" -q --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$d/out" \
+        || fail "$algo $mesh ($*): waferrun exited $?"
+      wafer-npycmp "$d/out/c.npy" "$TMP/ref/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null \
+        || fail "$algo $mesh ($*): C differs from the interpreter"
+      n=$((n + 1))
+    done
+  done
+done
+rc=0; waferc "$TMP/g.wir" -o "$TMP/ns-bad" --target=test8x8 --mesh=2x3 --gemm-algo=meshgemm -q 2>"$TMP/err" || rc=$?
+[ $rc = 3 ] && grep -q "needs a square region; the region is 2x3" "$TMP/err" ||
+  fail "meshgemm on 2x3 must be rejected by name (exit 3), got $rc: $(cat "$TMP/err")"
+
+# Padding through an MLP: the bias add spreads values into the padded rows, but the padding
+# along the second matmul's K stays zero, so the result is exact.
+gen 7 5 9
+python3 - "$TMP" <<'PY2'
+import struct, sys
+d = sys.argv[1]
+def npy(path, shape, seed):
+    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % ''.join('%d, ' % s for s in shape)
+    hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
+    n = 1
+    for s in shape: n *= s
+    x, vals = seed, []
+    for _ in range(n):
+        x = (x * 1103515245 + 12345) % 2**31
+        vals.append(((x >> 8) % 2001 - 1000) / 1000.0)
+    with open(path, 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
+        f.write(struct.pack('<%df' % n, *vals))
+npy(d + '/bias.npy', (9,), 3)
+npy(d + '/w2.npy', (9, 3), 4)
+PY2
+cat >"$TMP/mlp.wir" <<'EOF'
+module @mlp {
+  func @main(%a: f32[7, 5], %b: f32[5, 9], %bias: f32[9], %w2: f32[9, 3]) -> f32[7, 3] {
+    %h = matmul(%a, %b) : f32[7, 9]
+    %hb = add(%h, %bias) : f32[7, 9]
+    %g = gelu(%hb) : f32[7, 9]
+    %y = matmul(%g, %w2) : f32[7, 3]
+    return %y
+  }
+}
+EOF
+ins=(--input a="$TMP/a.npy" --input b="$TMP/b.npy" --input bias="$TMP/bias.npy" --input w2="$TMP/w2.npy")
+waferc "$TMP/mlp.wir" --interpret "${ins[@]}" --output-dir "$TMP/mref" -q || fail "mlp: interpreter failed"
+for algo in meshgemm cannon summa allgather; do
+  d="$TMP/mlp-$algo"
+  waferc "$TMP/mlp.wir" -o "$d" --target=test8x8 --mesh=2x2 --gemm-algo=$algo -q || fail "mlp $algo: waferc exited $?"
+  grep -q '"padded_shape"' "$d/manifest.json" || fail "mlp $algo: the manifest does not describe the padding"
+  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "mlp $algo: waferrun exited $?"
+  wafer-npycmp "$d/out/y.npy" "$TMP/mref/y.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
+    fail "mlp $algo (7x5x9x3 on 2x2): y differs from the interpreter"
+  n=$((n + 1))
+done
+# Padding that would leak is rejected by name: softmax over a padded axis, and exp before a
+# matmul over a padded K.
+cat >"$TMP/sm.wir" <<'EOF'
+module @sm {
+  func @main(%a: f32[7, 5]) -> f32[7, 5] {
+    %s = softmax(%a) {axis = -1} : f32[7, 5]
+    return %s
+  }
+}
+EOF
+rc=0; waferc "$TMP/sm.wir" -o "$TMP/sm" --target=test8x8 --mesh=2x2 -q 2>"$TMP/err" || rc=$?
+[ $rc = 3 ] && grep -q "softmax.*not divisible" "$TMP/err" || fail "padded softmax must be rejected (exit 3), got $rc: $(cat "$TMP/err")"
+sed -e 's/%h = matmul(%a, %b) : f32\[7, 9\]/%e = exp(%a) : f32[7, 5]\n    %h = matmul(%e, %b) : f32[7, 9]/' "$TMP/mlp.wir" >"$TMP/exp.wir"
+rc=0; waferc "$TMP/exp.wir" -o "$TMP/exp" --target=test8x8 --mesh=2x2 -q 2>"$TMP/err" || rc=$?
+[ $rc = 3 ] && grep -q "contracts K = 5" "$TMP/err" || fail "exp before a padded K must be rejected (exit 3), got $rc: $(cat "$TMP/err")"
+
+# dist.gemm_t: C = A B^T with B [N, K] as stored, written directly and as
+# matmul(A, transpose(B)) (lower-gemm rewrites it; no transpose is left), padded or not.
+for shape in "7 5 9" "12 8 6"; do
+  set -- $shape
+  python3 - "$TMP" "$1" "$2" "$3" <<'PY2'
+import struct, sys
+d, M, K, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def npy(path, rows, cols, seed):
+    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+    hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
+    x, vals = seed, []
+    for _ in range(rows * cols):
+        x = (x * 1103515245 + 12345) % 2**31
+        vals.append(((x >> 8) % 2001 - 1000) / 1000.0)
+    with open(path, 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
+        f.write(struct.pack('<%df' % len(vals), *vals))
+npy(d + '/ta.npy', M, K, 6)
+npy(d + '/tb.npy', N, K, 7)
+hdr = 'module @t {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n' % (M, K, N, K, M, N)
+open(d + '/tt.wir', 'w').write(hdr +
+    '    %%bt = transpose(%%b) {perm = [1, 0]} : f32[%d, %d]\n'
+    '    %%c = matmul(%%a, %%bt) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (K, N, M, N))
+open(d + '/gt.wir', 'w').write(hdr + '    %%c = dist.gemm_t(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (M, N))
+PY2
+  ins=(--input a="$TMP/ta.npy" --input b="$TMP/tb.npy")
+  waferc "$TMP/tt.wir" --interpret "${ins[@]}" --output-dir "$TMP/tref" -q || fail "gemm_t: interpreter failed"
+  waferc "$TMP/gt.wir" --interpret "${ins[@]}" --output-dir "$TMP/gref" -q || fail "gemm_t: interpreter failed on dist.gemm_t"
+  wafer-npycmp "$TMP/gref/c.npy" "$TMP/tref/c.npy" --atol 1e-5 >/dev/null || fail "dist.gemm_t's kernel differs from matmul(A, B^T)"
+  for S in 1 2 3 4; do
+    for w in tt gt; do
+      d="$TMP/gemmt-$w-$S"
+      waferc "$TMP/$w.wir" -o "$d" --target=test8x8 --mesh="${S}x${S}" -q || fail "gemm_t $w ${S}x${S}: waferc exited $?"
+      grep -q '"dist.gemm_t"' "$d/manifest.json" || fail "gemm_t $w ${S}x${S}: no dist.gemm_t in the plan"
+      if grep -q '"op":[[:space:]]*"transpose"' "$d/manifest.json"; then fail "gemm_t $w ${S}x${S}: a transpose was left"; fi
+      waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "gemm_t $w ${S}x${S}: waferrun exited $?"
+      wafer-npycmp "$d/out/c.npy" "$TMP/tref/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
+        fail "gemm_t $w ${S}x${S} ($*): C differs from the interpreter"
+      n=$((n + 1))
+    done
+  done
+done
+
 # The lowered IR names the algorithm.
 waferc "$TMP/g.wir" --pass-pipeline='partition{mesh=3x3},lower-gemm{algo=cannon}' --emit=ir --target=test8x8 \
   | grep -q 'dist.gemm(%a, %b) {algo = cannon}' || fail "lower-gemm did not produce dist.gemm{algo=cannon}"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ONNX models compiled to plans, run on waferrun and checked twice: against the model's own
 # reference output (ONNX's output_0.pb, or torch's for mlp2) and against waferc's reference
-# interpreter. Covers ONNX's MatMul/Gemm node tests whose shapes divide a mesh (1x1: their
-# dims are 2..10 and mostly prime; padding would lift that) and the 2-layer MLP
+# interpreter. Covers ONNX's MatMul/Gemm node tests on 1x1, 2x2 and 3x3 meshes (their dims
+# are 2..10 and mostly prime: the blocks are zero-padded) and the 2-layer MLP
 # examples/models/mlp2.onnx on meshes up to 4x4 with every GEMM algorithm that lowers.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -43,6 +43,10 @@ if [ -d "$NODE/test_matmul_2d" ]; then
            test_gemm_default_single_elem_vector_bias test_gemm_default_vector_bias \
            test_gemm_default_zero_bias test_gemm_transposeA test_gemm_transposeB; do
     dir=$NODE/$t
+    # Their dims (2..10, mostly prime) are padded on 2x2 and 3x3. transB becomes dist.gemm_t
+    # (B as stored); a transposed A needs a relayout, which only a 1x1 mesh does without the
+    # fabric.
+    case $t in *transposeA | *all_attributes) meshes="1x1" ;; *) meshes="1x1 2x2 3x3" ;; esac
     mkdir -p "$TMP/$t.in"
     waferc "$dir/model.onnx" -o "$TMP/$t.in/plan" --target=test4x4 --mesh=1x1 >/dev/null 2>&1 ||
       fail "$t: does not compile"
@@ -55,7 +59,13 @@ if [ -d "$NODE/test_matmul_2d" ]; then
       i=$((i + 1))
     done
     wafer-pb2npy "$dir/test_data_set_0/output_0.pb" "$TMP/$t.in/want.npy" || fail "$t: output_0.pb"
-    check "$t" "$dir/model.onnx" "$TMP/$t.in/want.npy" 1x1 "$ins"
+    for mesh in $meshes; do
+      check "${t}_$mesh" "$dir/model.onnx" "$TMP/$t.in/want.npy" "$mesh" "$ins"
+    done
+    if [ "$t" = test_gemm_transposeB ]; then
+      grep -q '"dist.gemm_t"' "$TMP/${t}_3x3/plan/manifest.json" ||
+        fail "$t: Gemm with transB must lower to dist.gemm_t"
+    fi
   done
 else
   echo "note: $NODE not found (libonnx-testdata): node tests skipped"

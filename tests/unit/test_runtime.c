@@ -6,7 +6,9 @@
  *   - two senders sharing one link serialize: 2B + 2 + 2*T_R for the 1-hop/2-hop pair
  *   - compute costs: matmul m*k*n / fmac, exp n * exp_cycles
  *   - a receive nobody sends to is reported as a deadlock
- *   - plans with a wrong format version or an undeclared color are rejected. */
+ *   - plans with a wrong format version or an undeclared color are rejected
+ *   - fp16 SIMD: ceil(n / fp16_simd) cycles (WSE-2 4, WSE-3 8), f16 rounding, f32 accumulate
+ *   - bank conflicts: two source reads in one bank cost bank_conflict_cycles more. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ static int failures;
   } while (0)
 
 static char tmpdir[256];
+static int g_fp16_simd = 4;   /* target keys the fp16 and bank tests vary */
+static int g_bank_cycles = 0;
 
 /* Writes plan/manifest.json and plan/programs/main.wpe for a w x h mesh running `program`.
  * The single input "a" and output "b" are f32[w*len] split along x, bound to $a and $b. */
@@ -49,10 +53,11 @@ static const char *write_plan(const char *name, int w, int h, int ramp, int dept
   fprintf(f,
           "{\"format_version\": %d,\n"
           " \"target\": {\"name\": \"unit\", \"fabric\": [%d, %d], \"sram_bytes\": 49152,\n"
-          "   \"sram_banks\": 8, \"clock_hz\": 1e9, \"fmac_per_cycle\": 1, \"fp16_simd\": 4,\n"
+          "   \"sram_banks\": 8, \"clock_hz\": 1e9, \"fmac_per_cycle\": 1, \"fp16_simd\": %d,\n"
           "   \"wavelet_bits\": 32, \"hop_cycles\": 1, \"ramp_cycles\": %d, \"colors\": 24,\n"
           "   \"reserved_colors\": [21, 22, 23], \"switch_positions\": 4, \"route_code_bits\": 5,\n"
-          "   \"queue_depth\": %d, \"exp_cycles\": 8, \"div_cycles\": 8},\n"
+          "   \"queue_depth\": %d, \"exp_cycles\": 8, \"div_cycles\": 8,\n"
+          "   \"bank_conflict_cycles\": %d},\n"
           " \"mesh\": [%d, %d],\n"
           " \"colors\": [%s],\n"
           " \"regions\": [{\"name\": \"mesh\", \"rect\": [0, 0, %d, %d],\n"
@@ -63,7 +68,7 @@ static const char *write_plan(const char *name, int w, int h, int ramp, int dept
           " \"outputs\": [{\"name\": \"b\", \"symbol\": \"$b\", \"dtype\": \"f32\", \"shape\": [%d],\n"
           "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
           " \"ops\": [{\"op\": \"test\", \"predicted_cycles\": 0}]}\n",
-          format_version, w, h, ramp, depth, w, h, colors, w, h, w, h, w * len, w * len);
+          format_version, w, h, g_fp16_simd, ramp, depth, g_bank_cycles, w, h, colors, w, h, w, h, w * len, w * len);
   fclose(f);
   return dir;
 }
@@ -270,6 +275,62 @@ static void test_tasks_async(int B) {
 }
 
 /* Limits of the target are checked when the plan loads. */
+/* fp16 SIMD: a = 1..10 narrowed to f16, squared twice in f16, widened, then an f16 x f16
+ * multiply accumulated into f32. Five SIMD16 instructions of 10 elements: ceil(10/4) = 3
+ * cycles each at fp16_simd 4 (WSE-2), ceil(10/8) = 2 at 8 (WSE-3). */
+static void test_fp16(int simd) {
+  const char *prog =
+      ".format 1\n.class main\n.sym $a 0 40\n.sym $b 48 80\n.sym $h 128 20\n.sym $h2 160 20\n"
+      ".sym $h4 192 20\n.code\nop 0\n"
+      "hcvt $h $a 10\nhmul $h2 $h $h 10\nhmul $h4 $h2 $h2 10\nhext $b $h4 10\n"
+      "hfmac $b $h $h 10\n";
+  g_fp16_simd = simd;
+  const char *dir = write_plan(simd == 4 ? "fp16_w2" : "fp16_w3", 1, 1, 2, 8, 10, "", prog, 1);
+  g_fp16_simd = 4;
+  float b[10];
+  int64_t cyc = run_both(dir, 10, b, "fp16");
+  int64_t want = 5 * ((10 + simd - 1) / simd);
+  CHECK(cyc == want, "fp16 (simd %d): %lld cycles, model says %lld", simd, (long long)cyc,
+        (long long)want);
+  /* i^4 rounded to f16 (11 significant bits, ties to even): 2401 lies halfway between 2400
+   * and 2402 (spacing 2 in [2048,4096)) and goes to 2400 (1200 even); 6561 is 6560 + 1/4 of
+   * the spacing 4 in [4096,8192): 6560. The others are exact. Then + i^2 in f32. */
+  static const float p4[10] = {1, 16, 81, 256, 625, 1296, 2400, 4096, 6560, 10000};
+  for (int i = 0; i < 10; i++) {
+    float w = p4[i] + (float)((i + 1) * (i + 1));
+    CHECK(b[i] == w, "fp16: b[%d] = %g, want %g", i, b[i], w);
+  }
+  /* An f16 operand is counted in 2-byte elements: 11 elements overrun the 20-byte $h. */
+  prog = ".format 1\n.class main\n.sym $a 0 40\n.sym $b 48 80\n.sym $h 128 20\n.code\nop 0\n"
+         "hcvt $h $a 11\n";
+  dir = write_plan("fp16_bad", 1, 1, 2, 8, 10, "", prog, 1);
+  int rc = 0;
+  CHECK(run(dir, 10, NULL, &rc) < 0 && rc != 0, "fp16: 11 f16 elements fit a 20-byte symbol");
+}
+
+/* Bank conflicts (banks of 49152 / 8 = 6144 bytes): add $b = $a + $c over 16 elements. $a at
+ * byte 0 and $c at byte 64 share bank 0 on all 16 reads; $c at 6144 (bank 1) never does. With
+ * bank_conflict_cycles 0 both cost 16 cycles. */
+static void test_banks(void) {
+  char prog[1024];
+  for (int far = 0; far < 2; far++)
+    for (int cost = 0; cost < 3; cost += 2) {
+      snprintf(prog, sizeof prog,
+               ".format 1\n.class main\n.sym $a 0 64\n.sym $b 6144 64\n.sym $c %d 64\n"
+               ".code\nop 0\ncopy $c $a 16\nadd $b $a $c 1 16 ij\n",
+               far ? 12288 : 64);
+      g_bank_cycles = cost;
+      const char *dir = write_plan("banks", 1, 1, 2, 8, 16, "", prog, 1);
+      g_bank_cycles = 0;
+      float b[16];
+      int64_t cyc = run_both(dir, 16, b, "banks");
+      int64_t want = 16 + 16 + (far ? 0 : 16 * cost);
+      CHECK(cyc == want, "banks (c at %s, cost %d): %lld cycles, rule says %lld",
+            far ? "bank 2" : "bank 0", cost, (long long)cyc, (long long)want);
+      CHECK(b[3] == 8.0f, "banks: b[3] = %g, want 8", b[3]);
+    }
+}
+
 static void test_limits(void) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s", header2(hdr, sizeof hdr, 4, "[x==0] .route c0 p4 RAMP -> E\n"));
@@ -303,6 +364,9 @@ int main(void) {
   test_tasks_async(5);
   test_tasks_async(20);
   test_limits();
+  test_fp16(4); /* WSE-2 */
+  test_fp16(8); /* WSE-3 */
+  test_banks();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
   if (system(cmd)) fprintf(stderr, "note: could not remove %s\n", tmpdir);

@@ -12,6 +12,7 @@
 #include "passes/cli.h"
 #include "passes/fsutil.h"
 #include "waferc/backend.h"
+#include "waferc/collectives.h"
 #include "waferc/onnx.h"
 #include "waferc/tensor.h"
 #include "waferc/version.h"
@@ -33,7 +34,15 @@ typedef struct options {
   int n_derived;
   int list_onnx_ops;
   const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline */
+  const char *reduce_algo;     /* --reduce-algo (wf_plan_opts) */
+  char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
+  int gemv_k, gemv_groups;     /* --gemv-k / --gemv-groups or {k=,groups=}; -1 = each op's */
+  int auto_region;             /* --auto-region: a larger mesh when SRAM is over budget */
 } options;
+
+/* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
+ * smallest larger meshes within the program rectangle, with a note naming the one used. */
+int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
 
 static void usage(FILE *out) {
   fputs("usage: waferc [options] model.wir|model.onnx -o plan/\n"
@@ -51,6 +60,14 @@ static void usage(FILE *out) {
         "  --list-targets             list the target presets\n"
         "  --gemm-algo=A              dist.gemm algorithm: meshgemm, cannon, summa, allgather or\n"
         "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
+        "  --reduce-algo=A            every reduce/allreduce (dist ops, softmax and norm rows):\n"
+        "                             star, chain, tree, two_phase, autogen, ring (allreduce),\n"
+        "                             snake (2D) or auto (docs/collectives-lowering.md)\n"
+        "  --gemv-allreduce=A         dist.gemv's allreduce: ktree, pipeline, ring or auto;\n"
+        "                             ktree{k=2} or ktree{groups=4} set the K-tree's shape\n"
+        "  --gemv-k=K, --gemv-groups=G  the K-tree's levels / group count\n"
+        "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
+        "                             smallest larger mesh that fits (a note names it)\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
@@ -246,6 +263,10 @@ static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flag
   po.func = o->func;
   po.compiler_flags = flags;
   po.quiet = c->quiet;
+  po.reduce_algo = o->reduce_algo;
+  po.gemv_allreduce = o->gemv_how[0] ? o->gemv_how : NULL;
+  po.gemv_k = o->gemv_k;
+  po.gemv_groups = o->gemv_groups;
   wf_progress("writing plan %s", o->output);
   int rc = wf_backend_emit_plan(m, &c->target, o->output, &po);
   wf_progress_done();
@@ -256,6 +277,59 @@ static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flag
   free(ir);
   free(final);
   return rc;
+}
+
+static int parse_count(const char *opt, const char *v, int min, int *out) {
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (end == v || *end || n < min || n > 1 << 20) {
+    wf_error(WF_LOC_NONE, "%s expects an integer >= %d, got '%s'", opt, min, v);
+    return -1;
+  }
+  *out = (int)n;
+  return 0;
+}
+
+/* NAME or NAME{k=K,groups=G} (either key, in any order). */
+static int parse_gemv(options *o, const char *v) {
+  size_t n = strcspn(v, "{");
+  static const char *const names[] = {"ktree", "pipeline", "ring", "auto"};
+  int ok = 0;
+  for (int i = 0; i < 4; i++) ok |= strlen(names[i]) == n && !strncmp(v, names[i], n);
+  if (!ok) {
+    wf_error(WF_LOC_NONE, "--gemv-allreduce: unknown allreduce '%.*s' (ktree, pipeline, ring or auto)",
+             (int)n, v);
+    return -1;
+  }
+  memcpy(o->gemv_how, v, n);
+  o->gemv_how[n] = 0;
+  if (!v[n]) return 0;
+  const char *p = v + n + 1;
+  while (*p && *p != '}') {
+    char key[16], val[24];
+    size_t kl = strcspn(p, "="), vl;
+    if (kl == 0 || kl >= sizeof key || p[kl] != '=') goto bad;
+    memcpy(key, p, kl);
+    key[kl] = 0;
+    p += kl + 1;
+    vl = strcspn(p, ",}");
+    if (vl == 0 || vl >= sizeof val) goto bad;
+    memcpy(val, p, vl);
+    val[vl] = 0;
+    p += vl;
+    if (*p == ',') p++;
+    if (!strcmp(key, "k")) {
+      if (parse_count("--gemv-allreduce k", val, 1, &o->gemv_k)) return -1;
+    } else if (!strcmp(key, "groups")) {
+      if (parse_count("--gemv-allreduce groups", val, 0, &o->gemv_groups)) return -1;
+    } else {
+      goto bad;
+    }
+  }
+  if (*p == '}' && !p[1]) return 0;
+bad:
+  wf_error(WF_LOC_NONE, "--gemv-allreduce: cannot parse '%s' (expected NAME or NAME{k=K,groups=G})", v);
+  return -1;
 }
 
 static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
@@ -274,6 +348,17 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
     VALUE("--gemm-algo", o->gemm_algo = v)
+    VALUE("--reduce-algo", {
+      if (strcmp(v, "auto") && wf_coll_algo_parse(v) < 0) {
+        wf_error(WF_LOC_NONE, "--reduce-algo: unknown algorithm '%s' (star, chain, tree, "
+                              "two_phase, autogen, ring, snake or auto)", v);
+        return WF_EXIT_USAGE;
+      }
+      o->reduce_algo = v;
+    })
+    VALUE("--gemv-allreduce", { if (parse_gemv(o, v)) return WF_EXIT_USAGE; })
+    VALUE("--gemv-k", { if (parse_count("--gemv-k", v, 1, &o->gemv_k)) return WF_EXIT_USAGE; })
+    VALUE("--gemv-groups", { if (parse_count("--gemv-groups", v, 0, &o->gemv_groups)) return WF_EXIT_USAGE; })
     VALUE("--output-dir", o->output_dir = v)
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
@@ -292,6 +377,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
 #undef VALUE
     if (strcmp(a, "--interpret") == 0) {
       o->interpret = 1;
+    } else if (strcmp(a, "--auto-region") == 0) {
+      o->auto_region = 1;
     } else if (strcmp(a, "--list-onnx-ops") == 0) {
       o->list_onnx_ops = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -321,11 +408,48 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
   return WF_EXIT_OK;
 }
 
+/* Reads the model and runs the pipeline on it; NULL (rc set) on failure. */
+static wf_module *load_module(wf_cli *c, options *o, wf_pipeline *pipeline, int *rcp) {
+  int rc = WF_EXIT_OK;
+  wf_module *m = NULL;
+  if (ends_with(o->input, ".onnx")) {
+    wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;
+    if (o->interpret) rc = shapes_from_inputs(o);
+    oo.input_shapes = o->input_shapes;
+    oo.n_input_shapes = o->n_input_shapes;
+    oo.func_name = o->func;
+    if (rc == WF_EXIT_OK) rc = wf_onnx_import(o->input, &oo, &m);
+  } else {
+    m = wf_cli_read_module(o->input, &rc); /* sets rc when it fails */
+  }
+  if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : wf_pipeline_run(pipeline, m, &c->pm);
+  *rcp = rc;
+  return m;
+}
+
+typedef struct compile_try {
+  wf_cli *c;
+  options *o;
+  wf_pipeline *pipeline;
+  const char *flags;
+} compile_try;
+
+/* One compile to a plan for the target's current mesh (--auto-region retries it). */
+static int compile_once(void *user) {
+  compile_try *t = user;
+  int rc;
+  wf_module *m = load_module(t->c, t->o, t->pipeline, &rc);
+  if (rc == WF_EXIT_OK) rc = emit_plan(t->c, m, t->o, t->flags);
+  if (m) wf_module_free(m);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
   options o;
   memset(&o, 0, sizeof o);
+  o.gemv_k = o.gemv_groups = -1;
   int rc = parse_args(&c, &o, argc, argv);
   if (rc) return rc;
   if (o.list_onnx_ops) {
@@ -371,19 +495,17 @@ int main(int argc, char **argv) {
     return rc;
   }
 
-  wf_progress("parsing %s", o.input);
-  wf_module *m = NULL;
-  if (ends_with(o.input, ".onnx")) {
-    wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;
-    if (o.interpret) rc = shapes_from_inputs(&o);
-    oo.input_shapes = o.input_shapes;
-    oo.n_input_shapes = o.n_input_shapes;
-    oo.func_name = o.func;
-    if (rc == WF_EXIT_OK) rc = wf_onnx_import(o.input, &oo, &m);
-  } else {
-    m = wf_cli_read_module(o.input, &rc); /* sets rc when it fails */
+  if (o.auto_region && !o.interpret && !emit_ir) {
+    char *flags = joined_args(argc, argv);
+    compile_try ct = {&c, &o, pipeline, flags};
+    rc = wf_waferc_auto_region(&c.target, compile_once, &ct);
+    free(flags);
+    wf_pipeline_free(pipeline);
+    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
+    return rc;
   }
-  if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : wf_pipeline_run(pipeline, m, &c.pm);
+  wf_progress("parsing %s", o.input);
+  wf_module *m = load_module(&c, &o, pipeline, &rc);
   wf_progress_done();
   if (rc == WF_EXIT_OK) {
     if (o.interpret) rc = interpret(m, &o);

@@ -1,0 +1,81 @@
+/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T on an N x N region, B kept as stored (WaferLLM
+ * §5.4: the attention score Q K^T needs no transpose of K over the fabric).
+ *
+ * Layouts (partition): A {M_y, K_x}, B {N_y, K_x}, C {M_y, N_x}. PE (x, y) holds A[y][x]
+ * and B[y][x]; C[y][j] = sum_x A[y][x] B[j][x]^T lives on PE (j, y). Round j of N: PE
+ * (x, j) multicasts its B block down column x (the SUMMA column color), every PE
+ * transposes the B block it has locally (n x k -> k x n, n k cycles on the PE, no fabric
+ * traffic) and multiplies, and the partials are summed along the row by the library
+ * allreduce; PE (j, y) keeps the sum as its C block.
+ *
+ * WaferLLM moves B by cyclic shifts along y and reduces to a root that changes with the
+ * step ((y + s) mod N). Our guards compare one term (a PE coordinate or a loop variable plus
+ * a constant) with another, so that root is not expressible in one class; the broadcast
+ * makes the sender and the root of round j both "coordinate == j", and the allreduce
+ * replaces the rooted reduce (every PE receives the sum; only one keeps it). */
+#include "backend/lower_gemm.h"
+#include "waferc/diag.h"
+
+int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
+  if (ta->rank != 2 || tb->rank != 2) {
+    wf_error(op->loc, "dist.gemm_t lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  if (L->w != L->h) {
+    wf_error(op->loc, "dist.gemm_t needs a square region; the region is %dx%d", L->w, L->h);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  int N = L->w;
+  int64_t m, k, nb, kb, r, n;
+  wf_lower_block(L, a, &m, &k);
+  wf_lower_block(L, b, &nb, &kb);
+  wf_lower_block(L, c, &r, &n);
+  WF_ASSERT(k == kb && r == m && nb == n);
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+  int64_t mac = (m * k * n + f - 1) / f;
+  int bt = wf_lower_temp(L, "$gemmt_bt", k * n * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+  if (N == 1) {
+    wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(n), wf_arg_int(k)});
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
+                          wf_arg_int(n)});
+    out->lowering = "local";
+    out->predicted = m * n + n * k + mac;
+    return 0;
+  }
+  int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
+  if (ccol < 0) return WF_EXIT_NOFIT;
+  int br = wf_lower_temp(L, "$gemmt_brecv", n * k * 4);
+  int part = wf_lower_temp(L, "$gemmt_part", m * n * 4);
+  int j = wf_pe_class_find_var(L->cls, "jt", 1);
+  wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
+  wf_gadd(&own, ty, WF_CMP_EQ, tj);
+  wf_gadd(&recv, ty, WF_CMP_NE, tj);
+  wf_gadd(&root, tx, WF_CMP_EQ, tj);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(N)});
+  wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(n * k)});
+  wf_emit(L, &own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(n), wf_arg_int(k)});
+  wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(br), wf_arg_int(n * k)});
+  wf_emit(L, &recv, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(br), wf_arg_int(n), wf_arg_int(k)});
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(part), wf_arg_int(m * n)});
+  wf_emit(L, NULL, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){wf_arg_sym(part), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
+                        wf_arg_int(n)});
+  int64_t ar = 0;
+  int rc = wf_lower_allreduce(L, part, m * n, WF_AXIS_X, 0, op->loc, &ar);
+  if (rc) return rc;
+  wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  out->lowering = "gemm_t-bcast-allreduce";
+  /* Per round: the B block through the ramp (n k), its local transpose (n k), the multiply,
+   * the allreduce of the m n partial, the copy (m n); the column broadcast's farthest-PE
+   * latency once (the rounds pipeline, as SUMMA's). */
+  out->predicted = m * n + (int64_t)N * (2 * n * k + mac + ar + m * n) +
+                   (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
+  return 0;
+}

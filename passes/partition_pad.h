@@ -1,0 +1,11 @@
+/* Padding checks of the partition pass (passes/partition_pad.c, docs/partition.md). */
+#ifndef WAFERC_PASSES_PARTITION_PAD_H
+#define WAFERC_PASSES_PARTITION_PAD_H
+
+#include "waferc/ir.h"
+
+/* After every value of f has its layout on a w x h region: reports (located) each op that
+ * would mix a padded dim's padding into real elements. Returns the number of errors. */
+int wf_partition_check_padding(wf_func *f, int w, int h);
+
+#endif

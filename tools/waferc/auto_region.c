@@ -1,0 +1,122 @@
+/* waferc --auto-region: when the plan does not fit the per-PE SRAM, compile again for the
+ * smallest larger mesh (fewest PEs, then the squarest, within the target's program
+ * rectangle) that compiles, and say so. Each attempt is a full compile (partition re-blocks
+ * every tensor for the mesh); meshes the partition rejects (a side that does not divide a
+ * softmax's axis) are skipped. Diagnostics of failed attempts are held back; when no mesh
+ * fits, the first attempt's are shown. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waferc/diag.h"
+#include "waferc/target.h"
+
+enum { MAX_TRIES = 48, MAX_DIAGS = 64 };
+
+typedef struct held {
+  wf_severity sev[MAX_DIAGS];
+  wf_loc loc[MAX_DIAGS];
+  char *msg[MAX_DIAGS];
+  int n, sram; /* sram: an error said the SRAM is over budget */
+} held;
+
+static void hold(wf_severity sev, wf_loc loc, const char *msg, void *user) {
+  held *h = user;
+  if (sev == WF_SEV_ERROR && strstr(msg, "SRAM")) h->sram = 1;
+  if (h->n == MAX_DIAGS) return;
+  h->sev[h->n] = sev;
+  h->loc[h->n] = loc;
+  h->msg[h->n] = strdup(msg ? msg : "");
+  if (h->msg[h->n]) h->n++;
+}
+
+static void release(held *h, int show) {
+  for (int i = 0; i < h->n; i++) {
+    if (show) {
+      if (h->sev[i] == WF_SEV_ERROR) wf_error(h->loc[i], "%s", h->msg[i]);
+      else if (h->sev[i] == WF_SEV_WARNING) wf_warning(h->loc[i], "%s", h->msg[i]);
+      else wf_note(h->loc[i], "%s", h->msg[i]);
+    }
+    free(h->msg[i]);
+  }
+  h->n = 0;
+  h->sram = 0;
+}
+
+static int attempt(int (*try_compile)(void *), void *user, held *h) {
+  release(h, 0);
+  wf_diag_set_sink(hold, h);
+  int rc = try_compile(user);
+  wf_diag_set_sink(NULL, NULL);
+  return rc;
+}
+
+typedef struct mesh { int w, h; } mesh;
+
+static int by_size(const void *a, const void *b) {
+  const mesh *p = a, *q = b;
+  long pa = (long)p->w * p->h, qa = (long)q->w * q->h;
+  if (pa != qa) return pa < qa ? -1 : 1;
+  int ps = abs(p->w - p->h), qs = abs(q->w - q->h);
+  if (ps != qs) return ps < qs ? -1 : 1;
+  return p->w - q->w;
+}
+
+int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) {
+  held *h = calloc(1, sizeof *h);
+  WF_ASSERT(h);
+  int w0 = t->mesh_w, h0 = t->mesh_h;
+  int rc = attempt(try_compile, user, h);
+  if (rc != WF_EXIT_NOFIT || !h->sram) {
+    release(h, 1);
+    free(h);
+    return rc;
+  }
+  held *first = h;
+  h = calloc(1, sizeof *h);
+  /* Candidates: every mesh at least as large on both axes, fewest PEs first. Bounded so a
+   * model that fits nowhere near does not compile hundreds of times. */
+  int cap = 4096, n = 0;
+  mesh *c = h ? malloc((size_t)cap * sizeof *c) : NULL;
+  for (int W = w0; c && W <= t->program_w; W++)
+    for (int H = h0; H <= t->program_h; H++) {
+      if (W == w0 && H == h0) continue;
+      if (n == cap) {
+        /* keep the smallest `cap` meshes seen so far */
+        qsort(c, (size_t)n, sizeof *c, by_size);
+        n = cap / 2;
+      }
+      c[n++] = (mesh){W, H};
+    }
+  if (c) qsort(c, (size_t)n, sizeof *c, by_size);
+  int found = -1;
+  for (int i = 0; c && i < n && i < MAX_TRIES; i++) {
+    char m[32];
+    snprintf(m, sizeof m, "%dx%d", c[i].w, c[i].h);
+    if (wf_target_set_mesh(t, m)) continue;
+    rc = attempt(try_compile, user, h);
+    if (rc != WF_EXIT_OK) continue; /* over budget, or a mesh the partition cannot use */
+    found = i;
+    break;
+  }
+  if (found >= 0) {
+    release(first, 0);
+    release(h, 1);
+    wf_note(WF_LOC_NONE, "--auto-region: the plan does not fit the SRAM of a %dx%d mesh; compiled "
+                         "for %dx%d, the smallest larger mesh that fits", w0, h0, c[found].w,
+            c[found].h);
+  } else {
+    char m[32];
+    snprintf(m, sizeof m, "%dx%d", w0, h0);
+    wf_target_set_mesh(t, m);
+    release(first, 1);
+    if (h) release(h, 0);
+    wf_note(WF_LOC_NONE, "--auto-region: no mesh up to the %dx%d program rectangle fits (%d tried)",
+            t->program_w, t->program_h, n < MAX_TRIES ? n : MAX_TRIES);
+    rc = WF_EXIT_NOFIT;
+  }
+  free(c);
+  free(first);
+  free(h);
+  return rc;
+}
