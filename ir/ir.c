@@ -305,6 +305,27 @@ int wf_value_use_count(const wf_func *f, wf_value v) {
   return n;
 }
 
+/* One backward walk is enough: in SSA order every use follows its definition, so by the time
+ * the walk reaches an op, all of its users have been seen (and removed if dead). */
+int64_t wf_func_remove_dead_ops(wf_func *f) {
+  int32_t *uses = calloc((size_t)f->n_values + 1, sizeof *uses);
+  if (!uses) wf_internal_error(__FILE__, __LINE__, "out of memory");
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]++;
+  int64_t removed = 0;
+  for (wf_op *op = f->last, *prev; op; op = prev) {
+    prev = op->prev;
+    if (!(wf_opinfos[op->code].flags & WF_OPF_PURE)) continue;
+    int live = 0;
+    for (int r = 0; r < op->n_results; r++) live |= uses[op->results[r]] != 0;
+    if (live) continue;
+    for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]--;
+    wf_op_unlink(f, op);
+    removed++;
+  }
+  free(uses);
+  return removed;
+}
+
 /* ---- attributes ---- */
 
 void wf_op_set_attr(wf_func *f, wf_op *op, wf_attr a) {

@@ -324,18 +324,10 @@ int ox_import_node(ox_ctx *cx, const ox_node *nd) {
 
 static void remove_dead(ox_ctx *cx) {
   wf_func *f = cx->f;
+  wf_func_remove_dead_ops(f);
   int32_t *uses = calloc((size_t)f->n_values + 1, sizeof *uses);
   WF_ASSERT(uses);
   wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]++;
-  for (wf_op *op = f->last, *prev; op; op = prev) {
-    prev = op->prev;
-    if (!(wf_opinfos[op->code].flags & WF_OPF_PURE)) continue;
-    int live = 0;
-    for (int r = 0; r < op->n_results; r++) live |= uses[op->results[r]] != 0;
-    if (live) continue;
-    for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]--;
-    wf_op_unlink(f, op);
-  }
   /* Globals no op uses any more are dropped and the rest renumbered. */
   wf_module *m = cx->m;
   int *map = malloc(((size_t)m->n_globals + 1) * sizeof *map);

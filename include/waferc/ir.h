@@ -267,6 +267,9 @@ void wf_op_set_operand(wf_func *f, wf_op *op, int i, wf_value v);
 /* Replaces every use of `from` (in ops after nothing in particular: all ops) with `to`. */
 void wf_value_replace_uses(wf_func *f, wf_value from, wf_value to);
 int wf_value_use_count(const wf_func *f, wf_value v);
+/* Unlinks every pure op none of whose results is used (the `dce` pass, also used by importers).
+ * Returns the number of ops removed. */
+int64_t wf_func_remove_dead_ops(wf_func *f);
 
 #define wf_func_foreach_op(f, op) for (wf_op *op = (f)->first; op; op = op->next)
 
