@@ -31,6 +31,14 @@ typedef struct coll_role {
 } coll_role;
 
 int wf_lower_color_fresh(wf_lower *L, const char *purpose, wf_loc loc) {
+  int c = wf_lower_color_try(L, purpose);
+  if (c >= 0) return c;
+  wf_error(loc, "target '%s' has no free color left for a %s (%d colors, %d in use)", L->t->name,
+           purpose, L->t->colors, L->cls->n_colors);
+  return -1;
+}
+
+int wf_lower_color_try(wf_lower *L, const char *purpose) {
   for (int c = 0; c < L->t->colors && c < 32; c++) {
     if (L->t->reserved_colors >> c & 1) continue;
     int taken = 0;
@@ -40,8 +48,6 @@ int wf_lower_color_fresh(wf_lower *L, const char *purpose, wf_loc loc) {
     wf_pe_class_add_color(L->cls, c, purpose);
     return c;
   }
-  wf_error(loc, "target '%s' has no free color left for a %s (%d colors, %d in use)", L->t->name,
-           purpose, L->t->colors, L->cls->n_colors);
   return -1;
 }
 
@@ -274,6 +280,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     }
     wf_coll_cache_add(L, &key, phys, used, clean);
   }
+  wf_coll_cache_enter(L, ln); /* a color lent to a later phase: select position 0 again */
   if (colors_out) *colors_out = used;
   /* Group equal roles, then write each group as arithmetic progressions. */
   for (int v = 0; v < n; v++) grp[v] = -1;

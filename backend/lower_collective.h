@@ -107,6 +107,17 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
 /* Resets the switches of the last tree reduce lowered on the line (after its broadcast),
  * making it reusable. */
 void wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln);
+/* Past the budget: a color of earlier, settled 1D collectives of the other axis, lent to
+ * the next wf_coll_cache_add (key `k`) at a switch position above theirs; warns naming the
+ * serialized collectives. -1 when none fits (the caller reports the error). */
+int wf_coll_cache_borrow(wf_lower *L, const wf_coll_key *k, const char *purpose, wf_loc loc);
+/* Switch position the collective just found or added starts at on `color` (its routes). */
+int wf_coll_cache_base(const wf_lower *L, int color);
+/* Emits, on the line's PEs, one swset per shared color of the collective just found or
+ * added, selecting its switch position: call at the start of its phase. */
+void wf_coll_cache_enter(wf_lower *L, const wf_coll_line *ln);
+/* 1 when `color` was shared between patterns by serialization (for the manifest). */
+int wf_coll_cache_shared(const wf_lower *L, int color);
 void wf_coll_cache_free(wf_lower *L);
 /* Colors reused / allocated by collectives in this compile (for notes and tests). */
 void wf_coll_cache_stats(const wf_lower *L, int *reused, int *allocated);
@@ -114,5 +125,7 @@ void wf_coll_cache_stats(const wf_lower *L, int *reused, int *allocated);
 /* A color no other op of the class uses yet (declared with `purpose`); -1 (reported) when
  * the target's budget is exhausted. */
 int wf_lower_color_fresh(wf_lower *L, const char *purpose, wf_loc loc);
+/* The same without a diagnostic: -1 when the budget is exhausted. */
+int wf_lower_color_try(wf_lower *L, const char *purpose);
 
 #endif

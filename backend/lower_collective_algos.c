@@ -124,10 +124,15 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
   if (cached) {
     col = cached[0];
   } else {
-    col = wf_lower_color_fresh(L, "flooding broadcast", loc);
+    col = wf_lower_color_try(L, "flooding broadcast");
+    /* past the budget: serialize after an earlier collective of the other axis */
+    if (col < 0) col = wf_coll_cache_borrow(L, &key, "flooding broadcast", loc);
+    if (col < 0) col = wf_lower_color_fresh(L, "flooding broadcast", loc); /* the error */
     if (col < 0) return WF_EXIT_NOFIT;
     wf_coll_cache_add(L, &key, &col, 1, 1);
   }
+  int pos = wf_coll_cache_base(L, col);
+  wf_coll_cache_enter(L, ln);
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   wf_pe_term xc = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
   wf_pe_guard at = ln->fixed, below = ln->fixed, above = ln->fixed;
@@ -136,9 +141,9 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
   wf_guard_add(&above, xc, WF_CMP_GT, wf_term_int(root));
   unsigned R = 1u << WF_DIR_RAMP;
   if (routes) {
-    wf_pe_class_add_route(L->cls, &at, col, WF_DIR_RAMP, (1u << lo) | (1u << hi));
-    wf_pe_class_add_route(L->cls, &below, col, hi, (1u << lo) | R);
-    wf_pe_class_add_route(L->cls, &above, col, lo, (1u << hi) | R);
+    wf_pe_class_add_route_pos(L->cls, &at, col, pos, WF_DIR_RAMP, (1u << lo) | (1u << hi));
+    wf_pe_class_add_route_pos(L->cls, &below, col, pos, hi, (1u << lo) | R);
+    wf_pe_class_add_route_pos(L->cls, &above, col, pos, lo, (1u << hi) | R);
   }
   wf_emit(L, &at, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   if (root > 0) wf_emit(L, &below, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/llvm_kernels.h"
+#include "backend/lower_collective.h"
 #include "backend/manifest.h"
 #include "waferc/diag.h"
 #include "waferc/version.h"
@@ -139,6 +140,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "color", c->colors[i].color);
     cJSON_AddStringToObject(o, "purpose", c->colors[i].purpose);
+    /* past the budget, later phases of another pattern were serialized onto this color */
+    if (wf_coll_cache_shared(L, c->colors[i].color)) cJSON_AddTrueToObject(o, "serialized");
     cJSON_AddItemToArray(colors, o);
   }
 

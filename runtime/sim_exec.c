@@ -33,6 +33,8 @@ int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr
   int64_t work = 1;
   for (int i = 0; info->sig[i]; i++)
     if (info->sig[i] == 'n') work *= ival(p, in, i);
+  /* a strided copy moves rows x cols words; its strides are addresses, not work */
+  if (in->op == WF_PEOP_COPY2D) work = ival(p, in, 2) * ival(p, in, 3);
   const wf_target *t = &s->plan->target;
   int64_t simd = t->fp16_simd > 0 ? t->fp16_simd : 1, cyc;
   switch (info->cost) {
@@ -116,6 +118,15 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
           float av = a[i * k + kk];
           for (int64_t j = 0; j < n; j++) c[i * n + j] += av * b[kk * n + j];
         }
+      return 0;
+    }
+    case WF_PEOP_COPY2D: { /* d and s must not overlap: the backend never asks for it */
+      int64_t r = ival(p, in, 2), n = ival(p, in, 3), ds = ival(p, in, 4), ss = ival(p, in, 5);
+      if (r <= 0 || n <= 0) return 0;
+      OPND(d, 0, (r - 1) * ds + n);
+      OPND(a, 1, (r - 1) * ss + n);
+      if (!fn) return 0;
+      for (int64_t i = 0; i < r; i++) memmove(d + i * ds, a + i * ss, (size_t)n * sizeof *d);
       return 0;
     }
     case WF_PEOP_TRANSPOSE: { /* d and s must not overlap: the backend never asks for it */

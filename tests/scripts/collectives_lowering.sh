@@ -5,8 +5,8 @@
 # of the model (docs/collectives-lowering.md), and `auto` picks the lowest prediction.
 # MeshGEMV's result is checked against y = x.W computed here. Also: ring allreduce and snake
 # reduce against Lemmas 6.1 / 5.2, waferc --reduce-algo / --gemv-allreduce on whole graphs
-# (values vs the interpreter), color reuse across phases under a small budget, the route
-# code limit and --auto-region.
+# (values vs the interpreter), color reuse across phases under a small budget and
+# serialization past it, the route code limit and --auto-region.
 set -eu
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -150,23 +150,36 @@ r = subprocess.run(["waferc", gw, "-o", os.path.join(tmp, "gbad"), "--reduce-alg
 if r.returncode != 2 or "bogus" not in r.stderr: fails.append("--reduce-algo=bogus: exit %d %s" % (r.returncode, r.stderr))
 # A tiny color budget: test4x4 with 6 usable colors (9, three reserved). The 8 row/column
 # allreduces of the norms graph with star trees need 24 colors without reuse; with reuse
-# they fit in 6 and still match the interpreter. With 5 usable colors: exit 4, naming
-# the collective that found no color (relaying / serializing is not implemented).
+# they fit in 6 and still match the interpreter. With 5 usable colors the column broadcast
+# has no color of its own: it is serialized onto the row broadcast's color (a warning names
+# both; the manifest marks the color "serialized") and the plan still matches the
+# interpreter. With 1 usable color no tree fits at all: exit 4, naming the collective.
 fc = os.path.join(tmp, "few.target")
 fbase = open(os.path.join(src, "targets", "test4x4.target")).read().replace("name = test4x4", "name = fewcolors")
-for ncol, ok in [(9, True), (8, False)]:
+for ncol, ok in [(9, True), (8, True), (4, False)]:
     open(fc, "w").write(re.sub(r"(?m)^reserved_colors = .*$", "reserved_colors = %d,%d,%d" % (ncol - 3, ncol - 2, ncol - 1),
                                re.sub(r"(?m)^colors = .*$", "colors = %d" % ncol, fbase)))
     d = os.path.join(tmp, "few%d" % ncol)
+    tag = "%d usable colors" % (ncol - 3)
     r = subprocess.run(["waferc", model, "-o", d, "--target=" + fc, "--mesh=4x4", "--reduce-algo=star", "-q"], capture_output=True, text=True)
     if not ok:
-        if r.returncode != 4 or "no free color" not in r.stderr: fails.append("5 colors: exit %d %s" % (r.returncode, r.stderr[:200]))
+        if r.returncode != 4 or "no free color" not in r.stderr: fails.append(tag + ": exit %d %s" % (r.returncode, r.stderr[:200]))
         continue
-    if r.returncode: fails.append("6 colors: exit %d %s" % (r.returncode, r.stderr[:300])); continue
+    if r.returncode: fails.append(tag + ": exit %d %s" % (r.returncode, r.stderr[:300])); continue
+    cols = json.load(open(os.path.join(d, "manifest.json")))["colors"]
+    ser = [c["color"] for c in cols if c.get("serialized")]
+    if len(cols) > ncol - 3: fails.append(tag + ": %d colors declared" % len(cols))
+    if ncol == 9 and (ser or "serialized" in r.stderr): fails.append(tag + ": serialized without need: " + r.stderr[:200])
+    if ncol == 8:
+        w = r.stderr
+        if not ser: fails.append(tag + ": manifest marks no color serialized")
+        if "warning" not in w or "serialized on color" not in w or "along y" not in w or "along x" not in w:
+            fails.append(tag + ": no warning naming the serialized collectives: " + w[:300])
     r = subprocess.run(["waferrun", d, "-q", "--input", "x=" + os.path.join(tmp, "nx.npy"), "--output-dir", d + ".out"], capture_output=True, text=True)
+    if r.returncode: fails.append(tag + ": waferrun exit %d %s" % (r.returncode, r.stderr[:300])); continue
     for name in os.listdir(ref):
         r = subprocess.run(["wafer-npycmp", os.path.join(d + ".out", name), os.path.join(ref, name), "--atol", "1e-5", "--rtol", "1e-4"], capture_output=True)
-        if r.returncode: fails.append("6 colors: %s differs from the interpreter" % name)
+        if r.returncode: fails.append(tag + ": %s differs from the interpreter" % name)
 # Route codes per PE stay within R = 2^route_code_bits: a copy of test4x4 that tells apart
 # only 2 routes rejects the plan with exit 4 (no fit), naming a PE.
 tr = os.path.join(tmp, "tiny_r.target")

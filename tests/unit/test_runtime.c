@@ -173,6 +173,25 @@ static void test_compute(void) {
   CHECK(b[0] > 0 && b[0] == expf(90.0f), "compute: b[0] = %g, want exp(90)", b[0]);
 }
 
+/* copy2d gathers a strided sub-block: columns 2..3 of the 4x4 matrix a = 1..16 into a
+ * contiguous 4x2 tile (the layout MeshGEMM's lcm tiles need); it costs rows x cols cycles,
+ * its strides are not work. */
+static void test_copy2d(void) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%szero $b 16\ncopy2d $b $a+2 4 2 2 4\n", header(hdr, sizeof hdr, 16, ""));
+  const char *dir = write_plan("copy2d", 1, 1, 2, 8, 16, "{\"color\": 0}", prog, 1);
+  float b[16];
+  int64_t cyc = run(dir, 16, b, NULL);
+  CHECK(cyc == 16 + 4 * 2, "copy2d: %lld cycles, model says %d", (long long)cyc, 16 + 8);
+  const float want[16] = {3, 4, 7, 8, 11, 12, 15, 16};
+  for (int i = 0; i < 16; i++) CHECK(b[i] == want[i], "copy2d: b[%d] = %g, want %g", i, b[i], want[i]);
+  /* a source reaching past its symbol is a located runtime error, not a read out of bounds */
+  snprintf(prog, sizeof prog, "%scopy2d $b $a+2 4 2 2 5\n", header(hdr, sizeof hdr, 16, ""));
+  dir = write_plan("copy2d_oob", 1, 1, 2, 8, 16, "{\"color\": 0}", prog, 1);
+  int rc = 0;
+  CHECK(run(dir, 16, NULL, &rc) < 0 && rc != 0, "copy2d past the end of $a accepted");
+}
+
 static void test_deadlock(void) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s[x==1] recv c0 $b 4\n",
@@ -357,6 +376,7 @@ int main(void) {
   test_contention(16);
   test_contention(40);
   test_compute();
+  test_copy2d();
   test_deadlock();
   test_bad_plans();
   test_switch_ctl_teardown(4);
