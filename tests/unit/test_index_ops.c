@@ -7,16 +7,7 @@
 #include "waferc/ir.h"
 #include "waferc/tensor.h"
 
-static int g_fail;
-#define CHECK(c, ...)                                          \
-  do {                                                         \
-    if (!(c)) {                                                \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-      g_fail++;                                                \
-    }                                                          \
-  } while (0)
+#include "wf_test.h"
 
 /* Parses `text`, runs @main on one f32 input holding `in`, and checks output `which`. */
 static void run(const char *what, const char *text, int rank, const int64_t *dims, const double *in, int which,
@@ -122,6 +113,6 @@ int main(void) {
   reject("scatter with mismatched updates",
          "module { const @ix : i64[2] = dense<[0, 1]>\n const @up : f32[1] = dense<[1.0]>\n"
          " func @main(%x: f32[3]) -> f32[3] {\n  %y = scatter_elements(%x, @ix, @up) : f32[3]\n  return %y\n} }");
-  if (g_fail) fprintf(stderr, "%d check(s) failed\n", g_fail);
-  return g_fail != 0;
+  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
+  return g_failures != 0;
 }

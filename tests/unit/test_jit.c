@@ -13,16 +13,7 @@
 #include "backend/llvm_kernels.h"
 #include "runtime/jit.h"
 
-static int failures;
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);   \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      failures++;                                             \
-    }                                                         \
-  } while (0)
+#include "wf_test.h"
 
 enum { WORDS = 256, SYM_D, SYM_A, SYM_B };
 
@@ -256,7 +247,7 @@ int main(void) {
   rmdir(kdir);
   rmdir(dir);
   wf_pe_class_free(c);
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
   else printf("test_jit: all covered PE instructions are bit-identical under the JIT\n");
-  return failures != 0;
+  return g_failures != 0;
 }

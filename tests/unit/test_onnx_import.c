@@ -6,16 +6,7 @@
 
 #include "waferc/onnx.h"
 
-static int g_fail;
-#define CHECK(c, ...)                                          \
-  do {                                                         \
-    if (!(c)) {                                                \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-      g_fail++;                                                \
-    }                                                          \
-  } while (0)
+#include "wf_test.h"
 
 static char g_dir[1024];
 static const char *model(const char *name) {
@@ -155,6 +146,6 @@ int main(void) {
   test_const_inputs();
   test_exit_codes();
   test_read_tensor();
-  if (g_fail) fprintf(stderr, "%d check(s) failed\n", g_fail);
-  return g_fail != 0;
+  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
+  return g_failures != 0;
 }

@@ -19,16 +19,7 @@
 #include "runtime/runtime.h"
 #include "waferc/diag.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fputc('\n', stderr);                                 \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
+#include "wf_test.h"
 
 static char tmpdir[256];
 static int g_fp16_simd = 4;   /* target keys the fp16 and bank tests vary */
@@ -390,7 +381,7 @@ int main(void) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
   if (system(cmd)) fprintf(stderr, "note: could not remove %s\n", tmpdir);
-  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
   else printf("test_runtime: all checks passed\n");
-  return failures ? 1 : 0;
+  return g_failures ? 1 : 0;
 }

@@ -7,16 +7,7 @@
 #include "waferc/diag.h"
 #include "waferc/target.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fputc('\n', stderr);                                 \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
+#include "wf_test.h"
 
 static char last_msg[4096];
 static void sink(wf_severity sev, wf_loc loc, const char *msg, void *user) {
@@ -98,7 +89,7 @@ int main(void) {
         "missing keys: %s", last_msg);
   remove(p);
   wf_diag_set_sink(NULL, NULL);
-  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
   else printf("test_target: all checks passed\n");
-  return failures ? 1 : 0;
+  return g_failures ? 1 : 0;
 }
