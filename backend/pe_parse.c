@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/pe_program.h"
+#include "passes/fsutil.h"
 #include "waferc/diag.h"
 
 typedef struct {
@@ -602,19 +603,11 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path) {
 }
 
 wf_pe_class *wf_pe_class_parse(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    wf_error_at(path, "cannot open PE program: %s", strerror(errno));
+  char *text = wf_read_file(path, NULL);
+  if (!text) {
+    wf_error_at(path, "cannot read PE program: %s", strerror(errno));
     return NULL;
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  WF_ASSERT(text != NULL);
-  size_t got = fread(text, 1, (size_t)n, f);
-  text[got] = 0;
-  fclose(f);
   wf_pe_class *c = wf_pe_class_parse_string(text, path);
   free(text);
   return c;

@@ -51,6 +51,34 @@ int wf_write_text_file(const char *path, const char *text) {
   return 0;
 }
 
+char *wf_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  WF_ASSERT(buf);
+  for (;;) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+    if (n == cap) {
+      cap *= 2;
+      buf = realloc(buf, cap + 1);
+      WF_ASSERT(buf);
+    }
+  }
+  int err = ferror(f) ? (errno ? errno : EIO) : 0;
+  fclose(f);
+  if (err) {
+    free(buf);
+    errno = err;
+    return NULL;
+  }
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
+}
+
 char *wf_path_join(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
   int slash = a > 0 && dir[a - 1] != '/';

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backend/llvm_kernels.h"
+#include "passes/fsutil.h"
 #include "runtime/jit.h"
 #include "waferc/diag.h"
 
@@ -58,19 +59,13 @@ static void say_llvm(char *why, size_t cap, const char *what, LLVMErrorRef err) 
 static cJSON *read_manifest_kernels(const wf_plan *p, cJSON **root, char *why, size_t cap) {
   char path[1100];
   snprintf(path, sizeof path, "%s/manifest.json", p->dir);
-  FILE *f = fopen(path, "rb");
+  size_t got = 0;
+  char *text = wf_read_file(path, &got);
   *root = NULL;
-  if (!f) {
+  if (!text) {
     say(why, cap, "cannot read %s", path);
     return NULL;
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  size_t got = n > 0 ? fread(text, 1, (size_t)n, f) : 0;
-  fclose(f);
-  text[got] = 0;
   *root = cJSON_ParseWithLength(text, got);
   free(text);
   if (!*root) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/fsutil.h"
 #include "runtime/runtime.h"
 #include "waferc/diag.h"
 
@@ -13,21 +14,6 @@ typedef struct {
   const char *path; /* manifest path, for messages */
   int errors;
 } lctx;
-
-static char *read_file(const char *path, long *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  WF_ASSERT(buf != NULL);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = 0;
-  fclose(f);
-  if (len) *len = (long)got;
-  return buf;
-}
 
 static void lerr(lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void lerr(lctx *c, const char *fmt, ...) {
@@ -413,14 +399,14 @@ wf_plan *wf_plan_load(const char *dir) {
   char mpath[1200];
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
   lctx c = {mpath, 0};
-  long len = 0;
-  char *text = read_file(mpath, &len);
+  size_t len = 0;
+  char *text = wf_read_file(mpath, &len);
   if (!text) {
     wf_error_at(mpath, "cannot read the plan manifest: %s", strerror(errno));
     free(p);
     return NULL;
   }
-  cJSON *root = cJSON_ParseWithLength(text, (size_t)len);
+  cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root || !cJSON_IsObject(root)) {
     const char *at = cJSON_GetErrorPtr();
     long off = at && at >= text && at <= text + len ? (long)(at - text) : 0;
@@ -481,14 +467,14 @@ wf_plan *wf_plan_load(const char *dir) {
   if (p->weight_bytes > 0) {
     char wpath[1400];
     snprintf(wpath, sizeof wpath, "%s/%s", dir, wfile);
-    long got = 0;
-    p->weight_data = (uint8_t *)read_file(wpath, &got);
+    size_t got = 0;
+    p->weight_data = (uint8_t *)wf_read_file(wpath, &got);
     if (!p->weight_data) {
       wf_error_at(wpath, "cannot read weights: %s", strerror(errno));
       goto fail;
     }
-    if (got != p->weight_bytes) {
-      wf_error_at(wpath, "has %ld bytes; the manifest says %lld", got, (long long)p->weight_bytes);
+    if ((int64_t)got != p->weight_bytes) {
+      wf_error_at(wpath, "has %zu bytes; the manifest says %lld", got, (long long)p->weight_bytes);
       goto fail;
     }
   }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dsl_internal.h"
+#include "passes/fsutil.h"
 
 static wf_module *parse(const char *text, size_t len, const char *name, const char *base_dir) {
   wf_dsl_state s;
@@ -50,29 +51,10 @@ static char *dir_of(const char *path) {
 }
 
 wf_module *wf_parse_file(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
-    wf_error_at(path, "cannot open: %s", strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  WF_ASSERT(buf != NULL);
-  for (;;) {
-    size_t got = fread(buf + len, 1, cap - len, fp);
-    len += got;
-    if (got == 0) break;
-    if (len == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      WF_ASSERT(buf != NULL);
-    }
-  }
-  int failed = ferror(fp);
-  fclose(fp);
-  if (failed) {
+  size_t len = 0;
+  char *buf = wf_read_file(path, &len);
+  if (!buf) {
     wf_error_at(path, "cannot read: %s", strerror(errno));
-    free(buf);
     return NULL;
   }
   char *dir = dir_of(path);

@@ -42,3 +42,11 @@ int64_t wf_kprod(const int64_t *dims, int lo, int hi) {
   for (int i = lo; i < hi; i++) p *= dims[i];
   return p;
 }
+
+void wf_kstrides(const wf_tensor *t, int64_t *out) {
+  int64_t s = 1;
+  for (int d = t->rank - 1; d >= 0; d--) {
+    out[d] = s;
+    s *= t->dims[d];
+  }
+}

@@ -40,5 +40,7 @@ int64_t wf_kbcast_index_shape(int rank, const int64_t *dims, int orank, const in
 
 /* Product of dims[lo, hi). */
 int64_t wf_kprod(const int64_t *dims, int lo, int hi);
+/* Row-major element strides of t: out[d] = product of t->dims[d+1..rank). */
+void wf_kstrides(const wf_tensor *t, int64_t *out);
 
 #endif

@@ -20,11 +20,8 @@ int wf_kern_TRANSPOSE(const wf_kctx *k) {
   wf_tensor *o = k->out[0];
   int n;
   const int64_t *perm = wf_rule_ints(k->f, k->op, "perm", &n);
-  int64_t istride[WF_MAX_RANK], s = 1;
-  for (int d = a->rank - 1; d >= 0; d--) {
-    istride[d] = s;
-    s *= a->dims[d];
-  }
+  int64_t istride[WF_MAX_RANK];
+  wf_kstrides(a, istride);
   size_t es = ES(a);
   int64_t total = wf_tensor_numel(o);
   for (int64_t i = 0; i < total; i++) {
@@ -71,11 +68,8 @@ int wf_kern_SLICE(const wf_kctx *k) {
     wf_slice_resolve(a->dims[ax], starts[i], ends[i], steps[i], &first[ax], &cnt);
     step[ax] = steps[i];
   }
-  int64_t istride[WF_MAX_RANK], s = 1;
-  for (int d = a->rank - 1; d >= 0; d--) {
-    istride[d] = s;
-    s *= a->dims[d];
-  }
+  int64_t istride[WF_MAX_RANK];
+  wf_kstrides(a, istride);
   size_t es = ES(a);
   int64_t total = wf_tensor_numel(o);
   for (int64_t i = 0; i < total; i++) {

@@ -24,9 +24,11 @@ def bench(*a):
         return None
     return json.loads(r.stdout)
 # tolerance: the model's documented gaps (docs/cycle-model.md): star +1, tree and two-phase
-# bounded by the rounds' distance, autogen trees mix both; 35% covers the worst case seen
+# bounded by the rounds' distance, autogen trees mix both. Worst cases measured on this sweep:
+# tree 8.9% (P=9 B=16), two-phase 17.3% (P=32 B=128), autogen 10.3% (P=25 B=7); the bounds
+# sit just above them
 # at these sizes, chain and broadcast must be exact.
-TOL = {"chain": 0.0, "star": 0.01, "tree": 0.35, "two_phase": 0.35, "autogen": 0.35}
+TOL = {"chain": 0.0, "star": 0.01, "tree": 0.10, "two_phase": 0.19, "autogen": 0.12}
 for P, B in [(4, 1), (9, 16), (16, 64), (25, 7), (32, 128)]:
     preds = {}
     for algo in ["star", "chain", "tree", "two_phase", "autogen"]:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
+#include "passes/fsutil.h"
 #include "tools/wafer-bench/bench.h"
 #include "waferc/backend.h"
 #include "waferc/diag.h"
@@ -81,16 +82,8 @@ int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
 int wf_bench_manifest_field(const char *plan_dir, const char *key, char *buf, size_t cap) {
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.json", plan_dir);
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-  fclose(f);
+  char *text = wf_read_file(path, NULL);
   if (!text) return -1;
-  text[got] = 0;
   char pat[64];
   snprintf(pat, sizeof pat, "\"%s\":", key);
   const char *ops = strstr(text, "\"ops\":");
