@@ -11,18 +11,7 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # x: f32[8, 16] from a fixed LCG in [-2, 2), written as .npy without numpy.
-python3 - "$TMP/x.npy" <<'PY'
-import struct, sys
-vals, s = [], 12345
-for _ in range(8 * 16):
-    s = (s * 1103515245 + 12345) % 2**31
-    vals.append(s / 2**31 * 4 - 2)
-hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (8, 16), }"
-hdr += " " * ((64 - (10 + len(hdr) + 1) % 64) % 64) + "\n"
-with open(sys.argv[1], "wb") as f:
-    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
-    f.write(struct.pack("<%df" % len(vals), *vals))
-PY
+python3 "$SRC/tests/tools/npy.py" "$TMP/x.npy" 8,16 12345 2.0
 
 n=0
 for model in "$SRC"/tests/e2e_dist/*.wir; do

@@ -9,24 +9,15 @@ export WAFERC_TARGET_PATH=$SRC/targets
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+NPY="${WAFERC_SOURCE_DIR:?}/tests/tools/npy.py"   # small f32 .npy files without numpy
 
-# gen M K N: a.npy, b.npy (deterministic pseudo-random in [-1, 1]) and g.wir
+# gen M K N: a.npy, b.npy (deterministic pseudo-random in [-1, 1)) and g.wir
 gen() {
+  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0
+  python3 "$NPY" "$TMP/b.npy" "$2,$3" 2 1.0
   python3 - "$TMP" "$1" "$2" "$3" <<'PY'
-import struct, sys
+import sys
 d, M, K, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-def npy(path, rows, cols, seed):
-    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
-    hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
-    x, vals = seed, []
-    for _ in range(rows * cols):
-        x = (x * 1103515245 + 12345) % 2**31
-        vals.append(((x >> 8) % 2001 - 1000) / 1000.0)
-    with open(path, 'wb') as f:
-        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
-        f.write(struct.pack('<%df' % len(vals), *vals))
-npy(d + '/a.npy', M, K, 1)
-npy(d + '/b.npy', K, N, 2)
 open(d + '/g.wir', 'w').write(
     'module @g {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n'
     '    %%c = matmul(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (M, K, K, N, M, N, M, N))
@@ -80,24 +71,8 @@ rc=0; waferc "$TMP/g.wir" -o "$TMP/ns-bad" --target=test8x8 --mesh=2x3 --gemm-al
 # Padding through an MLP: the bias add spreads values into the padded rows, but the padding
 # along the second matmul's K stays zero, so the result is exact.
 gen 7 5 9
-python3 - "$TMP" <<'PY2'
-import struct, sys
-d = sys.argv[1]
-def npy(path, shape, seed):
-    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % ''.join('%d, ' % s for s in shape)
-    hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
-    n = 1
-    for s in shape: n *= s
-    x, vals = seed, []
-    for _ in range(n):
-        x = (x * 1103515245 + 12345) % 2**31
-        vals.append(((x >> 8) % 2001 - 1000) / 1000.0)
-    with open(path, 'wb') as f:
-        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
-        f.write(struct.pack('<%df' % n, *vals))
-npy(d + '/bias.npy', (9,), 3)
-npy(d + '/w2.npy', (9, 3), 4)
-PY2
+python3 "$NPY" "$TMP/bias.npy" 9 3 1.0
+python3 "$NPY" "$TMP/w2.npy" 9,3 4 1.0
 cat >"$TMP/mlp.wir" <<'EOF'
 module @mlp {
   func @main(%a: f32[7, 5], %b: f32[5, 9], %bias: f32[9], %w2: f32[9, 3]) -> f32[7, 3] {
@@ -140,21 +115,11 @@ rc=0; waferc "$TMP/exp.wir" -o "$TMP/exp" --target=test8x8 --mesh=2x2 -q 2>"$TMP
 # matmul(A, transpose(B)) (lower-gemm rewrites it; no transpose is left), padded or not.
 for shape in "7 5 9" "12 8 6"; do
   set -- $shape
+  python3 "$NPY" "$TMP/ta.npy" "$1,$2" 6 1.0
+  python3 "$NPY" "$TMP/tb.npy" "$3,$2" 7 1.0
   python3 - "$TMP" "$1" "$2" "$3" <<'PY2'
-import struct, sys
+import sys
 d, M, K, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-def npy(path, rows, cols, seed):
-    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
-    hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
-    x, vals = seed, []
-    for _ in range(rows * cols):
-        x = (x * 1103515245 + 12345) % 2**31
-        vals.append(((x >> 8) % 2001 - 1000) / 1000.0)
-    with open(path, 'wb') as f:
-        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
-        f.write(struct.pack('<%df' % len(vals), *vals))
-npy(d + '/ta.npy', M, K, 6)
-npy(d + '/tb.npy', N, K, 7)
 hdr = 'module @t {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n' % (M, K, N, K, M, N)
 open(d + '/tt.wir', 'w').write(hdr +
     '    %%bt = transpose(%%b) {perm = [1, 0]} : f32[%d, %d]\n'

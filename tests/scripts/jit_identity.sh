@@ -13,9 +13,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # all_ops: its weights are generated here (no numpy needed).
 mkdir -p "$TMP/all_ops"
 cp "$SRC/tests/jit/all_ops.wir" "$TMP/all_ops/"
-python3 "$SRC/tests/jit/npy.py" "$TMP/all_ops/all_ops_w.npy" 16,16 7 0.3
-python3 "$SRC/tests/jit/npy.py" "$TMP/all_ops/all_ops_b.npy" 16 8 0.5
-python3 "$SRC/tests/jit/npy.py" "$TMP/all_ops/all_ops_x.npy" 16,16 9 1.0
+python3 "$SRC/tests/tools/npy.py" "$TMP/all_ops/all_ops_w.npy" 16,16 7 0.3
+python3 "$SRC/tests/tools/npy.py" "$TMP/all_ops/all_ops_b.npy" 16 8 0.5
+python3 "$SRC/tests/tools/npy.py" "$TMP/all_ops/all_ops_x.npy" 16,16 9 1.0
 
 n=0
 for model in "$SRC"/examples/*.wir "$TMP/all_ops/all_ops.wir"; do

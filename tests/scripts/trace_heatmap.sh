@@ -124,7 +124,7 @@ module @rows {
   }
 }
 WIR
-python3 "$SRC/tests/jit/npy.py" "$TMP/rows_x.npy" 64,64 3 1.0
+python3 "$SRC/tests/tools/npy.py" "$TMP/rows_x.npy" 64,64 3 1.0
 waferc "$TMP/rows.wir" -o "$TMP/rplan" --target=wse2 --mesh=32x32 || fail "waferc (rows) exited $?"
 waferrun "$TMP/rplan" -q --input x="$TMP/rows_x.npy" --trace "$TMP/rows.json" || fail "waferrun (rows) exited $?"
 python3 - "$TMP/rows.json" <<'PY' || fail "row-mode trace check failed"
