@@ -17,8 +17,27 @@ static void touch(int *first, int *last, int sym, int lo, int hi) {
   if (hi > last[sym]) last[sym] = hi;
 }
 
+
+/* Where the error about symbol `sym` points: the op that defines its value (an ONNX
+ * node, a .wir line), else the function. */
+static wf_loc sym_loc(wf_lower *L, int sym) {
+  for (int v = 0; v < L->n_sym_of; v++) {
+    if (L->sym_of[v] != sym) continue;
+    wf_func_foreach_op(L->f, op) {
+      for (int r = 0; r < op->n_results; r++)
+        if (op->results[r] == (wf_value)v && op->loc.file) return op->loc;
+    }
+  }
+  return L->f->loc;
+}
+
 int wf_lower_plan_memory(wf_lower *L) {
   wf_pe_class *c = L->cls;
+  /* Arguments and results the code never touches (an input returned as it is, a constant
+   * output) still need their blocks: the host scatters and gathers them. */
+  for (int i = 0; i < L->f->n_args; i++) wf_lower_sym(L, L->f->args[i]);
+  const wf_op *ret = wf_func_return(L->f);
+  for (int i = 0; ret && i < ret->n_operands; i++) wf_lower_sym(L, ret->operands[i]);
   int n = c->n_syms, end = c->n_code + 1;
   if (!n) return 0;
   int *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
@@ -43,7 +62,6 @@ int wf_lower_plan_memory(wf_lower *L) {
   for (int i = 0; i < L->f->n_args; i++) touch(first, last, wf_lower_sym(L, L->f->args[i]), 0, 0);
   for (int i = 0; i < n; i++)
     if (c->syms[i].name[0] == '@') touch(first, last, i, 0, 0);
-  const wf_op *ret = wf_func_return(L->f);
   for (int i = 0; ret && i < ret->n_operands; i++)
     touch(first, last, wf_lower_sym(L, ret->operands[i]), end, end);
   for (int i = 0; i < n; i++) {
@@ -62,7 +80,7 @@ int wf_lower_plan_memory(wf_lower *L) {
     c->mem_bytes = p.peak;
     if (r == 1) {
       const wf_pe_sym *s = &c->syms[p.over];
-      wf_error(L->f->loc,
+      wf_error(sym_loc(L, p.over),
                "tensor '%s' (%lld bytes per PE) of class '%s' does not fit the %lld-byte SRAM of a "
                "'%s' PE: %lld bytes missing after reusing the memory of dead values (%lld bytes "
                "needed, %lld without reuse); use a larger mesh (--mesh; the blocks shrink with "

@@ -34,6 +34,47 @@ const char *wf_loc_file(const char *path) {
   return f->name;
 }
 
+/* Described locations: one entry per (file, line); looked up only when a diagnostic is
+ * printed, so a sorted index is not worth keeping. */
+typedef struct loc_name {
+  const char *file;
+  uint32_t line;
+  char *text;
+} loc_name;
+static loc_name *g_names;
+static size_t g_n_names, g_cap_names;
+
+static loc_name *find_name(wf_loc loc) {
+  if (!loc.file || !loc.line) return NULL;
+  for (size_t i = g_n_names; i-- > 0;)
+    if (g_names[i].line == loc.line && g_names[i].file == loc.file) return &g_names[i];
+  return NULL;
+}
+
+void wf_loc_describe(wf_loc loc, const char *text) {
+  if (!loc.file || !loc.line || !text) return;
+  loc.file = wf_loc_file(loc.file);
+  char *copy = strdup(text);
+  if (!copy) abort();
+  loc_name *n = find_name(loc);
+  if (n) {
+    free(n->text);
+    n->text = copy;
+    return;
+  }
+  if (g_n_names == g_cap_names) {
+    g_cap_names = g_cap_names ? 2 * g_cap_names : 64;
+    g_names = realloc(g_names, g_cap_names * sizeof *g_names);
+    if (!g_names) abort();
+  }
+  g_names[g_n_names++] = (loc_name){loc.file, loc.line, copy};
+}
+
+const char *wf_loc_description(wf_loc loc) {
+  loc_name *n = find_name(loc);
+  return n ? n->text : NULL;
+}
+
 void wf_diag_set_sink(wf_diag_sink sink, void *user) {
   g_sink = sink;
   g_sink_user = user;
@@ -55,7 +96,10 @@ static void emit(wf_severity sev, wf_loc loc, const char *where, const char *msg
     return;
   }
   wf_progress_done();
-  if (loc.file && loc.line)
+  const char *named = wf_loc_description(loc);
+  if (named)
+    fprintf(stderr, "%s: %s: %s\n", named, sev_name(sev), msg);
+  else if (loc.file && loc.line)
     fprintf(stderr, "%s:%u:%u: %s: %s\n", loc.file, loc.line, loc.col ? loc.col : 1, sev_name(sev), msg);
   else if (loc.file)
     fprintf(stderr, "%s: %s: %s\n", loc.file, sev_name(sev), msg);

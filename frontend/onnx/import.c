@@ -288,6 +288,7 @@ int ox_import_node(ox_ctx *cx, const ox_node *nd) {
   ox_nctx n = {.cx = cx, .node = nd, .opset = nd->opset};
   n.eloc = ox_node_loc(cx, nd);
   n.oploc = wf_loc_make(cx->path, (uint32_t)nd->index + 1, 0);
+  wf_loc_describe(n.oploc, n.eloc.file); /* later passes' errors name the node */
   n.n_in = nd->n_in;
   ox_val *ins[16];
   n.in = nd->n_in <= 16 ? ins : wf_arena_alloc(cx->arena, (size_t)nd->n_in * sizeof *n.in);

@@ -44,6 +44,14 @@ static inline wf_loc wf_loc_make(const char *file, uint32_t line, uint32_t col) 
   return l;
 }
 
+/* Gives `loc` a readable name that diagnostics print in place of `file:line:col`. The ONNX
+ * importer names each node's location `model.onnx: node 'n' (MatMul, opset 14)`, so an
+ * error a later pass reports on an op from that node names the node, not its index. The
+ * text is copied; a later call for the same (file, line) replaces it. */
+void wf_loc_describe(wf_loc loc, const char *text);
+/* The name given to loc's (file, line) by wf_loc_describe, or NULL. */
+const char *wf_loc_description(wf_loc loc);
+
 typedef enum wf_severity { WF_SEV_ERROR, WF_SEV_WARNING, WF_SEV_NOTE } wf_severity;
 
 /* Diagnostics go to a sink (stderr by default). Tests may redirect them. */

@@ -318,6 +318,10 @@ def errors():
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="first_user")], "dynamic",
                           [vi("x", F32, ["batch", 4])], [vi("y", F32, None)])
     save("dynamic", g, {}, {})
+    # fine at import, too big for one PE later: the SRAM error of the backend names the node
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "x"], ["y"], name="/proj/MatMul")], "bigmatmul",
+                          [vi("x", F32, [128, 128])], [vi("y", F32, None)])
+    save("bigmatmul", g, {}, {})
 
 
 def opset11():

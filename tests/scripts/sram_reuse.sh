@@ -65,7 +65,12 @@ waferc "$TMP/chain.wir" -o "$TMP/plan2" --target="$TMP/small1536.target" --mesh=
 rc=$?
 set -e
 [ "$rc" -eq 4 ] || fail "over budget: exit $rc, want 4 (does not fit)"
-grep -Eq "chain.wir:2:3: error: tensor '%[a-z]' \(1024 bytes per PE\) of class 'main' does not fit the 1536-byte SRAM of a 'small1536' PE: 512 bytes missing .*use a larger mesh" "$TMP/err" ||
+grep -Eq "chain.wir:[0-9]+:[0-9]+: error: tensor '%[a-z]' \(1024 bytes per PE\) of class 'main' does not fit the 1536-byte SRAM of a 'small1536' PE: 512 bytes missing .*use a larger mesh" "$TMP/err" ||
   fail "over budget: unexpected message: $(cat "$TMP/err")"
+# The location is the line that defines the tensor (its op, or the function for an argument).
+line=$(sed -nE "s/.*chain.wir:([0-9]+):[0-9]+: error: tensor '(%[a-z])'.*/\1/p" "$TMP/err")
+name=$(sed -nE "s/.*chain.wir:([0-9]+):[0-9]+: error: tensor '(%[a-z])'.*/\2/p" "$TMP/err")
+sed -n "${line}p" "$TMP/chain.wir" | grep -Eq "(^|[ (])$name( =|:)" ||
+  fail "over budget: line $line of chain.wir does not define $name: $(sed -n "${line}p" "$TMP/chain.wir")"
 [ ! -f "$TMP/plan2/manifest.json" ] || fail "a failed compile left a manifest"
 echo "sram_reuse: fits with reuse, over-budget error names the tensor"
