@@ -62,19 +62,36 @@ static int parse_int(const char *s, int32_t *out) {
   return 0;
 }
 
-/* term := int | (x|y|W|H|var) ([+-]int)? */
+/* term := int | (int '*')? (x|y|W|H|var) ('%' int)? ([+-]int)? */
 static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   while (isspace((unsigned char)*s)) s++;
   char buf[64];
   snprintf(buf, sizeof buf, "%s", s);
   size_t n = strlen(buf);
   while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
+  t->mul = 0;
+  size_t i = 0;
+  if (isdigit((unsigned char)buf[0])) { /* a constant, or the scale of `3*y` */
+    while (isdigit((unsigned char)buf[i])) i++;
+    if (buf[i] == '*') {
+      char c[16];
+      int32_t cv;
+      if (i >= sizeof c) return -1;
+      memcpy(c, buf, i);
+      c[i] = 0;
+      if (parse_int(c, &cv) || cv < 1 || cv > WF_PE_MAX_SCALE) return -1;
+      t->mul = (uint16_t)(cv > 1 ? cv : 0);
+      memmove(buf, buf + i + 1, strlen(buf + i + 1) + 1);
+      i = 0;
+    }
+  }
   if (isdigit((unsigned char)buf[0]) || buf[0] == '-') {
+    if (t->mul) return -1; /* `2*3`: a scale applies to a parameter or loop variable */
     t->kind = WF_TERM_INT;
     t->var = 0;
+    t->mod = 0;
     return parse_int(buf, &t->k);
   }
-  size_t i = 0;
   while (isalnum((unsigned char)buf[i]) || buf[i] == '_') i++;
   if (!i) return -1;
   char name[32];
@@ -142,7 +159,7 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
     *at = 0;
     wf_pe_cond *c = &g->c[g->n];
     if (parse_term(ps, cond, &c->a) || parse_term(ps, at + strlen(ops[which]), &c->b)) {
-      perr(ps, q, "bad term in guard '%s': expected an integer, x, y, W, H or a loop variable", cond,
+      perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|loop variable)[%%M][+-k]", cond,
            NULL);
       return NULL;
     }

@@ -92,6 +92,7 @@ void wf_pe_class_add_color(wf_pe_class *c, int color, const char *purpose) {
   for (int i = 0; i < c->n_colors; i++)
     if (c->colors[i].color == color) return;
   GROW(c->colors, c->n_colors, c->cap_colors);
+  memset(&c->colors[c->n_colors], 0, sizeof c->colors[0]); /* `ring` too: realloc'd memory */
   c->colors[c->n_colors].color = color;
   snprintf(c->colors[c->n_colors].purpose, sizeof c->colors[0].purpose, "%s", purpose);
   c->n_colors++;
@@ -155,9 +156,15 @@ int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in) {
   return idx;
 }
 
-wf_pe_term wf_term_int(int32_t v) { return (wf_pe_term){WF_TERM_INT, 0, 0, v}; }
-wf_pe_term wf_term(wf_term_kind kind, int32_t k) { return (wf_pe_term){(uint8_t)kind, 0, 0, k}; }
-wf_pe_term wf_term_var(int var, int32_t k) { return (wf_pe_term){WF_TERM_VAR, (uint8_t)var, 0, k}; }
+wf_pe_term wf_term_int(int32_t v) { return (wf_pe_term){WF_TERM_INT, 0, 0, v, 0}; }
+wf_pe_term wf_term(wf_term_kind kind, int32_t k) { return (wf_pe_term){(uint8_t)kind, 0, 0, k, 0}; }
+wf_pe_term wf_term_var(int var, int32_t k) { return (wf_pe_term){WF_TERM_VAR, (uint8_t)var, 0, k, 0}; }
+wf_pe_term wf_term_scaled(wf_pe_term t, int c, int32_t k) {
+  WF_ASSERT(c >= 1 && c <= WF_PE_MAX_SCALE && t.kind != WF_TERM_INT);
+  t.mul = (uint16_t)(c > 1 ? c : 0);
+  t.k = k;
+  return t;
+}
 wf_pe_guard wf_guard0(void) {
   wf_pe_guard g;
   memset(&g, 0, sizeof g);
@@ -199,10 +206,11 @@ static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_
     case WF_TERM_H: base = "H"; break;
     case WF_TERM_VAR: base = c->vars[t->var]; break;
   }
-  char m[16] = "";
+  char m[16] = "", sc[16] = "";
   if (t->mod) snprintf(m, sizeof m, "%%%d", (int)t->mod);
-  if (t->k) snprintf(buf, cap, "%s%s%+d", base, m, (int)t->k);
-  else snprintf(buf, cap, "%s%s", base, m);
+  if (t->mul > 1) snprintf(sc, sizeof sc, "%d*", (int)t->mul);
+  if (t->k) snprintf(buf, cap, "%s%s%s%+d", sc, base, m, (int)t->k);
+  else snprintf(buf, cap, "%s%s%s", sc, base, m);
 }
 
 static void guard_str(const wf_pe_class *c, const wf_pe_guard *g, char *buf, size_t cap) {

@@ -57,14 +57,19 @@ int wf_peop_lookup(const char *name, wf_peop *out); /* 0 on success */
 enum { WF_DIR_N, WF_DIR_E, WF_DIR_S, WF_DIR_W, WF_DIR_RAMP, WF_DIR_COUNT };
 extern const char *const wf_dir_names[WF_DIR_COUNT];
 
-/* A term: base + k, where base is a constant 0, a PE parameter or a loop variable. */
+/* A term: (c * base) % M + k, where base is a constant 0, a PE parameter or a loop
+ * variable; the scale c and the modulus M are optional. The scale names a PE's virtual index
+ * when every PE stands for c positions of a longer line (`3*y+1`: the second of three virtual
+ * rows, docs/gemm.md); it is applied before the modulus (`3*y%4`). */
 typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR } wf_term_kind;
 typedef struct wf_pe_term {
   uint8_t kind; /* wf_term_kind */
   uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
-  uint16_t mod; /* 0, or M: the base is taken modulo M (x%2 selects a parity role) */
+  uint16_t mod; /* 0, or M: the scaled base is taken modulo M (x%2 selects a parity role) */
   int32_t k;
+  uint16_t mul; /* 0 or 1: unscaled; else c >= 2, the base is multiplied by c first */
 } wf_pe_term;
+#define WF_PE_MAX_SCALE 65535
 
 typedef enum { WF_CMP_EQ, WF_CMP_NE, WF_CMP_LT, WF_CMP_LE, WF_CMP_GT, WF_CMP_GE } wf_cmp;
 typedef struct wf_pe_cond {
@@ -169,6 +174,8 @@ int wf_pe_class_add_instr(wf_pe_class *c, const wf_pe_instr *in);
 wf_pe_term wf_term_int(int32_t v);
 wf_pe_term wf_term(wf_term_kind kind, int32_t k);
 wf_pe_term wf_term_var(int var, int32_t k);
+/* c * base + k for a PE parameter or loop variable t (c >= 1). */
+wf_pe_term wf_term_scaled(wf_pe_term t, int c, int32_t k);
 wf_pe_guard wf_guard0(void);
 /* Adds `a cmp b` to g. */
 void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
@@ -197,6 +204,7 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     case WF_TERM_VAR: b = e->vars[t->var]; break;
     default: return t->k;
   }
+  if (t->mul > 1) b *= (int32_t)t->mul;
   if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
   return b + t->k;
 }
