@@ -115,6 +115,16 @@ static int lower_func(wf_lower *L) {
       rc = WF_EXIT_UNSUPPORTED;
     }
     if (rc && !errors) errors = rc; /* keep going: report every unsupported op at once */
+    /* Past the color budget a collective was serialized or relayed: its swsets and relay
+     * hops join the op's prediction, and the explain says so (nothing when colors sufficed). */
+    char note[160];
+    double extra = wf_coll_cache_take_extra(L, note, sizeof note);
+    if (note[0] || extra != 0) {
+      lo->predicted += (int64_t)(extra + (extra < 0 ? -0.5 : 0.5));
+      size_t u = strlen(lo->explain);
+      snprintf(lo->explain + u, sizeof lo->explain - u, "%s[past the color budget: %s, %+.0f cycles]",
+               u ? " " : "", note, extra);
+    }
     L->n_ops++;
   }
   return errors;

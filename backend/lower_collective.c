@@ -33,18 +33,45 @@ typedef struct coll_role {
 int wf_lower_color_fresh(wf_lower *L, const char *purpose, wf_loc loc) {
   int c = wf_lower_color_try(L, purpose);
   if (c >= 0) return c;
-  wf_error(loc, "target '%s' has no free color left for a %s (%d colors, %d in use)", L->t->name,
-           purpose, L->t->colors, L->cls->n_colors);
+  wf_lower_color_exhausted(L, purpose, 1, loc);
   return -1;
+}
+
+static int color_taken(const wf_lower *L, int c) {
+  if (L->t->reserved_colors >> c & 1) return 1;
+  for (int p = 0; p < WF_COLOR_ROLES; p++)
+    if (L->color[p] == c) return 1;
+  for (int i = 0; i < L->cls->n_colors; i++)
+    if (L->cls->colors[i].color == c) return 1;
+  return 0;
+}
+
+int wf_lower_color_free(const wf_lower *L) {
+  int n = 0;
+  for (int c = 0; c < L->t->colors && c < 32; c++) n += !color_taken(L, c);
+  return n;
+}
+
+int wf_lower_color_exhausted(wf_lower *L, const char *what, int needed, wf_loc loc) {
+  char used[512] = "";
+  size_t u = 0;
+  for (int i = 0; i < L->cls->n_colors && u + 64 < sizeof used; i++) {
+    char users[200];
+    wf_coll_cache_users(L, L->cls->colors[i].color, users, sizeof users);
+    u += (size_t)snprintf(used + u, sizeof used - u, "%sc%d (%s)", u ? ", " : "", L->cls->colors[i].color,
+                          users[0] ? users : L->cls->colors[i].purpose);
+  }
+  int usable = 0;
+  for (int c = 0; c < L->t->colors && c < 32; c++) usable += !(L->t->reserved_colors >> c & 1);
+  wf_error(loc, "target '%s' has no free color left for the %s (it needs %d; %d usable colors, "
+                "%d in use, none can be shared at a free switch position nor relayed on): %s",
+           L->t->name, what, needed, usable, L->cls->n_colors, used[0] ? used : "none");
+  return WF_EXIT_NOFIT;
 }
 
 int wf_lower_color_try(wf_lower *L, const char *purpose) {
   for (int c = 0; c < L->t->colors && c < 32; c++) {
-    if (L->t->reserved_colors >> c & 1) continue;
-    int taken = 0;
-    for (int p = 0; p < WF_COLOR_ROLES; p++) taken |= L->color[p] == c;
-    for (int i = 0; i < L->cls->n_colors; i++) taken |= L->cls->colors[i].color == c;
-    if (taken) continue;
+    if (color_taken(L, c)) continue;
     wf_pe_class_add_color(L->cls, c, purpose);
     return c;
   }
@@ -167,28 +194,32 @@ static int role_switches(const coll_role *r) {
   return !r->root && (r->pass[1 - r->out_side] >> r->co & 1);
 }
 
+/* pb[lc]: the switch position the tree's rules for logical color lc start at (0 unless the
+ * color was lent past the budget); "position 1" below is pb + 1. */
 static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, const wf_pe_guard *g,
-                      const int *phys, int sym, int64_t len, wf_peop combine, int routes) {
+                      const int *phys, const int *pb, int sym, int64_t len, wf_peop combine,
+                      int routes) {
   wf_pe_class *c = L->cls;
   unsigned R = 1u << WF_DIR_RAMP;
   int near = r->root ? -1 : r->out_side, far = near < 0 ? -1 : 1 - near;
   int needs_switch = role_switches(r);
   if (routes) {
   for (int side = 0; side < 2; side++)
-    if (r->ci[side] >= 0) wf_pe_class_add_route(c, g, phys[r->ci[side]], dir_of(ln, side), R);
+    if (r->ci[side] >= 0)
+      wf_pe_class_add_route_pos(c, g, phys[r->ci[side]], pb[r->ci[side]], dir_of(ln, side), R);
   for (int lc = 0; lc < MAX_LCOLORS; lc++)
     for (int from = 0; from < 2; from++) {
       if (!(r->pass[from] >> lc & 1)) continue;
       unsigned tx = 1u << dir_of(ln, 1 - from);
       if (!r->root && lc == r->co && from == far) continue; /* waits: position 1 below */
-      wf_pe_class_add_route_pos(c, g, phys[lc], 0, dir_of(ln, from), tx);
+      wf_pe_class_add_route_pos(c, g, phys[lc], pb[lc], dir_of(ln, from), tx);
       if (!r->root && lc == r->co && needs_switch)
-        wf_pe_class_add_route_pos(c, g, phys[lc], 1, dir_of(ln, from), tx);
+        wf_pe_class_add_route_pos(c, g, phys[lc], pb[lc] + 1, dir_of(ln, from), tx);
     }
   if (!r->root) {
-    wf_pe_class_add_route_pos(c, g, phys[r->co], 0, WF_DIR_RAMP, 1u << dir_of(ln, near));
+    wf_pe_class_add_route_pos(c, g, phys[r->co], pb[r->co], WF_DIR_RAMP, 1u << dir_of(ln, near));
     if (needs_switch)
-      wf_pe_class_add_route_pos(c, g, phys[r->co], 1, dir_of(ln, far), 1u << dir_of(ln, near));
+      wf_pe_class_add_route_pos(c, g, phys[r->co], pb[r->co] + 1, dir_of(ln, far), 1u << dir_of(ln, near));
   }
   }
   /* code: children nearest first, low side then high side; the last one streams on */
@@ -219,7 +250,50 @@ static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, c
     wf_emit(L, g, needs_switch ? WF_PEOP_SENDADV : WF_PEOP_SEND,
             (wf_pe_arg[]){wf_arg_int(phys[r->co]), wf_arg_sym(sym), wf_arg_int(len)});
   else if (needs_switch)
-    wf_emit(L, g, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(phys[r->co]), wf_arg_int(1)});
+    wf_emit(L, g, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(phys[r->co]), wf_arg_int(pb[r->co] + 1)});
+}
+
+static int tree_root(const wf_line_tree *t) {
+  for (int v = 0; v < t->n; v++)
+    if (t->parent[v] < 0) return v;
+  return t->n - 1;
+}
+
+/* Past the budget (fewer than `used` free colors): the tree keeps its shape when the colors
+ * it lacks can be lent by earlier collectives (serialized: phys[] filled, returns 1, the
+ * caller adds the entry and emits); otherwise the reduce is relayed through the PEs on one
+ * color (returns 0) or nothing fits (returns -WF_EXIT_NOFIT, reported). */
+static int tree_fallback(wf_lower *L, const wf_coll_line *ln, const wf_line_tree *t, int used,
+                         int fresh, int clean, const wf_coll_key *key, int *phys, int sym,
+                         int64_t len, wf_peop combine, wf_loc loc) {
+  const char *ax = ln->axis == WF_AXIS_Y ? "y" : "x";
+  uint32_t lent = 0;
+  int pos[MAX_LCOLORS], ok = 1;
+  for (int i = fresh; i < used && ok; i++) {
+    phys[i] = wf_coll_cache_borrow_color(L, key, clean ? 1 : 2, lent, &pos[i]);
+    ok = phys[i] >= 0;
+    if (ok) lent |= 1u << phys[i];
+  }
+  if (ok) {
+    char users[256], what[96];
+    snprintf(what, sizeof what, "reduce tree along %s over %d PEs", ax, ln->n);
+    for (int i = fresh; i < used; i++) {
+      wf_coll_cache_users(L, phys[i], users, sizeof users);
+      wf_warning(loc, "target '%s' is out of colors: the %s (%d colors, %d free) is serialized on "
+                      "color %d at switch position %d after the %s (one swset per PE and phase)",
+                 L->t->name, what, used, fresh, phys[i], pos[i], users);
+      wf_coll_cache_fallback(L, phys[i], pos[i], 0, what, loc);
+      wf_coll_cache_note(L, 0, "tree serialized on c%d p%d", phys[i], pos[i]);
+    }
+    for (int i = 0; i < fresh; i++) phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
+    return 1;
+  }
+  wf_coll_cache_unborrow(L);
+  char what[96];
+  snprintf(what, sizeof what, "reduce tree along %s over %d PEs (%d colors, %d free)", ax, ln->n,
+           used, fresh);
+  int rc = wf_lower_relay_reduce(L, ln, tree_root(t), sym, len, combine, what, loc);
+  return rc ? -rc : 0;
 }
 
 int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree *t, int sym,
@@ -263,24 +337,30 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     int lo = v < p ? v + 1 : p + 1, hi = v < p ? p - 1 : v - 1;
     for (int u = lo; u <= hi; u++) r[u].pass[s == LO ? LO : HI] |= 1u << col;
   }
-  int phys[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
+  int phys[MAX_LCOLORS], pb[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
   for (int v = 0; v < n; v++) clean &= !role_switches(&r[v]);
-  wf_coll_key key = {0, ln->axis, n, -1, ln->fixed, t->parent};
+  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, -1, ln->fixed, t->parent};
   const int *cached = wf_coll_cache_find(L, &key, &n_cached);
   if (cached && n_cached == used) {
     memcpy(phys, cached, (size_t)used * sizeof *phys);
     routes = 0; /* an identical tree earlier: its colors and routes serve this phase too */
   } else {
-    for (int i = 0; i < used; i++) {
-      phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
-      if (phys[i] < 0) {
-        rc = WF_EXIT_NOFIT;
+    int fresh = wf_lower_color_free(L);
+    if (fresh < used) { /* past the budget: serialize onto lent colors, else relay */
+      rc = tree_fallback(L, ln, t, used, fresh, clean, &key, phys, sym, len, combine, loc);
+      if (rc <= 0) {
+        if (colors_out && !rc) *colors_out = 1;
+        rc = -rc;
         goto out;
       }
+      rc = 0;
+    } else {
+      for (int i = 0; i < used; i++) phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
     }
     wf_coll_cache_add(L, &key, phys, used, clean);
   }
-  wf_coll_cache_enter(L, ln); /* a color lent to a later phase: select position 0 again */
+  for (int i = 0; i < used; i++) pb[i] = wf_coll_cache_base(L, phys[i]);
+  wf_coll_cache_enter(L, ln); /* a color lent to a later phase: select its position again */
   if (colors_out) *colors_out = used;
   /* Group equal roles, then write each group as arithmetic progressions. */
   for (int v = 0; v < n; v++) grp[v] = -1;
@@ -301,7 +381,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
       if (b2 < 0) b = a;
       for (int u = a; u <= b; u += s) grp[u] = -2; /* emitted */
       wf_pe_guard g = ap_guard(ln, a, b, b > a ? s : 1);
-      emit_role(L, ln, &r[a], &g, phys, sym, len, combine, routes);
+      emit_role(L, ln, &r[a], &g, phys, pb, sym, len, combine, routes);
       if (b2 < 0) break;
     }
   }

@@ -89,13 +89,19 @@ int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf
 int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
                                wf_loc loc, wf_coll_result *out);
 
-/* Colors reused across phases (lower_collective.c). A collective whose routes are exactly
+/* Colors reused across phases (collective_cache.c). A collective whose routes are exactly
  * those of an earlier one (same line, same tree or pattern) takes the earlier one's colors
  * and adds no routes: the phases run one after the other on every PE, and a tree whose
  * routers switched position is reset (swset to 0) once the allreduce's broadcast has
- * reached the PE, i.e. after every reduce wavelet passed it. */
+ * reached the PE, i.e. after every reduce wavelet passed it. Past the budget the cache also
+ * lends colors to other patterns (serialization) and records every fallback
+ * (docs/collectives-lowering.md, "Past the budget"). */
+enum { WF_COLL_KEY_TREE, WF_COLL_KEY_BCAST, WF_COLL_KEY_RING, WF_COLL_KEY_SNAKE,
+       WF_COLL_KEY_RELAY,        /* relay reduce along a line into `root` (one color) */
+       WF_COLL_KEY_SNAKE_RELAY,  /* the snake on one color */
+       WF_COLL_KEY_BCAST2D       /* a 2D flooding broadcast merged onto a reduce's color */ };
 typedef struct wf_coll_key {
-  int kind;            /* 0 tree reduce, 1 flooding broadcast, 2 ring */
+  int kind;            /* WF_COLL_KEY_* */
   int axis, n, root;
   wf_pe_guard fixed;
   int *parent;         /* tree reduce: the tree (owned by the cache) */
@@ -107,10 +113,73 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
 /* Resets the switches of the last tree reduce lowered on the line (after its broadcast),
  * making it reusable. */
 void wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln);
-/* Past the budget: a color of earlier, settled 1D collectives of the other axis, lent to
- * the next wf_coll_cache_add (key `k`) at a switch position above theirs; warns naming the
- * serialized collectives. -1 when none fits (the caller reports the error). */
+/* Past the budget: a color of earlier, settled collectives whose router ports never meet
+ * those of `k` (1D lines of the other axis; a relay reduce and the broadcast from its root),
+ * lent to the next wf_coll_cache_add (key `k`) from switch position *pos up (`need`
+ * positions, within the target's switch_positions); colors in `avoid` are skipped. No
+ * diagnostic; -1 when none fits. wf_coll_cache_unborrow drops what was lent but not added. */
+int wf_coll_cache_borrow_color(wf_lower *L, const wf_coll_key *k, int need, uint32_t avoid, int *pos);
+void wf_coll_cache_unborrow(wf_lower *L);
+/* A flooding broadcast from the root of the reduce tree (or relay) lowered just before it,
+ * on the same line, can take
+ * that tree's first color at the tree's own switch positions: the tree's wavelets travel
+ * toward the root, the broadcast's away from it, so at every router they arrive by different
+ * ports and the two sets of rules live side by side (no swset). Returns the color, the
+ * position *pos the tree starts at and *both = the tree also uses *pos + 1 (the broadcast's
+ * rules go to both); -1 when no such tree. Lent to the next wf_coll_cache_add. The same
+ * broadcast merged with the same tree before: *have_routes = 1 (its rules are there). */
+int wf_coll_cache_merge(wf_lower *L, const wf_coll_key *k, int *pos, int *both, int *have_routes);
+/* A broadcast from the root of the reduces lowered since wf_coll_cache_stamp reached every
+ * PE: their wavelets are all past (nothing else changes; no code is emitted). */
+int wf_coll_cache_stamp(wf_lower *L);
+void wf_coll_cache_done_since(wf_lower *L, int stamp);
+/* Colors of the collectives found or added since the last call (then cleared). */
+uint32_t wf_coll_cache_take_touched(wf_lower *L);
+/* 1 if no PE's router holds a rule on `color` (any position) for an rx port one of `rules`
+ * (guard and rx are read) needs at that PE: the exact, per-PE form of the port test. */
+int wf_coll_cache_ports_free(const wf_lower *L, int color, const wf_pe_route *rules, int n);
+/* Switch positions that rules on `color` use (bit p = position p). */
+unsigned wf_coll_cache_positions(const wf_lower *L, int color);
+/* The flooding broadcast's form of the above: one color, with the warning. -1 when none. */
 int wf_coll_cache_borrow(wf_lower *L, const wf_coll_key *k, const char *purpose, wf_loc loc);
+/* "reduce tree along x, flooding broadcast along y": the collectives holding `color`. */
+void wf_coll_cache_users(const wf_lower *L, int color, char *buf, size_t cap);
+
+/* Every fallback past the budget, for the manifest (per color and per class). */
+typedef struct wf_coll_fallback {
+  int color, pos;       /* the color and the switch position the collective starts at */
+  int relayed;          /* 1: relayed through PEs (store-and-forward hops), 0: serialized */
+  char what[96];        /* "reduce tree along x (star)" */
+  char loc[160];        /* file:line:col of the op, "" if none */
+} wf_coll_fallback;
+void wf_coll_cache_fallback(wf_lower *L, int color, int pos, int relayed, const char *what, wf_loc loc);
+int wf_coll_cache_n_fallbacks(const wf_lower *L);
+const wf_coll_fallback *wf_coll_cache_get_fallback(const wf_lower *L, int i);
+/* Predicted cycles a fallback adds to the current op (swsets, relay hops), with a note for
+ * its explain; emit.c takes them after each op (0 and "" when colors sufficed). */
+void wf_coll_cache_note(wf_lower *L, double cycles, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap);
+/* wf_lower_tree_reduce relayed the tree: the relay's prediction (set by it); the caller,
+ * who knows what the tree was predicted at (`orig`), turns the difference into extra cycles
+ * with wf_coll_cache_relay_extra (nothing when no relay happened). */
+void wf_coll_cache_set_relay(wf_lower *L, double cycles);
+void wf_coll_cache_relay_extra(wf_lower *L, double orig);
+
+/* Relay reduce (collective_relay.c): the reduce along the line into `root` as a chain on ONE
+ * color, every PE receiving its far neighbour's partial sums and streaming them on with its
+ * own (addsend) — a store-and-forward hop through each PE's ramp, no router forwarding. The
+ * color is a free one, else one lent by wf_coll_cache_borrow_color; `what` names the
+ * collective relayed for the warning. Returns 0 or WF_EXIT_NOFIT (reported, naming the
+ * colors in use). Its prediction (Lemma 5.2 per side) is left in wf_coll_cache_set_relay. */
+int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
+                          wf_peop combine, const char *what, wf_loc loc);
+/* Predicted cycles of that relay (both sides' chains into the root, and its swset). */
+double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len);
+/* Number of colors wf_lower_color_try could still hand out. */
+int wf_lower_color_free(const wf_lower *L);
+/* The "no free color" error naming the collective and every color in use; WF_EXIT_NOFIT. */
+int wf_lower_color_exhausted(wf_lower *L, const char *what, int needed, wf_loc loc);
 /* Switch position the collective just found or added starts at on `color` (its routes). */
 int wf_coll_cache_base(const wf_lower *L, int color);
 /* Emits, on the line's PEs, one swset per shared color of the collective just found or

@@ -2,6 +2,7 @@
  * (mirrored or split at the root), the model's choice, flooding broadcasts, allreduce and
  * the 2D forms (Reduce paper §4-§7). The trees come from the cost-model library
  * (collective_tree.c), so the lowered tree is the one the model priced. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,8 @@ static int reduce_on(wf_lower *L, const wf_coll_line *ln, wf_coll_algo algo, int
   }
   int rc = wf_lower_tree_reduce(L, ln, &t, sym, len, combine, loc, colors);
   free(t.parent);
+  /* relayed past the budget: the chain's cycles replace the tree's in the prediction */
+  wf_coll_cache_relay_extra(L, wf_coll_reduce_at(algo, ln->n, len, root, &p));
   return rc;
 }
 
@@ -114,18 +117,40 @@ int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root
   return rc;
 }
 
+/* Past the budget: the broadcast on the color of the tree that reduced into its root (see
+ * wf_coll_cache_merge); its rules join the tree's at both of the tree's positions when the
+ * tree switches, so they hold wherever a router was left. No swset, no cycles added. */
+static int bcast_merge(wf_lower *L, const wf_coll_key *key, wf_loc loc, int *both, int *routes) {
+  int pos = 0, have = 0, col = wf_coll_cache_merge(L, key, &pos, both, &have);
+  if (col < 0) return -1;
+  *routes = !have;
+  wf_coll_cache_note(L, 0, "broadcast on the reduce's c%d", col);
+  if (have) return col; /* warned when first merged */
+  const char *ax = key->axis == WF_AXIS_Y ? "y" : "x";
+  wf_warning(loc, "target '%s' is out of colors: the flooding broadcast along %s is serialized on "
+                  "color %d at switch position %d with the reduce along %s into the same root (its "
+                  "wavelets travel toward the root, the broadcast's away: no port is shared, no swset)",
+             L->t->name, ax, col, pos, ax);
+  char what[96];
+  snprintf(what, sizeof what, "flooding broadcast along %s", ax);
+  wf_coll_cache_fallback(L, col, pos, 0, what, loc);
+  return col;
+}
+
 int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
                         wf_loc loc) {
   if (ln->n <= 1) return 0;
   wf_coll_key key = {1, ln->axis, ln->n, root, ln->fixed, NULL};
-  int nc = 0, col;
+  int nc = 0, col, both = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   int routes = !cached;
   if (cached) {
     col = cached[0];
   } else {
     col = wf_lower_color_try(L, "flooding broadcast");
-    /* past the budget: serialize after an earlier collective of the other axis */
+    /* past the budget: on the color of the tree that reduced into this root, else
+     * serialized after an earlier collective of the other axis */
+    if (col < 0) col = bcast_merge(L, &key, loc, &both, &routes);
     if (col < 0) col = wf_coll_cache_borrow(L, &key, "flooding broadcast", loc);
     if (col < 0) col = wf_lower_color_fresh(L, "flooding broadcast", loc); /* the error */
     if (col < 0) return WF_EXIT_NOFIT;
@@ -140,10 +165,10 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
   wf_guard_add(&below, xc, WF_CMP_LT, wf_term_int(root));
   wf_guard_add(&above, xc, WF_CMP_GT, wf_term_int(root));
   unsigned R = 1u << WF_DIR_RAMP;
-  if (routes) {
-    wf_pe_class_add_route_pos(L->cls, &at, col, pos, WF_DIR_RAMP, (1u << lo) | (1u << hi));
-    wf_pe_class_add_route_pos(L->cls, &below, col, pos, hi, (1u << lo) | R);
-    wf_pe_class_add_route_pos(L->cls, &above, col, pos, lo, (1u << hi) | R);
+  for (int p = pos; routes && p <= pos + both; p++) {
+    wf_pe_class_add_route_pos(L->cls, &at, col, p, WF_DIR_RAMP, (1u << lo) | (1u << hi));
+    wf_pe_class_add_route_pos(L->cls, &below, col, p, hi, (1u << lo) | R);
+    wf_pe_class_add_route_pos(L->cls, &above, col, p, lo, (1u << hi) | R);
   }
   wf_emit(L, &at, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   if (root > 0) wf_emit(L, &below, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
@@ -213,26 +238,105 @@ int wf_lower_coll_reduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop
   return rc;
 }
 
-int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc) {
-  if (L->w * L->h <= 1) return 0;
-  int col = wf_lower_color_fresh(L, "2D flooding broadcast", loc);
-  if (col < 0) return WF_EXIT_NOFIT;
+/* Past the budget: the 2D broadcast as a flooding broadcast along row ry, then one along
+ * every column from row ry — two 1D patterns, each free to be serialized on a color of the
+ * other axis. The PEs of row ry relay: they receive the row's message, then send it down
+ * their column (a second pair of ramps, and the column starts only after the row's end). */
+static int bcast_2d_relayed(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc) {
+  wf_coll_params p = params(L);
+  double two = (L->w > 1 ? wf_coll_bcast_at(L->w, len, rx, &p) : 0) +
+               (L->h > 1 ? wf_coll_bcast_at(L->h, len, ry, &p) : 0);
+  double cyc = wf_coll_bcast2d(L->w, L->h, len, &p);
+  wf_warning(loc, "target '%s' is out of colors: the 2D flooding broadcast from (%d, %d) is relayed "
+                  "through the PEs of row %d (a row broadcast, then column broadcasts from that "
+                  "row; %.0f cycles predicted instead of %.0f)",
+             L->t->name, rx, ry, ry, two, cyc);
+  wf_coll_cache_fallback(L, -1, 0, 1, "2D flooding broadcast", loc);
+  wf_coll_cache_note(L, two - cyc, "2D broadcast relayed through row %d", ry);
+  int rc = 0;
+  if (L->w > 1) {
+    wf_coll_line rl = {WF_AXIS_X, L->w, wf_guard0()};
+    if (L->h > 1) wf_guard_add(&rl.fixed, wf_term(WF_TERM_Y, 0), WF_CMP_EQ, wf_term_int(ry));
+    rc = wf_lower_coll_bcast(L, &rl, rx, sym, len, loc);
+  }
+  if (!rc && L->h > 1) {
+    wf_coll_line cl = {WF_AXIS_Y, L->h, wf_guard0()};
+    rc = wf_lower_coll_bcast(L, &cl, ry, sym, len, loc);
+  }
+  return rc;
+}
+
+/* The 2D flood's rules (Lemma 7.1): along row ry from the root, multicast into every
+ * column, then along the columns. */
+static int flood_rules(const wf_lower *L, int rx, int ry, wf_pe_route *r) {
   enum { N = 1u << WF_DIR_N, E = 1u << WF_DIR_E, S = 1u << WF_DIR_S, W = 1u << WF_DIR_W,
          R = 1u << WF_DIR_RAMP };
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-  wf_pe_guard g;
-  /* along row ry from the root, multicast into every column; then along the columns */
-  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_EQ, wf_term_int(rx));
-  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_RAMP, E | W | N | S);
-  wf_emit(L, &g, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
-  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_LT, wf_term_int(rx));
-  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_E, W | N | S | R);
-  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int(ry)); wf_guard_add(&g, tx, WF_CMP_GT, wf_term_int(rx));
-  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_W, E | N | S | R);
-  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_LT, wf_term_int(ry));
-  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_S, N | R);
-  g = wf_guard0(); wf_guard_add(&g, ty, WF_CMP_GT, wf_term_int(ry));
-  wf_pe_class_add_route(L->cls, &g, col, WF_DIR_N, S | R);
+  static const int rxs[5] = {WF_DIR_RAMP, WF_DIR_E, WF_DIR_W, WF_DIR_S, WF_DIR_N};
+  const unsigned txs[5] = {E | W | N | S, W | N | S | R, E | N | S | R, N | R, S | R};
+  for (int i = 0; i < 5; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    wf_pe_guard *g = &r[i].guard;
+    *g = wf_guard0();
+    if (i < 3) wf_guard_add(g, ty, WF_CMP_EQ, wf_term_int(ry));
+    if (i == 0) wf_guard_add(g, tx, WF_CMP_EQ, wf_term_int(rx));
+    if (i == 1) wf_guard_add(g, tx, WF_CMP_LT, wf_term_int(rx));
+    if (i == 2) wf_guard_add(g, tx, WF_CMP_GT, wf_term_int(rx));
+    if (i == 3) wf_guard_add(g, ty, WF_CMP_LT, wf_term_int(ry));
+    if (i == 4) wf_guard_add(g, ty, WF_CMP_GT, wf_term_int(ry));
+    r[i].rx = rxs[i];
+    r[i].tx = txs[i];
+  }
+  (void)L;
+  return 5;
+}
+
+/* Past the budget, right after the 2D reduce into (rx, ry): the flood on a color that reduce
+ * used, when at no PE its rules need a port that color's rules already take (a reduce's
+ * wavelets travel toward the root, the flood's away from it). The flood starts only once the
+ * root holds the sum, so every PE is done with the reduce by the time it reaches it; its rules
+ * go to every switch position the color uses, so they hold wherever a router was left. */
+static int bcast_2d_merge(wf_lower *L, int rx, int ry, uint32_t reduce_colors, wf_loc loc,
+                          unsigned *posm) {
+  wf_pe_route r[5];
+  int n = flood_rules(L, rx, ry, r);
+  for (int col = 0; col < 32; col++) {
+    if (!(reduce_colors >> col & 1) || !wf_coll_cache_ports_free(L, col, r, n)) continue;
+    *posm = wf_coll_cache_positions(L, col);
+    int lo = 0;
+    while (!(*posm >> lo & 1)) lo++;
+    wf_warning(loc, "target '%s' is out of colors: the 2D flooding broadcast from (%d, %d) is "
+                    "serialized on color %d (switch positions 0x%x) with the 2D reduce into the "
+                    "same root (at no router do the two take the same port; no swset)",
+               L->t->name, rx, ry, col, *posm);
+    wf_coll_cache_fallback(L, col, lo, 0, "2D flooding broadcast", loc);
+    wf_coll_cache_note(L, 0, "2D broadcast on the reduce's c%d", col);
+    wf_coll_key key = {WF_COLL_KEY_BCAST2D, WF_AXIS_X, L->w, L->h, wf_guard0(), NULL};
+    wf_coll_cache_add(L, &key, &col, 1, 1); /* later borrowers see its ports */
+    return col;
+  }
+  return -1;
+}
+
+static int bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, uint32_t reduce_colors,
+                    wf_loc loc) {
+  if (L->w * L->h <= 1) return 0;
+  unsigned posm = 1;
+  int col;
+  if (wf_lower_color_free(L)) {
+    col = wf_lower_color_fresh(L, "2D flooding broadcast", loc);
+  } else {
+    col = bcast_2d_merge(L, rx, ry, reduce_colors, loc, &posm);
+    if (col < 0) return bcast_2d_relayed(L, rx, ry, sym, len, loc);
+  }
+  if (col < 0) return WF_EXIT_NOFIT;
+  wf_pe_route r[5];
+  int n = flood_rules(L, rx, ry, r);
+  for (int p = 0; p < WF_PE_MAX_POS; p++)
+    for (int i = 0; i < n && (posm >> p & 1); i++)
+      wf_pe_class_add_route_pos(L->cls, &r[i].guard, col, p, r[i].rx, r[i].tx);
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_emit(L, &r[0].guard, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   /* everyone but the root receives */
   wf_pe_guard a = wf_guard0(), b = wf_guard0();
   wf_guard_add(&a, ty, WF_CMP_NE, wf_term_int(ry));
@@ -241,6 +345,10 @@ int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf
   wf_emit(L, &a, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   wf_emit(L, &b, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
   return 0;
+}
+
+int wf_lower_coll_bcast_2d(wf_lower *L, int rx, int ry, int sym, int64_t len, wf_loc loc) {
+  return bcast_2d(L, rx, ry, sym, len, 0, loc);
 }
 
 int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_peop combine,
@@ -253,16 +361,22 @@ int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_p
     if (rc) return rc;
     wf_coll_params p = params(L);
     c.predicted += wf_coll_bcast2d(L->w, L->h, len, &p);
+    wf_coll_cache_take_touched(L);
+    int stamp = wf_coll_cache_stamp(L);
     rc = wf_lower_coll_snake(L, sym, len, combine, loc);
-    if (!rc) rc = wf_lower_coll_bcast_2d(L, L->w - 1, L->h - 1, sym, len, loc);
+    if (!rc) rc = bcast_2d(L, L->w - 1, L->h - 1, sym, len, wf_coll_cache_take_touched(L), loc);
+    if (!rc) wf_coll_cache_done_since(L, stamp);
     fill(out, &c, 0, 3);
     return rc;
   }
   rc = pick(L, WF_COLL_ALLREDUCE, L->w, L->h, algo, len, loc, &c);
   if (rc) return rc;
   int colors = 0;
+  wf_coll_cache_take_touched(L);
+  int stamp = wf_coll_cache_stamp(L);
   rc = xy_reduce_to(L, c.algo, 0, 0, sym, len, combine, loc, &colors);
-  if (!rc) rc = wf_lower_coll_bcast_2d(L, 0, 0, sym, len, loc);
+  if (!rc) rc = bcast_2d(L, 0, 0, sym, len, wf_coll_cache_take_touched(L), loc);
+  if (!rc) wf_coll_cache_done_since(L, stamp); /* the broadcast followed every reduce wavelet */
   fill(out, &c, 0, colors + 1);
   return rc;
 }

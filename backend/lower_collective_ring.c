@@ -17,6 +17,7 @@
  * and the buffer is rotated back. The rounds are unrolled (offsets are constants), and the
  * rotations are one guarded pair of copies per PE, so the program grows linearly with the
  * line: a baseline, not a pattern for thousands of PEs. Sums only (no async receive-max). */
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,48 @@ int64_t wf_ring_local_cycles(int P, int64_t len) {
   return 2 * len + ((int64_t)P * c - len);
 }
 
+/* Past the budget (fewer than 2 free colors): the ring keeps its routes on colors lent by
+ * earlier collectives of the other axis (serialized; *west / *east set, returns 1), or the
+ * allreduce is relayed through the PEs: a relay reduce into the middle of the line, then the
+ * flooding broadcast back (each serialized or relayed in turn). Returns 0 when relayed (the
+ * allreduce is lowered), -WF_EXIT_* on failure (reported). */
+static int ring_fallback(wf_lower *L, const wf_coll_line *ln, const wf_coll_key *key, int fresh,
+                         int sym, int64_t len, wf_loc loc, int *west, int *east) {
+  int P = ln->n, pos[2] = {0, 0}, col[2] = {-1, -1}, ok = 1;
+  const char *ax = ln->axis == WF_AXIS_Y ? "y" : "x";
+  char what[96];
+  snprintf(what, sizeof what, "ring allreduce along %s over %d PEs", ax, P);
+  for (int i = fresh; i < 2 && ok; i++) {
+    col[i] = wf_coll_cache_borrow_color(L, key, 1, 0, &pos[i]);
+    ok = col[i] >= 0;
+  }
+  if (ok) {
+    char users[256];
+    for (int i = fresh; i < 2; i++) {
+      wf_coll_cache_users(L, col[i], users, sizeof users);
+      wf_warning(loc, "target '%s' is out of colors: the %s (2 colors, %d free) is serialized on "
+                      "color %d at switch position %d after the %s (one swset per PE and phase)",
+                 L->t->name, what, fresh, col[i], pos[i], users);
+      wf_coll_cache_fallback(L, col[i], pos[i], 0, what, loc);
+      wf_coll_cache_note(L, 0, "ring serialized on c%d p%d", col[i], pos[i]);
+    }
+    if (fresh) col[0] = wf_lower_color_fresh(L, "ring allreduce (toward lower coordinates)", loc);
+    *west = col[0];
+    *east = col[1];
+    return 1;
+  }
+  wf_coll_cache_unborrow(L);
+  /* relay: reduce into the middle, broadcast back; the prediction replaces the ring's */
+  int root = (P - 1) / 2;
+  wf_coll_params p = wf_coll_params_from_target(L->t);
+  double ring = wf_coll_ring(P, len, &p) + (double)wf_ring_local_cycles(P, len);
+  int rc = wf_lower_relay_reduce(L, ln, root, sym, len, WF_PEOP_RECVADD, what, loc);
+  wf_coll_cache_relay_extra(L, ring - wf_coll_bcast_at(P, len, root, &p));
+  if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
+  if (!rc) wf_coll_cache_reset_last(L, ln);
+  return rc ? -rc : 0;
+}
+
 int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len, wf_loc loc) {
   int P = ln->n;
   if (P <= 1) return 0;
@@ -77,18 +120,25 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     wf_error(loc, "ring allreduce of %lld words is too large", (long long)len);
     return WF_EXIT_NOFIT;
   }
-  wf_coll_key key = {2, ln->axis, P, 0, ln->fixed, NULL};
-  int nc = 0, west, east;
+  wf_coll_key key = {WF_COLL_KEY_RING, ln->axis, P, 0, ln->fixed, NULL};
+  int nc = 0, west = -1, east = -1; /* set by every path below that goes on */
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   if (cached) {
     west = cached[0];
     east = cached[1];
   } else {
-    west = wf_lower_color_fresh(L, "ring allreduce (toward lower coordinates)", loc);
-    east = west < 0 ? -1 : wf_lower_color_fresh(L, "ring allreduce (toward higher coordinates)", loc);
-    if (east < 0) return WF_EXIT_NOFIT;
+    int fresh = wf_lower_color_free(L);
+    if (fresh < 2) {
+      int rc = ring_fallback(L, ln, &key, fresh, sym, len, loc, &west, &east);
+      if (rc <= 0) return -rc;
+    } else {
+      west = wf_lower_color_fresh(L, "ring allreduce (toward lower coordinates)", loc);
+      east = wf_lower_color_fresh(L, "ring allreduce (toward higher coordinates)", loc);
+    }
     wf_coll_cache_add(L, &key, (int[]){west, east}, 2, 1);
   }
+  int pw = wf_coll_cache_base(L, west), pe = wf_coll_cache_base(L, east);
+  wf_coll_cache_enter(L, ln);
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   unsigned R = 1u << WF_DIR_RAMP;
   int *q_of = calloc((size_t)P, sizeof *q_of);
@@ -102,14 +152,15 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P);
     int col = to < x ? west : east, tx = to < x ? lo : hi, rxd = to < x ? hi : lo;
     wf_pe_guard g = at(ln, x);
-    wf_pe_class_add_route(L->cls, &g, col, WF_DIR_RAMP, 1u << tx);
+    int pos = to < x ? pw : pe;
+    wf_pe_class_add_route_pos(L->cls, &g, col, pos, WF_DIR_RAMP, 1u << tx);
     int step = to < x ? -1 : 1;
     for (int u = x + step; u != to; u += step) {
       wf_pe_guard gu = at(ln, u);
-      wf_pe_class_add_route(L->cls, &gu, col, rxd, 1u << tx);
+      wf_pe_class_add_route_pos(L->cls, &gu, col, pos, rxd, 1u << tx);
     }
     wf_pe_guard gt = at(ln, to);
-    wf_pe_class_add_route(L->cls, &gt, col, rxd, R);
+    wf_pe_class_add_route_pos(L->cls, &gt, col, pos, rxd, R);
   }
   int tmp = wf_lower_temp(L, "$ring", (int64_t)P * c * 4);
   int done = wf_lower_done_task(L);

@@ -89,6 +89,8 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       t.parent = kt.tree.parent;
       root = kt.root;
       rc = wf_lower_tree_reduce(L, &ln, &t, sy, n, WF_PEOP_RECVADD, op->loc, NULL);
+      /* relayed past the color budget: the relay's cycles replace the K-tree's reduce */
+      wf_coll_cache_relay_extra(L, ck - wf_coll_bcast_at(L->w, n, root, &p));
       wf_ktree_free(&kt);
     } else {
       wf_coll_result res;

@@ -132,6 +132,17 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddNumberToObject(s, "bytes", (double)c->syms[i].bytes);
     cJSON_AddItemToArray(mem, s);
   }
+  /* the colors this class's routers use and, past the budget, how many collectives were
+   * serialized onto lent colors or relayed through PEs (each listed under its color) */
+  cJSON *ccols = cJSON_AddArrayToObject(cl, "colors");
+  for (int i = 0; i < c->n_colors; i++) cJSON_AddItemToArray(ccols, cJSON_CreateNumber(c->colors[i].color));
+  int n_fb = wf_coll_cache_n_fallbacks(L), n_relayed = 0;
+  for (int i = 0; i < n_fb; i++) n_relayed += wf_coll_cache_get_fallback(L, i)->relayed;
+  if (n_fb) {
+    cJSON *fo = cJSON_AddObjectToObject(cl, "color_fallbacks");
+    cJSON_AddNumberToObject(fo, "serialized", n_fb - n_relayed);
+    cJSON_AddNumberToObject(fo, "relayed", n_relayed);
+  }
   cJSON_AddItemToArray(classes, cl);
   cJSON_AddItemToArray(regions, r);
 
@@ -141,7 +152,24 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddNumberToObject(o, "color", c->colors[i].color);
     cJSON_AddStringToObject(o, "purpose", c->colors[i].purpose);
     /* past the budget, later phases of another pattern were serialized onto this color */
-    if (wf_coll_cache_shared(L, c->colors[i].color)) cJSON_AddTrueToObject(o, "serialized");
+    int ser = wf_coll_cache_shared(L, c->colors[i].color);
+    for (int k = 0; k < wf_coll_cache_n_fallbacks(L); k++) {
+      const wf_coll_fallback *fb = wf_coll_cache_get_fallback(L, k);
+      ser |= fb->color == c->colors[i].color && !fb->relayed;
+    }
+    if (ser) cJSON_AddTrueToObject(o, "serialized");
+    cJSON *fl = NULL;
+    for (int k = 0; k < wf_coll_cache_n_fallbacks(L); k++) {
+      const wf_coll_fallback *fb = wf_coll_cache_get_fallback(L, k);
+      if (fb->color != c->colors[i].color) continue;
+      if (!fl) fl = cJSON_AddArrayToObject(o, "fallbacks");
+      cJSON *fo = cJSON_CreateObject();
+      cJSON_AddStringToObject(fo, "collective", fb->what);
+      if (fb->loc[0]) cJSON_AddStringToObject(fo, "loc", fb->loc);
+      cJSON_AddStringToObject(fo, "how", fb->relayed ? "relayed" : "serialized");
+      cJSON_AddNumberToObject(fo, "position", fb->pos);
+      cJSON_AddItemToArray(fl, fo);
+    }
     cJSON_AddItemToArray(colors, o);
   }
 
