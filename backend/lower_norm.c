@@ -5,7 +5,8 @@
  *   rmsnorm:   y = x * rsqrt(allreduce_x(rsum(x*x)) / N + eps) * scale
  *
  * N is the full length of the axis, not the block's: the allreduce makes every PE of a row
- * hold the whole row's sums. 1/N and eps are one-element constants in weights.bin; the
+ * hold the whole row's sums. Over a padded axis the sums read only the real elements
+ * (lower_reduce.c), so neither x's padding nor the d = x - mean it turns into enters them. 1/N and eps are one-element constants in weights.bin; the
  * statistics are m x 1 blocks, so `mul stat, stat, k, m, 1, j` applies a constant. */
 #include "backend/lower.h"
 #include "waferc/diag.h"
@@ -38,7 +39,7 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value xv = op->operands[0], yv = op->results[0];
   const wf_type *t = wf_value_type(L->f, xv);
   int64_t axis = wf_op_int(L->f, op, "axis", -1);
-  if (wf_lower_reduce_axis(t, axis) != 1) {
+  if (axis != -1 && axis != t->rank - 1) {
     wf_error(op->loc, "'%s' over axis %lld is not supported: the lowering normalizes the last "
                       "axis", wf_opinfos[op->code].name, (long long)axis);
     return WF_EXIT_UNSUPPORTED;
@@ -48,7 +49,9 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int smode, bmode = 0, rc;
   if ((rc = param_mode(L, op, op->operands[1], m, n, &smode))) return rc;
   if (layer && (rc = param_mode(L, op, op->operands[2], m, n, &bmode))) return rc;
-  int split = t->layout.dims[t->rank - 1].split != WF_AXIS_NONE;
+  int64_t b[WF_MAX_RANK];
+  wf_lower_block_dims(L, t, b);
+  wf_axis_view v = wf_lower_axis_view(L, t, b, t->rank - 1); /* m x n: outer m, inner 1 */
   double eps = wf_op_float(L->f, op, "epsilon", layer ? 1e-5 : 1e-6);
   int sx = wf_lower_sym(L, xv), sy = wf_lower_sym(L, yv);
   int ss = wf_lower_sym(L, op->operands[1]), sb = layer ? wf_lower_sym(L, op->operands[2]) : -1;
@@ -57,14 +60,14 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int stat = wf_lower_temp(L, "$stat", m * 4), sq = wf_lower_temp(L, "$sq", m * n * 4);
   int centered = sx;
   if (layer) {
-    if ((rc = wf_lower_row_stat(L, stat, sx, m, n, 0, split, op->loc, &cyc))) return rc;
+    if ((rc = wf_lower_axis_stat(L, stat, sx, &v, 0, op->loc, &cyc))) return rc;
     emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
     emit_bin(L, WF_PEOP_SUB, sy, sx, stat, m, n, WF_BMODE_I);
     centered = sy;
     cyc += m + m * n;
   }
   emit_bin(L, WF_PEOP_MUL, sq, centered, centered, m, n, WF_BMODE_IJ);
-  if ((rc = wf_lower_row_stat(L, stat, sq, m, n, 0, split, op->loc, &cyc))) return rc;
+  if ((rc = wf_lower_axis_stat(L, stat, sq, &v, 0, op->loc, &cyc))) return rc;
   emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
   emit_bin(L, WF_PEOP_ADD, stat, stat, ke, m, 1, WF_BMODE_J);
   wf_emit(L, NULL, WF_PEOP_RSQRT, (wf_pe_arg[]){wf_arg_sym(stat), wf_arg_sym(stat), wf_arg_int(m)});
@@ -72,7 +75,7 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   emit_bin(L, WF_PEOP_MUL, sy, sy, ss, m, n, smode);
   if (layer) emit_bin(L, WF_PEOP_ADD, sy, sy, sb, m, n, bmode);
   cyc += m * n * (3 + layer) + m * (2 + L->t->div_cycles);
-  out->lowering = split ? "local+chain-allreduce-x" : "local";
+  out->lowering = wf_lower_stat_name(L, v.split ? 1u << v.split : 0, v.full < v.len * v.parts, out);
   out->predicted = cyc;
   return 0;
 }

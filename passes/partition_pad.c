@@ -3,12 +3,13 @@
  * A dim of length D split over p PEs has blocks of ceil(D/p); the PEs' blocks cover
  * ceil(D/p)*p indices and the ones past D are padding. The host zero-fills them when it
  * scatters an input or a constant, and drops them when it gathers an output, so they never
- * reach the user — unless an op mixes them into real elements. Only reductions do: a matmul
- * over a padded K, softmax, norms and reduce_* over a padded axis. A matmul is right when
- * both operands' padding along K is still zero; the walk below tracks, per value and dim,
- * whether that holds (ops that keep zeros: mul by broadcast values, neg, relu, gelu, silu,
- * tanh, sqrt, and add/sub/max/min of operands that are all zero there). Softmax, norms and reductions over
- * a padded axis are rejected with a located error: they would need masks. */
+ * reach the user — unless an op mixes them into real elements. Only contractions and
+ * reductions do. Softmax, norms and reduce_* over a padded axis mask it in the backend (each
+ * PE reads only the real elements it holds), so they need nothing from the padding. A
+ * matmul over a padded K does read it: it is right when both operands' padding along K is
+ * still zero; the walk below tracks, per value and dim, whether that holds (ops that keep
+ * zeros: mul by broadcast values, neg, relu, gelu, silu, tanh, sqrt, and add/sub/max/min of
+ * operands that are all zero there; a softmax, norm or reduction result: no). */
 #include <stdlib.h>
 
 #include "passes/partition_pad.h"
@@ -80,20 +81,6 @@ static unsigned reshape_mask(const wf_type *in, unsigned m, const wf_type *rt) {
   return out;
 }
 
-static int reject_axis(const wf_func *f, const wf_op *op, const wf_type *t, int64_t axis, int w,
-                       int h) {
-  if (axis < 0) axis += t->rank;
-  if (axis < 0 || axis >= t->rank || !padded(t, (int)axis, w, h)) return 0;
-  int p = parts_of(t, (int)axis, w, h);
-  wf_error(op->loc,
-           "partition: '%s' over axis %lld: its length %lld is not divisible by the %d PEs it is "
-           "split over, and padding would enter the %s; choose a mesh side that divides %lld",
-           wf_opinfos[op->code].name, (long long)axis, (long long)t->dims[axis], p,
-           op->code == WF_OP_SOFTMAX ? "softmax" : "reduction", (long long)t->dims[axis]);
-  (void)f;
-  return 1;
-}
-
 int wf_partition_check_padding(wf_func *f, int w, int h) {
   unsigned *dirty = calloc((size_t)f->n_values + 1, sizeof *dirty);
   WF_ASSERT(dirty);
@@ -106,10 +93,9 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
     switch (op->code) {
       case WF_OP_MATMUL: case WF_OP_DIST_GEMM: {
         const wf_type *tb = wf_value_type(f, op->operands[1]);
-        if (in->rank >= 2 && tb->rank >= 2 &&
-            (padded(in, in->rank - 1, w, h) || padded(tb, tb->rank - 2, w, h)) &&
-            ((dirty[op->operands[0]] >> (in->rank - 1) & 1) ||
-             (dirty[op->operands[1]] >> (tb->rank - 2) & 1))) {
+        int kb = tb->rank >= 2 ? tb->rank - 2 : 0; /* a 1-D operand's K is its only dim */
+        if ((padded(in, in->rank - 1, w, h) || padded(tb, kb, w, h)) &&
+            ((dirty[op->operands[0]] >> (in->rank - 1) & 1) || (dirty[op->operands[1]] >> kb & 1))) {
           wf_error(op->loc,
                    "partition: '%s' contracts K = %lld, which the mesh does not divide, and an "
                    "operand's padding along K may be nonzero (it comes from an op that does not "
@@ -119,8 +105,9 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
           errors++;
         }
         /* Rows of A's padding and columns of B's give C's: zero when theirs are. */
-        if (in->rank >= 2 && (dirty[op->operands[0]] >> (in->rank - 2) & 1)) m |= 1u << (rt->rank - 2);
-        if (dirty[op->operands[1]] >> (tb->rank - 1) & 1) m |= 1u << (rt->rank - 1);
+        if (in->rank >= 2 && tb->rank >= 2 && (dirty[op->operands[0]] >> (in->rank - 2) & 1))
+          m |= 1u << (rt->rank - 2);
+        if (tb->rank >= 2 && (dirty[op->operands[1]] >> (tb->rank - 1) & 1)) m |= 1u << (rt->rank - 1);
         m &= all_padded(rt, w, h);
         break;
       }
@@ -140,19 +127,12 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         break;
       }
       case WF_OP_SOFTMAX: case WF_OP_LAYERNORM: case WF_OP_RMSNORM:
-        errors += reject_axis(f, op, in, wf_op_int(f, op, "axis", -1), w, h);
+      case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX:
+        /* Their statistics read only real elements (backend/lower_reduce.c masks a padded
+         * axis by the PE's coordinate), whatever the padding holds; what they write into
+         * the result's padding is not zero (exp, x - mean, a max of nothing = -inf). */
         m = all_padded(rt, w, h);
         break;
-      case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: {
-        const wf_attr *axes = wf_op_attr(f, op, "axes");
-        if (!axes || !axes->u.ints.n) {
-          for (int d = 0; d < in->rank && !errors; d++) errors += reject_axis(f, op, in, d, w, h);
-        } else {
-          for (int i = 0; i < axes->u.ints.n; i++) errors += reject_axis(f, op, in, axes->u.ints.v[i], w, h);
-        }
-        m = all_padded(rt, w, h);
-        break;
-      }
       case WF_OP_TRANSPOSE: { /* the lowered transposes swap the last two dims */
         unsigned im = dirty[op->operands[0]];
         m = im;
