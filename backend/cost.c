@@ -15,12 +15,3 @@ int64_t wf_cost_chain_allreduce(const wf_target *t, int64_t wavelets, int pes) {
   if (pes <= 1) return 0;
   return (int64_t)(pes - 1) * wf_cost_bcast(t, wavelets, 1) + wf_cost_bcast(t, wavelets, pes - 1);
 }
-
-/* p steps; in each a PE receives an m x k block of A and a k x n block of B (one wavelet
- * per cycle each) and multiplies them; the first step also pays the broadcast latency. */
-int64_t wf_cost_summa(const wf_target *t, int p, int64_t m, int64_t k, int64_t n) {
-  int64_t mac = (m * k * n + t->fmac_per_cycle - 1) / t->fmac_per_cycle;
-  if (p <= 1) return m * n + mac;
-  int64_t latency = 2 * ((int64_t)(p - 1) * t->hop_cycles + 2 * t->ramp_cycles);
-  return m * n + (int64_t)p * (m * k + k * n + mac) + latency;
-}

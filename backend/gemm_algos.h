@@ -28,7 +28,32 @@ int wf_gemm_algo_parse(const char *name, wf_gemm_algo *out);
  * B blocks k x n (C blocks m x n). -1 when the algorithm cannot lower that shape. */
 int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_t m, int64_t k,
                         int64_t n);
+/* SUMMA on a w x h region with A blocks m x ka and B blocks kb x n (ka = ceil(K/w), kb =
+ * ceil(K/h)): what wf_gemm_predict returns for SUMMA with kb derived from ka, and what the
+ * lowering reports with its real kb. -1 on a bad shape. */
+int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                           int64_t n);
+/* MeshGEMM and Cannon on a w x h region, w != h, cut K in lcm(w, h) equal tiles on both
+ * operands: 1 when the blocks allow it (w ceil(K/w) = h ceil(K/h), a multiple of the lcm;
+ * always on a square region), else 0 (lower_gemm_rect.c). */
+int wf_gemm_rect_k_fits(int w, int h, int64_t K);
+/* MeshGEMM (meshgemm = 1) or Cannon on a w x h region, w != h, A blocks m x ka: what
+ * wf_gemm_predict returns for them (gemm_cost_rect.c); -1 when ka is not a multiple of
+ * lcm(w, h) / w. */
+int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
+                                int64_t n);
 /* The algorithm with the lowest prediction (ties: table order). */
 wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n);
+/* Cannon on w x h (w != h): the number of steps its unrolled loop body holds when the steps
+ * rename tile slots instead of copying the tiles that stay on a PE (lcm of v_x + 1 and
+ * v_y + 1, v for a 1-PE axis), or 0 when that body would pass WF_GEMM_RECT_MAX_UNROLL
+ * multiplies and the steps copy (gemm_cost_rect.c, lower_gemm_rect.c). */
+#define WF_GEMM_RECT_MAX_UNROLL 1024
+int wf_gemm_rect_cannon_period(int w, int h);
+/* wf_gemm_auto for a matmul that contracts K (k = ceil(K / w)): on w != h it leaves out
+ * MeshGEMM and Cannon when wf_gemm_rect_k_fits says K does not cut in lcm tiles
+ * (gemm_cost_rect.c). lower-gemm's algo=auto. */
+wf_gemm_algo wf_gemm_auto_for_k(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n,
+                                int64_t K);
 
 #endif

@@ -44,33 +44,60 @@ int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_
      * row of PEs), then W multiplies of m k n */
     if (w * h == 1) return m * n + mac;
     int64_t kb = (k * w + h - 1) / h;
+    int64_t brows = k * w > kb * h ? k * w : kb * h; /* the B panel is zero-padded to W k rows */
     return m * n + (int64_t)w * m * k + (int64_t)h * kb * n + lat(t, w - 1) + lat(t, h - 1) +
-           (int64_t)w * mac;
+           (m * k + kb * n) + (brows - kb * h) * n + (int64_t)w * mac;
   }
-  if (w != h) return -1;
+  if (a == WF_GEMM_SUMMA) /* A's K blocks are k wide; B's, k' = ceil(k w / h) (K = w k) */
+    return wf_gemm_summa_cost(t, w, h, m, k, (k * w + h - 1) / h, n);
+  if (w != h) /* meshgemm and cannon: the lcm virtual grid (gemm_cost_rect.c) */
+    return a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON
+               ? wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, k, n)
+               : -1;
   int N = w;
   switch (a) {
     case WF_GEMM_MESHGEMM:
       return shift_cost(t, N, N > 2 ? 2 : 1, m, k, n, mac);
     case WF_GEMM_CANNON:
       return shift_cost(t, N, N - 1, m, k, n, mac);
-    case WF_GEMM_SUMMA:
-      /* N steps, each a blocking row broadcast of A, column broadcast of B, then the multiply:
-       * nothing overlaps within a PE. The broadcasts pipeline across steps, so only the
-       * first pays the distance to the farthest PE of the row and of the column. */
-      if (N == 1) return m * n + mac;
-      return m * n + (int64_t)N * (m * k + k * n + mac) + 2 * lat(t, N - 1);
     case WF_GEMM_ALLGATHER:
       /* N gather rounds, each a blocking row broadcast of A then a column broadcast of B
        * (m k + k n through the receiving ramp; only the first round pays the farthest PE's
        * distance, as for SUMMA), then N multiplies back to back. The same sum as SUMMA:
        * gathering first moves no fewer wavelets, it only delays the compute and costs
-       * N (m k + k n) floats of panels. */
+       * N (m k + k n) floats of panels. The owner copies its own blocks into the panels. */
       if (N == 1) return m * n + mac;
-      return m * n + (int64_t)N * (m * k + k * n) + 2 * lat(t, N - 1) + (int64_t)N * mac;
+      /* + each PE's copy of its own two blocks into their panel slots */
+      return m * n + (int64_t)N * (m * k + k * n) + 2 * lat(t, N - 1) + (m * k + k * n) +
+             (int64_t)N * mac;
     default:
       return -1;
   }
+}
+
+/* SUMMA on w x h (lower_matmul.c): K is walked in the intervals between consecutive cuts of
+ * A's blocks (multiples of ka) and B's (multiples of kb) up to min(w ka, h kb). Each step is a
+ * blocking row broadcast of A (when an A block starts), a column broadcast of B (when a B
+ * block starts), a copy2d of A's columns when the interval is only part of A's block, then
+ * the multiply: nothing overlaps within a PE. The broadcasts pipeline across steps, so only
+ * the first pays the distance to the farthest PE of the row and of the column. On a square
+ * region (ka = kb) this is mn + N (mk + kn + mac) + 2 lat(N-1). */
+int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                           int64_t n) {
+  if (w < 1 || h < 1 || ka < 1 || kb < 1) return -1;
+  int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
+  if (w * h == 1) return m * n + (m * ka * n + f - 1) / f;
+  int64_t end = w * ka < h * kb ? w * ka : h * kb, c = m * n;
+  for (int64_t lo = 0, hi; lo < end; lo = hi) {
+    int64_t j = lo / ka, i = lo / kb;
+    hi = (j + 1) * ka < (i + 1) * kb ? (j + 1) * ka : (i + 1) * kb;
+    if (end < hi) hi = end;
+    if (w > 1 && lo == j * ka) c += m * ka;
+    if (h > 1 && lo == i * kb) c += kb * n;
+    if (lo != j * ka || hi - lo != ka) c += m * (hi - lo); /* copy2d */
+    c += (m * (hi - lo) * n + f - 1) / f;
+  }
+  return c + (w > 1 ? lat(t, w - 1) : 0) + (h > 1 ? lat(t, h - 1) : 0);
 }
 
 wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n) {

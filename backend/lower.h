@@ -12,6 +12,10 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST, WF_COLOR_REDUCE_X, WF_COLOR_BCAST
        WF_COLOR_REDUCE_Y, WF_COLOR_BCAST_Y,
        /* dist.gemm rings, x then y (routes by lower_gemm_meshgemm.c / lower_gemm_cannon.c) */
        WF_COLOR_MESH_RING_X, WF_COLOR_MESH_RING_Y, WF_COLOR_CANNON_RING_X, WF_COLOR_CANNON_RING_Y,
+       /* W x H meshgemm (lower_gemm_rect.c): the lower-bound one-hop links of the virtual
+        * INTERLEAVE ring on an axis holding several virtual positions per PE; the rings'
+        * colors above then carry the higher-bound ones */
+       WF_COLOR_MESH_HOP_X_LO, WF_COLOR_MESH_HOP_Y_LO,
        WF_COLOR_ROLES };
 
 typedef struct wf_lowered_op {
@@ -47,6 +51,9 @@ typedef struct wf_lower {
 void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
 /* Symbol holding v's local block (created on first use). */
 int wf_lower_sym(wf_lower *L, wf_value v);
+/* Makes `sym` v's symbol: v is a view of another value's block (lower_gemm_batched.c
+ * rebases the offsets of what it emits through v). */
+void wf_lower_alias(wf_lower *L, wf_value v, int sym);
 /* A scratch symbol shared by all ops, at least `bytes` large. */
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes);
 /* The color for a purpose, allocating it and its routes on first use; -1 (reported) if the
@@ -65,21 +72,33 @@ wf_pe_arg wf_arg_term(wf_pe_term t);
  * module and to weights.bin); returns its symbol. */
 int wf_lower_scalar(wf_lower *L, float v);
 
-/* lower_reduce.c: reductions of a local block of rows x cols (row-major). */
-/* dst[rows] = sum / max over each row; then, when the reduced dim is split along x, the
- * allreduce along x. */
-int wf_lower_row_stat(wf_lower *L, int dst, int src, int64_t rows, int64_t cols, int is_max,
-                      int split_x, wf_loc loc, int64_t *cycles);
-/* dst[cols] = sum / max over each column; then the allreduce along y when split along y. */
-int wf_lower_col_stat(wf_lower *L, int dst, int src, int64_t rows, int64_t cols, int is_max,
-                      int split_y, wf_loc loc, int64_t *cycles);
+/* lower_reduce.c: reductions over one axis of a PE block. The block is row-major over the
+ * tensor's dims; along the axis it is [outer][len][inner]. */
+typedef struct wf_axis_view {
+  int64_t outer, len, inner; /* block extents: the dims before the axis, the axis, the dims after */
+  int64_t full;              /* the axis' length in the tensor (past it: padding) */
+  int split;                 /* wf_axis the axis is split along; WF_AXIS_NONE when whole here */
+  int parts;                 /* PEs it is split over (1 when whole) */
+} wf_axis_view;
+/* Per-dim block extents of a partitioned type: ceil(D/p) along split dims. */
+void wf_lower_block_dims(const wf_lower *L, const wf_type *t, int64_t *b);
+/* The view of `axis` of a block with per-dim extents b (wf_lower_block_dims, with dims a
+ * multi-axis reduction already reduced set to 1). */
+wf_axis_view wf_lower_axis_view(const wf_lower *L, const wf_type *t, const int64_t *b, int axis);
+/* dst[outer x inner] = sum / max over the axis of src's real elements (padding excluded by
+ * guards on the PE's coordinate), then the allreduce along the axis when it is split. */
+int wf_lower_axis_stat(wf_lower *L, int dst, int src, const wf_axis_view *v, int is_max, wf_loc loc,
+                       int64_t *cycles);
+/* dst = a <op> stat over the whole block, stat (outer x inner) broadcast along the axis;
+ * returns its cycles. */
+int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, const wf_axis_view *v);
+/* The manifest's `lowering` of a statistic: "local", "local+masked+chain-allreduce-xy", ...
+ * (axes: bit WF_AXIS_X / WF_AXIS_Y set for each allreduce; masked: a padded axis). */
+const char *wf_lower_stat_name(wf_lower *L, unsigned axes, int masked, wf_lowered_op *out);
 /* Allreduce of sym[0..len) along axis (WF_AXIS_X / WF_AXIS_Y), sum or max; phase 1's chain
  * toward 0, then a flooding broadcast back. */
 int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
                        int64_t *cycles);
-/* lower_softmax.c: 1 if `axis` of t is its last, 2 if the one before it with every leading
- * dim of size 1 (the block's rows are then exactly that dim), else 0 (not lowerable). */
-int wf_lower_reduce_axis(const wf_type *t, int64_t axis);
 /* Per-element cost of a PE op (exp_cycles, div_cycles or 1). */
 int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op);
 
@@ -104,6 +123,8 @@ int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_transpose.c: transpose of the last two dims of a split matrix (square regions). */
+int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
 int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */
@@ -112,6 +133,5 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);
 int64_t wf_cost_chain_allreduce(const wf_target *t, int64_t wavelets, int pes);
-int64_t wf_cost_summa(const wf_target *t, int p, int64_t m, int64_t k, int64_t n);
 
 #endif

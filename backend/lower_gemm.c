@@ -12,14 +12,10 @@ int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return WF_EXIT_INPUT;
   }
   const wf_type *ta = wf_value_type(L->f, op->operands[0]), *tb = wf_value_type(L->f, op->operands[1]);
-  if (ta->rank != 2 || tb->rank != 2) {
-    wf_error(op->loc, "dist.gemm lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
-    return WF_EXIT_UNSUPPORTED;
-  }
-  if (L->w != L->h && a != WF_GEMM_ALLGATHER) {
-    wf_error(op->loc, "dist.gemm{algo=%s} needs a square region; the region is %dx%d (allgather takes any)", name, L->w, L->h);
-    return WF_EXIT_UNSUPPORTED;
-  }
+  /* Every algorithm takes a W x H region: meshgemm and cannon through the lcm virtual grid
+   * (lower_gemm_rect.c, which reports the K sizes it cannot cut in L tiles). */
+  /* Batch dims or a 1-D A: the rank-2 algorithm once per matrix (lower_gemm_batched.c). */
+  if (ta->rank != 2 || tb->rank != 2) return wf_lower_gemm_batched(L, op, out);
   switch (a) {
     case WF_GEMM_MESHGEMM: return wf_lower_gemm_shift(L, op, out, &wf_ring_interleave, a);
     case WF_GEMM_CANNON: return wf_lower_gemm_shift(L, op, out, &wf_ring_plain, a);

@@ -47,12 +47,22 @@ extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
 /* lower_gemm_allgather.c: gather the row and column panels, then multiply locally. */
 int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
+/* lower_gemm_batched.c: a dist.gemm with batch dims or a 1-D A, one rank-2 lowering per
+ * matrix of the broadcast batch on views of the operands' blocks. */
+int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo);
+/* lower_gemm_rect.c: MeshGEMM / Cannon on a W x H region, W != H (the lcm virtual grid);
+ * wf_lower_gemm_shift calls it for such regions. */
+int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo);
 
 /* Term helpers. */
 wf_pe_term wf_gterm(wf_pe_term t, int mod, int k); /* t's base modulo mod, plus k */
 void wf_gadd(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
+/* Adds `r % mod == v` for a line index r that may carry an offset (a virtual index `3*y+1`:
+ * wf_term_scaled), v in [0, mod). */
+void wf_gadd_mod(wf_pe_guard *g, wf_pe_term r, int mod, int v);
 
 /* The index of an empty local task that async streams activate when they end (created by
  * wf_lower_close_tasks once the code is complete). Makes the implicit main task explicit. */

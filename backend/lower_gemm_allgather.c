@@ -30,7 +30,17 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   out->lowering = W * H == 1 ? "local" : "allgather-broadcast";
   out->predicted = wf_gemm_predict(L->t, WF_GEMM_ALLGATHER, W, H, m, ka, n);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
-  if (W * H == 1) {
+  /* K whole on every PE (partition never splits a dim of 1): the product is local; the
+   * panels would hold W copies of the same K and add it W times. */
+  const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
+  int k_whole = ta->layout.dims[ta->rank - 1].split == WF_AXIS_NONE &&
+                tb->layout.dims[tb->rank - 2].split == WF_AXIS_NONE;
+  if (k_whole && W * H > 1) {
+    int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+    out->lowering = "local";
+    out->predicted = m * n + (m * ka * n + f - 1) / f;
+  }
+  if (W * H == 1 || k_whole) {
     wf_emit(L, NULL, WF_PEOP_MATMUL,
             (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(sb), wf_arg_int(m), wf_arg_int(ka),
                           wf_arg_int(n)});

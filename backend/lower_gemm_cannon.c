@@ -27,7 +27,7 @@ static void plain_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
     else a->from0[a->n0++] = g;
   }
   wf_pe_guard f = wf_guard0();
-  wf_gadd(&f, wf_gterm(r, 2, 0), WF_CMP_EQ, wf_term_int(1));
+  wf_gadd_mod(&f, r, 2, 1);
   a->fixup[a->nf++] = f;
 }
 

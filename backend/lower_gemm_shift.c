@@ -23,6 +23,13 @@ wf_pe_term wf_gterm(wf_pe_term t, int mod, int k) {
 
 void wf_gadd(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b) { wf_guard_add(g, a, cmp, b); }
 
+void wf_gadd_mod(wf_pe_guard *g, wf_pe_term r, int mod, int v) {
+  /* (c*base + k) % M == v  <=>  (c*base) % M == (v - k) mod M: a term's offset comes after
+   * its modulus, so the offset moves to the constant side */
+  int want = (int)(((v - (int64_t)r.k) % mod + mod) % mod);
+  wf_guard_add(g, wf_gterm(r, mod, 0), WF_CMP_EQ, wf_term_int(want));
+}
+
 int wf_lower_done_task(wf_lower *L) {
   wf_pe_class *c = L->cls;
   if (c->n_tasks == 0) {
@@ -83,6 +90,24 @@ static void align(shift_ctx *s, const wf_ring *ring, int N) {
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
+  if (ta->layout.dims[ta->rank - 1].split == WF_AXIS_NONE && tb->layout.dims[tb->rank - 2].split == WF_AXIS_NONE) {
+    /* K whole on every PE (partition never splits a dim of 1): C's block is local; shifting
+     * would add the same product once per step */
+    int64_t m, k, n;
+    wf_lower_block(L, a, &m, &k);
+    wf_lower_block(L, b, &k, &n);
+    int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+    int sc = wf_lower_sym(L, c);
+    out->lowering = "local";
+    out->predicted = m * n + (m * k * n + f - 1) / f;
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_sym(wf_lower_sym(L, b)),
+                          wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
+    return 0;
+  }
+  if (L->w != L->h) return wf_lower_gemm_rect(L, op, out, algo); /* the lcm virtual grid */
   int N = L->w;
   int64_t m, k, kb, n, r, cc;
   wf_lower_block(L, a, &m, &k);

@@ -1,12 +1,118 @@
-/* matmul C[M,N] = A[M,K] · B[K,N] on a P x P region, SUMMA with flooding broadcasts.
+/* matmul C[M,N] = A[M,K] · B[K,N] on a W x H region, SUMMA with flooding broadcasts
+ * (docs/gemm.md, "SUMMA").
  *
  * Layouts (partition): A {M_y, K_x}, B {K_y, N_x}, C {M_y, N_x}; PE (x, y) holds A's block
- * (y, x), B's block (y, x) and computes C's block (y, x). In step k of P, PE (k, y)
- * multicasts its A block along row y and PE (x, k) its B block along column x; every PE
- * multiplies the two blocks it has (its own or the received copy) into C. The A and B
- * blocks travel as real wavelets; nothing is pre-replicated. */
+ * (y, x) (m x ka, ka = ceil(K/W)), B's block (y, x) (kb x n, kb = ceil(K/H)) and computes
+ * C's block (y, x). The A and B blocks travel as real wavelets; nothing is pre-replicated.
+ *
+ * Square (W = H, so ka = kb): in step k of W, PE (k, y) multicasts its A block along row y
+ * and PE (x, k) its B block along column x; every PE multiplies the two blocks it has (its
+ * own or the received copy) into C. One loop: the program does not grow with the mesh.
+ *
+ * W != H: A's and B's blocks cut K at different places, so K is walked in the intervals
+ * between consecutive cuts (multiples of ka or of kb) up to min(W ka, H kb); past that one
+ * operand is all zero padding. In interval [lo, hi) A's owner column j = lo / ka and B's
+ * owner row i = lo / kb are compile-time constants, so the steps are unrolled (W + H
+ * broadcasts, at most W + H - 1 intervals, one class still). A block is broadcast when
+ * its first interval starts and stays in the receive buffer for its later intervals. B's
+ * rows of an interval are contiguous in its block; A's columns are not (an m x ka row-major
+ * block): when an interval does not cover all of A's block, copy2d gathers the m x (hi -
+ * lo) columns into a tile first (m (hi - lo) cycles; a matmul with a row stride would save
+ * them). The steps stay blocking, as in the square case: broadcast, then multiply. */
+#include "backend/gemm_algos.h"
 #include "backend/lower.h"
 #include "waferc/diag.h"
+
+static wf_pe_arg at_off(int sym, int64_t off) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)off;
+  return a;
+}
+
+static wf_pe_arg i64(int64_t v) { return wf_arg_int(v); }
+
+/* The guard "coord == v" (own) or "coord != v" (received); none when the axis is one PE
+ * long (every PE owns the block: nothing is broadcast). */
+static wf_pe_guard owner(wf_pe_term coord, int64_t v, int own, int len) {
+  wf_pe_guard g = wf_guard0();
+  if (len > 1) wf_guard_add(&g, coord, own ? WF_CMP_EQ : WF_CMP_NE, wf_term_int((int32_t)v));
+  return g;
+}
+
+static void bcast(wf_lower *L, wf_pe_term coord, int64_t v, int len, int col, int sym, int buf,
+                  int64_t words) {
+  if (len <= 1) return;
+  wf_pe_guard o = owner(coord, v, 1, len), r = owner(coord, v, 0, len);
+  wf_emit(L, &o, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), i64(words)});
+  wf_emit(L, &r, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(buf), i64(words)});
+}
+
+/* W, H: how many K blocks A has along x and B along y (the region's sides, or 1 when that
+ * operand's K is not split and every PE holds all of it). */
+static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, int sb, int sc,
+                       int64_t m, int64_t ka, int64_t kb, int64_t n) {
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  int at = W > 1 ? wf_lower_temp(L, "$a_recv", m * ka * 4) : sa;
+  int bt = H > 1 ? wf_lower_temp(L, "$b_recv", kb * n * 4) : sb;
+  int64_t end = W * ka < H * kb ? W * ka : H * kb, lo = 0;
+  int tile = -1;
+  while (lo < end) {
+    int64_t j = lo / ka, i = lo / kb, hi = (j + 1) * ka;
+    if ((i + 1) * kb < hi) hi = (i + 1) * kb;
+    if (end < hi) hi = end;
+    int64_t la = lo - j * ka, lb = lo - i * kb, len = hi - lo;
+    if (la == 0) bcast(L, tx, j, W, crow, sa, at, m * ka);
+    if (lb == 0) bcast(L, ty, i, H, ccol, sb, bt, kb * n);
+    int whole = la == 0 && len == ka; /* the interval is all of A's block */
+    if (!whole) {
+      if (tile < 0) tile = wf_lower_temp(L, "$a_tile", m * (ka < kb ? ka : kb) * 4);
+      for (int own = 1; own >= (W > 1 ? 0 : 1); own--) {
+        wf_pe_guard g = owner(tx, j, own, W);
+        wf_emit(L, &g, WF_PEOP_COPY2D,
+                (wf_pe_arg[]){wf_arg_sym(tile), at_off(own ? sa : at, la), i64(m), i64(len), i64(len),
+                              i64(ka)});
+      }
+    }
+    for (int own_a = 1; own_a >= (W > 1 && whole ? 0 : 1); own_a--)
+      for (int own_b = 1; own_b >= (H > 1 ? 0 : 1); own_b--) {
+        wf_pe_guard g = whole ? owner(tx, j, own_a, W) : wf_guard0();
+        if (H > 1) wf_guard_add(&g, ty, own_b ? WF_CMP_EQ : WF_CMP_NE, wf_term_int((int32_t)i));
+        wf_pe_arg a = whole ? wf_arg_sym(own_a ? sa : at) : wf_arg_sym(tile);
+        wf_emit(L, &g, WF_PEOP_MATMUL,
+                (wf_pe_arg[]){wf_arg_sym(sc), a, at_off(own_b ? sb : bt, lb * n), i64(m), i64(len), i64(n)});
+      }
+    lo = hi;
+  }
+}
+
+static void summa_square(wf_lower *L, int crow, int ccol, int sa, int sb, int sc, int64_t m,
+                         int64_t k, int64_t n) {
+  int at = wf_lower_temp(L, "$a_recv", m * k * 4), bt = wf_lower_temp(L, "$b_recv", k * n * 4);
+  int kv = wf_pe_class_find_var(L->cls, "k", 1);
+  wf_pe_term tk = wf_term_var(kv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_emit(L, NULL, WF_PEOP_LOOP,
+          (wf_pe_arg[]){wf_arg_term(wf_term_var(kv, 0)), wf_arg_int(0), wf_arg_term(wf_term(WF_TERM_W, 0))});
+  wf_pe_guard xk = wf_guard0(), xn = wf_guard0(), yk = wf_guard0(), yn = wf_guard0();
+  wf_guard_add(&xk, tx, WF_CMP_EQ, tk);
+  wf_guard_add(&xn, tx, WF_CMP_NE, tk);
+  wf_guard_add(&yk, ty, WF_CMP_EQ, tk);
+  wf_guard_add(&yn, ty, WF_CMP_NE, tk);
+  wf_emit(L, &xk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(sa), i64(m * k)});
+  wf_emit(L, &xn, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(at), i64(m * k)});
+  wf_emit(L, &yk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), i64(k * n)});
+  wf_emit(L, &yn, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(bt), i64(k * n)});
+  /* Four roles per step: which of A and B this PE owns itself. */
+  for (int own_a = 1; own_a >= 0; own_a--)
+    for (int own_b = 1; own_b >= 0; own_b--) {
+      wf_pe_guard g = wf_guard0();
+      wf_guard_add(&g, tx, own_a ? WF_CMP_EQ : WF_CMP_NE, tk);
+      wf_guard_add(&g, ty, own_b ? WF_CMP_EQ : WF_CMP_NE, tk);
+      wf_emit(L, &g, WF_PEOP_MATMUL,
+              (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(own_a ? sa : at), wf_arg_sym(own_b ? sb : bt),
+                            i64(m), i64(k), i64(n)});
+    }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+}
 
 int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_func *f = L->f;
@@ -17,54 +123,36 @@ int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
              tb->rank);
     return WF_EXIT_UNSUPPORTED;
   }
-  if (L->w != L->h) {
-    wf_error(op->loc, "matmul lowering (SUMMA broadcast) needs a square mesh; the region is %dx%d",
-             L->w, L->h);
+  /* K split as partition lays it out (A's along x, B's along y), or not at all: a K smaller
+   * than the region's side may stay whole on every PE (a K-block count of 1). */
+  int ax = ta->layout.dims[1].split, by = tb->layout.dims[0].split;
+  if ((ax != WF_AXIS_X && ax != WF_AXIS_NONE) || (by != WF_AXIS_Y && by != WF_AXIS_NONE)) {
+    wf_error(op->loc, "matmul (SUMMA) needs A's K split along x and B's along y (or not split)");
     return WF_EXIT_UNSUPPORTED;
   }
+  int W = ax == WF_AXIS_X ? L->w : 1, H = by == WF_AXIS_Y ? L->h : 1;
   int64_t m, ka, kb, n, r, cc;
   wf_lower_block(L, a, &m, &ka);
   wf_lower_block(L, b, &kb, &n);
   wf_lower_block(L, c, &r, &cc);
-  WF_ASSERT(ka == kb && r == m && cc == n);
-  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
-  int p = L->w;
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
-  if (p == 1) {
-    wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(sb), wf_arg_int(m), wf_arg_int(ka),
-                          wf_arg_int(n)});
-  } else {
-    int crow = wf_lower_color(L, WF_COLOR_ROW_BCAST, op->loc);
-    int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
-    if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
-    int at = wf_lower_temp(L, "$a_recv", m * ka * 4), bt = wf_lower_temp(L, "$b_recv", kb * n * 4);
-    int k = wf_pe_class_find_var(L->cls, "k", 1);
-    wf_pe_term tk = wf_term_var(k, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-    wf_emit(L, NULL, WF_PEOP_LOOP,
-            (wf_pe_arg[]){wf_arg_term(wf_term_var(k, 0)), wf_arg_int(0), wf_arg_term(wf_term(WF_TERM_W, 0))});
-    wf_pe_guard xk = wf_guard0(), xn = wf_guard0(), yk = wf_guard0(), yn = wf_guard0();
-    wf_guard_add(&xk, tx, WF_CMP_EQ, tk);
-    wf_guard_add(&xn, tx, WF_CMP_NE, tk);
-    wf_guard_add(&yk, ty, WF_CMP_EQ, tk);
-    wf_guard_add(&yn, ty, WF_CMP_NE, tk);
-    wf_emit(L, &xk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(sa), wf_arg_int(m * ka)});
-    wf_emit(L, &xn, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(at), wf_arg_int(m * ka)});
-    wf_emit(L, &yk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(kb * n)});
-    wf_emit(L, &yn, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(bt), wf_arg_int(kb * n)});
-    /* Four roles per step: which of A and B this PE owns itself. */
-    for (int own_a = 1; own_a >= 0; own_a--)
-      for (int own_b = 1; own_b >= 0; own_b--) {
-        wf_pe_guard g = wf_guard0();
-        wf_guard_add(&g, tx, own_a ? WF_CMP_EQ : WF_CMP_NE, tk);
-        wf_guard_add(&g, ty, own_b ? WF_CMP_EQ : WF_CMP_NE, tk);
-        wf_emit(L, &g, WF_PEOP_MATMUL,
-                (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(own_a ? sa : at), wf_arg_sym(own_b ? sb : bt),
-                              wf_arg_int(m), wf_arg_int(ka), wf_arg_int(n)});
-      }
-    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  WF_ASSERT(r == m && cc == n && (W != H || ka == kb));
+  if (m * ka > INT32_MAX || kb * n > INT32_MAX) {
+    wf_error(op->loc, "matmul (SUMMA): a block is past the PE's addressing");
+    return WF_EXIT_NOFIT;
   }
-  out->lowering = p == 1 ? "local" : "summa-broadcast";
-  out->predicted = wf_cost_summa(L->t, p, m, ka, n);
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), i64(m * n)});
+  if (W * H == 1) {
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(sb), i64(m), i64(ka), i64(n)});
+  } else {
+    int crow = W > 1 ? wf_lower_color(L, WF_COLOR_ROW_BCAST, op->loc) : 0;
+    int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
+    if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
+    if (W == H && W == L->w && H == L->h) summa_square(L, crow, ccol, sa, sb, sc, m, ka, n);
+    else summa_rect(L, W, H, crow, ccol, sa, sb, sc, m, ka, kb, n);
+  }
+  out->lowering = W * H == 1 ? "local" : "summa-broadcast";
+  out->predicted = wf_gemm_summa_cost(L->t, W, H, m, ka, kb, n);
   return 0;
 }

@@ -4,8 +4,8 @@
  * have the same dims with the same splits ([1, S, E] {B, S_y, E_x} -> [S, E] {S_y, E_x}):
  * every PE's block is then the same bytes, copied. A transpose of the last two dims is a
  * local block transpose when neither dim is split (a 1x1 mesh, or dims the partition left
- * whole); a transpose of a split matrix needs a relayout over the fabric and is rejected by
- * name, as is any other reshape. */
+ * whole); a transpose of a split matrix is a relayout over the fabric (lower_transpose.c);
+ * other permutations and any other reshape are rejected by name. */
 #include "backend/lower.h"
 #include "waferc/diag.h"
 
@@ -65,9 +65,11 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       out->predicted = m * n;
       return 0;
     }
-    wf_error(op->loc, "'transpose' of a matrix split over the %dx%d mesh is not supported: it "
-                      "needs a relayout over the fabric (only transposes of whole blocks, e.g. on "
-                      "a 1x1 mesh, and moves of size-1 dims are lowered)", L->w, L->h);
+    /* A split matrix (or a batch of them): the mirror relayout over the fabric. */
+    if (swaps_last_two) return wf_lower_transpose_dist(L, op, out);
+    wf_error(op->loc, "'transpose' of a matrix split over the %dx%d mesh is lowered for the last "
+                      "two dims only (other permutations need a relayout that is not implemented)",
+             L->w, L->h);
     return WF_EXIT_UNSUPPORTED;
   }
   wf_error(op->loc, "'reshape' that changes how the partitioned dims are blocked is not "

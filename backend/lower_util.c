@@ -13,7 +13,26 @@ static int all_digits(const char *s) {
   return 1;
 }
 
+static void value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
+
+/* PE symbol names hold 63 characters (pe_program.h). A longer value name (ONNX exports
+ * have long ones) keeps its head and gets `~` and the value's index: still unique, the
+ * same at every call, and `~` cannot occur in an IR name. */
 void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
+  enum { SYM_MAX = 63 };
+  WF_ASSERT(cap > SYM_MAX);
+  char full[512];
+  value_name(L, v, full, sizeof full);
+  if (strlen(full) <= SYM_MAX) {
+    snprintf(buf, cap, "%s", full);
+    return;
+  }
+  char tail[16];
+  int n = snprintf(tail, sizeof tail, "~%u", (unsigned)v);
+  snprintf(buf, cap, "%.*s%s", SYM_MAX - n, full, tail);
+}
+
+static void value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
   const wf_func *f = L->f;
   const wf_value_info *vi = &f->values[v];
   const char *name = wf_str(L->m, vi->name);
@@ -58,14 +77,23 @@ void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols)
   }
 }
 
+/* Values created while lowering (scalar constants, views) need sym_of entries. */
+static void grow_sym_of(wf_lower *L, wf_value v) {
+  if ((int)v < L->n_sym_of) return;
+  int n = (int)L->f->n_values + 1;
+  L->sym_of = realloc(L->sym_of, (size_t)n * sizeof *L->sym_of);
+  WF_ASSERT(L->sym_of);
+  for (int i = L->n_sym_of; i < n; i++) L->sym_of[i] = -1;
+  L->n_sym_of = n;
+}
+
+void wf_lower_alias(wf_lower *L, wf_value v, int sym) {
+  grow_sym_of(L, v);
+  L->sym_of[v] = sym;
+}
+
 int wf_lower_sym(wf_lower *L, wf_value v) {
-  if ((int)v >= L->n_sym_of) { /* a value created while lowering (a scalar constant) */
-    int n = (int)L->f->n_values + 1;
-    L->sym_of = realloc(L->sym_of, (size_t)n * sizeof *L->sym_of);
-    WF_ASSERT(L->sym_of);
-    for (int i = L->n_sym_of; i < n; i++) L->sym_of[i] = -1;
-    L->n_sym_of = n;
-  }
+  grow_sym_of(L, v);
   if (L->sym_of[v] >= 0) return L->sym_of[v];
   char name[64];
   wf_lower_value_name(L, v, name, sizeof name);
@@ -152,7 +180,8 @@ static const char *const purpose_text[WF_COLOR_ROLES] = {
     "chain-reduce toward x=0", "broadcast from x=0 along x", "chain-reduce toward y=0",
     "broadcast from y=0 along y", "meshgemm INTERLEAVE ring along x (A blocks)",
     "meshgemm INTERLEAVE ring along y (B blocks)", "cannon ring along x (A blocks)",
-    "cannon ring along y (B blocks)"};
+    "cannon ring along y (B blocks)", "meshgemm virtual INTERLEAVE ring along x, westbound hops (A tiles)",
+    "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)"};
 
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   if (L->color[purpose] >= 0) return L->color[purpose];

@@ -19,7 +19,7 @@ for n in $SIZES; do
         continue
       }
       echo "$out"
-      python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-6d %-5d %-9s %12d %12d %6.3f" % (r["m"], r["mesh"], r["algo"], r["simulated_cycles"], r["predicted_cycles"], r["compute_efficiency"]))' "$out" >&2
+      python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-6d %-5s %-9s %12d %12d %6.3f" % (r["m"], "%dx%d" % tuple(r["mesh"]), r["algo"], r["simulated_cycles"], r["predicted_cycles"], r["compute_efficiency"]))' "$out" >&2
     done
   done
 done

@@ -8,4 +8,8 @@
  * decompose_gemm.c). Returns the number of gemms rewritten. */
 int wf_decompose_gemm(wf_module *m, wf_func *f);
 
+/* Rewrites every matmul of a matrix (rank >= 2) by a vector (1-D B) into mul + reduce_sum
+ * over the last axis (passes/decompose_matvec.c). Returns the number rewritten. */
+int wf_decompose_matvec(wf_module *m, wf_func *f);
+
 #endif

@@ -1,6 +1,8 @@
-/* lower-gemm — turns every partitioned rank-2 matmul into dist.gemm{algo=...}
- * (docs/gemm.md). `algo=auto` (the default) takes the algorithm with the lowest predicted
- * cycles for the matmul's block sizes on its region (backend/gemm_cost.c); a named algorithm
+/* lower-gemm — turns every partitioned matmul into dist.gemm{algo=...} (docs/gemm.md):
+ * rank 2, batched (batch dims whole on each PE, broadcast as numpy's) and vector-matrix
+ * (a 1-D A); a matrix-vector product (1-D B) was rewritten by partition (decompose_matvec.c).
+ * `algo=auto` (the default) takes the algorithm with the lowest predicted cycles for the
+ * matmul's block sizes (one matrix's) on its region (backend/gemm_cost.c); a named algorithm
  * is used as given. matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (option gemm-t). Runs
  * after partition: the blocks come from the layouts. */
 #include <string.h>
@@ -46,6 +48,14 @@ static int to_gemm_t(wf_func *f, wf_op *op) {
   return 1;
 }
 
+/* Batch dims (all but the last two) whole on every PE: the batched lowering's premise
+ * (partition never splits them). A 1-D A or C has none. */
+static int batch_whole(const wf_type *t) {
+  for (int d = 0; d + 2 < t->rank; d++)
+    if (t->layout.dims[d].split != WF_AXIS_NONE) return 0;
+  return 1;
+}
+
 static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
   const wf_target *t = wf_pass_target(ctx);
   const char *algo = wf_pass_opt_str(ctx, "algo");
@@ -64,15 +74,20 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       if (op->code != WF_OP_MATMUL) continue;
       const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
       const wf_type *tc = wf_value_type(f, op->results[0]);
-      if (ta->rank != 2 || tb->rank != 2 || !ta->layout.rank || !tb->layout.rank || !tc->layout.rank)
-        continue; /* not partitioned (or batched): left to the matmul lowering's diagnostics */
-      if (gemm_t && to_gemm_t(f, op)) {
+      if (tb->rank < 2 || !ta->layout.rank || !tb->layout.rank || !tc->layout.rank || !batch_whole(ta) ||
+          !batch_whole(tb) || !batch_whole(tc))
+        continue; /* not partitioned, or a matrix-vector product: left to the matmul lowering */
+      if (gemm_t && ta->rank == 2 && to_gemm_t(f, op)) {
         n++;
         continue;
       }
       const wf_region *r = &m->regions[tc->layout.region];
       wf_gemm_algo a = forced;
-      if (is_auto) a = wf_gemm_auto(t, r->w, r->h, block(ta, 0, r), block(ta, 1, r), block(tb, 1, r));
+      /* Batched (lower_gemm_batched.c): the algorithm of one matrix; a 1-D A is one row. */
+      int64_t mb = ta->rank >= 2 ? block(ta, ta->rank - 2, r) : 1;
+      if (is_auto)
+        a = wf_gemm_auto_for_k(t, r->w, r->h, mb, block(ta, ta->rank - 1, r), block(tb, tb->rank - 1, r),
+                               ta->dims[ta->rank - 1]);
       op->code = WF_OP_DIST_GEMM;
       wf_op_set_ident(f, op, "algo", wf_gemm_algo_names[a]);
       n++;

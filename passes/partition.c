@@ -10,9 +10,12 @@
  * B {K_y, N_x}, exactly the blocks the broadcast GEMM lowerings multicast along rows and
  * columns; elementwise ops, biases and scales see matching blocks, and reductions over the
  * last two axes reduce along x or y. A reduction without keepdims keeps its input's splits.
- * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c). A split dim
+ * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c), a
+ * matrix-vector matmul into mul/reduce_sum (decompose_matvec.c); a vector-matrix result
+ * [.., N] keeps its leading dims whole. A split dim
  * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
- * padding leaks into results); scalars and non-f32 tensors are rejected. */
+ * padding leaks into results); scalar constants become [1] tensors; scalar arguments and
+ * results and non-f32 tensors are rejected. */
 #include <stdio.h>
 #include <string.h>
 
@@ -66,21 +69,36 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
   return 0;
 }
 
-/* A reduction without keepdims keeps the split of every dim it does not reduce (its result
- * [M] of X[M, N] {M_y, N_x} is {M_y}, not the default rank-1 {M_x}). */
+/* A reduction keeps the split of every dim it does not reduce (without keepdims its result
+ * [M] of X[M, N] {M_y, N_x} is {M_y}, not the default rank-1 {M_x}; with them the kept dims
+ * follow X even when X's layout is not the default one), so its PE block is exactly the
+ * statistic of X's block (backend/lower_reduce_ops.c). */
 static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   const wf_type *in = wf_value_type(f, op->operands[0]);
   const wf_attr *axes = wf_op_attr(f, op, "axes");
-  if (wf_op_int(f, op, "keepdims", 1) || !axes || in->layout.rank != in->rank) return;
+  int keep = wf_op_int(f, op, "keepdims", 1) != 0;
+  if (in->layout.rank != in->rank || (keep && rt->rank != in->rank)) return;
   unsigned red = 0;
-  for (int i = 0; i < axes->u.ints.n; i++) {
+  for (int i = 0; axes && i < axes->u.ints.n; i++) {
     int64_t a = axes->u.ints.v[i] < 0 ? axes->u.ints.v[i] + in->rank : axes->u.ints.v[i];
     if (a >= 0 && a < in->rank) red |= 1u << a;
   }
   if (!red) red = (1u << in->rank) - 1;
   int k = 0;
-  for (int d = 0; d < in->rank && k < rt->rank; d++)
-    if (!(red >> d & 1)) rt->layout.dims[k++] = in->layout.dims[d];
+  for (int d = 0; d < in->rank && k < rt->rank; d++) {
+    if (!(red >> d & 1)) rt->layout.dims[k] = in->layout.dims[d];
+    if (!(red >> d & 1) || keep) k++;
+  }
+}
+
+/* A vector-matrix product a[K] . B[.., K, N] is a one-row GEMM per matrix of B: its result
+ * [.., N] keeps B's batch dims whole (the default would split the first along y) and N
+ * split along x, as the row [1, N] the GEMM writes (lower_gemm_batched.c). */
+static void vecmat_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
+  if ((op->code != WF_OP_MATMUL && op->code != WF_OP_DIST_GEMM) ||
+      wf_value_type(f, op->operands[0])->rank != 1)
+    return;
+  for (int d = 0; d + 1 < rt->rank; d++) rt->layout.dims[d].split = WF_AXIS_NONE;
 }
 
 static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
@@ -108,6 +126,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   }
 
   wf_decompose_gemm(m, f);
+  wf_decompose_matvec(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list. */
   int bad = 0;
   wf_func_foreach_op(f, op) {
@@ -142,6 +161,16 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       if (vi->kind != WF_VAL_GLOBAL) continue;
       /* The constant itself carries the layout, so it survives a dump and re-parse. */
       wf_global *g = &m->globals[vi->index];
+      /* A scalar constant (ONNX's epsilon, a scale) becomes a one-element [1] tensor: it
+       * broadcasts as the scalar did, and every PE holds it. */
+      if (g->type.rank == 0 && g->type.dtype == WF_F32) {
+        g->type.rank = 1;
+        g->type.dims[0] = 1;
+      }
+      if (vi->type.rank == 0 && g->type.rank == 1) {
+        vi->type.rank = 1;
+        vi->type.dims[0] = 1;
+      }
       if (g->type.layout.rank == 0) {
         snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
         if (layout_for(&c, &g->type, g->loc, what)) return WF_EXIT_UNSUPPORTED;
@@ -154,6 +183,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       if (layout_for(&c, wf_value_type(f, op->results[i]), op->loc, what)) return WF_EXIT_UNSUPPORTED;
       if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN || op->code == WF_OP_REDUCE_MAX)
         reduce_layout(f, op, wf_value_type(f, op->results[i]));
+      vecmat_layout(f, op, wf_value_type(f, op->results[i]));
       n++;
     }
   }

@@ -44,9 +44,8 @@ if [ -d "$NODE/test_matmul_2d" ]; then
            test_gemm_default_zero_bias test_gemm_transposeA test_gemm_transposeB; do
     dir=$NODE/$t
     # Their dims (2..10, mostly prime) are padded on 2x2 and 3x3. transB becomes dist.gemm_t
-    # (B as stored); a transposed A needs a relayout, which only a 1x1 mesh does without the
-    # fabric.
-    case $t in *transposeA | *all_attributes) meshes="1x1" ;; *) meshes="1x1 2x2 3x3" ;; esac
+    # (B as stored); a transposed A is the mirror relayout over the fabric (lower_transpose.c).
+    meshes="1x1 2x2 3x3"
     mkdir -p "$TMP/$t.in"
     waferc "$dir/model.onnx" -o "$TMP/$t.in/plan" --target=test4x4 --mesh=1x1 >/dev/null 2>&1 ||
       fail "$t: does not compile"
@@ -62,6 +61,10 @@ if [ -d "$NODE/test_matmul_2d" ]; then
     for mesh in $meshes; do
       check "${t}_$mesh" "$dir/model.onnx" "$TMP/$t.in/want.npy" "$mesh" "$ins"
     done
+    if [ "$t" = test_gemm_transposeA ]; then
+      grep -q '"bcast-transpose"' "$TMP/${t}_3x3/plan/manifest.json" ||
+        fail "$t: Gemm with transA must transpose A over the fabric"
+    fi
     if [ "$t" = test_gemm_transposeB ]; then
       grep -q '"dist.gemm_t"' "$TMP/${t}_3x3/plan/manifest.json" ||
         fail "$t: Gemm with transB must lower to dist.gemm_t"

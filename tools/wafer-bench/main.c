@@ -1,7 +1,7 @@
 /* wafer-bench: explore lowering strategies one operation at a time.
  *
  *   wafer-bench collective --algo=NAME --pes=P --len=B [--dims=2] [--op=reduce] [--target=T]
- *   wafer-bench gemm --algo=NAME --mesh=S --m=M --k=K --n=N
+ *   wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N
  *
  * Each subcommand builds the op's IR, compiles it with the real backend, runs it on the
  * runtime library and prints one JSON object (simulated and predicted cycles, ...). */
@@ -17,7 +17,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: wafer-bench collective --algo=NAME|auto --pes=P --len=B [--dims=1|2]\n"
           "                  [--op=reduce|allreduce|broadcast] [--target=T] [--keep=DIR]\n"
-          "       wafer-bench gemm --algo=NAME --mesh=S --m=M --k=K --n=N [--target=T]\n"
+          "       wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--target=T]\n"
           "       wafer-bench gemv --allreduce=ktree|pipeline|auto --mesh=WxH --k=K --n=N\n"
           "Prints one JSON object: simulated_cycles, predicted_cycles, ...\n");
 }

@@ -1,0 +1,465 @@
+/* MeshGEMM and Cannon on a W x H region with W != H: the lcm virtual grid (WaferLLM §5.4,
+ * docs/gemm.md "Non-square regions").
+ *
+ * With L = lcm(W, H), the algorithm runs on an L x L grid of virtual PEs: PE (x, y) stands
+ * for the v_x x v_y virtual PEs J = v_x x + t, I = v_y y + r (v_x = L/W, v_y = L/H). Each
+ * virtual PE holds one tile of A (mt x kt), of B (kt x nt) and of C (mt x nt): the tiles are
+ * the strided sub-blocks of the PE's blocks, gathered once with copy2d. The virtual grid is
+ * square, so the square algorithm runs on it unchanged: alignment, then L compute-shift
+ * steps; what changes is how one virtual shift is carried out. Along an axis with v virtual
+ * positions per PE, position c = v*coord + i (tile i of the PE) passes its tile to the ring
+ * successor of c; a successor on the same PE is a local copy, one on a neighbour a message:
+ *
+ *   cannon   c -> c-1 (0 -> L-1): tile 0 leaves toward lower coordinates (the plain ring's
+ *            one color, the wrap-around included), the others move down one tile locally —
+ *            in the steps by renaming slots, not copying (rotate_steps)
+ *   meshgemm INTERLEAVE over the L positions: even c -> c+2, odd c -> c-2, turning at the
+ *            ends. With v = 1 that is the square ring's two-hop routes; with v >= 2 at most
+ *            one tile leaves east (the even one of i in {v-2, v-1}) and one west (the odd one
+ *            of {0, 1}), each one hop, on two colors; the ends turn around locally
+ *
+ * Tiles are stored axis-major so that one step's traffic is contiguous: A (moving along x)
+ * as [t][r], B (along y) as [r][t]; all v_y A tiles of a tile column leave in one message.
+ * The alignment shifts each virtual row by its own count, so it moves one row of tiles at a
+ * time; its guards name the virtual row, `v_y*y + r` (the scaled term, pe-programs.md).
+ *
+ * K must be cut in L equal tiles on both operands: A's block has ceil(K/W) = v_x kt columns
+ * and B's ceil(K/H) = v_y kt rows only when W ceil(K/W) = H ceil(K/H) is a multiple of L
+ * (wf_gemm_rect_k_fits); otherwise the lowering reports it (partition's padding is fixed by
+ * the plan format: blocks of ceil(D/p), so K's cuts along x and y cannot be moved without
+ * moving data). On a 1-wide region one operand holds the whole K and is cut like the other,
+ * so every K fits. M and N need not divide: ragged tiles are zero padded locally, and only
+ * C's real rows and columns are copied back. */
+#include "backend/lower_gemm.h"
+#include "waferc/diag.h"
+
+enum { ACT_LOCAL, ACT_SEND, ACT_RECV };
+#define MAX_ACTS 64
+#define MAX_V 16 /* virtual positions per PE along an axis */
+
+typedef struct act {
+  wf_pe_guard g;
+  int kind;      /* ACT_* */
+  int ch;        /* SEND / RECV: channel 0 (toward higher coordinates, or the only one) or 1 */
+  int from, to;  /* tile indices along the axis (LOCAL: both; SEND: from; RECV: to) */
+} act;
+
+typedef struct rect_axis {
+  int v;             /* virtual positions per PE along the axis */
+  int len;           /* PEs along the axis */
+  int vo;            /* tiles per PE along the other axis (rows of tiles that travel together) */
+  int64_t tile;      /* words per tile */
+  wf_pe_term coord;  /* x or y */
+  int col[2];        /* colors of the channels, -1 = none */
+  int buf[2];        /* double buffers */
+  int done;          /* the task async streams activate when they end */
+  act acts[MAX_ACTS];
+  int n_acts;
+} rect_axis;
+
+/* A guard under construction over the axis coordinate; with one PE along the axis the
+ * coordinate is 0 and every condition is decided here. */
+typedef struct gb {
+  wf_pe_guard g;
+  int dead;
+} gb;
+
+static void gb_cmp(gb *b, const rect_axis *ax, wf_cmp cmp, int v) {
+  if (ax->len == 1) {
+    int ok = cmp == WF_CMP_EQ ? 0 == v : cmp == WF_CMP_LT ? 0 < v : cmp == WF_CMP_GE ? 0 >= v : 0;
+    if (!ok) b->dead = 1;
+    return;
+  }
+  wf_gadd(&b->g, ax->coord, cmp, wf_term_int(v));
+}
+
+/* Virtual position v*coord + i has parity p: decided statically when v is even. */
+static void gb_parity(gb *b, const rect_axis *ax, int i, int p) {
+  if (ax->v % 2 == 0 || ax->len == 1) { /* v*coord is even: the parity is i's */
+    if (i % 2 != p) b->dead = 1;
+    return;
+  }
+  wf_gadd_mod(&b->g, ax->coord, 2, ((p - i) % 2 + 2) % 2); /* v odd: parity of coord + i */
+}
+
+static void add(rect_axis *ax, const gb *b, int kind, int ch, int from, int to) {
+  if (b->dead) return;
+  WF_ASSERT(ax->n_acts < MAX_ACTS);
+  ax->acts[ax->n_acts++] = (act){b->g, kind, ch, from, to};
+}
+
+/* The actions of one virtual shift along the axis: Cannon's ring. */
+static void plain_acts(rect_axis *ax) {
+  gb all = {wf_guard0(), 0};
+  for (int i = 1; i < ax->v; i++) add(ax, &all, ACT_LOCAL, 0, i, i - 1);
+  if (ax->len == 1) {
+    add(ax, &all, ACT_LOCAL, 0, 0, ax->v - 1);
+    return;
+  }
+  add(ax, &all, ACT_RECV, 0, -1, ax->v - 1);
+  add(ax, &all, ACT_SEND, 0, 0, -1);
+}
+
+/* MeshGEMM's INTERLEAVE ring over L = v * len positions. */
+static void interleave_acts(rect_axis *ax) {
+  int v = ax->v, n = ax->len, L = v * n;
+  if (v == 1) { /* the square ring: one color, two-hop routes */
+    gb all = {wf_guard0(), 0};
+    add(ax, &all, ACT_RECV, 0, -1, 0);
+    add(ax, &all, ACT_SEND, 0, 0, -1);
+    return;
+  }
+  /* receives first: from the west into the even tile of {0, 1}, from the east into the odd
+   * tile of {v-2, v-1} */
+  for (int i = 0; i < 2; i++) {
+    gb b = {wf_guard0(), 0};
+    gb_parity(&b, ax, i, 0);
+    gb_cmp(&b, ax, WF_CMP_GE, 1);
+    add(ax, &b, ACT_RECV, 0, -1, i);
+  }
+  for (int i = v - 2; i < v; i++) {
+    gb b = {wf_guard0(), 0};
+    gb_parity(&b, ax, i, 1);
+    gb_cmp(&b, ax, WF_CMP_LT, n - 1);
+    add(ax, &b, ACT_RECV, 1, -1, i);
+  }
+  for (int i = 0; i < v; i++) {
+    /* even c = v*coord + i: to c + 2, or the turn at the top */
+    gb e = {wf_guard0(), 0};
+    gb_parity(&e, ax, i, 0);
+    if (i + 2 < v) {
+      add(ax, &e, ACT_LOCAL, 0, i, i + 2);
+    } else {
+      gb s = e;
+      gb_cmp(&s, ax, WF_CMP_LT, n - 1);
+      add(ax, &s, ACT_SEND, 0, i, -1);
+      /* on the last PE an even position is L-2 (L even: to L-1) or L-1 (L odd: to L-2) */
+      if ((L - v + i) % 2 == 0) {
+        gb t = {wf_guard0(), 0};
+        gb_cmp(&t, ax, WF_CMP_EQ, n - 1);
+        add(ax, &t, ACT_LOCAL, 0, i, L % 2 == 0 ? i + 1 : i - 1);
+      }
+    }
+    /* odd c: to c - 2, or 1 -> 0 at the bottom */
+    gb o = {wf_guard0(), 0};
+    gb_parity(&o, ax, i, 1);
+    if (i >= 2) {
+      add(ax, &o, ACT_LOCAL, 0, i, i - 2);
+    } else {
+      gb s = o;
+      gb_cmp(&s, ax, WF_CMP_GE, 1);
+      add(ax, &s, ACT_SEND, 1, i, -1);
+      if (i == 1) {
+        gb t = {wf_guard0(), 0};
+        gb_cmp(&t, ax, WF_CMP_EQ, 0);
+        add(ax, &t, ACT_LOCAL, 0, 1, 0);
+      }
+    }
+  }
+}
+
+/* A guard no PE satisfies because a condition compares a constant with `c*base % M + k`
+ * where M divides c (the virtual row `2*y` is always even): its code is left out. */
+static int never(const wf_pe_guard *g) {
+  for (int i = 0; i < g->n; i++) {
+    const wf_pe_cond *c = &g->c[i];
+    const wf_pe_term *t = &c->a;
+    if (c->cmp != WF_CMP_EQ || c->b.kind != WF_TERM_INT || t->kind == WF_TERM_INT || !t->mod ||
+        t->mul < 2 || t->mul % t->mod)
+      continue;
+    if (t->k != c->b.k) return 1;
+  }
+  return 0;
+}
+
+static wf_pe_arg at(int sym, int64_t words) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)words;
+  return a;
+}
+
+/* Emits one virtual shift along the axis, from buffer `q` into the other: of the one row of
+ * tiles o (alignment), or with `all` of every row at once (a step: the vo tiles of one tile
+ * index are contiguous, so each action moves them in one piece). `outer` adds conditions to
+ * every instruction (the step's parity). */
+static void emit_shift(wf_lower *L, const rect_axis *ax, const wf_pe_guard *outer, int q, int o, int all) {
+  int64_t words = all ? ax->vo * ax->tile : ax->tile;
+  int src = ax->buf[q], dst = ax->buf[1 - q];
+  for (int pass = 0; pass < 3; pass++) /* receives, then sends, then local copies */
+    for (int k = 0; k < ax->n_acts; k++) {
+      const act *a = &ax->acts[k];
+      int kind = pass == 0 ? ACT_RECV : pass == 1 ? ACT_SEND : ACT_LOCAL;
+      if (a->kind != kind) continue;
+      wf_pe_guard g = a->g;
+      if (outer)
+        for (int i = 0; i < outer->n; i++) wf_guard_add(&g, outer->c[i].a, (wf_cmp)outer->c[i].cmp, outer->c[i].b);
+      int64_t fo = ((int64_t)a->from * ax->vo + (all ? 0 : o)) * ax->tile;
+      int64_t to = ((int64_t)a->to * ax->vo + (all ? 0 : o)) * ax->tile;
+      if (kind == ACT_RECV)
+        wf_emit(L, &g, WF_PEOP_ARECV,
+                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), at(dst, to), wf_arg_int(words), wf_arg_int(ax->done)});
+      else if (kind == ACT_SEND)
+        wf_emit(L, &g, WF_PEOP_ASEND,
+                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), at(src, fo), wf_arg_int(words), wf_arg_int(ax->done)});
+      else
+        wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){at(dst, to), at(src, fo), wf_arg_int(words)});
+    }
+}
+
+/* Tile slots per row of Cannon's rotating buffer: v, plus one for the tile arriving while
+ * the PE still multiplies the one leaving (a 1-PE axis only rotates). */
+static int slots(const rect_axis *ax) { return ax->len == 1 ? ax->v : ax->v + 1; }
+
+typedef struct rect_mm {
+  int gc, direct, vx, vy;
+  int64_t mt, kt, nt, n, zc;
+} rect_mm;
+
+/* Step j of a rotation period: the axis's tile at position i is in slot (j + i) mod slots;
+ * position 0 leaves from slot j, the arriving tile lands in slot j + v, the one slot no
+ * position uses. `g` guards the shift (NULL: always; shift = 0: the last step). */
+static void rotate_step(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm, int j,
+                        int shift, const wf_pe_guard *g) {
+  const rect_axis *axes[2] = {ax, ay};
+  for (int d = 0; d < 2 && shift; d++) {
+    const rect_axis *a = axes[d];
+    if (a->len == 1) continue;
+    int S = slots(a);
+    int64_t group = a->vo * a->tile;
+    wf_emit(L, g, WF_PEOP_ARECV,
+            (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], (j + a->v) % S * group), wf_arg_int(group),
+                          wf_arg_int(a->done)});
+    wf_emit(L, g, WF_PEOP_ASEND,
+            (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], j % S * group), wf_arg_int(group),
+                          wf_arg_int(a->done)});
+  }
+  for (int r = 0; r < mm->vy; r++)
+    for (int t = 0; t < mm->vx; t++) {
+      int64_t sa = (j + t) % slots(ax), sb = (j + r) % slots(ay);
+      wf_emit(L, NULL, WF_PEOP_MATMUL,
+              (wf_pe_arg[]){at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
+                            at(ax->buf[0], (sa * mm->vy + r) * ax->tile), at(ay->buf[0], (sb * mm->vx + t) * ay->tile),
+                            wf_arg_int(mm->mt), wf_arg_int(mm->kt), wf_arg_int(mm->nt)});
+    }
+  wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+}
+
+/* Cannon's L steps without local copies: a tile that stays on the PE keeps its slot and the
+ * step renames the slots instead. Slot offsets are constants, so the steps are unrolled over
+ * the period of the renaming (lcm of the axes' slot counts) inside a loop over periods; the
+ * remaining steps follow, and the very last step does not shift. */
+static void rotate_steps(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm, int steps,
+                         int period, wf_pe_term tq) {
+  int full = steps / period, rest = steps % period;
+  if (full) {
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tq), wf_arg_int(0), wf_arg_int(full)});
+    wf_pe_guard notlast = wf_guard0();
+    wf_gadd(&notlast, tq, WF_CMP_LT, wf_term_int(full - 1));
+    for (int j = 0; j < period; j++)
+      rotate_step(L, ax, ay, mm, j, !(rest == 0 && j == period - 1 && full == 1),
+                  rest == 0 && j == period - 1 ? &notlast : NULL);
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  }
+  for (int j = 0; j < rest; j++) rotate_step(L, ax, ay, mm, j, j < rest - 1, NULL);
+}
+
+/* Routes of the axis's channels (once per class, with the colors). */
+static void axis_routes(wf_pe_class *c, const rect_axis *ax, int meshgemm, int lo, int hi) {
+  wf_ring_line line = {ax->coord, lo, hi, ax->len};
+  if (!meshgemm) {
+    wf_ring_plain.routes(c, ax->col[0], &line);
+  } else if (ax->v == 1) {
+    wf_ring_interleave.routes(c, ax->col[0], &line);
+  } else {
+    unsigned R = 1u << WF_DIR_RAMP;
+    wf_pe_class_add_route(c, NULL, ax->col[0], WF_DIR_RAMP, 1u << hi); /* one hop up */
+    wf_pe_class_add_route(c, NULL, ax->col[0], lo, R);
+    wf_pe_class_add_route(c, NULL, ax->col[1], WF_DIR_RAMP, 1u << lo); /* one hop down */
+    wf_pe_class_add_route(c, NULL, ax->col[1], hi, R);
+  }
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* Rows (or columns) of tile i of size sz that lie in a block of `len`: sz, fewer for the
+ * last, <= 0 past the end. */
+static int64_t clip(int64_t len, int i, int64_t sz) { return len - i * sz < sz ? len - i * sz : sz; }
+
+int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
+  if (w == 1 || h == 1) return 1; /* one operand holds the whole K: it is cut as the other's */
+  int64_t l = (int64_t)w / gcd(w, h) * h;
+  int64_t ka = (K + w - 1) / w, kb = (K + h - 1) / h;
+  return ka * w == kb * h && (ka * w) % l == 0;
+}
+
+int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo) {
+  wf_value va = op->operands[0], vb = op->operands[1], vc = op->results[0];
+  int W = L->w, H = L->h, Lc = W / gcd(W, H) * H, vx = Lc / W, vy = Lc / H;
+  int meshgemm = algo == WF_GEMM_MESHGEMM;
+  const char *name = wf_gemm_algo_names[algo];
+  int64_t m, ka, kb, n, r_, c_;
+  wf_lower_block(L, va, &m, &ka);
+  wf_lower_block(L, vb, &kb, &n);
+  wf_lower_block(L, vc, &r_, &c_);
+  WF_ASSERT(r_ == m && c_ == n);
+  const wf_type *tya = wf_value_type(L->f, va);
+  int64_t K = tya->dims[tya->rank - 1];
+  if (!wf_gemm_rect_k_fits(W, H, K)) {
+    wf_error(op->loc,
+             "dist.gemm{algo=%s} on a %dx%d region cuts K in lcm(%d, %d) = %d tiles, which needs "
+             "W*ceil(K/W) = H*ceil(K/H) divisible by %d; K = %lld pads to %lld over x and %lld over y "
+             "(choose such a K, e.g. a multiple of %d, or --gemm-algo=summa / allgather)",
+             name, W, H, W, H, Lc, Lc, (long long)K, (long long)(ka * W), (long long)(kb * H), Lc);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  if (vx > MAX_V || vy > MAX_V) {
+    /* the program is unrolled over a PE's virtual positions: keep it small */
+    wf_error(op->loc, "dist.gemm{algo=%s} on a %dx%d region: %d virtual positions per PE along %s "
+             "(lcm(W, H) / %s; at most %d)", name, W, H, vx > vy ? vx : vy, vx > vy ? "x" : "y",
+             vx > vy ? "W" : "H", MAX_V);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  /* K tiles: A's block is v_x tiles, B's v_y. On a 1-wide region one operand's block is the
+   * whole K (its K is not split): it is cut like the other's, its last tiles zero-filled. */
+  int64_t kt = W == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
+  int64_t za = mt * kt, zb = kt * nt, zc = mt * nt;
+  if ((int64_t)vx * vy * (za > zb ? (za > zc ? za : zc) : (zb > zc ? zb : zc)) > INT32_MAX) {
+    wf_error(op->loc, "dist.gemm{algo=%s}: a tile buffer is past the PE's addressing", name);
+    return WF_EXIT_NOFIT;
+  }
+  int sa = wf_lower_sym(L, va), sb = wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
+  out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
+  out->predicted = wf_gemm_predict(L->t, algo, W, H, m, ka, n);
+
+  rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
+  rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};
+  rect_axis *axes[2] = {&ax, &ay};
+  for (int d = 0; d < 2; d++) {
+    rect_axis *a = axes[d];
+    if (meshgemm) interleave_acts(a);
+    else plain_acts(a);
+    if (a->len == 1) continue;
+    int purpose = (meshgemm ? WF_COLOR_MESH_RING_X : WF_COLOR_CANNON_RING_X) + d;
+    int fresh = L->color[purpose] < 0; /* the routes come with the color, once per class */
+    a->col[0] = wf_lower_color(L, purpose, op->loc);
+    if (a->col[0] < 0) return WF_EXIT_NOFIT;
+    if (meshgemm && a->v > 1) {
+      a->col[1] = wf_lower_color(L, WF_COLOR_MESH_HOP_X_LO + d, op->loc);
+      if (a->col[1] < 0) return WF_EXIT_NOFIT;
+    }
+    if (fresh) axis_routes(L->cls, a, meshgemm, d ? WF_DIR_N : WF_DIR_W, d ? WF_DIR_S : WF_DIR_E);
+  }
+  ax.done = ay.done = wf_lower_done_task(L);
+  /* Cannon's steps rename instead of copying when the unrolled period is small: buffer 0
+   * then holds one more tile slot per row for the tile in flight (rotate_steps). */
+  int period = meshgemm ? 0 : wf_gemm_rect_cannon_period(W, H);
+  int sx = period ? slots(&ax) : vx, sy = period ? slots(&ay) : vy;
+  ax.buf[0] = wf_lower_temp(L, "$gemm_a0", sx * vy * za * 4);
+  ax.buf[1] = wf_lower_temp(L, "$gemm_a1", vx * vy * za * 4);
+  ay.buf[0] = wf_lower_temp(L, "$gemm_b0", sy * vx * zb * 4);
+  ay.buf[1] = wf_lower_temp(L, "$gemm_b1", vx * vy * zb * 4);
+  /* C accumulates in place when its tiles are its block's row bands (v_x = 1, no ragged
+   * rows); else in a tile buffer copied back at the end. */
+  int direct = vx == 1 && m == vy * mt;
+  int gc = direct ? sc : wf_lower_temp(L, "$gemm_c", vx * vy * zc * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(gc), wf_arg_int(vx * vy * zc)});
+
+  /* Gather the tiles. Ragged tiles (M or N not cut evenly) get zero rows / columns: they
+   * only reach C's padding, which is not copied back. */
+  if (m < vy * mt || ka < vx * kt)
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ax.buf[0]), wf_arg_int(vx * vy * za)});
+  if (n < vx * nt || kb < vy * kt)
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ay.buf[0]), wf_arg_int(vx * vy * zb)});
+  for (int r = 0; r < vy; r++)
+    for (int t = 0; t < vx; t++) {
+      int64_t rows = clip(m, r, mt), cols = clip(n, t, nt), acols = clip(ka, t, kt), brows = clip(kb, r, kt);
+      if (rows > 0 && acols > 0)
+        wf_emit(L, NULL, WF_PEOP_COPY2D,
+                (wf_pe_arg[]){at(ax.buf[0], ((int64_t)t * vy + r) * za), at(sa, r * mt * ka + t * kt),
+                              wf_arg_int(rows), wf_arg_int(acols), wf_arg_int(kt), wf_arg_int(ka)});
+      if (cols > 0 && brows > 0)
+        wf_emit(L, NULL, WF_PEOP_COPY2D,
+                (wf_pe_arg[]){at(ay.buf[0], ((int64_t)r * vx + t) * zb), at(sb, r * kt * n + t * nt),
+                              wf_arg_int(brows), wf_arg_int(cols), wf_arg_int(nt), wf_arg_int(n)});
+    }
+
+  /* Alignment: virtual row I = v_y y + r of A shifts by its ring's count for I, virtual
+   * column J = v_x x + t of B by its count for J; one row of tiles at a time (a color carries
+   * one stream at a time), both operands' row o together, then a join. */
+  int u = wf_pe_class_find_var(L->cls, "u", 1), iv = wf_pe_class_find_var(L->cls, "i", 1);
+  wf_pe_term tu = wf_term_var(u, 0);
+  const wf_ring *ring = meshgemm ? &wf_ring_interleave : &wf_ring_plain;
+  wf_ring_align al[2][MAX_V];
+  int no = vx > vy ? vx : vy, iters = 0;
+  for (int d = 0; d < 2; d++)
+    for (int o = 0; o < axes[d]->vo; o++) {
+      wf_pe_term other = wf_term_scaled(axes[1 - d]->coord, axes[d]->vo, o);
+      ring->align(&al[d][o], other, Lc, tu);
+      iters = al[d][o].iters;
+    }
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(iters)});
+  for (int o = 0; o < no; o++) {
+    for (int d = 0; d < 2; d++) {
+      if (o >= axes[d]->vo) continue;
+      const wf_ring_align *ra = &al[d][o];
+      for (int q = 0; q < 2; q++)
+        for (int i = 0; i < (q ? ra->n1 : ra->n0); i++) {
+          if (never(q ? &ra->from1[i] : &ra->from0[i])) continue;
+          /* a one-iteration loop is the `if` of the row's guard; the tile guards go inside */
+          wf_emit(L, q ? &ra->from1[i] : &ra->from0[i], WF_PEOP_LOOP,
+                  (wf_pe_arg[]){wf_arg_term(wf_term_var(iv, 0)), wf_arg_int(0), wf_arg_int(1)});
+          emit_shift(L, axes[d], NULL, q, o, 0);
+          wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+        }
+    }
+    wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+  }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  /* Rows that shifted an odd number of times sit in buffer 1. */
+  for (int d = 0; d < 2; d++) {
+    rect_axis *a = axes[d];
+    for (int o = 0; o < a->vo; o++)
+      for (int i = 0; i < al[d][o].nf; i++)
+        if (!never(&al[d][o].fixup[i]))
+          wf_emit(L, &al[d][o].fixup[i], WF_PEOP_COPY2D,
+                (wf_pe_arg[]){at(a->buf[0], o * a->tile), at(a->buf[1], o * a->tile), wf_arg_int(a->v),
+                              wf_arg_int(a->tile), wf_arg_int(a->vo * a->tile), wf_arg_int(a->vo * a->tile)});
+  }
+
+  int sv = wf_pe_class_find_var(L->cls, "s", 1);
+  wf_pe_term ts = wf_term_var(sv, 0);
+  rect_mm mm = {gc, direct, vx, vy, mt, kt, nt, n, zc};
+  if (period) {
+    rotate_steps(L, &ax, &ay, &mm, Lc, period, ts);
+  } else {
+  /* L steps: multiply the v_x v_y tile pairs of buffers s % 2 while the next tiles move
+   * into the other pair; the last step does not shift. */
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(ts), wf_arg_int(0), wf_arg_int(Lc)});
+  for (int p = 0; p < 2; p++) {
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, wf_gterm(ts, 2, 0), WF_CMP_EQ, wf_term_int(p));
+    wf_pe_guard gs = g;
+    wf_gadd(&gs, ts, WF_CMP_LT, wf_term_int(Lc - 1));
+    emit_shift(L, &ax, &gs, p, 0, 1);
+    emit_shift(L, &ay, &gs, p, 0, 1);
+    for (int r = 0; r < vy; r++)
+      for (int t = 0; t < vx; t++)
+        wf_emit(L, &g, WF_PEOP_MATMUL,
+                (wf_pe_arg[]){at(gc, direct ? r * mt * n : ((int64_t)r * vx + t) * zc),
+                              at(ax.buf[p], ((int64_t)t * vy + r) * za), at(ay.buf[p], ((int64_t)r * vx + t) * zb),
+                              wf_arg_int(mt), wf_arg_int(kt), wf_arg_int(nt)});
+  }
+  wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  }
+  if (!direct)
+    for (int r = 0; r < vy; r++)
+      for (int t = 0; t < vx; t++) {
+        int64_t rows = clip(m, r, mt), cols = clip(n, t, nt);
+        if (rows > 0 && cols > 0)
+          wf_emit(L, NULL, WF_PEOP_COPY2D,
+                  (wf_pe_arg[]){at(sc, r * mt * n + t * nt), at(gc, ((int64_t)r * vx + t) * zc), wf_arg_int(rows),
+                                wf_arg_int(cols), wf_arg_int(n), wf_arg_int(nt)});
+      }
+  return 0;
+}
