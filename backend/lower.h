@@ -49,6 +49,9 @@ typedef struct wf_lower {
 
 /* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */
 void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
+/* The value's whole name as the IR prints it (%x, @w, %3), not shortened: for the manifest's
+ * tensor names, which users type (--input NAME=...). */
+void wf_lower_value_text(const wf_lower *L, wf_value v, char *buf, size_t cap);
 /* Symbol holding v's local block (created on first use). */
 int wf_lower_sym(wf_lower *L, wf_value v);
 /* Makes `sym` v's symbol: v is a view of another value's block (lower_gemm_batched.c

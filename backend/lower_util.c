@@ -15,6 +15,10 @@ static int all_digits(const char *s) {
 
 static void value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
 
+void wf_lower_value_text(const wf_lower *L, wf_value v, char *buf, size_t cap) {
+  value_name(L, v, buf, cap);
+}
+
 /* PE symbol names hold 63 characters (pe_program.h). A longer value name (ONNX exports
  * have long ones) keeps its head and gets `~` and the value's index: still unique, the
  * same at every call, and `~` cannot occur in an IR name. */

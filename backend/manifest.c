@@ -176,8 +176,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
   for (int i = 0; i < L->f->n_args; i++) {
     wf_value v = L->f->args[i];
-    char name[64];
-    wf_lower_value_name(L, v, name, sizeof name);
+    char name[256];
+    wf_lower_value_text(L, v, name, sizeof name);
     cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1));
   }
   /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
@@ -188,7 +188,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     const char *vn = wf_str(L->m, L->f->values[v].name);
     int taken = 0;
     for (int j = 0; j < i; j++) taken |= ret->operands[j] == v;
-    char name[80];
+    char name[256];
     if (!all_digits(vn) && !taken && !strchr(vn, '/')) snprintf(name, sizeof name, "%s", vn);
     else snprintf(name, sizeof name, "output_%d", i);
     cJSON_AddItemToArray(outputs, tensor_json(L, v, name));

@@ -22,7 +22,7 @@
 
 /* A tensor bound to PE memory: an input, output or weight. */
 typedef struct wf_plan_tensor {
-  char name[64];
+  char name[256];    /* the model's name (ONNX names can be long); the symbol is shortened */
   char symbol[64];   /* symbol in every class of the region */
   wf_dtype dtype;
   int rank;
