@@ -36,17 +36,9 @@ if [ -d "$NODE/test_matmul_2d" ]; then
               "test_gemm_default_no_bias:1x3 4x1"; do
     t=${spec%%:*} meshes=${spec#*:}
     dir=$NODE/$t
-    mkdir -p "$TMP/$t"
-    waferc "$dir/model.onnx" -o "$TMP/$t/p1" --target=test8x8 --mesh=1x1 -q || fail "$t: does not compile"
-    names=$(python3 -c 'import json,sys; print(" ".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' \
-      "$TMP/$t/p1/manifest.json")
-    i=0 ins=()
-    for a in $names; do
-      wafer-pb2npy "$dir/test_data_set_0/input_$i.pb" "$TMP/$t/$a.npy" || fail "$t: input $i"
-      ins+=(--input "$a=$TMP/$t/$a.npy")
-      i=$((i + 1))
-    done
-    wafer-pb2npy "$dir/test_data_set_0/output_0.pb" "$TMP/$t/want.npy" || fail "$t: output_0.pb"
+    pairs=$(bash "$SRC/tests/tools/node_test_io.sh" "$dir" "$TMP/$t") || fail "$t: cannot prepare its inputs"
+    ins=()
+    for kv in $pairs; do ins+=(--input "$kv"); done
     waferc "$dir/model.onnx" --interpret "${ins[@]}" --output-dir "$TMP/$t/ref" -q || fail "$t: interpreter failed"
     for mesh in $meshes; do
       for algo in meshgemm cannon; do

@@ -46,18 +46,7 @@ if [ -d "$NODE/test_matmul_2d" ]; then
     # Their dims (2..10, mostly prime) are padded on 2x2 and 3x3. transB becomes dist.gemm_t
     # (B as stored); a transposed A is the mirror relayout over the fabric (lower_transpose.c).
     meshes="1x1 2x2 3x3"
-    mkdir -p "$TMP/$t.in"
-    waferc "$dir/model.onnx" -o "$TMP/$t.in/plan" --target=test4x4 --mesh=1x1 >/dev/null 2>&1 ||
-      fail "$t: does not compile"
-    names=$(python3 -c 'import json,sys; print(" ".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' \
-      "$TMP/$t.in/plan/manifest.json")
-    i=0 ins=""
-    for a in $names; do
-      wafer-pb2npy "$dir/test_data_set_0/input_$i.pb" "$TMP/$t.in/$a.npy" || fail "$t: input $i"
-      ins="$ins $a=$TMP/$t.in/$a.npy"
-      i=$((i + 1))
-    done
-    wafer-pb2npy "$dir/test_data_set_0/output_0.pb" "$TMP/$t.in/want.npy" || fail "$t: output_0.pb"
+    ins=$(bash "$SRC/tests/tools/node_test_io.sh" "$dir" "$TMP/$t.in") || fail "$t: cannot prepare its inputs"
     for mesh in $meshes; do
       check "${t}_$mesh" "$dir/model.onnx" "$TMP/$t.in/want.npy" "$mesh" "$ins"
     done

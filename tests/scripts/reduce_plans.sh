@@ -53,18 +53,7 @@ if [ -d "$NODE/test_reduce_max_keepdims_example" ]; then
            test_logsoftmax_axis_2_expanded; do
     dir=$NODE/$t in=$TMP/$t.in
     [ -d "$dir" ] || fail "$t: not in $NODE"
-    mkdir -p "$in"
-    waferc "$dir/model.onnx" -o "$in/plan" --target=test8x8 --mesh=1x1 >/dev/null 2>&1 ||
-      fail "$t: does not compile for 1x1"
-    names=$(python3 -c 'import json,sys; print(" ".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' \
-      "$in/plan/manifest.json")
-    i=0 ins=""
-    for a in $names; do
-      wafer-pb2npy "$dir/test_data_set_0/input_$i.pb" "$in/$a.npy" >/dev/null || fail "$t: input $i"
-      ins="$ins $a=$in/$a.npy"
-      i=$((i + 1))
-    done
-    wafer-pb2npy "$dir/test_data_set_0/output_0.pb" "$in/want.npy" >/dev/null || fail "$t: output_0.pb"
+    ins=$(bash "$SRC/tests/tools/node_test_io.sh" "$dir" "$in") || fail "$t: cannot prepare its inputs"
     for mesh in 2x2 3x2; do run "${t}_$mesh" "$dir/model.onnx" "$mesh" "$in/want.npy" "$ins"; done
   done
   echo "ok   ONNX node tests: $n plans"
