@@ -11,6 +11,13 @@
 #include "backend/gemm_algos.h"
 #include "backend/lower.h"
 
+/* The extent dim d of v is padded to when it is the K of a rank-2 dist.gemm{algo=meshgemm|
+ * cannon} on a w x h region (w != h, both > 1) whose ceil(K/w) and ceil(K/h) blocks do not
+ * cut K in lcm(w, h) tiles: L*ceil(K/L), so that A's blocks hold v_x and B's v_y whole tiles
+ * (docs/gemm.md). Only for a graph input or constant whose one use is that operand (the host
+ * scatters it with any padding); else 0: the default, ceil(D/p) per PE (lower_gemm_rect.c). */
+int64_t wf_gemm_rect_k_pad(const wf_func *f, wf_value v, int d, int w, int h);
+
 /* One line of the ring (a row for A, a column for B). `coord` is the PE's position along
  * the line (x or y), `lo` / `hi` the ports toward lower / higher coordinates, `len` the
  * line's length (known at compile time). */

@@ -25,11 +25,15 @@
  *
  * K must be cut in L equal tiles on both operands: A's block has ceil(K/W) = v_x kt columns
  * and B's ceil(K/H) = v_y kt rows only when W ceil(K/W) = H ceil(K/H) is a multiple of L
- * (wf_gemm_rect_k_fits); otherwise the lowering reports it (partition's padding is fixed by
- * the plan format: blocks of ceil(D/p), so K's cuts along x and y cannot be moved without
- * moving data). On a 1-wide region one operand holds the whole K and is cut like the other,
- * so every K fits. M and N need not divide: ragged tiles are zero padded locally, and only
- * C's real rows and columns are copied back. */
+ * (wf_gemm_rect_k_fits). Otherwise, when both operands are graph inputs or constants used
+ * only here, their K is padded to L ceil(K/L) (wf_gemm_rect_k_pad, which wf_lower_block and
+ * the manifest's padded_shape follow: the host scatters them with that padding); an operand
+ * another op computes keeps partition's blocks and the lowering reports it (moving K's cuts
+ * would move data). On a 1-wide region one operand holds the whole K and is cut like the
+ * other, so every K fits. M and N need not divide: ragged tiles are zero padded locally, and
+ * only C's real rows and columns are copied back. */
+#include <string.h>
+
 #include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
@@ -292,6 +296,43 @@ int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
   return ka * w == kb * h && (ka * w) % l == 0;
 }
 
+/* The op using v when v is a graph input or constant of rank 2 with exactly one use (the
+ * function's results are a use too), else NULL; *as = the operand position. */
+static const wf_op *only_use(const wf_func *f, wf_value v, int *as) {
+  const wf_value_info *vi = &f->values[v];
+  if (vi->kind == WF_VAL_RESULT || vi->type.rank != 2) return NULL;
+  for (uint32_t i = 1; vi->kind == WF_VAL_GLOBAL && i < f->n_values; i++)
+    if (i != v && f->values[i].kind == WF_VAL_GLOBAL && f->values[i].index == vi->index) return NULL;
+  const wf_op *use = NULL;
+  int n = 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+    if (op->operands[i] != v) continue;
+    use = op;
+    *as = i;
+    n++;
+  }
+  return n == 1 ? use : NULL;
+}
+
+int64_t wf_gemm_rect_k_pad(const wf_func *f, wf_value v, int d, int w, int h) {
+  int as = -1, ua = -1, ub = -1;
+  const wf_op *use = w != h && w > 1 && h > 1 ? only_use(f, v, &as) : NULL;
+  if (!use || use->code != WF_OP_DIST_GEMM || d != (as == 0 ? 1 : as == 1 ? 0 : -1)) return 0;
+  const char *algo = wf_op_str(f, use, "algo", "meshgemm");
+  if (strcmp(algo, "meshgemm") && strcmp(algo, "cannon")) return 0;
+  /* both operands or neither: A's and B's K blocks must cut the same padded K */
+  if (only_use(f, use->operands[0], &ua) != use || only_use(f, use->operands[1], &ub) != use ||
+      ua != 0 || ub != 1)
+    return 0;
+  const wf_type *ta = wf_value_type(f, use->operands[0]), *tb = wf_value_type(f, use->operands[1]);
+  if (ta->layout.rank != 2 || tb->layout.rank != 2 || ta->layout.dims[1].split != WF_AXIS_X ||
+      tb->layout.dims[0].split != WF_AXIS_Y)
+    return 0;
+  int64_t K = ta->dims[1], l = (int64_t)w / gcd(w, h) * h;
+  if (wf_gemm_rect_k_fits(w, h, K)) return 0;
+  return (K + l - 1) / l * l;
+}
+
 int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo) {
   wf_value va = op->operands[0], vb = op->operands[1], vc = op->results[0];
   int W = L->w, H = L->h, Lc = W / gcd(W, H) * H, vx = Lc / W, vy = Lc / H;
@@ -304,12 +345,16 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   WF_ASSERT(r_ == m && c_ == n);
   const wf_type *tya = wf_value_type(L->f, va);
   int64_t K = tya->dims[tya->rank - 1];
-  if (!wf_gemm_rect_k_fits(W, H, K)) {
+  /* the blocks wf_lower_block gives: K padded to L tiles (wf_gemm_rect_k_pad) when both
+   * operands are graph inputs or constants used only here, else ceil(K/W) and ceil(K/H) */
+  if (W > 1 && H > 1 && (ka * W != kb * H || (ka * W) % Lc)) {
     wf_error(op->loc,
              "dist.gemm{algo=%s} on a %dx%d region cuts K in lcm(%d, %d) = %d tiles, which needs "
-             "W*ceil(K/W) = H*ceil(K/H) divisible by %d; K = %lld pads to %lld over x and %lld over y "
-             "(choose such a K, e.g. a multiple of %d, or --gemm-algo=summa / allgather)",
-             name, W, H, W, H, Lc, Lc, (long long)K, (long long)(ka * W), (long long)(kb * H), Lc);
+             "W*ceil(K/W) = H*ceil(K/H) divisible by %d unless both operands are graph inputs or "
+             "constants used only by this op (then K is padded to a multiple of %d); K = %lld pads "
+             "to %lld over x and %lld over y (choose such a K, e.g. a multiple of %d, or "
+             "--gemm-algo=summa / allgather)",
+             name, W, H, W, H, Lc, Lc, Lc, (long long)K, (long long)(ka * W), (long long)(kb * H), Lc);
     return WF_EXIT_UNSUPPORTED;
   }
   if (vx > MAX_V || vy > MAX_V) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/lower.h"
+#include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
 static int all_digits(const char *s) {
@@ -75,7 +75,9 @@ void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols)
   for (int d = 0; d < t->rank; d++) {
     int64_t parts = t->layout.dims[d].split == WF_AXIS_X ? L->w
                     : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
-    int64_t b = (t->dims[d] + parts - 1) / parts; /* padded: partition_pad.c */
+    int64_t pad = parts > 1 ? wf_gemm_rect_k_pad(L->f, v, d, L->w, L->h) : 0;
+    /* padded: partition_pad.c; past ceil(D/p) for the W x H shift algorithms' K */
+    int64_t b = pad ? pad / parts : (t->dims[d] + parts - 1) / parts;
     if (d == t->rank - 1) *cols = b;
     else *rows *= b;
   }

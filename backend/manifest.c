@@ -7,6 +7,7 @@
 
 #include "backend/llvm_kernels.h"
 #include "backend/lower_collective.h"
+#include "backend/lower_gemm.h"
 #include "backend/manifest.h"
 #include "waferc/diag.h"
 #include "waferc/version.h"
@@ -78,7 +79,8 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name) {
   for (int d = 0; d < t->rank; d++) {
     int s = t->layout.rank == t->rank ? t->layout.dims[d].split : WF_AXIS_NONE;
     int64_t p = s == WF_AXIS_X ? L->w : s == WF_AXIS_Y ? L->h : 1;
-    pad[d] = (t->dims[d] + p - 1) / p * p;
+    int64_t k = p > 1 ? wf_gemm_rect_k_pad(L->f, v, d, L->w, L->h) : 0; /* the W x H shifts' K */
+    pad[d] = k ? k : (t->dims[d] + p - 1) / p * p;
     any |= pad[d] != t->dims[d];
   }
   if (any) {

@@ -189,21 +189,26 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
     }
   }
   /* A dim the PEs do not divide is padded to blocks of ceil(dim/parts) (docs/plan-format.md);
-   * "padded_shape", when present, must say the same. */
+   * "padded_shape", when present, may pad further (MeshGEMM / Cannon on a W x H region pad K
+   * to lcm(W, H) tiles): any extent >= the dim that its PEs divide. */
   const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "padded_shape");
   if (ps && (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) != rank)) {
     lerr(c, "%s.padded_shape: expected an array of %d dims", where, rank);
     return -1;
   }
-  for (int i = 0; ps && i < rank; i++) {
+  for (int i = 0; i < rank; i++) {
     int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
+    t->padded[i] = (t->dims[i] + parts - 1) / parts * parts;
+    if (!ps) continue;
     const cJSON *d = cJSON_GetArrayItem(ps, i);
-    int64_t want = (t->dims[i] + parts - 1) / parts * parts;
-    if (!cJSON_IsNumber(d) || (int64_t)d->valuedouble != want) {
-      lerr(c, "%s.padded_shape[%d]: dim %lld over %d PEs pads to %lld", where, i,
-           (long long)t->dims[i], parts, (long long)want);
+    int64_t got = cJSON_IsNumber(d) ? (int64_t)d->valuedouble : -1;
+    if (got < t->dims[i] || got % parts || (parts == 1 && got != t->dims[i])) {
+      lerr(c, "%s.padded_shape[%d]: dim %lld over %d PEs pads to %lld%s, got %lld", where, i,
+           (long long)t->dims[i], parts, (long long)t->padded[i],
+           parts > 1 ? " or a larger multiple of the PEs" : "", (long long)got);
       return -1;
     }
+    t->padded[i] = got;
   }
   if (is_weight) {
     if (get_int(c, o, "offset", where, &t->offset) || get_int(c, o, "bytes", where, &t->bytes))
@@ -238,7 +243,8 @@ int64_t wf_plan_block_dims(const wf_plan *p, const wf_plan_tensor *t, int64_t *b
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {
     int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
-    bdims[i] = (t->dims[i] + parts - 1) / parts; /* the last blocks may hold padding */
+    /* the last blocks may hold padding; padded_shape may ask for more than ceil(dim/parts) */
+    bdims[i] = t->padded[i] ? t->padded[i] / parts : (t->dims[i] + parts - 1) / parts;
     n *= bdims[i];
   }
   return n;

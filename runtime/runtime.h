@@ -28,6 +28,8 @@ typedef struct wf_plan_tensor {
   int rank;
   int64_t dims[WF_MAX_RANK];
   uint8_t split[WF_MAX_RANK]; /* wf_axis each dim is split along (others: replicated) */
+  int64_t padded[WF_MAX_RANK]; /* padded_shape: a multiple of the dim's PEs, >= dims; 0 = the
+                                  default ceil(dim/parts)*parts */
   char layout[128];  /* text form, for messages */
   int region;
   int64_t offset, bytes; /* weights: byte range in weights.bin */

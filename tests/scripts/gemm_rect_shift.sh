@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # dist.gemm{algo=meshgemm|cannon} on W x H regions with W != H: the lcm virtual grid
 # (backend/lower_gemm_rect.c, docs/gemm.md "MeshGEMM and Cannon on W x H"). Checked four ways:
-#  1. ONNX MatMul/Gemm node tests on meshes where their K cuts in lcm(W, H) tiles (and 1-wide
-#     meshes, where every K does): the plan's output equals output_0.pb and the interpreter's,
-#     and the manifest names the lcm lowering.
-#  2. .wir matmuls of awkward sizes (ragged M and N tiles, K = 1, several tiles per PE on both
+#  1. ONNX MatMul/Gemm node tests, on meshes where their K cuts in lcm(W, H) tiles, 1-wide
+#     meshes (where every K does) and meshes where it does not (test_matmul_2d's K = 4 on 2x3
+#     and 3x2: both operands are graph inputs, so K is padded to 6 for them): the plan's output
+#     equals output_0.pb and the interpreter's, and the manifest names the lcm lowering.
+#  2. .wir matmuls of awkward sizes (ragged M and N tiles, K = 1, a K padded past ceil(K/p) to
+#     lcm tiles: K = 7 on 2x3 3x2 4x6 6x4 3x5 and K = 6 on 2x4, several tiles per PE on both
 #     axes, odd and even L and v) on 2x3 3x2 2x4 4x2 4x6 6x4 3x5 5x3 7x8 and 1-wide meshes:
 #     C equals the interpreter's. Cannon renames tile slots in an unrolled period, except on
 #     7x8 (L = 56, a period of 72 steps is too long: the steps copy tiles instead).
@@ -15,8 +17,10 @@
 #     below: worst -36.8% (cannon 7x11x5 on 6x4, predicted 582, simulated 368); MeshGEMM
 #     within +10%, and both within 10% once blocks reach 48x48x48 on these meshes.
 #     BOUND = 38%.
-#  4. A K that does not cut (K = 4 on 2x3: 4 along x, 6 along y) is rejected by name with
-#     --gemm-algo=meshgemm, and algo=auto then takes SUMMA or allgather, with the right C.
+#  4. A K that does not cut (K = 4 on 2x3: 4 along x, 6 along y) on an operand another op
+#     computes (relu(A): its blocks are partition's) is rejected by name with
+#     --gemm-algo=meshgemm|cannon; the padded K of graph inputs has the padded_shape the
+#     runtime checks; algo=auto takes SUMMA or allgather for such a K, with the right C.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
@@ -32,7 +36,7 @@ lowering() { case $1 in meshgemm) echo '"meshgemm-interleave-lcm"' ;; cannon) ec
 
 # 1. ONNX node tests: test MESHES
 if [ -d "$NODE/test_matmul_2d" ]; then
-  for spec in "test_matmul_2d:2x4 4x2 1x3 3x1" "test_gemm_default_matrix_bias:2x3 3x2 1x4" \
+  for spec in "test_matmul_2d:2x4 4x2 1x3 3x1 2x3 3x2" "test_gemm_default_matrix_bias:2x3 3x2 1x4" \
               "test_gemm_default_no_bias:1x3 4x1"; do
     t=${spec%%:*} meshes=${spec#*:}
     dir=$NODE/$t
@@ -77,7 +81,7 @@ worst=$TMP/worst
 echo "0 -" >"$worst"
 for spec in "7 11 5:2x3 3x2 2x4 4x2 4x6 6x4 1x3" "12 24 17:2x3 3x2 2x4 4x2 4x6 6x4 3x1" \
             "9 12 13:4x6 1x4 4x1 2x3" "17 30 19:3x5 5x3" "20 56 23:7x8" \
-            "5 1 4:2x3 1x3"; do
+            "5 1 4:2x3 1x3" "7 7 5:2x3 3x2 4x6 6x4 3x5" "5 6 4:2x4"; do
   shape=${spec%%:*} meshes=${spec#*:}
   set -- $shape
   gen "$@"
@@ -113,13 +117,23 @@ PY
   done
 done
 
-# 4. A K that does not cut in lcm tiles: rejected by name; auto falls back to another algorithm.
+# 4. A K that does not cut in lcm tiles: graph inputs are padded further (padded_shape), an
+#    operand another op computes is rejected by name; auto falls back to another algorithm.
 gen 3 4 3
+grep -q '"padded_shape":[[:space:]]*\[9, 12\]' "$TMP/w-7-7-5-2x3-meshgemm/manifest.json" ||
+  fail "7x7x5 on 2x3: A's K is not padded to lcm(2, 3) tiles in the manifest"
+# the loader takes any padded extent the PEs divide, no other: 11 is not a multiple of W = 2
+d="$TMP/w-7-7-5-2x3-meshgemm"
+sed -i '0,/"padded_shape":[[:space:]]*\[9, 12\]/s//"padded_shape": [9, 11]/' "$d/manifest.json"
+rc=0; waferrun "$d" -q --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$d/bad" 2>"$TMP/err" || rc=$?
+[ $rc != 0 ] && grep -q "padded_shape\[1\]: dim 7 over 2 PEs pads to 8 or a larger multiple" "$TMP/err" ||
+  fail "a padded_shape of 11 over 2 PEs must be rejected by the loader, got $rc: $(cat "$TMP/err")"
+sed 's/%c = matmul(%a, %b)/%r = relu(%a) : f32[3, 4]\n    %c = matmul(%r, %b)/' "$TMP/g.wir" >"$TMP/gr.wir"
 for algo in meshgemm cannon; do
-  rc=0; waferc "$TMP/g.wir" -o "$TMP/bad" --target=test8x8 --mesh=2x3 --gemm-algo=$algo -q 2>"$TMP/err" || rc=$?
+  rc=0; waferc "$TMP/gr.wir" -o "$TMP/bad" --target=test8x8 --mesh=2x3 --gemm-algo=$algo -q 2>"$TMP/err" || rc=$?
   [ $rc = 3 ] && grep -q "algo=$algo} on a 2x3 region cuts K in lcm(2, 3) = 6 tiles" "$TMP/err" &&
     grep -q "K = 4 pads to 4 over x and 6 over y" "$TMP/err" ||
-    fail "$algo with K = 4 on 2x3 must be rejected by name (exit 3), got $rc: $(cat "$TMP/err")"
+    fail "$algo with K = 4 of relu(A) on 2x3 must be rejected by name (exit 3), got $rc: $(cat "$TMP/err")"
 done
 d="$TMP/auto"
 waferc "$TMP/g.wir" -o "$d" --target=test8x8 --mesh=2x3 -q || fail "auto, K = 4 on 2x3: waferc exited $?"
