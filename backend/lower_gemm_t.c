@@ -1,4 +1,4 @@
-/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T on an N x N region, B kept as stored (WaferLLM
+/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T on an N x N or W x H region, B kept as stored (WaferLLM
  * §5.4: the attention score Q K^T needs no transpose of K over the fabric).
  *
  * Layouts (partition): A {M_y, K_x}, B {N_y, K_x}, C {M_y, N_x}. PE (x, y) holds A[y][x]
@@ -16,6 +16,73 @@
 #include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
+/* W x H (W != H): B's N is cut in H blocks of nb (over y) but C's in W blocks of nc (over x),
+ * so round j's partial C[y][j-th B block] (m x nb, summed along the row as above) spans
+ * parts of several C column blocks. The rounds are unrolled: in round j, each PE x whose
+ * columns [x nc, (x+1) nc) meet [j nb, (j+1) nb) copies that slice of the sum into its C
+ * block with a strided copy. The program grows with W + H (the pairs that meet), not with
+ * the PE count. Padding: B's rows past N are zero, so are their partial columns; C's
+ * columns past N are dropped by the host; K is cut over x for both operands, as on a
+ * square region. */
+static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  int W = L->w, H = L->h;
+  int64_t m, k, nb, kb, r, nc;
+  wf_lower_block(L, a, &m, &k);
+  wf_lower_block(L, b, &nb, &kb);
+  wf_lower_block(L, c, &r, &nc);
+  WF_ASSERT(k == kb && r == m);
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+  int64_t mac = (m * k * nb + f - 1) / f;
+  int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
+  if (ccol < 0) return WF_EXIT_NOFIT;
+  int bt = wf_lower_temp(L, "$gemmt_bt", k * nb * 4);
+  int br = wf_lower_temp(L, "$gemmt_brecv", nb * k * 4);
+  int part = wf_lower_temp(L, "$gemmt_part", m * nb * 4);
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
+  int64_t pred = m * nc;
+  for (int j = 0; j < H; j++) {
+    wf_pe_guard own = wf_guard0(), recv = wf_guard0();
+    wf_gadd(&own, ty, WF_CMP_EQ, wf_term_int(j));
+    wf_gadd(&recv, ty, WF_CMP_NE, wf_term_int(j));
+    if (H > 1) wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(nb * k)});
+    wf_emit(L, &own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(nb), wf_arg_int(k)});
+    if (H > 1) {
+      wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(br), wf_arg_int(nb * k)});
+      wf_emit(L, &recv, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(br), wf_arg_int(nb), wf_arg_int(k)});
+    }
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(part), wf_arg_int(m * nb)});
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(part), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
+                          wf_arg_int(nb)});
+    int64_t ar = 0;
+    int rc = wf_lower_allreduce(L, part, m * nb, WF_AXIS_X, 0, op->loc, &ar);
+    if (rc) return rc;
+    int64_t lo = (int64_t)j * nb, hi = lo + nb, widest = 0;
+    for (int x = 0; x < W; x++) {
+      int64_t clo = (int64_t)x * nc, chi = clo + nc;
+      int64_t s0 = lo > clo ? lo : clo, s1 = hi < chi ? hi : chi;
+      if (s0 >= s1) continue;
+      wf_pe_guard at = wf_guard0();
+      wf_gadd(&at, tx, WF_CMP_EQ, wf_term_int(x));
+      wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(part);
+      dst.off = (int32_t)(s0 - clo);
+      src.off = (int32_t)(s0 - lo);
+      wf_emit(L, &at, WF_PEOP_COPY2D,
+              (wf_pe_arg[]){dst, src, wf_arg_int(m), wf_arg_int(s1 - s0), wf_arg_int(nc), wf_arg_int(nb)});
+      if (s1 - s0 > widest) widest = s1 - s0;
+    }
+    /* Per round: the B block through the ramp, its transpose, the multiply, the row
+     * allreduce and the widest slice copied. */
+    pred += 2 * nb * k + mac + m * nb + ar + m * widest;
+  }
+  out->lowering = "gemm_t-bcast-allreduce";
+  out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
+  return 0;
+}
+
 int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
   const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
@@ -23,10 +90,7 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_error(op->loc, "dist.gemm_t lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
     return WF_EXIT_UNSUPPORTED;
   }
-  if (L->w != L->h) {
-    wf_error(op->loc, "dist.gemm_t needs a square region; the region is %dx%d", L->w, L->h);
-    return WF_EXIT_UNSUPPORTED;
-  }
+  if (L->w != L->h) return lower_rect(L, op, out);
   int N = L->w;
   int64_t m, k, nb, kb, r, n;
   wf_lower_block(L, a, &m, &k);
