@@ -16,6 +16,30 @@
 #include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
+/* The operand symbols and scratch of one dist.gemm_t. */
+typedef struct gt_syms {
+  int a, b, bt, brecv, part;
+} gt_syms;
+
+/* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0)
+ * and everyone transposes the block it has, multiplies it with its A block into `part`,
+ * and sums `part` along the row. The allreduce's predicted cycles are added to *ar. */
+static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
+                      const gt_syms *s, int64_t m, int64_t k, int64_t nb, wf_loc loc, int64_t *ar) {
+  if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(nb * k)});
+  wf_emit(L, own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->b), wf_arg_int(nb), wf_arg_int(k)});
+  if (ccol >= 0) {
+    wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(nb * k)});
+    wf_emit(L, recv, WF_PEOP_TRANSPOSE,
+            (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->brecv), wf_arg_int(nb), wf_arg_int(k)});
+  }
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_int(m * nb)});
+  wf_emit(L, NULL, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_sym(s->a), wf_arg_sym(s->bt), wf_arg_int(m), wf_arg_int(k),
+                        wf_arg_int(nb)});
+  return wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar);
+}
+
 /* W x H (W != H): B's N is cut in H blocks of nb (over y) but C's in W blocks of nc (over x),
  * so round j's partial C[y][j-th B block] (m x nb, summed along the row as above) spans
  * parts of several C column blocks. The rounds are unrolled: in round j, each PE x whose
@@ -37,9 +61,9 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t mac = (m * k * nb + f - 1) / f;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
   if (ccol < 0) return WF_EXIT_NOFIT;
-  int bt = wf_lower_temp(L, "$gemmt_bt", k * nb * 4);
-  int br = wf_lower_temp(L, "$gemmt_brecv", nb * k * 4);
-  int part = wf_lower_temp(L, "$gemmt_part", m * nb * 4);
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_bt", k * nb * 4), wf_lower_temp(L, "$gemmt_brecv", nb * k * 4),
+                wf_lower_temp(L, "$gemmt_part", m * nb * 4)};
+  int part = gs.part;
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
   int64_t pred = m * nc;
@@ -47,18 +71,8 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_pe_guard own = wf_guard0(), recv = wf_guard0();
     wf_gadd(&own, ty, WF_CMP_EQ, wf_term_int(j));
     wf_gadd(&recv, ty, WF_CMP_NE, wf_term_int(j));
-    if (H > 1) wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(nb * k)});
-    wf_emit(L, &own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(nb), wf_arg_int(k)});
-    if (H > 1) {
-      wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(br), wf_arg_int(nb * k)});
-      wf_emit(L, &recv, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(br), wf_arg_int(nb), wf_arg_int(k)});
-    }
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(part), wf_arg_int(m * nb)});
-    wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){wf_arg_sym(part), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
-                          wf_arg_int(nb)});
     int64_t ar = 0;
-    int rc = wf_lower_allreduce(L, part, m * nb, WF_AXIS_X, 0, op->loc, &ar);
+    int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, op->loc, &ar);
     if (rc) return rc;
     int64_t lo = (int64_t)j * nb, hi = lo + nb, widest = 0;
     for (int x = 0; x < W; x++) {
@@ -113,8 +127,8 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
   if (ccol < 0) return WF_EXIT_NOFIT;
-  int br = wf_lower_temp(L, "$gemmt_brecv", n * k * 4);
-  int part = wf_lower_temp(L, "$gemmt_part", m * n * 4);
+  gt_syms gs = {sa, sb, bt, wf_lower_temp(L, "$gemmt_brecv", n * k * 4), wf_lower_temp(L, "$gemmt_part", m * n * 4)};
+  int part = gs.part;
   int j = wf_pe_class_find_var(L->cls, "jt", 1);
   wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
@@ -122,16 +136,8 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_gadd(&recv, ty, WF_CMP_NE, tj);
   wf_gadd(&root, tx, WF_CMP_EQ, tj);
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(N)});
-  wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(n * k)});
-  wf_emit(L, &own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(n), wf_arg_int(k)});
-  wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(br), wf_arg_int(n * k)});
-  wf_emit(L, &recv, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(br), wf_arg_int(n), wf_arg_int(k)});
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(part), wf_arg_int(m * n)});
-  wf_emit(L, NULL, WF_PEOP_MATMUL,
-          (wf_pe_arg[]){wf_arg_sym(part), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
-                        wf_arg_int(n)});
   int64_t ar = 0;
-  int rc = wf_lower_allreduce(L, part, m * n, WF_AXIS_X, 0, op->loc, &ar);
+  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, op->loc, &ar);
   if (rc) return rc;
   wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);

@@ -11,7 +11,7 @@
 #     (wf_gemm_summa_cost). The model charges the broadcast latency once per axis; in the
 #     simulator the blocking steps do not hide all of it, so the model is low by 13-38
 #     cycles, more with more sender changes. Measured worst case: 7x11x5 on 4x6, predicted
-#     142, simulated 180 (+26.8%); 16x24x20 stays within +6%. BOUND = 30%.
+#     142, simulated 180 (+26.8%); 16x24x20 stays within +6%. BOUND = 28%.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
@@ -20,7 +20,7 @@ NPY="$SRC/tests/tools/npy.py"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-BOUND=0.30
+BOUND=0.28
 MESHES="2x3 3x2 4x1 1x4 3x5"
 n=0
 
