@@ -68,6 +68,7 @@ static int timer_before(const wf_pe *a, const wf_pe *b) {
 
 void wf_sim_timer_sleep(wf_sim *s, wf_pe *p) {
   p->sleeping = WF_SLEEP_TIMER;
+  p->rt->pe_wait = 1;
   int i = s->n_timers++;
   while (i > 0 && timer_before(p, s->timers[(i - 1) / 2])) {
     s->timers[i] = s->timers[(i - 1) / 2];
@@ -108,6 +109,7 @@ void wf_sim_wake_pe(wf_sim *s, wf_pe *p) {
       s->act_pe[s->n_act_pe++] = p;
     }
   }
+  p->rt->pe_wait = 0;
 }
 
 void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
@@ -176,27 +178,32 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->ops = calloc((size_t)plan->n_ops + 1, sizeof *s->ops);
   WF_ASSERT(s->pes && s->routers && s->ops);
   for (int i = 0; i <= plan->n_ops; i++) s->ops[i].start = INT64_MAX;
+  /* Each cell's class first: the slab (sim_layout.c) is sized from it. */
+  int *cls = malloc((cells + 1) * sizeof *cls);
+  WF_ASSERT(cls != NULL);
+  for (size_t i = 0; i < cells; i++) cls[i] = -1;
+  for (int k = 0; k < plan->n_places; k++) {
+    const wf_plan_place *pl = &plan->places[k];
+    for (int y = pl->y; y < pl->y + pl->h; y++)
+      for (int x = pl->x; x < pl->x + pl->w; x++) cls[(size_t)y * s->w + x] = pl->cls;
+  }
+  wf_sim_layout(s, cls);
+  free(cls);
   for (int k = 0; k < plan->n_places; k++) {
     const wf_plan_place *pl = &plan->places[k];
     const wf_plan_region *reg = &plan->regions[pl->region];
-    const wf_cls_info *ci = &s->ci[pl->cls];
     for (int y = pl->y; y < pl->y + pl->h; y++)
       for (int x = pl->x; x < pl->x + pl->w; x++) {
-        wf_pe *p = calloc(1, sizeof *p);
-        wf_router *r = calloc(1, sizeof *r);
-        WF_ASSERT(p && r);
+        wf_pe *p = s->pes[(size_t)y * s->w + x];
+        wf_router *r = s->routers[(size_t)y * s->w + x];
+        if (p->cls_i != pl->cls) continue; /* a later place took the cell */
         p->x = r->x = x;
         p->y = r->y = y;
-        p->cls_i = pl->cls;
         p->cls = plan->classes[pl->cls];
         p->env = (wf_pe_env){x - reg->x, y - reg->y, reg->w, reg->h, {0}};
-        p->q = calloc((size_t)ci->nlc + 1, sizeof *p->q);
-        WF_ASSERT(p->q != NULL);
         p->op = plan->n_ops;
         wf_pe_start(s, p);
         wf_router_setup(s, p, r);
-        s->pes[(size_t)y * s->w + x] = p;
-        s->routers[(size_t)y * s->w + x] = r;
         s->n_pes++;
       }
   }
@@ -206,11 +213,14 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->act_rt = calloc((size_t)s->n_pes + 1, sizeof *s->act_rt);
   s->soft_woken = calloc((size_t)s->n_pes + 1, sizeof *s->soft_woken);
   s->timers = calloc((size_t)s->n_pes + 1, sizeof *s->timers);
-  WF_ASSERT(s->act_pe && s->act_rt && s->soft_woken && s->timers);
+  s->slept = calloc((size_t)s->n_pes + 1, sizeof *s->slept);
+  s->emptied = calloc((size_t)s->n_pes + 1, sizeof *s->emptied);
+  WF_ASSERT(s->act_pe && s->act_rt && s->soft_woken && s->timers && s->slept && s->emptied);
   /* Row-major activation order: deterministic, independent of the manifest's class order. */
   for (size_t i = 0; i < cells; i++)
     if (s->pes[i]) {
       s->pes[i]->active = 1;
+      s->pes[i]->rt->pe_wait = 0;
       s->pes[i]->key = s->next_key++;
       s->act_pe[s->n_act_pe++] = s->pes[i];
     }
@@ -223,22 +233,14 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
 
 void wf_sim_free(wf_sim *s) {
   if (!s) return;
-  size_t cells = (size_t)s->w * (size_t)s->h;
-  for (size_t i = 0; i < cells; i++) {
-    wf_pe *p = s->pes[i];
-    if (p) {
-      for (int c = 0; c < s->ci[p->cls_i].nlc; c++) free(p->q[c].buf);
-      free(p->q);
-      free(p->mem);
-      free(p);
-    }
-    if (s->routers[i]) wf_router_free(s, s->routers[i]);
-  }
+  if (s->slab) wf_sim_unpack_free(s);
   free(s->pes);
   free(s->routers);
   free(s->act_pe);
   free(s->soft_woken);
   free(s->timers);
+  free(s->slept);
+  free(s->emptied);
   free(s->act_rt);
   free(s->ops);
   free(s->ci);
@@ -246,6 +248,10 @@ void wf_sim_free(wf_sim *s) {
 }
 
 /* ---- the main loop -------------------------------------------------------------------- */
+
+/* How many list entries ahead the loop prefetches a PE's or router's state (far) and then
+ * the buffers that state points to (near). */
+enum { PF_FAR = 8, PF_NEAR = 4 };
 
 static int by_key(const void *a, const void *b) {
   int64_t x = (*(wf_pe *const *)a)->key, y = (*(wf_pe *const *)b)->key;
@@ -267,36 +273,83 @@ static void merge_soft_woken(wf_sim *s) {
   s->n_soft_woken = 0;
 }
 
-static int compact_lists(wf_sim *s, int64_t *next_busy) {
-  int all_compute = 1;
-  *next_busy = INT64_MAX;
-  int k = 0;
-  for (int i = 0; i < s->n_act_pe; i++) {
+/* What the clock may skip to: all_compute stays 1 while every awake PE is inside a compute
+ * instruction without background streams, next_busy is the first cycle one ends. */
+typedef struct jump_state {
+  int all_compute;
+  int64_t next_busy;
+} jump_state;
+
+static void jump_see(jump_state *j, const wf_pe *p) {
+  if (p->state != WF_PE_COMPUTE || p->n_async) j->all_compute = 0;
+  else if (p->busy_until < j->next_busy) j->next_busy = p->busy_until;
+}
+
+/* One cycle of every awake PE, then of every router holding wavelets, then the lists are
+ * compacted. The steps note which entries may leave (a PE that went to sleep, a router that
+ * emptied), so compaction touches only those, not every PE and router again; an entry
+ * woken again later in the same cycle keeps its place, as when the whole list was scanned. */
+static int step_cycle(wf_sim *s, jump_state *j) {
+  j->all_compute = 1;
+  j->next_busy = INT64_MAX;
+  /* Both lists are in wake order, scattered over the mesh: prefetch a few steps ahead. */
+  int n = s->n_act_pe, n_slept = 0;
+  for (int i = 0; i < n && !s->failed; i++) {
+    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], 0);
+    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], 1);
     wf_pe *p = s->act_pe[i];
-    if (p->sleeping) {
-      p->active = 0;
-      continue;
+    if (!p->sleeping) wf_pe_step(s, p);
+    if (p->sleeping) s->slept[n_slept++] = i;
+    else jump_see(j, p); /* a router cannot change an awake PE's state */
+  }
+  int nr = s->n_act_rt, n_emptied = 0;
+  for (int i = 0; i < nr && !s->failed; i++) {
+    if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], 0);
+    if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], 1);
+    wf_router *r = s->act_rt[i];
+    wf_router_step(s, r);
+    if (!r->buffered) s->emptied[n_emptied++] = i; /* only its own step pops its buffers */
+  }
+  if (s->failed) return -1;
+  /* PEs: drop the sleepers; those a router woke stay. PEs a router woke from a hard sleep
+   * were appended (n..), soft ones wait in soft_woken. */
+  int k = n_slept ? s->slept[0] : n;
+  for (int t = 0, i = k; i < s->n_act_pe; i++) {
+    wf_pe *p = s->act_pe[i];
+    int seen = i < n;
+    if (t < n_slept && s->slept[t] == i) {
+      t++;
+      seen = 0;
+      if (p->sleeping) {
+        p->active = 0;
+        continue;
+      }
     }
+    if (!seen) jump_see(j, p);
     s->act_pe[k++] = p;
   }
   s->n_act_pe = k;
+  for (int i = 0; i < s->n_soft_woken; i++) jump_see(j, s->soft_woken[i]);
   merge_soft_woken(s);
   /* SOFT sleepers would not stop the clock jump: they wait for router events, and a jump
    * happens only when no router holds a wavelet. */
-  for (int i = 0; i < s->n_act_pe; i++) {
-    const wf_pe *p = s->act_pe[i];
-    if (p->state != WF_PE_COMPUTE || p->n_async) all_compute = 0;
-    else if (p->busy_until < *next_busy) *next_busy = p->busy_until;
-  }
-  if (s->n_timers && s->timers[0]->busy_until < *next_busy) *next_busy = s->timers[0]->busy_until;
-  k = 0;
-  for (int i = 0; i < s->n_act_rt; i++) {
+  if (s->n_timers && s->timers[0]->busy_until < j->next_busy)
+    j->next_busy = s->timers[0]->busy_until;
+  /* Routers: drop those still empty; routers woken this cycle (nr..) hold a wavelet. */
+  k = n_emptied ? s->emptied[0] : s->n_act_rt;
+  for (int t = 0, i = k; i < s->n_act_rt; i++) {
     wf_router *r = s->act_rt[i];
-    if (r->buffered) s->act_rt[k++] = r;
-    else r->active = 0;
+    if (t < n_emptied && s->emptied[t] == i) {
+      t++;
+      if (!r->buffered) {
+        r->active = 0;
+        continue;
+      }
+    }
+    s->act_rt[k++] = r;
   }
   s->n_act_rt = k;
-  return all_compute;
+  return 0;
 }
 
 int wf_sim_run(wf_sim *s) {
@@ -309,19 +362,16 @@ int wf_sim_run(wf_sim *s) {
       wf_pe *p = timer_pop(s);
       p->sleeping = WF_SLEEP_NONE;
       p->active = 1;
+      p->rt->pe_wait = 0;
       s->soft_woken[s->n_soft_woken++] = p;
     }
     merge_soft_woken(s);
     /* A PE still inside a compute instruction counts as progress, as when it was polled. */
     s->progress = s->n_timers > 0;
-    int n = s->n_act_pe;
-    for (int i = 0; i < n && !s->failed; i++)
-      if (!s->act_pe[i]->sleeping) wf_pe_step(s, s->act_pe[i]);
-    int nr = s->n_act_rt;
-    for (int i = 0; i < nr && !s->failed; i++) wf_router_step(s, s->act_rt[i]);
-    if (s->failed) return WF_EXIT_RUNTIME;
-    int64_t next_busy;
-    int all_compute = compact_lists(s, &next_busy);
+    jump_state j;
+    if (step_cycle(s, &j)) return WF_EXIT_RUNTIME;
+    int all_compute = j.all_compute;
+    int64_t next_busy = j.next_busy;
     quiet = s->progress ? 0 : quiet + 1;
     if (!s->n_act_pe && !s->n_act_rt && !s->n_timers) {
       if (!s->n_soft) break;

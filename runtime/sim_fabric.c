@@ -3,7 +3,6 @@
  * a ready wavelet at a buffer's head moves when its color's current switch position accepts
  * its rx port, every tx port is free this cycle and every destination buffer has room.
  * Otherwise it waits where it is (backpressure). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/sim_internal.h"
@@ -12,23 +11,6 @@
 static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
 static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
-
-void wf_fifo_push(wf_sim *s, wf_fifo *f, wf_wv w) {
-  WF_ASSERT(f->count < s->depth);
-  if (!f->buf) {
-    f->buf = calloc((size_t)s->depth, sizeof *f->buf);
-    WF_ASSERT(f->buf != NULL);
-  }
-  f->buf[(f->head + f->count) % s->depth] = w;
-  f->count++;
-}
-
-wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
-  wf_wv w = f->buf[f->head];
-  f->head = (int16_t)((f->head + 1) % s->depth);
-  f->count--;
-  return w;
-}
 
 void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w) {
   wf_fifo_push(s, &r->rc[lc].in[rx], w);
@@ -58,8 +40,7 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
       reg = &s->plan->regions[pl->region];
   }
   r->nlc = ci->nlc;
-  r->rc = calloc((size_t)ci->nlc + 1, sizeof *r->rc);
-  WF_ASSERT(r->rc != NULL);
+  WF_ASSERT(r->rc != NULL); /* in the slab, zeroed (sim_layout.c) */
   for (int c = 0; c < ci->nlc; c++) {
     wf_rcolor *rc = &r->rc[c];
     rc->color = ci->lcol[c];
@@ -82,16 +63,8 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
     rc->accept |= (uint8_t)(1u << rt->rx);
     if (rt->pos + 1 > rc->npos) rc->npos = (uint8_t)(rt->pos + 1);
   }
-  for (int d = 0; d < WF_DIR_COUNT; d++) r->port_used[d] = -1;
+  r->port_now = -1;
   return 0;
-}
-
-void wf_router_free(wf_sim *s, wf_router *r) {
-  (void)s;
-  for (int c = 0; c < r->nlc; c++)
-    for (int d = 0; d < WF_DIR_COUNT; d++) free(r->rc[c].in[d].buf);
-  free(r->rc);
-  free(r);
 }
 
 static wf_router *neighbour(wf_sim *s, const wf_router *r, int d) {
@@ -133,6 +106,7 @@ static wf_fifo *dest(wf_sim *s, wf_router *r, int d, int col, wf_pe **pe_out, in
 
 void wf_router_link(wf_sim *s, wf_router *r) {
   wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
+  for (int d = 0; d < WF_DIR_RAMP; d++) r->nb[d] = neighbour(s, r, d);
   for (int c = 0; c < r->nlc; c++) {
     wf_rcolor *rc = &r->rc[c];
     int col = rc->color;
@@ -151,8 +125,7 @@ void wf_router_link(wf_sim *s, wf_router *r) {
 
 /* A slot of the RAMP buffer was freed: the PE may be asleep waiting to send into it. */
 static void ramp_freed(wf_sim *s, wf_router *r) {
-  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
-  if (pe->sleeping == WF_SLEEP_SOFT) wf_sim_wake_pe(s, pe);
+  if (r->pe_wait && r->pe->sleeping == WF_SLEEP_SOFT) wf_sim_wake_pe(s, r->pe);
 }
 
 /* Tries to move the head of buffer (c, rx). Returns 1 if it moved. */
@@ -188,14 +161,14 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
     if (rc->out[d]) {
       dst[d] = rc->out[d];
       dli[d] = rc->out_li[d];
-      if (d == WF_DIR_RAMP) pe = s->pes[(size_t)r->y * s->w + r->x];
+      if (d == WF_DIR_RAMP) pe = r->pe;
     } else {
       wf_pe *dp = NULL;
       dst[d] = dest(s, r, d, rc->color, &dp, &dli[d]);
       if (!dst[d]) return 0;
       if (dp) pe = dp;
     }
-    if (r->port_used[d] == s->now || dst[d]->count >= s->depth) {
+    if ((r->port_now == s->now && (r->port_mask >> d & 1)) || dst[d]->count >= s->depth) {
       r->out_stall[d]++;
       ok = 0;
     }
@@ -206,17 +179,21 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
   if (rx == WF_DIR_RAMP) ramp_freed(s, r);
   int adv_own = v.kind == WF_WV_DATA && v.adv && rx == WF_DIR_RAMP;
   v.adv = 0;
+  if (r->port_now != s->now) {
+    r->port_now = s->now;
+    r->port_mask = 0;
+  }
+  r->port_mask |= tx;
   for (int d = 0; d < WF_DIR_COUNT; d++) {
     if (!(tx >> d & 1)) continue;
-    r->port_used[d] = s->now;
     r->out_count[d]++;
     if (d == WF_DIR_RAMP) {
       v.ready = s->now + s->T_R;
       wf_fifo_push(s, dst[d], v);
-      wf_sim_wake_pe(s, pe);
+      if (pe != r->pe || r->pe_wait) wf_sim_wake_pe(s, pe);
     } else {
       v.ready = s->now + s->hop;
-      wf_router_push(s, neighbour(s, r, d), dli[d], dir_opp[d], v);
+      wf_router_push(s, r->nb[d], dli[d], dir_opp[d], v);
     }
   }
   /* Switch changes apply after the wavelet that causes them has passed. */
@@ -226,13 +203,43 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
   return 1;
 }
 
+/* Software prefetch for a router the cycle loop will step soon (the list is in wake
+ * order, scattered over the mesh, so the hardware cannot guess it). Far: the router and
+ * its first colors' state (they follow it in the slab, sim_layout.c). Near (those lines
+ * have arrived by then): the head wavelet of every non-empty buffer and the destination
+ * buffers its current switch position sends to. Hints only: nothing is simulated here. */
+void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near) {
+  if (!near) {
+    const char *b = (const char *)r;
+    for (int k = 0; k < s->pf_rt_lines; k++) __builtin_prefetch(b + 64 * k);
+    return;
+  }
+  for (int wd = 0; wd < 3; wd++) {
+    uint64_t bits = r->ne[wd];
+    while (bits) {
+      int i = wd * 64 + __builtin_ctzll(bits);
+      bits &= bits - 1;
+      const wf_rcolor *rc = &r->rc[i / WF_DIR_COUNT];
+      const wf_fifo *f = &rc->in[i % WF_DIR_COUNT];
+      __builtin_prefetch(&f->buf[f->head]);
+      uint8_t tx = rc->tx[rc->pos][i % WF_DIR_COUNT];
+      if (tx == WF_RX_NONE) continue;
+      for (int d = 0; d < WF_DIR_COUNT; d++)
+        if ((tx >> d & 1) && rc->out[d]) {
+          __builtin_prefetch(rc->out[d]);
+          if (d != WF_DIR_RAMP && r->nb[d]) __builtin_prefetch(r->nb[d], 1);
+        }
+    }
+  }
+}
+
 /* Visits the non-empty input buffers once, in round-robin order from r->rr (the bit masks
  * are snapshotted first, so a wavelet arriving this cycle waits for the next). */
 void wf_router_step(wf_sim *s, wf_router *r) {
   int n = WF_DIR_COUNT * r->nlc;
   if (!n) return;
   int start = r->rr;
-  r->rr = r->rr + 1 == n ? 0 : r->rr + 1;
+  r->rr = (int16_t)(r->rr + 1 == n ? 0 : r->rr + 1);
   uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
   for (int pass = 0; pass < 2 && !s->failed; pass++)
     for (int wd = 0; wd < 3; wd++) {

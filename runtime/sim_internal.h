@@ -9,6 +9,11 @@
 #define WAFERC_RUNTIME_SIM_INTERNAL_H
 
 #include "runtime/runtime.h"
+#include "waferc/diag.h"
+
+/* Internal to libwaferc: direct calls inside the library instead of through the PLT (the
+ * cycle loop calls these millions of times per simulated run). */
+#define WF_SIM_HIDDEN __attribute__((visibility("hidden")))
 
 /* What travels in a FIFO. DATA carries a value; CTL advances the switch of every router
  * that forwards it and activates the receiving PE's control task; TEARDOWN resets every
@@ -26,7 +31,7 @@ typedef struct wf_wv {
 } wf_wv;
 
 typedef struct wf_fifo {
-  wf_wv *buf;      /* capacity queue_depth, allocated on first push */
+  wf_wv *buf;      /* capacity queue_depth, from the arena on the first push (sim_layout.c) */
   int16_t head, count;
 } wf_fifo;
 
@@ -47,17 +52,24 @@ typedef struct wf_rcolor {
 } wf_rcolor;
 
 typedef struct wf_router {
-  int x, y;                        /* absolute position */
-  int nlc;                         /* colors of its class */
+  /* what every router step reads first, in one cache line */
+  uint64_t ne[3];                  /* bit lc*5+rx: input buffer (lc, rx) holds something */
   wf_rcolor *rc;                   /* [nlc] */
-  int64_t port_used[WF_DIR_COUNT]; /* cycle each out port last carried a wavelet */
+  int nlc;                         /* colors of its class */
+  int buffered;                    /* items held in the input buffers */
+  int16_t rr;                      /* round-robin start among inputs */
+  uint8_t active;                  /* in the active router list */
+  uint8_t port_mask;               /* out ports that carried a wavelet in cycle port_now */
+  uint8_t pe_wait;                 /* 0 only while its PE is awake in the active list, so a
+                                      delivery or a freed ramp slot need not look at the PE */
+  struct wf_pe *pe;                /* the PE on the ramp */
+  int64_t port_now;
+  struct wf_router *nb[WF_DIR_RAMP]; /* neighbours N, E, S, W (NULL: none) */
+  int x, y;                        /* absolute position */
+  /* counters */
   int64_t out_count[WF_DIR_COUNT]; /* wavelets sent per out port (RAMP = up the ramp) */
   int64_t out_stall[WF_DIR_COUNT]; /* cycles a ready wavelet waited for this out port */
   int64_t ramp_down;               /* items the PE put on the ramp */
-  int buffered;                    /* items held in the input buffers */
-  uint64_t ne[3];                  /* bit lc*5+rx: input buffer (lc, rx) holds something */
-  int active;                      /* in the active router list */
-  int rr;                          /* round-robin start among inputs */
 } wf_router;
 
 enum { WF_PE_IDLE, WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC };
@@ -83,6 +95,7 @@ typedef struct wf_stream {
 #define WF_SIM_ASYNC 4             /* background fabric streams per PE */
 
 typedef struct wf_pe {
+  struct wf_router *rt;            /* its router */
   int x, y;                        /* absolute position */
   int cls_i;                       /* class index */
   const wf_pe_class *cls;
@@ -137,6 +150,8 @@ struct wf_sim {
   wf_pe **timers; int n_timers;    /* TIMER sleepers: min-heap on (busy_until, key) */
   int64_t next_key;
   wf_router **act_rt; int n_act_rt;
+  int *slept, *emptied;            /* list indices of PEs that slept, routers that emptied
+                                      during this cycle's steps (sim.c) */
   int64_t now;
   int progress;
   int failed;
@@ -145,6 +160,11 @@ struct wf_sim {
   int64_t undelivered;
   int64_t mem_bytes;               /* SRAM actually allocated (host bytes) */
   wf_op_stat *ops;                 /* [n_ops + 1]; the last slot is "before any op" */
+  void *slab;                      /* every PE and router (sim_layout.c) */
+  size_t slab_bytes;
+  char *arena_cur, *arena_end;     /* FIFO storage (sim_layout.c) */
+  char **chunks; int n_chunks, cap_chunks;
+  int pf_rt_lines, pf_pe_lines;    /* cache lines of a router / PE with its colors' state */
   wf_sim_event_fn ev_fn;
   void *ev_user;
   wf_sim_compute_fn cp_fn;
@@ -154,42 +174,58 @@ struct wf_sim {
 /* sim.c */
 void wf_sim_rt_error(wf_sim *s, const wf_pe *p, const wf_pe_instr *in, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void wf_sim_wake_pe(wf_sim *s, wf_pe *p);
-void wf_sim_wake_router(wf_sim *s, wf_router *r);
+WF_SIM_HIDDEN void wf_sim_wake_pe(wf_sim *s, wf_pe *p);
+WF_SIM_HIDDEN void wf_sim_wake_router(wf_sim *s, wf_router *r);
 void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur);
 float *wf_sim_pe_mem(wf_sim *s, wf_pe *p); /* allocates on first use; NULL in timing mode */
 static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
-  return s->routers[(size_t)p->y * s->w + p->x];
+  (void)s;
+  return p->rt;
 }
 
-/* fifos (sim_fabric.c) */
-void wf_fifo_push(wf_sim *s, wf_fifo *f, wf_wv w);
+/* fifos (inline: every wavelet move pushes and pops; indices wrap without a division) */
+/* sim_layout.c: zeroed storage for queue_depth wavelets */
+WF_SIM_HIDDEN wf_wv *wf_sim_fifo_storage(wf_sim *s);
+static inline void wf_fifo_push(wf_sim *s, wf_fifo *f, wf_wv w) {
+  WF_ASSERT(f->count < s->depth);
+  if (!f->buf) f->buf = wf_sim_fifo_storage(s);
+  int i = f->head + f->count;
+  f->buf[i >= s->depth ? i - s->depth : i] = w;
+  f->count++;
+}
 static inline wf_wv *wf_fifo_head(wf_fifo *f) { return f->count ? &f->buf[f->head] : NULL; }
-wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f);
+static inline wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
+  wf_wv w = f->buf[f->head];
+  f->head = (int16_t)(f->head + 1 == s->depth ? 0 : f->head + 1);
+  f->count--;
+  return w;
+}
 
 /* sim_fabric.c */
 /* Puts w into router r's input buffer (local color lc, port rx) and wakes r. */
-void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
-void wf_router_step(wf_sim *s, wf_router *r);
+WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
+WF_SIM_HIDDEN void wf_router_step(wf_sim *s, wf_router *r);
+/* A hint for the cycle loop (far: r's own state; near: what it points to); no effect. */
+WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near);
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
-void wf_router_free(wf_sim *s, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
 
 /* sim.c: puts a PE inside a compute instruction to sleep until it ends. */
-void wf_sim_timer_sleep(wf_sim *s, wf_pe *p);
+WF_SIM_HIDDEN void wf_sim_timer_sleep(wf_sim *s, wf_pe *p);
 
 /* sim_pe.c */
-void wf_pe_step(wf_sim *s, wf_pe *p);
+WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
+WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near); /* as above */
 void wf_pe_start(wf_sim *s, wf_pe *p);
 int wf_pe_quiescent(const wf_pe *p);
 
 /* sim_exec.c: performs a compute instruction's effect; cycles it costs. */
-int wf_sim_execute(wf_sim *s, wf_pe *p, const wf_pe_instr *in);
-int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
+WF_SIM_HIDDEN int wf_sim_execute(wf_sim *s, wf_pe *p, const wf_pe_instr *in);
+WF_SIM_HIDDEN int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
 /* Memory operand a of `in`, checked to hold `words` words: 0 and its word offset in SRAM
  * (and *ptr, NULL in timing mode), or -1 after reporting. */
-int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t words,
-                   float **ptr, int64_t *off);
+WF_SIM_HIDDEN int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a,
+                                 int64_t words, float **ptr, int64_t *off);
 
 /* sim_f16.c: the fp16 SIMD instructions (cost SIMD16): checks operands and, when fn is
  * set, performs `in`. 0, or -1 after reporting. */
@@ -198,6 +234,13 @@ int wf_sim_run_f16(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn);
 /* sim_bank.c: source-operand read pairs of `in` that fall in one SRAM bank (each costs
  * target.bank_conflict_cycles); 0 when the cost is off. */
 int64_t wf_sim_bank_conflicts(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
+
+/* sim_layout.c: allocates every PE and router (zeroed) in one slab, cell by cell, for the
+ * cells whose class is cls[y * w + x] (-1: none) and sets s->pes, s->routers, each PE's
+ * class index, queue headers and router, and each router's color state and PE.
+ * wf_sim_unpack_free releases the slab, the FIFO arena and every PE's memory. */
+void wf_sim_layout(wf_sim *s, const int *cls);
+void wf_sim_unpack_free(wf_sim *s);
 
 /* sim_deadlock.c */
 void wf_sim_report_deadlock(wf_sim *s, const char *why);

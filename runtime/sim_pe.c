@@ -402,8 +402,29 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
   if (p->state == WF_PE_IDLE && (p->t_active & ~p->t_blocked)) return;
   if (p->state == WF_PE_IDLE && !p->n_async) wf_sim_emit(s, p, WF_SIM_EV_PE_DONE, -1, -1);
   p->sleeping = soft ? WF_SLEEP_SOFT : WF_SLEEP_HARD;
+  p->rt->pe_wait = 1;
   if (soft) s->n_soft++;
   p->sleep_start = s->now + 1;
+}
+
+/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch). Far:
+ * the PE's state and its queue headers (they follow it in the slab); near: the head of
+ * every non-empty input queue and the RAMP buffers its streams send into. */
+void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near) {
+  if (!near) {
+    const char *b = (const char *)p;
+    for (int k = 0; k < s->pf_pe_lines; k++) __builtin_prefetch(b + 64 * k);
+    return;
+  }
+  int nlc = s->ci[p->cls_i].nlc;
+  for (int lc = 0; lc < nlc; lc++)
+    if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
+  const wf_router *r = p->rt;
+  __builtin_prefetch(r);
+  if (p->state == WF_PE_FABRIC && p->cur.co >= 0)
+    __builtin_prefetch(&r->rc[p->cur.co].in[WF_DIR_RAMP]);
+  for (int k = 0; k < WF_SIM_ASYNC; k++)
+    if (p->as[k].in && p->as[k].co >= 0) __builtin_prefetch(&r->rc[p->as[k].co].in[WF_DIR_RAMP]);
 }
 
 void wf_pe_step(wf_sim *s, wf_pe *p) {

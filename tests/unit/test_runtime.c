@@ -228,6 +228,27 @@ static int64_t run_both(const char *dir, int n, float *b, const char *what) {
   return f;
 }
 
+/* The simulator's memory layout (runtime/sim_layout.c): a flooding broadcast along a row
+ * long enough that its queues take several FIFO arena chunks, with a queue depth that is not
+ * a power of two, keeps the closed form (B + P + 1 + 2T_R) and the payload, in both modes. */
+static void test_long_row(int B, int P, int depth) {
+  char prog[2048], hdr[1024];
+  snprintf(prog, sizeof prog, "%s[x==0] send c0 $a %d\n[x>0] recv c0 $b %d\n",
+           header(hdr, sizeof hdr, B, "[x==0] .route c0 RAMP -> E\n[x>0] .route c0 W -> E RAMP\n"),
+           B, B);
+  const char *dir = write_plan("long_row", P + 1, 1, 2, depth, B, "{\"color\": 0}", prog, 1);
+  int n = (P + 1) * B;
+  float *b = calloc((size_t)n, sizeof *b);
+  int64_t cyc = run_both(dir, n, b, "long row");
+  CHECK(cyc == B + P + 1 + 4, "long row B=%d P=%d depth=%d: %lld cycles, model says %d", B, P,
+        depth, (long long)cyc, B + P + 1 + 4);
+  int bad = 0;
+  for (int x = 1; x <= P; x++)
+    for (int i = 0; i < B; i++) bad += b[x * B + i] != (float)(i + 1);
+  CHECK(bad == 0, "long row: %d payload elements wrong", bad);
+  free(b);
+}
+
 /* Switch positions and control wavelets: PE0 sends B to PE1 (router 1 at position 0: W ->
  * RAMP), then a control wavelet, which reaches PE1 (activating its control task) and then
  * advances router 1 to position 1 (W -> E): the next B go to PE2. A teardown wavelet resets
@@ -364,6 +385,8 @@ int main(void) {
   test_message(100, 2, 2); /* longer than the queues: backpressure must not slow it */
   test_broadcast(16, 5);
   test_broadcast(1, 1);
+  test_long_row(5, 20000, 3);
+  test_long_row(3, 9000, 8);
   test_contention(16);
   test_contention(40);
   test_compute();
