@@ -49,11 +49,14 @@ wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k
  * v_y + 1, v for a 1-PE axis), or 0 when that body would pass WF_GEMM_RECT_MAX_UNROLL
  * multiplies and the steps copy (gemm_cost_rect.c, lower_gemm_rect.c). */
 #define WF_GEMM_RECT_MAX_UNROLL 1024
+/* MeshGEMM and Cannon on w x h: the most virtual positions a PE stands for along an axis
+ * (lcm(w, h) / w or / h); the program is unrolled over them (lower_gemm_rect.c refuses more,
+ * and the chooser leaves the two algorithms out). */
+#define WF_GEMM_RECT_MAX_V 16
 int wf_gemm_rect_cannon_period(int w, int h);
-/* wf_gemm_auto for a matmul that contracts K (k = ceil(K / w)): on w != h it leaves out
- * MeshGEMM and Cannon when wf_gemm_rect_k_fits says K does not cut in lcm tiles
- * (gemm_cost_rect.c). lower-gemm's algo=auto. */
-wf_gemm_algo wf_gemm_auto_for_k(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n,
-                                int64_t K);
+/* The same for MeshGEMM on w x h: its steps rename slots along INTERLEAVE's even and odd
+ * chains of a PE (lower_gemm_rect.c); *turns = 1 when the ends of a line copy their turning
+ * tile (the smaller program) instead of renaming it too; 0: the steps copy. */
+int wf_gemm_rect_meshgemm_period(int w, int h, int *turns);
 
 #endif

@@ -126,7 +126,8 @@ int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
-/* lower_transpose.c: transpose of the last two dims of a split matrix (square regions). */
+/* lower_transpose.c: transpose of the last two dims of a split matrix (any region; W != H
+ * through lower_relayout.c). */
 int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
 int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);

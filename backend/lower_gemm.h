@@ -11,11 +11,12 @@
 #include "backend/gemm_algos.h"
 #include "backend/lower.h"
 
-/* The extent dim d of v is padded to when it is the K of a rank-2 dist.gemm{algo=meshgemm|
- * cannon} on a w x h region (w != h, both > 1) whose ceil(K/w) and ceil(K/h) blocks do not
- * cut K in lcm(w, h) tiles: L*ceil(K/L), so that A's blocks hold v_x and B's v_y whole tiles
- * (docs/gemm.md). Only for a graph input or constant whose one use is that operand (the host
- * scatters it with any padding); else 0: the default, ceil(D/p) per PE (lower_gemm_rect.c). */
+/* The extent dim d of v is padded to when it is the K of a dist.gemm{algo=meshgemm|cannon}
+ * (rank 2 or batched: every matrix's K) on a w x h region (w != h, both > 1) whose ceil(K/w)
+ * and ceil(K/h) blocks do not cut K in lcm(w, h) tiles: L*ceil(K/L), so that A's blocks hold
+ * v_x and B's v_y whole tiles (docs/gemm.md). Only for a graph input or constant whose one use
+ * is that operand (the host scatters it with any padding); else 0: the default, ceil(D/p) per
+ * PE (gemm_choose.c, wf_gemm_k_paddable). */
 int64_t wf_gemm_rect_k_pad(const wf_func *f, wf_value v, int d, int w, int h);
 
 /* One line of the ring (a row for A, a column for B). `coord` is the PE's position along
@@ -57,6 +58,8 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemm_batched.c: a dist.gemm with batch dims or a 1-D A, one rank-2 lowering per
  * matrix of the broadcast batch on views of the operands' blocks. */
 int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm.c: a rank-2 dist.gemm (or one matrix's view) by its algo attribute. */
+int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo);

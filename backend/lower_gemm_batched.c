@@ -11,16 +11,22 @@
  * matrix) is read at the same offset by every step. A 1-D A [K] is the row [1, K]: its
  * {K_x} block is exactly that row's, replicated along y, and so is C's [.., N]. The program
  * grows with the batch count (one unrolled GEMM per matrix), never with the PE count; the
- * prediction is the sum of the steps'. */
+ * prediction is the sum of the steps'.
+ *
+ * MeshGEMM and Cannon on W x H pad K to lcm tiles when the operands are graph inputs or
+ * constants used only here (wf_gemm_rect_k_padded): then every matrix's K is padded, the
+ * PE's blocks hold K_pad / W columns of A and K_pad / H rows of B per matrix, and the views
+ * say so (their K is K_pad), so the rank-2 lowering sees blocks that cut in lcm tiles. */
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/gemm_choose.h"
 #include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
 /* The rank-2 type of one matrix of t: its last two dims, or for a vector (has_rows = 0) the
  * row [1, last dim], with the layout of those dims. */
-static wf_type matrix_type(wf_lower *L, const wf_type *t, int has_rows) {
+static wf_type matrix_type(wf_lower *L, const wf_type *t, int has_rows, int k_dim, int64_t k_pad) {
   wf_type v;
   memset(&v, 0, sizeof v);
   v.dtype = t->dtype;
@@ -38,6 +44,7 @@ static wf_type matrix_type(wf_lower *L, const wf_type *t, int has_rows) {
     v.dims[1] = t->dims[t->rank - 1];
     v.layout.dims[1] = t->layout.dims[t->rank - 1];
   }
+  if (k_pad) v.dims[k_dim] = k_pad; /* the blocks the host scattered (wf_lower_block) */
   return v;
 }
 
@@ -101,7 +108,10 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 
   /* The views: fresh values of the matrix types, standing for the batched operands'
    * symbols; `sub` is the rank-2 op the algorithm lowers (never linked into the body). */
-  wf_type mt[3] = {matrix_type(L, ta, has_rows), matrix_type(L, tb, 1), matrix_type(L, tc, has_rows)};
+  /* K as both operands' blocks cut it (a computed operand's blocks are partition's) */
+  int64_t k_pad = wf_gemm_rect_k_padded(f, op, L->w, L->h);
+  wf_type mt[3] = {matrix_type(L, ta, has_rows, 1, k_pad), matrix_type(L, tb, 1, 0, k_pad),
+                   matrix_type(L, tc, has_rows, 0, 0)};
   int64_t words[3];
   for (int o = 0; o < 3; o++) words[o] = matrix_words(L, &mt[o]);
   wf_op *holder = wf_op_new(f, op->code, 0, NULL, 2, mt, op->loc);
@@ -123,7 +133,7 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int from = L->cls->n_code;
     memset(&step, 0, sizeof step);
     step.op = sub;
-    int rc = wf_lower_gemm(L, sub, &step);
+    int rc = wf_lower_gemm_matrix(L, sub, &step);
     if (rc) return rc;
     for (int o = 0; o < 3; o++) {
       if (o == 1 && sym[1] == sym[0]) continue;
@@ -136,6 +146,5 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
            (long long)count);
   out->lowering = out->text;
   out->predicted = predicted;
-  memcpy(out->explain, step.explain, sizeof out->explain);
   return 0;
 }

@@ -12,11 +12,14 @@
  *
  *   cannon   c -> c-1 (0 -> L-1): tile 0 leaves toward lower coordinates (the plain ring's
  *            one color, the wrap-around included), the others move down one tile locally —
- *            in the steps by renaming slots, not copying (rotate_steps)
+ *            in the alignment and the steps by renaming slots, not copying (rotate_steps,
+ *            rotate_align_line): only the tile that leaves the PE moves
  *   meshgemm INTERLEAVE over the L positions: even c -> c+2, odd c -> c-2, turning at the
  *            ends. With v = 1 that is the square ring's two-hop routes; with v >= 2 at most
  *            one tile leaves east (the even one of i in {v-2, v-1}) and one west (the odd one
- *            of {0, 1}), each one hop, on two colors; the ends turn around locally
+ *            of {0, 1}), each one hop, on two colors; the ends turn around locally — in
+ *            the steps by renaming slots along a PE's chains (mesh_step); the alignment
+ *            copies
  *
  * Tiles are stored axis-major so that one step's traffic is contiguous: A (moving along x)
  * as [t][r], B (along y) as [r][t]; all v_y A tiles of a tile column leave in one message.
@@ -28,18 +31,20 @@
  * (wf_gemm_rect_k_fits). Otherwise, when both operands are graph inputs or constants used
  * only here, their K is padded to L ceil(K/L) (wf_gemm_rect_k_pad, which wf_lower_block and
  * the manifest's padded_shape follow: the host scatters them with that padding); an operand
- * another op computes keeps partition's blocks and the lowering reports it (moving K's cuts
- * would move data). On a 1-wide region one operand holds the whole K and is cut like the
+ * another op computes keeps partition's blocks, and the operands whose cuts still miss L
+ * tiles are re-cut over the fabric before the alignment (wf_relayout_gemm_k, one broadcast
+ * round per PE along the operand's K axis, into scratch). On a 1-wide region one operand holds the whole K and is cut like the
  * other, so every K fits. M and N need not divide: ragged tiles are zero padded locally, and
  * only C's real rows and columns are copied back. */
 #include <string.h>
 
 #include "backend/lower_gemm.h"
+#include "backend/lower_relayout.h"
 #include "waferc/diag.h"
 
 enum { ACT_LOCAL, ACT_SEND, ACT_RECV };
 #define MAX_ACTS 64
-#define MAX_V 16 /* virtual positions per PE along an axis */
+#define MAX_V WF_GEMM_RECT_MAX_V /* virtual positions per PE along an axis */
 
 typedef struct act {
   wf_pe_guard g;
@@ -217,6 +222,8 @@ static int slots(const rect_axis *ax) { return ax->len == 1 ? ax->v : ax->v + 1;
 typedef struct rect_mm {
   int gc, direct, vx, vy;
   int64_t mt, kt, nt, n, zc;
+  const struct mesh_maps *maps; /* MeshGEMM's renaming steps (mesh_step) */
+  int iv;                       /* a loop variable for one-iteration `if` loops */
 } rect_mm;
 
 /* Step j of a rotation period: the axis's tile at position i is in slot (j + i) mod slots;
@@ -248,24 +255,280 @@ static void rotate_step(wf_lower *L, const rect_axis *ax, const rect_axis *ay, c
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
 }
 
-/* Cannon's L steps without local copies: a tile that stays on the PE keeps its slot and the
- * step renames the slots instead. Slot offsets are constants, so the steps are unrolled over
- * the period of the renaming (lcm of the axes' slot counts) inside a loop over periods; the
- * remaining steps follow, and the very last step does not shift. */
-static void rotate_steps(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm, int steps,
-                         int period, wf_pe_term tq) {
+/* MeshGEMM's steps without local copies. Along an axis with v >= 2, a PE's positions
+ * c = v*coord + i of one parity form a chain: the even ones move up one index per step (the
+ * top one leaves east, one arrives from the west at the bottom), the odd ones down (the
+ * bottom one leaves west, one arrives from the east at the top). A chain is a window as in
+ * rotate_step: listed in the order its tiles flow, plus a free slot, flow index k is in slot
+ * list[(k - j) mod (n + 1)] in step j; the tile leaving from index n - 1 and the one arriving
+ * at index 0 only rename. On the first and last PE of the line the two chains join into one
+ * (the line's turn-arounds: odd bottom -> even bottom, even top -> odd top), a U of v tiles;
+ * on a 1-PE axis both turns close it into a cycle of v tiles with no free slot. Slot maps so
+ * differ per role (first, last, middle, and with v odd the coordinate's parity): the
+ * multiplies are written once per role pair. When that passes WF_GEMM_RECT_MAX_UNROLL, the
+ * ends keep the middle's two chains and copy the one turning tile per row instead
+ * (wf_gemm_rect_meshgemm_period says which). v = 1: one tile, double buffered in slots 0
+ * and 1, the square ring's routes making the turns. */
+typedef struct win {
+  int n, closed;      /* tiles; a closed cycle has no free slot and no traffic */
+  int in, out;        /* colors of the arrival at index 0 and the departure from n - 1, -1: none */
+  int list[MAX_V + 1]; /* slots in flow order, then the free one */
+} win;
+
+typedef struct chmap {
+  gb g;          /* the PEs using this slot map */
+  int nw, turns; /* windows; turns: the ends copy their turning tile (two-chain ends) */
+  win w[2];
+} chmap;
+
+static int pmod(int a, int m) { return (a % m + m) % m; }
+
+static int win_slot(const win *w, int k, int j) { return w->list[pmod(k - j, w->closed ? w->n : w->n + 1)]; }
+static int win_dep(const win *w, int j) { return win_slot(w, w->n - 1, j); }
+static int win_arr(const win *w, int j) { return w->list[pmod(-1 - j, w->n + 1)]; }
+
+/* The even (up) and odd (down) tiles of a PE whose coordinate has parity p. */
+static void chains_of(const rect_axis *a, int p, int *e, int *ne, int *o, int *no) {
+  *ne = *no = 0;
+  for (int i = 0; i < a->v; i++) {
+    if (((a->v % 2 ? p : 0) + i) % 2) o[(*no)++] = i;
+    else e[(*ne)++] = i;
+  }
+}
+
+static chmap map_of(const rect_axis *a, gb g, int p, int kind) { /* kind: 0 middle, 1 first, 2 last, 3 cycle */
+  chmap m;
+  memset(&m, 0, sizeof m);
+  m.g = g;
+  int e[MAX_V], o[MAX_V], ne, no;
+  chains_of(a, p, e, &ne, o, &no);
+  if (a->v == 1) { /* the one tile */
+    m.nw = 1;
+    m.w[0] = (win){1, 0, a->col[0], a->col[0], {0, 1}};
+    return m;
+  }
+  if (kind == 0) {
+    m.nw = 2;
+    m.w[0] = (win){ne, 0, a->col[0], a->col[0], {0}};
+    m.w[1] = (win){no, 0, a->col[1], a->col[1], {0}};
+    for (int k = 0; k < ne; k++) m.w[0].list[k] = e[k];
+    for (int k = 0; k < no; k++) m.w[1].list[k] = o[no - 1 - k];
+    m.w[0].list[ne] = a->v;
+    m.w[1].list[no] = a->v + 1;
+    return m;
+  }
+  /* the U (or the cycle): first PE odd top .. odd bottom, even bottom .. even top; the last
+   * PE the other way round */
+  m.nw = 1;
+  win *w = &m.w[0];
+  w->n = a->v;
+  w->closed = kind == 3;
+  w->in = kind == 1 ? a->col[1] : kind == 2 ? a->col[0] : -1;
+  w->out = kind == 1 ? a->col[0] : kind == 2 ? a->col[1] : -1;
+  int k = 0;
+  if (kind == 2)
+    for (int i = 0; i < ne; i++) w->list[k++] = e[i];
+  for (int i = no - 1; i >= 0; i--) w->list[k++] = o[i];
+  if (kind != 2)
+    for (int i = 0; i < ne; i++) w->list[k++] = e[i];
+  w->list[k] = a->v;
+  return m;
+}
+
+/* The slot maps of an axis: with `turns`, the middle's per parity (the ends copy); else
+ * one per role. */
+static int axis_maps(const rect_axis *a, int turns, chmap *out) {
+  int n = a->len, k = 0;
+  gb all = {wf_guard0(), 0};
+  if (a->v == 1) {
+    out[k++] = map_of(a, all, 0, 0);
+    return k;
+  }
+  if (n == 1) {
+    out[k++] = map_of(a, all, 0, 3);
+    return k;
+  }
+  int np = a->v % 2 ? 2 : 1;
+  if (turns) {
+    for (int p = 0; p < np; p++) {
+      gb g = all;
+      if (np == 2) wf_gadd(&g.g, wf_gterm(a->coord, 2, 0), WF_CMP_EQ, wf_term_int(p));
+      out[k] = map_of(a, g, p, 0);
+      out[k++].turns = 1;
+    }
+    return k;
+  }
+  gb first = all, last = all;
+  gb_cmp(&first, a, WF_CMP_EQ, 0);
+  gb_cmp(&last, a, WF_CMP_EQ, n - 1);
+  out[k++] = map_of(a, first, 0, 1);
+  out[k++] = map_of(a, last, np == 2 ? (n - 1) % 2 : 0, 2);
+  for (int p = 0; p < np; p++) {
+    int any = 0; /* a middle coordinate of parity p */
+    for (int c = 1; c < n - 1; c++) any |= np == 1 || c % 2 == p;
+    if (!any) continue;
+    gb g = all;
+    gb_cmp(&g, a, WF_CMP_GE, 1);
+    gb_cmp(&g, a, WF_CMP_LT, n - 1);
+    if (np == 2) wf_gadd(&g.g, wf_gterm(a->coord, 2, 0), WF_CMP_EQ, wf_term_int(p));
+    out[k++] = map_of(a, g, p, 0);
+  }
+  return k;
+}
+
+static void emit_if(wf_lower *L, const gb *b, wf_peop op, wf_pe_arg *args) {
+  if (!b->dead) wf_emit(L, &b->g, op, args);
+}
+
+static gb with(gb b, const wf_pe_guard *g) {
+  if (g)
+    for (int i = 0; i < g->n; i++) wf_guard_add(&b.g, g->c[i].a, (wf_cmp)g->c[i].cmp, g->c[i].b);
+  return b;
+}
+
+/* The transfers of step j along the axis (guarded by `g` too). */
+static void mesh_shift(wf_lower *L, const rect_axis *a, const chmap *maps, int nm, int j, const wf_pe_guard *g) {
+  int64_t group = a->vo * a->tile;
+  for (int i = 0; i < nm; i++) {
+    const chmap *m = &maps[i];
+    gb base = with(m->g, g);
+    for (int q = 0; q < m->nw; q++) {
+      const win *w = &m->w[q];
+      if (w->closed) continue;
+      /* two-chain ends: the up chain has no arrival on the first PE and no departure on
+       * the last, the down chain the other way round */
+      gb gin = base, gout = base;
+      if (m->turns) {
+        gb_cmp(&gin, a, q ? WF_CMP_LT : WF_CMP_GE, q ? a->len - 1 : 1);
+        gb_cmp(&gout, a, q ? WF_CMP_GE : WF_CMP_LT, q ? 1 : a->len - 1);
+      }
+      if (w->in >= 0)
+        emit_if(L, &gin, WF_PEOP_ARECV,
+                (wf_pe_arg[]){wf_arg_int(w->in), at(a->buf[0], win_arr(w, j) * group), wf_arg_int(group),
+                              wf_arg_int(a->done)});
+      if (w->out >= 0)
+        emit_if(L, &gout, WF_PEOP_ASEND,
+                (wf_pe_arg[]){wf_arg_int(w->out), at(a->buf[0], win_dep(w, j) * group), wf_arg_int(group),
+                              wf_arg_int(a->done)});
+    }
+    if (m->turns) {
+      gb first = base, last = base;
+      gb_cmp(&first, a, WF_CMP_EQ, 0);
+      gb_cmp(&last, a, WF_CMP_EQ, a->len - 1);
+      emit_if(L, &first, WF_PEOP_COPY,
+              (wf_pe_arg[]){at(a->buf[0], win_arr(&m->w[0], j) * group), at(a->buf[0], win_dep(&m->w[1], j) * group),
+                            wf_arg_int(group)});
+      emit_if(L, &last, WF_PEOP_COPY,
+              (wf_pe_arg[]){at(a->buf[0], win_arr(&m->w[1], j) * group), at(a->buf[0], win_dep(&m->w[0], j) * group),
+                            wf_arg_int(group)});
+    }
+  }
+}
+
+/* The slot of tile i in step j under map m. */
+static int map_slot(const chmap *m, int i, int j) {
+  for (int q = 0; q < m->nw; q++)
+    for (int k = 0; k < m->w[q].n; k++)
+      if (m->w[q].list[k] == i) return win_slot(&m->w[q], k, j);
+  WF_ASSERT(0);
+  return 0;
+}
+
+static int mesh_slots(const rect_axis *a) { return a->v == 1 ? 2 : a->v + 2; }
+
+/* The axes' slot maps (axis_maps). */
+typedef struct mesh_maps {
+  chmap x[4], y[4];
+  int nx, ny;
+} mesh_maps;
+
+static void mesh_step(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm, int j, int shift,
+                      const wf_pe_guard *g) {
+  const mesh_maps *mp = mm->maps;
+  /* A PE runs at most 4 async streams and an issue past that waits: a middle PE's 4 streams
+   * of one axis go first, the other axis's after half of the multiplies. */
+  int half = (mm->vx * mm->vy + 1) / 2;
+  for (int part = 0; part < 2; part++) {
+    if (shift) mesh_shift(L, part ? ay : ax, part ? mp->y : mp->x, part ? mp->ny : mp->nx, j, g);
+    for (int ix = 0; ix < mp->nx; ix++) {
+      const chmap *cx = &mp->x[ix];
+      if (cx->g.dead) continue;
+      /* a guard holds 4 conditions: the x role's is the `if` of a one-iteration loop */
+      if (cx->g.g.n)
+        wf_emit(L, &cx->g.g, WF_PEOP_LOOP,
+                (wf_pe_arg[]){wf_arg_term(wf_term_var(mm->iv, 0)), wf_arg_int(0), wf_arg_int(1)});
+      for (int iy = 0; iy < mp->ny; iy++) {
+        const chmap *cy = &mp->y[iy];
+        gb b = cy->g;
+        if (b.dead) continue;
+        for (int r = 0; r < mm->vy; r++)
+          for (int t = 0; t < mm->vx; t++) {
+            if ((r * mm->vx + t < half) == part) continue;
+            int64_t sa = map_slot(cx, t, j), sb = map_slot(cy, r, j);
+            wf_emit(L, b.g.n ? &b.g : NULL, WF_PEOP_MATMUL,
+                    (wf_pe_arg[]){at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
+                                  at(ax->buf[0], (sa * mm->vy + r) * ax->tile),
+                                  at(ay->buf[0], (sb * mm->vx + t) * ay->tile), wf_arg_int(mm->mt),
+                                  wf_arg_int(mm->kt), wf_arg_int(mm->nt)});
+          }
+      }
+      if (cx->g.g.n) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    }
+  }
+  wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+}
+
+typedef void step_fn(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm, int j, int shift,
+                     const wf_pe_guard *g);
+
+/* The L steps without local copies (Cannon: rotate_step, MeshGEMM: mesh_step): a tile that
+ * stays on the PE keeps its slot and the step renames the slots instead. Slot offsets are
+ * constants, so the steps are unrolled over the period of the renaming inside a loop over
+ * periods; the remaining steps follow, and the very last step does not shift. */
+static void rotate_steps(wf_lower *L, step_fn *step, const rect_axis *ax, const rect_axis *ay, const rect_mm *mm,
+                         int steps, int period, wf_pe_term tq) {
   int full = steps / period, rest = steps % period;
   if (full) {
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tq), wf_arg_int(0), wf_arg_int(full)});
     wf_pe_guard notlast = wf_guard0();
     wf_gadd(&notlast, tq, WF_CMP_LT, wf_term_int(full - 1));
     for (int j = 0; j < period; j++)
-      rotate_step(L, ax, ay, mm, j, !(rest == 0 && j == period - 1 && full == 1),
-                  rest == 0 && j == period - 1 ? &notlast : NULL);
+      step(L, ax, ay, mm, j, !(rest == 0 && j == period - 1 && full == 1),
+           rest == 0 && j == period - 1 ? &notlast : NULL);
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  for (int j = 0; j < rest; j++) rotate_step(L, ax, ay, mm, j, j < rest - 1, NULL);
+  for (int j = 0; j < rest; j++) step(L, ax, ay, mm, j, j < rest - 1, NULL);
 }
+
+/* Cannon's alignment when the steps rename slots: no local copies there either. Line o of
+ * the axis (virtual index I = vo*other + o) shifts I times, in iterations u < I. Its tiles
+ * were gathered into the window at offset -I mod S (gather_line), so before the shift of
+ * iteration u the leaving tile is in slot (u - I) mod S, the arriving one lands in the free
+ * slot v further on, and after the I shifts tile i is in slot i, where the steps start. A
+ * guard term has one base, so `(u - I) mod S == e` is written `u % S == (vo*other) % S + k`
+ * for the two k that (o + e) mod S can wrap to (the other one can never hold). A 1-PE axis
+ * rotates by renaming only: nothing to do here. */
+static void rotate_align_line(wf_lower *L, const rect_axis *a, const rect_axis *other, int o, wf_pe_term tu) {
+  if (a->len == 1) return;
+  int S = slots(a);
+  wf_pe_term I = wf_term_scaled(other->coord, a->vo, o), base = wf_term_scaled(other->coord, a->vo, 0);
+  for (int e = 0; e < S; e++)
+    for (int w = 0; w < 2; w++) {
+      wf_pe_guard g = wf_guard0();
+      wf_gadd(&g, tu, WF_CMP_LT, I);
+      wf_gadd(&g, wf_gterm(tu, S, 0), WF_CMP_EQ, wf_gterm(base, S, (o + e) % S - w * S));
+      wf_emit(L, &g, WF_PEOP_ARECV,
+              (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], (((e + a->v) % S) * a->vo + o) * a->tile),
+                            wf_arg_int(a->tile), wf_arg_int(a->done)});
+      wf_emit(L, &g, WF_PEOP_ASEND,
+              (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], ((int64_t)e * a->vo + o) * a->tile),
+                            wf_arg_int(a->tile), wf_arg_int(a->done)});
+    }
+}
+
+/* The slot tile i of line o starts in (rotate_align_line): (i - I) mod S, I = vo*other + o,
+ * for the PEs whose I mod S is e. */
+static int rotate_slot(const rect_axis *a, int i, int e) { return ((i - e) % slots(a) + slots(a)) % slots(a); }
 
 /* Routes of the axis's channels (once per class, with the colors). */
 static void axis_routes(wf_pe_class *c, const rect_axis *ax, int meshgemm, int lo, int hi) {
@@ -289,6 +552,71 @@ static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
  * last, <= 0 past the end. */
 static int64_t clip(int64_t len, int i, int64_t sz) { return len - i * sz < sz ? len - i * sz : sz; }
 
+typedef struct rect_gather {
+  int sa, sb, rename; /* the operands' symbols; rename: Cannon's window placement */
+  int64_t m, n, ka, kb, mt, kt, nt;
+} rect_gather;
+
+/* Gathers line o of one operand: A's row of tiles o (d = 0) or B's column o (d = 1). Renaming
+ * Cannon puts line I's tile i into slot (i - I) mod S (rotate_align_line): one guarded copy
+ * per value of I mod S. `extra` guards every copy too (NULL: none). */
+static void gather_line(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_gather *gt, int d, int o,
+                        const wf_pe_guard *extra) {
+  const rect_axis *a = d ? ay : ax, *other = d ? ax : ay;
+  int S = gt->rename ? slots(a) : 1;
+  for (int i = 0; i < a->v; i++) {
+    int r = d ? i : o, t = d ? o : i;
+    int64_t rows = d ? clip(gt->kb, r, gt->kt) : clip(gt->m, r, gt->mt);
+    int64_t cols = d ? clip(gt->n, t, gt->nt) : clip(gt->ka, t, gt->kt);
+    if (rows <= 0 || cols <= 0) continue;
+    for (int e = 0; e < S; e++) {
+      wf_pe_guard g = extra ? *extra : wf_guard0();
+      if (gt->rename) wf_gadd_mod(&g, wf_term_scaled(other->coord, a->vo, o), S, e);
+      if (never(&g)) continue;
+      int64_t slot = gt->rename ? rotate_slot(a, i, e) : i;
+      wf_pe_arg dst = at(a->buf[0], (slot * a->vo + o) * a->tile);
+      wf_pe_arg src = d ? at(gt->sb, r * gt->kt * gt->n + t * gt->nt) : at(gt->sa, r * gt->mt * gt->ka + t * gt->kt);
+      wf_emit(L, g.n ? &g : NULL, WF_PEOP_COPY2D,
+              (wf_pe_arg[]){dst, src, wf_arg_int(rows), wf_arg_int(cols), wf_arg_int(d ? gt->nt : gt->kt),
+                            wf_arg_int(d ? gt->n : gt->ka)});
+    }
+  }
+}
+
+/* The alignment round (u, o) of each zeroing of C's tiles: the PE zeroes tile k while the
+ * streams of round (ustep * (1 + k / no), k % no) move (round u = 0 gathers the lines); -1:
+ * after the alignment (not enough rounds). */
+static int zero_round(int k, int no, int ustep, int iters, int *o) {
+  int u = ustep * (1 + k / no);
+  *o = k % no;
+  return u < iters ? u : -1;
+}
+
+/* What alignment round (u, o) does besides its shifts, while the PE waits for them: in
+ * u = 0 the gathers of line o + 1, and the zeroing of C's tiles zero_round gives it. */
+static void round_extras(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_gather *gt, int o, int no,
+                         wf_pe_term tu, int ustep, int iters, int gc, int64_t zc, int nz) {
+  wf_pe_guard u0 = wf_guard0();
+  wf_gadd(&u0, tu, WF_CMP_EQ, wf_term_int(0));
+  for (int d = 0; d < 2; d++)
+    if (o + 1 < (d ? ay : ax)->vo) gather_line(L, ax, ay, gt, d, o + 1, &u0);
+  for (int k = 0; k < nz; k++) {
+    int ko, ur = zero_round(k, no, ustep, iters, &ko);
+    if (ur < 0 || ko != o) continue;
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, tu, WF_CMP_EQ, wf_term_int(ur));
+    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){at(gc, k * zc), wf_arg_int(zc)});
+  }
+}
+
+/* The zeroings no round took. */
+static void late_zero(wf_lower *L, int no, int ustep, int iters, int gc, int64_t zc, int nz) {
+  for (int k = 0; k < nz; k++) {
+    int ko;
+    if (zero_round(k, no, ustep, iters, &ko) < 0) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(gc, k * zc), wf_arg_int(zc)});
+  }
+}
+
 int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
   if (w == 1 || h == 1) return 1; /* one operand holds the whole K: it is cut as the other's */
   int64_t l = (int64_t)w / gcd(w, h) * h;
@@ -296,42 +624,8 @@ int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
   return ka * w == kb * h && (ka * w) % l == 0;
 }
 
-/* The op using v when v is a graph input or constant of rank 2 with exactly one use (the
- * function's results are a use too), else NULL; *as = the operand position. */
-static const wf_op *only_use(const wf_func *f, wf_value v, int *as) {
-  const wf_value_info *vi = &f->values[v];
-  if (vi->kind == WF_VAL_RESULT || vi->type.rank != 2) return NULL;
-  for (uint32_t i = 1; vi->kind == WF_VAL_GLOBAL && i < f->n_values; i++)
-    if (i != v && f->values[i].kind == WF_VAL_GLOBAL && f->values[i].index == vi->index) return NULL;
-  const wf_op *use = NULL;
-  int n = 0;
-  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
-    if (op->operands[i] != v) continue;
-    use = op;
-    *as = i;
-    n++;
-  }
-  return n == 1 ? use : NULL;
-}
-
-int64_t wf_gemm_rect_k_pad(const wf_func *f, wf_value v, int d, int w, int h) {
-  int as = -1, ua = -1, ub = -1;
-  const wf_op *use = w != h && w > 1 && h > 1 ? only_use(f, v, &as) : NULL;
-  if (!use || use->code != WF_OP_DIST_GEMM || d != (as == 0 ? 1 : as == 1 ? 0 : -1)) return 0;
-  const char *algo = wf_op_str(f, use, "algo", "meshgemm");
-  if (strcmp(algo, "meshgemm") && strcmp(algo, "cannon")) return 0;
-  /* both operands or neither: A's and B's K blocks must cut the same padded K */
-  if (only_use(f, use->operands[0], &ua) != use || only_use(f, use->operands[1], &ub) != use ||
-      ua != 0 || ub != 1)
-    return 0;
-  const wf_type *ta = wf_value_type(f, use->operands[0]), *tb = wf_value_type(f, use->operands[1]);
-  if (ta->layout.rank != 2 || tb->layout.rank != 2 || ta->layout.dims[1].split != WF_AXIS_X ||
-      tb->layout.dims[0].split != WF_AXIS_Y)
-    return 0;
-  int64_t K = ta->dims[1], l = (int64_t)w / gcd(w, h) * h;
-  if (wf_gemm_rect_k_fits(w, h, K)) return 0;
-  return (K + l - 1) / l * l;
-}
+/* wf_gemm_rect_k_pad (the K padding the blocks follow) is in gemm_choose.c: the chooser
+ * asks the same question before an algorithm is set. */
 
 int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo) {
   wf_value va = op->operands[0], vb = op->operands[1], vc = op->results[0];
@@ -343,26 +637,22 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   wf_lower_block(L, vb, &kb, &n);
   wf_lower_block(L, vc, &r_, &c_);
   WF_ASSERT(r_ == m && c_ == n);
-  const wf_type *tya = wf_value_type(L->f, va);
-  int64_t K = tya->dims[tya->rank - 1];
-  /* the blocks wf_lower_block gives: K padded to L tiles (wf_gemm_rect_k_pad) when both
-   * operands are graph inputs or constants used only here, else ceil(K/W) and ceil(K/H) */
-  if (W > 1 && H > 1 && (ka * W != kb * H || (ka * W) % Lc)) {
-    wf_error(op->loc,
-             "dist.gemm{algo=%s} on a %dx%d region cuts K in lcm(%d, %d) = %d tiles, which needs "
-             "W*ceil(K/W) = H*ceil(K/H) divisible by %d unless both operands are graph inputs or "
-             "constants used only by this op (then K is padded to a multiple of %d); K = %lld pads "
-             "to %lld over x and %lld over y (choose such a K, e.g. a multiple of %d, or "
-             "--gemm-algo=summa / allgather)",
-             name, W, H, W, H, Lc, Lc, Lc, (long long)K, (long long)(ka * W), (long long)(kb * H), Lc);
-    return WF_EXIT_UNSUPPORTED;
-  }
   if (vx > MAX_V || vy > MAX_V) {
     /* the program is unrolled over a PE's virtual positions: keep it small */
     wf_error(op->loc, "dist.gemm{algo=%s} on a %dx%d region: %d virtual positions per PE along %s "
              "(lcm(W, H) / %s; at most %d)", name, W, H, vx > vy ? vx : vy, vx > vy ? "x" : "y",
              vx > vy ? "W" : "H", MAX_V);
     return WF_EXIT_UNSUPPORTED;
+  }
+  /* The blocks wf_lower_block gives: K padded to L tiles (wf_gemm_rect_k_pad) when the
+   * host-written operands allow it, else partition's ceil(K/W) and ceil(K/H): then the
+   * operands whose cuts miss L tiles are re-cut to K' = L ceil(K/L) over the fabric first,
+   * into scratch (wf_relayout_gemm_k; the chooser adds the same prediction). */
+  int ksa = -1, ksb = -1;
+  int64_t kcycles = 0;
+  if (W > 1 && H > 1 && (ka * W != kb * H || (ka * W) % Lc)) {
+    int rc = wf_relayout_gemm_k(L, op, Lc, &ka, &kb, &ksa, &ksb, &kcycles);
+    if (rc) return rc;
   }
   /* K tiles: A's block is v_x tiles, B's v_y. On a 1-wide region one operand's block is the
    * whole K (its K is not split): it is cut like the other's, its last tiles zero-filled. */
@@ -372,9 +662,9 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     wf_error(op->loc, "dist.gemm{algo=%s}: a tile buffer is past the PE's addressing", name);
     return WF_EXIT_NOFIT;
   }
-  int sa = wf_lower_sym(L, va), sb = wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
+  int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_predict(L->t, algo, W, H, m, ka, n);
+  out->predicted = wf_gemm_predict(L->t, algo, W, H, m, ka, n) + kcycles;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
   rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};
@@ -398,44 +688,61 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   /* Cannon's steps rename instead of copying when the unrolled period is small: buffer 0
    * then holds one more tile slot per row for the tile in flight (rotate_steps). */
   int period = meshgemm ? 0 : wf_gemm_rect_cannon_period(W, H);
-  int sx = period ? slots(&ax) : vx, sy = period ? slots(&ay) : vy;
+  /* MeshGEMM's steps rename along its chains (mesh_step): two free slots per row; its
+   * alignment still copies, in buffers 0 and 1 */
+  int mturns = 0, mperiod = meshgemm ? wf_gemm_rect_meshgemm_period(W, H, &mturns) : 0;
+  mesh_maps maps;
+  if (mperiod) {
+    maps.nx = axis_maps(&ax, mturns, maps.x);
+    maps.ny = axis_maps(&ay, mturns, maps.y);
+  }
+  int sx = period ? slots(&ax) : mperiod ? mesh_slots(&ax) : vx;
+  int sy = period ? slots(&ay) : mperiod ? mesh_slots(&ay) : vy;
   ax.buf[0] = wf_lower_temp(L, "$gemm_a0", sx * vy * za * 4);
-  ax.buf[1] = wf_lower_temp(L, "$gemm_a1", vx * vy * za * 4);
   ay.buf[0] = wf_lower_temp(L, "$gemm_b0", sy * vx * zb * 4);
-  ay.buf[1] = wf_lower_temp(L, "$gemm_b1", vx * vy * zb * 4);
+  if (!period) { /* the renaming steps and alignment use one buffer */
+    ax.buf[1] = wf_lower_temp(L, "$gemm_a1", vx * vy * za * 4);
+    ay.buf[1] = wf_lower_temp(L, "$gemm_b1", vx * vy * zb * 4);
+  }
   /* C accumulates in place when its tiles are its block's row bands (v_x = 1, no ragged
    * rows); else in a tile buffer copied back at the end. */
   int direct = vx == 1 && m == vy * mt;
   int gc = direct ? sc : wf_lower_temp(L, "$gemm_c", vx * vy * zc * 4);
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(gc), wf_arg_int(vx * vy * zc)});
 
   /* Gather the tiles. Ragged tiles (M or N not cut evenly) get zero rows / columns: they
-   * only reach C's padding, which is not copied back. */
+   * only reach C's padding, which is not copied back. Renaming Cannon gathers line I's tile
+   * i into slot (i - I) mod S (rotate_align_line): one guarded copy per value of I mod S. */
   if (m < vy * mt || ka < vx * kt)
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ax.buf[0]), wf_arg_int(vx * vy * za)});
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ax.buf[0]), wf_arg_int((period ? sx : vx) * vy * za)});
   if (n < vx * nt || kb < vy * kt)
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ay.buf[0]), wf_arg_int(vx * vy * zb)});
-  for (int r = 0; r < vy; r++)
-    for (int t = 0; t < vx; t++) {
-      int64_t rows = clip(m, r, mt), cols = clip(n, t, nt), acols = clip(ka, t, kt), brows = clip(kb, r, kt);
-      if (rows > 0 && acols > 0)
-        wf_emit(L, NULL, WF_PEOP_COPY2D,
-                (wf_pe_arg[]){at(ax.buf[0], ((int64_t)t * vy + r) * za), at(sa, r * mt * ka + t * kt),
-                              wf_arg_int(rows), wf_arg_int(acols), wf_arg_int(kt), wf_arg_int(ka)});
-      if (cols > 0 && brows > 0)
-        wf_emit(L, NULL, WF_PEOP_COPY2D,
-                (wf_pe_arg[]){at(ay.buf[0], ((int64_t)r * vx + t) * zb), at(sb, r * kt * n + t * nt),
-                              wf_arg_int(brows), wf_arg_int(cols), wf_arg_int(nt), wf_arg_int(n)});
-    }
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(ay.buf[0]), wf_arg_int((period ? sy : vy) * vx * zb)});
+  /* Line 0 of each operand now; line o + 1 in alignment round (0, o), while the PE waits
+   * for that round's streams (the lines are disjoint). C's tiles are zeroed in later rounds
+   * (zero_round). */
+  rect_gather gt = {sa, sb, period > 0, m, n, ka, kb, mt, kt, nt};
+  gather_line(L, &ax, &ay, &gt, 0, 0, NULL);
+  gather_line(L, &ax, &ay, &gt, 1, 0, NULL);
 
   /* Alignment: virtual row I = v_y y + r of A shifts by its ring's count for I, virtual
    * column J = v_x x + t of B by its count for J; one row of tiles at a time (a color carries
    * one stream at a time), both operands' row o together, then a join. */
   int u = wf_pe_class_find_var(L->cls, "u", 1), iv = wf_pe_class_find_var(L->cls, "i", 1);
   wf_pe_term tu = wf_term_var(u, 0);
+  int no = vx > vy ? vx : vy;
+  if (period) { /* Cannon renaming: the line of virtual index I shifts I times */
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(Lc)});
+    for (int o = 0; o < no; o++) {
+      for (int d = 0; d < 2; d++)
+        if (o < axes[d]->vo) rotate_align_line(L, axes[d], axes[1 - d], o, tu);
+      round_extras(L, &ax, &ay, &gt, o, no, tu, 1, Lc, gc, zc, vx * vy);
+      wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+    }
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    late_zero(L, no, 1, Lc, gc, zc, vx * vy);
+  } else {
   const wf_ring *ring = meshgemm ? &wf_ring_interleave : &wf_ring_plain;
   wf_ring_align al[2][MAX_V];
-  int no = vx > vy ? vx : vy, iters = 0;
+  int iters = 0;
   for (int d = 0; d < 2; d++)
     for (int o = 0; o < axes[d]->vo; o++) {
       wf_pe_term other = wf_term_scaled(axes[1 - d]->coord, axes[d]->vo, o);
@@ -457,9 +764,12 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
           wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
         }
     }
+    /* INTERLEAVE's alignment shifts in even iterations only */
+    round_extras(L, &ax, &ay, &gt, o, no, tu, meshgemm ? 2 : 1, iters, gc, zc, vx * vy);
     wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
   }
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  late_zero(L, no, meshgemm ? 2 : 1, iters, gc, zc, vx * vy);
   /* Rows that shifted an odd number of times sit in buffer 1. */
   for (int d = 0; d < 2; d++) {
     rect_axis *a = axes[d];
@@ -470,12 +780,15 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
                 (wf_pe_arg[]){at(a->buf[0], o * a->tile), at(a->buf[1], o * a->tile), wf_arg_int(a->v),
                               wf_arg_int(a->tile), wf_arg_int(a->vo * a->tile), wf_arg_int(a->vo * a->tile)});
   }
+  }
 
   int sv = wf_pe_class_find_var(L->cls, "s", 1);
   wf_pe_term ts = wf_term_var(sv, 0);
-  rect_mm mm = {gc, direct, vx, vy, mt, kt, nt, n, zc};
+  rect_mm mm = {gc, direct, vx, vy, mt, kt, nt, n, zc, mperiod ? &maps : NULL, iv};
   if (period) {
-    rotate_steps(L, &ax, &ay, &mm, Lc, period, ts);
+    rotate_steps(L, rotate_step, &ax, &ay, &mm, Lc, period, ts);
+  } else if (mperiod) {
+    rotate_steps(L, mesh_step, &ax, &ay, &mm, Lc, mperiod, ts);
   } else {
   /* L steps: multiply the v_x v_y tile pairs of buffers s % 2 while the next tiles move
    * into the other pair; the last step does not shift. */

@@ -41,7 +41,20 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t m, n;
   wf_lower_block(L, xv, &m, &n);
   int sx = wf_lower_sym(L, xv), sr = wf_lower_sym(L, rv);
-  if (same_blocks(xt, rt)) {
+  /* A transpose is a copy only when it keeps the dims longer than 1 in order: a square
+   * matrix's transpose has the same blocks but not the same bytes. */
+  int keeps_order = 1;
+  if (op->code == WF_OP_TRANSPOSE) {
+    const wf_attr *perm = wf_op_attr(L->f, op, "perm");
+    int64_t last = -1;
+    for (int d = 0; perm && d < perm->u.ints.n && d < xt->rank; d++) {
+      int64_t src = perm->u.ints.v[d];
+      if (src < 0 || src >= xt->rank || xt->dims[src] == 1) continue;
+      keeps_order &= src > last;
+      last = src;
+    }
+  }
+  if (keeps_order && same_blocks(xt, rt)) {
     wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_int(m * n)});
     out->lowering = "local-copy";
     out->predicted = m * n;

@@ -15,8 +15,9 @@
  * PE takes every broadcast (a flooding broadcast is consumed by all), which costs two block
  * transfers per step: 2·P·(block) wavelets per PE, SUMMA's order. Batch dims (never split)
  * are transposed matrix by matrix, at their word offsets. Non-square regions give the
- * result blocks another shape than the operand's (⌈C/H⌉ x ⌈R/W⌉ vs ⌈R/H⌉ x ⌈C/W⌉): rejected. */
-#include "backend/lower.h"
+ * result blocks another shape than the operand's (⌈C/H⌉ x ⌈R/W⌉ vs ⌈R/H⌉ x ⌈C/W⌉): the
+ * two-phase relayout of lower_relayout.c moves them. */
+#include "backend/lower_relayout.h"
 #include "waferc/diag.h"
 
 static wf_pe_arg at(int sym, int64_t off) {
@@ -25,15 +26,29 @@ static wf_pe_arg at(int sym, int64_t off) {
   return a;
 }
 
+/* W x H, W != H: each matrix of the batch through the two-phase relayout. */
+static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t count, int64_t m, int64_t n) {
+  wf_value xv = op->operands[0], rv = op->results[0];
+  const wf_type *xt = wf_value_type(L->f, xv);
+  int64_t rrows, rn;
+  wf_lower_block(L, rv, &rrows, &rn);
+  wf_relayout_tr t = {wf_lower_sym(L, xv), wf_lower_sym(L, rv), 0, 0, xt->dims[xt->rank - 2], xt->dims[xt->rank - 1],
+                      m, n, rrows / count, rn};
+  out->predicted = 0;
+  for (int64_t i = 0; i < count; i++) {
+    t.src_off = i * m * n;
+    t.dst_off = i * t.cb2 * t.rb2;
+    int rc = wf_relayout_transpose(L, &t, op->loc, &out->predicted);
+    if (rc) return rc;
+  }
+  out->lowering = "relayout-transpose";
+  return 0;
+}
+
 int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value xv = op->operands[0], rv = op->results[0];
   const wf_type *xt = wf_value_type(L->f, xv);
   int r = xt->rank;
-  if (L->w != L->h) {
-    wf_error(op->loc, "'transpose' of a matrix split over the %dx%d mesh is lowered on square meshes "
-                      "only (its blocks would change shape); use a square mesh", L->w, L->h);
-    return WF_EXIT_UNSUPPORTED;
-  }
   const wf_type *rt = wf_value_type(L->f, rv);
   if (r < 2 || xt->layout.dims[r - 2].split != WF_AXIS_Y || xt->layout.dims[r - 1].split != WF_AXIS_X ||
       rt->layout.dims[r - 2].split != WF_AXIS_Y || rt->layout.dims[r - 1].split != WF_AXIS_X) {
@@ -53,6 +68,7 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   for (int d = 0; d + 2 < r; d++) count *= xt->dims[d];
   int64_t m = rows / count, mn = m * n;
   int sx = wf_lower_sym(L, xv), sr = wf_lower_sym(L, rv);
+  if (L->w != L->h) return lower_rect(L, op, out, count, m, n);
   if (L->w == 1) { /* one PE holds everything: each matrix transposed in place */
     for (int64_t i = 0; i < count; i++)
       wf_emit(L, NULL, WF_PEOP_TRANSPOSE,

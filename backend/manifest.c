@@ -46,9 +46,28 @@ static cJSON *target_json(const wf_target *t) {
   return o;
 }
 
-/* name, symbol, dtype, shape, layout text, split per dim, region. */
-static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name) {
+/* Index i is listed in the module's ints attribute `name`: partition's `scalar_args` and
+ * `scalar_results`, the model's rank-0 arguments and results, held as [1] tensors. */
+static int listed(const wf_module *m, const char *name, int i) {
+  for (int a = 0; a < m->attrs.n; a++) {
+    const wf_attr *at = &m->attrs.v[a];
+    if (at->kind != WF_ATTR_INTS || strcmp(wf_str(m, at->name), name)) continue;
+    for (int k = 0; k < at->u.ints.n; k++)
+      if (at->u.ints.v[k] == i) return 1;
+  }
+  return 0;
+}
+
+/* name, symbol, dtype, shape, layout text, split per dim, region. `scalar`: the model's
+ * interface has it rank 0 (its [1] block is the one element). */
+static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name, int scalar) {
+  wf_type st;
   const wf_type *t = wf_value_type(L->f, v);
+  if (scalar && t->rank == 1 && t->dims[0] == 1) {
+    st = *t;
+    st.rank = st.layout.rank = 0;
+    t = &st;
+  }
   cJSON *o = cJSON_CreateObject();
   char sym[64];
   wf_lower_value_name(L, v, sym, sizeof sym);
@@ -180,7 +199,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     wf_value v = L->f->args[i];
     char name[256];
     wf_lower_value_text(L, v, name, sizeof name);
-    cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1));
+    cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1, listed(L->m, "scalar_args", i)));
   }
   /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
   cJSON *outputs = cJSON_AddArrayToObject(root, "outputs");
@@ -193,7 +212,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     char name[256];
     if (!all_digits(vn) && !taken && !strchr(vn, '/')) snprintf(name, sizeof name, "%s", vn);
     else snprintf(name, sizeof name, "output_%d", i);
-    cJSON_AddItemToArray(outputs, tensor_json(L, v, name));
+    cJSON_AddItemToArray(outputs, tensor_json(L, v, name, listed(L->m, "scalar_results", i)));
   }
 
   cJSON *weights = cJSON_AddObjectToObject(root, "weights");
@@ -202,7 +221,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   cJSON *wt = cJSON_AddArrayToObject(weights, "tensors");
   for (int i = 0; i < w->n; i++) {
     const wf_value_info *vi = &L->f->values[w->values[i]];
-    cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name));
+    cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name), 0);
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
     cJSON_AddItemToArray(wt, o);

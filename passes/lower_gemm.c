@@ -1,13 +1,15 @@
 /* lower-gemm — turns every partitioned matmul into dist.gemm{algo=...} (docs/gemm.md):
  * rank 2, batched (batch dims whole on each PE, broadcast as numpy's) and vector-matrix
  * (a 1-D A); a matrix-vector product (1-D B) was rewritten by partition (decompose_matvec.c).
- * `algo=auto` (the default) takes the algorithm with the lowest predicted cycles for the
- * matmul's block sizes (one matrix's) on its region (backend/gemm_cost.c); a named algorithm
- * is used as given. matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (option gemm-t). Runs
- * after partition: the blocks come from the layouts. */
+ * `algo=auto` (the default) takes the algorithm with the lowest predicted cycles among those
+ * that can lower the matmul, each predicted as its lowering will report it (all matrices of a
+ * batch; MeshGEMM and Cannon on W x H with K padded to lcm tiles where the operands allow it:
+ * backend/gemm_choose.c); a named algorithm is used as given. matmul(A, transpose(B))
+ * becomes dist.gemm_t(A, B) (option gemm-t). Runs after partition: the blocks come from the
+ * layouts. */
 #include <string.h>
 
-#include "backend/gemm_algos.h"
+#include "backend/gemm_choose.h"
 #include "waferc/pass.h"
 
 static const wf_pass_option lower_gemm_opts[] = {
@@ -15,12 +17,6 @@ static const wf_pass_option lower_gemm_opts[] = {
     {"gemm-t", WF_OPT_BOOL, "true", "matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (no transpose of B)"},
 };
 static const char *const lower_gemm_stats[] = {"gemms-lowered"};
-
-static int64_t block(const wf_type *t, int d, const wf_region *r) {
-  int s = t->layout.dims[d].split;
-  int64_t p = s == WF_AXIS_X ? r->w : s == WF_AXIS_Y ? r->h : 1;
-  return (t->dims[d] + p - 1) / p; /* a padded dim's block (partition_pad.c) */
-}
 
 /* The producer of v when it is a rank-2 `transpose` with perm [1, 0], else NULL. */
 static wf_op *transpose_of(wf_func *f, wf_value v) {
@@ -83,11 +79,11 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       }
       const wf_region *r = &m->regions[tc->layout.region];
       wf_gemm_algo a = forced;
-      /* Batched (lower_gemm_batched.c): the algorithm of one matrix; a 1-D A is one row. */
-      int64_t mb = ta->rank >= 2 ? block(ta, ta->rank - 2, r) : 1;
-      if (is_auto)
-        a = wf_gemm_auto_for_k(t, r->w, r->h, mb, block(ta, ta->rank - 1, r), block(tb, tb->rank - 1, r),
-                               ta->dims[ta->rank - 1]);
+      if (is_auto) {
+        wf_gemm_choice ch;
+        wf_gemm_choose(t, f, op, r->w, r->h, &ch);
+        a = ch.best;
+      }
       op->code = WF_OP_DIST_GEMM;
       wf_op_set_ident(f, op, "algo", wf_gemm_algo_names[a]);
       n++;

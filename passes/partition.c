@@ -14,8 +14,9 @@
  * matrix-vector matmul into mul/reduce_sum (decompose_matvec.c); a vector-matrix result
  * [.., N] keeps its leading dims whole. A split dim
  * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
- * padding leaks into results); scalar constants become [1] tensors; scalar arguments and
- * results and non-f32 tensors are rejected. */
+ * padding leaks into results); scalar constants and arguments become [1] tensors (and the
+ * scalars computed from them only, widen_scalar_args); other rank-0 values and non-f32
+ * tensors are rejected. */
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +68,57 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
   }
   t->layout = l;
   return 0;
+}
+
+/* Records which arguments or results (indices) were rank-0 scalars before they became [1]:
+ * the module attribute `name` (the plan's interface keeps them rank 0: backend/manifest.c). */
+static void note_scalars(wf_module *m, const char *name, int n, int64_t *idx) {
+  if (n) wf_module_set_attr(m, (wf_attr){wf_intern(m, name), WF_ATTR_INTS, {.ints = {n, idx}}});
+}
+
+/* A rank-0 f32 argument (ONNX Gemm's scalar C) becomes a one-element [1] tensor, as scalar
+ * constants do: it broadcasts as the scalar did and every PE holds it. Ops whose rank-0
+ * results came from such arguments get their types inferred again ([1]), and so does a
+ * function result that returns one. The module attributes `scalar_args` and
+ * `scalar_results` list them, so the plan still reads and writes rank-0 arrays. Runs before
+ * the decompositions, so the ops they build see [1]. */
+static void widen_scalar_args(wf_module *m, wf_func *f) {
+  int64_t *idx = wf_arena_alloc(m->arena, (size_t)(f->n_args + 1) * sizeof *idx);
+  int n = 0;
+  for (int i = 0; i < f->n_args; i++) {
+    wf_type *t = wf_value_type(f, f->args[i]);
+    if (t->rank != 0 || t->dtype != WF_F32) continue;
+    t->rank = 1;
+    t->dims[0] = 1;
+    idx[n++] = i;
+  }
+  if (!n) return;
+  note_scalars(m, "scalar_args", n, idx);
+  wf_func_foreach_op(f, op) {
+    int scalar = 0, widened = 0;
+    for (int i = 0; i < op->n_results; i++) scalar |= wf_value_type(f, op->results[i])->rank == 0;
+    for (int i = 0; i < op->n_operands; i++) {
+      const wf_type *t = wf_value_type(f, op->operands[i]);
+      widened |= t->rank == 1 && t->dims[0] == 1;
+    }
+    wf_type out[8];
+    if (!scalar || !widened || op->code == WF_OP_RETURN || op->n_results > 8 || wf_infer_result_types(f, op, out))
+      continue;
+    for (int i = 0; i < op->n_results; i++) {
+      wf_type *t = wf_value_type(f, op->results[i]);
+      if (t->rank == 0 && out[i].rank == 1 && out[i].dims[0] == 1) *t = out[i];
+    }
+  }
+  const wf_op *ret = wf_func_return(f);
+  idx = wf_arena_alloc(m->arena, (size_t)(f->n_results + 1) * sizeof *idx);
+  n = 0;
+  for (int i = 0; ret && i < f->n_results && i < ret->n_operands; i++) {
+    const wf_type *t = wf_value_type(f, ret->operands[i]);
+    if (f->result_types[i].rank != 0 || t->rank != 1 || t->dims[0] != 1) continue;
+    f->result_types[i] = *t;
+    idx[n++] = i;
+  }
+  note_scalars(m, "scalar_results", n, idx);
 }
 
 /* A reduction keeps the split of every dim it does not reduce (without keepdims its result
@@ -125,6 +177,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     }
   }
 
+  widen_scalar_args(m, f);
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list. */

@@ -63,10 +63,6 @@ int main(void) {
   wf_gemm_algo au = wf_gemm_auto(&t, 2, 3, 8, 12, 8);
   CHECK(wf_gemm_predict(&t, au, 2, 3, 8, 12, 8) == best2x3, "auto on 2x3 took %s, not the lowest",
         wf_gemm_algo_names[au]);
-  /* K = 4 on 2x3 (ka = 2): the shift algorithms cannot cut it; lower-gemm's auto leaves them out */
-  au = wf_gemm_auto_for_k(&t, 2, 3, 8, 2, 8, 4);
-  CHECK(au != WF_GEMM_MESHGEMM && au != WF_GEMM_CANNON, "auto_for_k took %s for K = 4 on 2x3",
-        wf_gemm_algo_names[au]);
   /* SUMMA on W x H walks K (= 24 here) in the intervals between A's cuts (ka = 12 on 2x3)
    * and B's (kb = 8): [0,8) [8,12) [12,16) [16,24). Each starts a B block (3 of them, 8 x 8
    * words), the 1st and 3rd an A block (2, 8 x 12); none covers a whole A block, so each

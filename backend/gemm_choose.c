@@ -1,0 +1,154 @@
+/* Choosing a dist.gemm algorithm (docs/gemm.md, "Choosing"): for each of the four, whether it
+ * can lower the op and, if so, the prediction its lowering will report — the same blocks, the
+ * same cost function, the same special cases (K whole: a local product; MeshGEMM and Cannon on
+ * W x H: the lcm grid, with K padded to lcm tiles when the operands allow it, else re-cut to
+ * them over the fabric at the relayout's predicted cost (lower_relayout.c); refused when a
+ * PE would stand for more than WF_GEMM_RECT_MAX_V virtual positions).
+ * `auto` takes the lowest; every dist.gemm's manifest entry lists them (`explain`), so a
+ * choice can be checked against the alternatives.
+ *
+ * The K padding decision lives here too (wf_gemm_k_paddable, wf_gemm_rect_k_pad): the chooser
+ * asks it before an algorithm is set, the lowerings and the manifest after, and all must
+ * agree. Padding is free only where the host writes the data: graph inputs and constants
+ * whose one use is the GEMM (any other use would see the larger blocks). Both such operands
+ * pad K to L ceil(K/L); one alone pads to the other's cuts when those make whole tiles. */
+#include "backend/gemm_choose.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/lower_gemm.h"
+#include "backend/lower_relayout.h"
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* The op using v when v is a graph input or constant with exactly one use (the function's
+ * results are a use too), else NULL; *as = the operand position. */
+static const wf_op *only_use(const wf_func *f, wf_value v, int *as) {
+  const wf_value_info *vi = &f->values[v];
+  if (vi->kind == WF_VAL_RESULT || vi->type.rank < 1) return NULL;
+  /* a constant read through two values is used twice */
+  for (uint32_t i = 1; vi->kind == WF_VAL_GLOBAL && i < f->n_values; i++)
+    if (i != v && f->values[i].kind == WF_VAL_GLOBAL && f->values[i].index == vi->index) return NULL;
+  const wf_op *use = NULL;
+  int n = 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+    if (op->operands[i] != v) continue;
+    use = op;
+    *as = i;
+    n++;
+  }
+  return n == 1 ? use : NULL;
+}
+
+int64_t wf_gemm_k_paddable(const wf_func *f, const wf_op *op, int w, int h) {
+  if (w == h || w < 2 || h < 2 || (op->code != WF_OP_MATMUL && op->code != WF_OP_DIST_GEMM)) return 0;
+  const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
+  if (tb->rank < 2 || ta->layout.rank != ta->rank || tb->layout.rank != tb->rank ||
+      ta->layout.dims[ta->rank - 1].split != WF_AXIS_X || tb->layout.dims[tb->rank - 2].split != WF_AXIS_Y)
+    return 0;
+  int64_t K = ta->dims[ta->rank - 1], l = (int64_t)w / gcd(w, h) * h;
+  if (wf_gemm_rect_k_fits(w, h, K)) return 0;
+  int ua = -1, ub = -1;
+  int pa = only_use(f, op->operands[0], &ua) == op && ua == 0;
+  int pb = only_use(f, op->operands[1], &ub) == op && ub == 1;
+  if (pa && pb) return (K + l - 1) / l * l;
+  /* One operand computed: it keeps partition's blocks, and the other is padded to meet its
+   * cuts when they make whole lcm tiles (Gemm(transA=1) on 5x2: A = transpose(a) has K = 6
+   * in 5 blocks of 2, 10 = lcm; B's 2 blocks of 3 become 2 of 5). */
+  int64_t cut = pa ? (K + h - 1) / h * h : pb ? (K + w - 1) / w * w : 0;
+  return cut % l == 0 ? cut : 0;
+}
+
+int64_t wf_gemm_rect_k_padded(const wf_func *f, const wf_op *op, int w, int h) {
+  if (op->code != WF_OP_DIST_GEMM) return 0;
+  const char *algo = wf_op_str(f, op, "algo", "meshgemm");
+  if (strcmp(algo, "meshgemm") && strcmp(algo, "cannon")) return 0;
+  return wf_gemm_k_paddable(f, op, w, h);
+}
+
+int64_t wf_gemm_rect_k_pad(const wf_func *f, wf_value v, int d, int w, int h) {
+  int as = -1;
+  const wf_type *t = wf_value_type(f, v);
+  /* (wf_lower_block asks for every dim of every block: the cheap tests first) */
+  if (w == h || w < 2 || h < 2 || d < t->rank - 2 || f->values[v].kind == WF_VAL_RESULT) return 0;
+  const wf_op *use = only_use(f, v, &as);
+  if (!use || as > 1) return 0;
+  if (d != (as == 0 ? t->rank - 1 : t->rank - 2)) return 0; /* not K */
+  return wf_gemm_rect_k_padded(f, use, w, h);
+}
+
+/* The block extent of dim d of t on a w x h region (a padded dim's: ceil(D/p)). */
+static int64_t block(const wf_type *t, int d, int w, int h) {
+  int s = t->layout.dims[d].split;
+  int64_t p = s == WF_AXIS_X ? w : s == WF_AXIS_Y ? h : 1;
+  return (t->dims[d] + p - 1) / p;
+}
+
+void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h,
+                    wf_gemm_choice *ch) {
+  memset(ch, 0, sizeof *ch);
+  const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
+  const wf_type *tc = wf_value_type(f, op->results[0]);
+  int ra = ta->rank, rb = tb->rank, has_rows = ra >= 2;
+  /* one matrix's blocks (lower_gemm_batched.c runs the rank-2 algorithm per matrix) */
+  int64_t m = has_rows ? block(ta, ra - 2, w, h) : 1, ka = block(ta, ra - 1, w, h);
+  int64_t kb = block(tb, rb - 2, w, h), n = block(tb, rb - 1, w, h);
+  ch->count = 1;
+  for (int d = 0; d < tc->rank - (has_rows ? 2 : 1); d++) ch->count *= tc->dims[d];
+  ch->K = ta->dims[ra - 1];
+  ch->L = w / gcd(w, h) * h;
+  int ax = ta->layout.dims[ra - 1].split, by = tb->layout.dims[rb - 2].split;
+  int64_t f_ = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, local = m * n + (m * ka * n + f_ - 1) / f_;
+  int k_whole = ax == WF_AXIS_NONE && by == WF_AXIS_NONE; /* K = 1: every lowering multiplies locally */
+  int64_t kp = k_whole ? 0 : wf_gemm_k_paddable(f, op, w, h);
+  for (int a = 0; a < WF_GEMM_COUNT; a++) {
+    int64_t p = -1;
+    if (k_whole) {
+      p = local;
+    } else if (a == WF_GEMM_SUMMA) {
+      /* an axis along which K is not split moves nothing (lower_matmul.c) */
+      p = wf_gemm_summa_cost(t, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n);
+    } else if (a == WF_GEMM_ALLGATHER || w == h) {
+      p = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, ka, n);
+    } else if (ch->L / w > WF_GEMM_RECT_MAX_V || ch->L / h > WF_GEMM_RECT_MAX_V) {
+      ch->why_not[a] = WF_GEMM_NO_VIRTUAL;
+    } else if (w > 1 && h > 1 && !wf_gemm_rect_k_fits(w, h, ch->K) && !kp) {
+      /* partition's cuts (and no host padding): K is re-cut to lcm tiles over the fabric
+       * first (wf_relayout_gemm_k), then the lcm grid runs on K' = L ceil(K/L) */
+      int64_t kr = (ch->K + ch->L - 1) / ch->L * ch->L;
+      p = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, kr / w, n) +
+          wf_relayout_gemm_k_cost(t, w, h, m, n, ch->K, ka, kb);
+      ch->k_relaid = kr;
+    } else {
+      /* the lcm grid on the blocks wf_lower_block gives: K padded when kp */
+      p = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, kp ? kp / w : ka, n);
+    }
+    ch->predicted[a] = p < 0 ? -1 : p * ch->count;
+    if (p >= 0 && (ch->predicted[ch->best] < 0 || ch->predicted[a] < ch->predicted[ch->best]))
+      ch->best = (wf_gemm_algo)a;
+  }
+  ch->k_padded = kp;
+}
+
+void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap) {
+  size_t u = (size_t)snprintf(buf, cap, "candidates:");
+  for (int a = 0; a < WF_GEMM_COUNT && u < cap; a++) {
+    const char *sep = a ? "," : "";
+    int64_t p = ch->predicted[a];
+    int shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
+    if (p >= 0 && shift && ch->k_padded)
+      u += (size_t)snprintf(buf + u, cap - u, "%s %s %lld (K %lld padded to %lld)", sep, wf_gemm_algo_names[a],
+                            (long long)p, (long long)ch->K, (long long)ch->k_padded);
+    else if (p >= 0 && shift && ch->k_relaid)
+      u += (size_t)snprintf(buf + u, cap - u, "%s %s %lld (K %lld re-cut to %lld on the mesh)", sep,
+                            wf_gemm_algo_names[a], (long long)p, (long long)ch->K, (long long)ch->k_relaid);
+    else if (p >= 0)
+      u += (size_t)snprintf(buf + u, cap - u, "%s %s %lld", sep, wf_gemm_algo_names[a], (long long)p);
+    else
+      u += (size_t)snprintf(buf + u, cap - u, "%s %s - (%s)", sep, wf_gemm_algo_names[a],
+                            ch->why_not[a] == WF_GEMM_NO_VIRTUAL ? "too many virtual positions per PE"
+                                                                 : "no lowering");
+  }
+  if (u < cap) snprintf(buf + u, cap - u, " (lowest: %s)", wf_gemm_algo_names[ch->best]);
+}

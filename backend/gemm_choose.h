@@ -1,0 +1,55 @@
+/* waferc backend — which dist.gemm algorithms can lower a partitioned matmul, what each
+ * lowering would predict, and the lowest (lower-gemm's `algo=auto`; the manifest's
+ * `explain` of every dist.gemm lists the same numbers). docs/gemm.md, "Choosing".
+ *
+ *   wf_gemm_choice ch;
+ *   wf_gemm_choose(t, f, op, 2, 3, &ch); // op: a matmul or dist.gemm on a 2x3 region
+ *   wf_op_set_ident(f, op, "algo", wf_gemm_algo_names[ch.best]);
+ */
+#ifndef WAFERC_BACKEND_GEMM_CHOOSE_H
+#define WAFERC_BACKEND_GEMM_CHOOSE_H
+
+#include <stddef.h>
+
+#include "backend/gemm_algos.h"
+#include "waferc/ir.h"
+
+typedef struct wf_gemm_choice {
+  int64_t predicted[WF_GEMM_COUNT]; /* the whole op's cycles (all matrices), -1 = cannot lower */
+  int64_t K;                        /* the contracted extent */
+  int64_t k_padded;                 /* meshgemm / cannon on W x H pad K to this (0 = no) */
+  int64_t k_relaid;                 /* ... or re-cut it to this over the fabric (0 = no) */
+  int64_t count;                    /* matrices of the broadcast batch (1 for rank 2) */
+  wf_gemm_algo best;                /* the lowest prediction (ties: table order) */
+  int why_not[WF_GEMM_COUNT];       /* predicted -1: WF_GEMM_NO_* */
+  int L;                            /* lcm(w, h), for the text */
+} wf_gemm_choice;
+
+enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL };
+
+/* The extent K of a matmul or dist.gemm `op` on a w x h region (w != h, both > 1) is padded to
+ * for MeshGEMM or Cannon when W ceil(K/W) and H ceil(K/H) do not cut K in L = lcm(w, h)
+ * tiles (A's K split along x and B's along y, partition's layout; any batch dims): with both
+ * operands graph inputs or constants whose one use is `op`, L ceil(K/L); with one of them,
+ * the other's cut (W ceil(K/W) when B is the padded one) if it is a multiple of L. 0
+ * otherwise: the default blocks, which these algorithms re-cut over the fabric
+ * (wf_relayout_gemm_k). Whatever the
+ * algorithm; the host-written operands get the padded blocks (wf_gemm_rect_k_pad), a
+ * computed one keeps partition's, and both cut the returned K. */
+int64_t wf_gemm_k_paddable(const wf_func *f, const wf_op *op, int w, int h);
+/* wf_gemm_k_paddable for a dist.gemm whose algo is meshgemm or cannon, else 0: the K its
+ * lowering cuts (lower_gemm_batched.c's views). */
+int64_t wf_gemm_rect_k_padded(const wf_func *f, const wf_op *op, int w, int h);
+
+/* Fills `ch` for `op` (a partitioned matmul or dist.gemm, rank >= 2 B) on a w x h region:
+ * each algorithm's prediction as its lowering reports it (the K padding above for MeshGEMM
+ * and Cannon on W x H, K whole: the local product). */
+void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h,
+                    wf_gemm_choice *ch);
+
+/* "candidates: meshgemm 120 (K 4 padded to 6), cannon 98, summa 35, allgather 50 (lowest:
+ * summa)", or "(K 4 re-cut to 6 on the mesh)" for a relaid K: the manifest's explain of a
+ * dist.gemm. */
+void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap);
+
+#endif
