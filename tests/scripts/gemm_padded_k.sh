@@ -23,22 +23,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 n=0
 
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...: compile, run, compare.
-run() {
-  local name=$1 model=$2 mesh=$3 inputs=$4 out=$5 ref=$6 want=$7
-  shift 7
-  local d="$TMP/$name" ins=() kv
-  for kv in $inputs; do ins+=(--input "$kv"); done
-  waferc "$model" -o "$d" --target=test8x8 --mesh="$mesh" -q "$@" 2>"$TMP/err" ||
-    fail "$name: waferc exited $?: $(head -3 "$TMP/err")"
-  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "$name: waferrun exited $?"
-  wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-    fail "$name: the plan's output differs from the interpreter"
-  if [ -n "$want" ]; then
-    wafer-npycmp "$d/out/$out.npy" "$want" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-      fail "$name: the plan's output differs from the model's output_0.pb"
-  fi
-  n=$((n + 1))
-}
+. "$SRC/tests/tools/plan_run.sh"
 
 # padded PLAN MESH ALGO: the op's lowering is ALGO's lcm grid over the whole batch, and A's
 # and B's padded K is lcm(W, H) * ceil(K / lcm) (the blocks the lowering multiplied).

@@ -1,0 +1,21 @@
+# Sourced by e2e scripts (after they set TMP, fail and n): defines
+# run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...
+# which compiles MODEL for MESH (target test8x8) into $TMP/NAME, runs it on waferrun with the
+# NAME=PATH inputs, compares output OUT with REF (the interpreter's) and, if given, WANT (an
+# ONNX test's output_0.pb as .npy), failing through `fail`; counts passes in n.
+run() {
+  local name=$1 model=$2 mesh=$3 inputs=$4 out=$5 ref=$6 want=$7
+  shift 7
+  local d="$TMP/$name" ins=() kv
+  for kv in $inputs; do ins+=(--input "$kv"); done
+  waferc "$model" -o "$d" --target=test8x8 --mesh="$mesh" -q "$@" 2>"$TMP/err" ||
+    fail "$name: waferc exited $?: $(head -3 "$TMP/err")"
+  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "$name: waferrun exited $?"
+  wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+    fail "$name: the plan's output differs from the interpreter"
+  if [ -n "$want" ]; then
+    wafer-npycmp "$d/out/$out.npy" "$want" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+      fail "$name: the plan's output differs from the model's output_0.pb"
+  fi
+  n=$((n + 1))
+}
