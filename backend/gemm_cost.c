@@ -65,7 +65,8 @@ int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_
        * (m k + k n through the receiving ramp; only the first round pays the farthest PE's
        * distance, as for SUMMA), then N multiplies back to back. The same sum as SUMMA:
        * gathering first moves no fewer wavelets, it only delays the compute and costs
-       * N (m k + k n) floats of panels. The owner copies its own blocks into the panels. */
+       * N (m k + k n) floats of panels. The owners copy their own blocks into the panels
+       * after the last round (lower_gemm_allgather.c). */
       if (N == 1) return m * n + mac;
       /* + each PE's copy of its own two blocks into their panel slots */
       return m * n + (int64_t)N * (m * k + k * n) + 2 * lat(t, N - 1) + (m * k + k * n) +

@@ -5,7 +5,8 @@
  *
  * The gather is N flooding broadcasts along rows and columns on the SUMMA colors: in round
  * j, PE (j, y) sends its A block along row y and PE (x, j) its B block along column x;
- * everyone else receives into panel slot j; the owner copies its own block there. Slots are
+ * everyone else receives into panel slot j; the owners copy their own blocks into their
+ * slots after the last round (inside a round the copy would delay the send). Slots are
  * fixed offsets, so the rounds are unrolled: the program grows with N (2N guarded sends
  * and receives, N multiplies), one class still. Memory: N (m k + k n) floats of panels —
  * what makes this algorithm the memory-hungry end of the spectrum. */
@@ -69,19 +70,29 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_gadd(&yo, ty, WF_CMP_EQ, wf_term_int(j));
     wf_gadd(&yr, ty, WF_CMP_NE, wf_term_int(j));
     if (j < W) {
-      wf_emit(L, &xo, WF_PEOP_COPY, (wf_pe_arg[]){slot(pa, j, m * ka), wf_arg_sym(sa), wf_arg_int(m * ka)});
       if (W > 1) {
         wf_emit(L, &xo, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(sa), wf_arg_int(m * ka)});
         wf_emit(L, &xr, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), slot(pa, j, m * ka), wf_arg_int(m * ka)});
       }
     }
     if (j < H) {
-      wf_emit(L, &yo, WF_PEOP_COPY, (wf_pe_arg[]){slot(pb, j, kb * n), wf_arg_sym(sb), wf_arg_int(kb * n)});
       if (H > 1) {
         wf_emit(L, &yo, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(kb * n)});
         wf_emit(L, &yr, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), slot(pb, j, kb * n), wf_arg_int(kb * n)});
       }
     }
+  }
+  /* the owner's own blocks go into their slots after every round: copied inside a round
+   * they would hold up the send and, through the next round's root, every later round */
+  for (int j = 0; j < W; j++) {
+    wf_pe_guard o = wf_guard0();
+    wf_gadd(&o, tx, WF_CMP_EQ, wf_term_int(j));
+    wf_emit(L, &o, WF_PEOP_COPY, (wf_pe_arg[]){slot(pa, j, m * ka), wf_arg_sym(sa), wf_arg_int(m * ka)});
+  }
+  for (int j = 0; j < H; j++) {
+    wf_pe_guard o = wf_guard0();
+    wf_gadd(&o, ty, WF_CMP_EQ, wf_term_int(j));
+    wf_emit(L, &o, WF_PEOP_COPY, (wf_pe_arg[]){slot(pb, j, kb * n), wf_arg_sym(sb), wf_arg_int(kb * n)});
   }
   for (int j = 0; j < W; j++)
     wf_emit(L, NULL, WF_PEOP_MATMUL,
