@@ -59,21 +59,7 @@ else
 fi
 
 # ---- .wir matmuls: broadcast batch dims, odd sizes, M = 1, 1-D operands ----
-# gen NAME ASHAPE BSHAPE CSHAPE
-gen() {
-  python3 "$NPY" "$TMP/$1.a.npy" "$2" 1 1.0
-  python3 "$NPY" "$TMP/$1.b.npy" "$3" 2 1.0
-  cat >"$TMP/$1.wir" <<EOF
-module @g {
-  func @main(%a: f32[$2], %b: f32[$3]) -> f32[$4] {
-    %c = matmul(%a, %b) : f32[$4]
-    return %c
-  }
-}
-EOF
-  waferc "$TMP/$1.wir" --interpret --input a="$TMP/$1.a.npy" --input b="$TMP/$1.b.npy" \
-    --output-dir "$TMP/$1.ref" -q || fail "$1: interpreter failed"
-}
+# gen NAME ASHAPE BSHAPE CSHAPE: from tests/tools/plan_run.sh
 cases="shared_b:2,3,4:4,5:2,3,5 bcast_a:1,3,4:2,4,5:2,3,5 odd:2,1,7,5:3,5,9:2,3,7,9
        rows1:2,1,5:2,5,9:2,1,9 vecmat:5:5,9:9 vecmat_b:5:3,5,9:3,9 matvec:7,5:5:7
        matvec_b:2,7,5:5:2,7 k1:3,4,1:1,6:3,4,6 vec_k1:1:3,1,2:3,2"

@@ -73,21 +73,7 @@ else
 fi
 
 # ---- .wir batches with awkward sizes ----
-# gen NAME ASHAPE BSHAPE CSHAPE
-gen() {
-  python3 "$NPY" "$TMP/$1.a.npy" "$2" 1 1.0
-  python3 "$NPY" "$TMP/$1.b.npy" "$3" 2 1.0
-  cat >"$TMP/$1.wir" <<EOF
-module @g {
-  func @main(%a: f32[$2], %b: f32[$3]) -> f32[$4] {
-    %c = matmul(%a, %b) : f32[$4]
-    return %c
-  }
-}
-EOF
-  waferc "$TMP/$1.wir" --interpret --input a="$TMP/$1.a.npy" --input b="$TMP/$1.b.npy" \
-    --output-dir "$TMP/$1.ref" -q || fail "$1: interpreter failed"
-}
+# gen NAME ASHAPE BSHAPE CSHAPE: from tests/tools/plan_run.sh
 # K = 7: 2x3 cuts it 8 / 9 (pad 12), 3x2 9 / 8, 5x2 10 / 8 (pad 10), 3x5 9 / 10 (pad 15)
 gen odd 3,5,7 3,7,6 3,5,6
 for mesh in 2x3 3x2 5x2 3x5; do

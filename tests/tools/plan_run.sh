@@ -2,7 +2,10 @@
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...
 # which compiles MODEL for MESH (target test8x8) into $TMP/NAME, runs it on waferrun with the
 # NAME=PATH inputs, compares output OUT with REF (the interpreter's) and, if given, WANT (an
-# ONNX test's output_0.pb as .npy), failing through `fail`; counts passes in n.
+# ONNX test's output_0.pb as .npy), failing through `fail`; counts passes in n; and
+# gen NAME ASHAPE BSHAPE CSHAPE, which writes $TMP/NAME.wir (one matmul), random inputs
+# $TMP/NAME.a.npy and .b.npy (tests/tools/npy.py, $NPY) and the interpreter's result in
+# $TMP/NAME.ref/.
 run() {
   local name=$1 model=$2 mesh=$3 inputs=$4 out=$5 ref=$6 want=$7
   shift 7
@@ -18,4 +21,19 @@ run() {
       fail "$name: the plan's output differs from the model's output_0.pb"
   fi
   n=$((n + 1))
+}
+
+gen() {
+  python3 "$NPY" "$TMP/$1.a.npy" "$2" 1 1.0
+  python3 "$NPY" "$TMP/$1.b.npy" "$3" 2 1.0
+  cat >"$TMP/$1.wir" <<EOF
+module @g {
+  func @main(%a: f32[$2], %b: f32[$3]) -> f32[$4] {
+    %c = matmul(%a, %b) : f32[$4]
+    return %c
+  }
+}
+EOF
+  waferc "$TMP/$1.wir" --interpret --input a="$TMP/$1.a.npy" --input b="$TMP/$1.b.npy" \
+    --output-dir "$TMP/$1.ref" -q || fail "$1: interpreter failed"
 }
