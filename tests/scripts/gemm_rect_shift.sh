@@ -33,6 +33,7 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 BOUND=0.35
 n=0
+. "$SRC/tests/tools/plan_run.sh"
 
 lowering() { case $1 in meshgemm) echo '"meshgemm-interleave-lcm"' ;; cannon) echo '"cannon-ring-lcm"' ;; esac; }
 
@@ -53,13 +54,7 @@ if [ -d "$NODE/test_matmul_2d" ]; then
           fail "$t $mesh $algo: waferc exited $?"
         grep -q "$(lowering $algo)" "$d/manifest.json" || fail "$t $mesh: not lowered by $(lowering $algo)"
         waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "$t $mesh $algo: waferrun exited $?"
-        outs=("$d"/out/*.npy)
-        [ "${#outs[@]}" -eq 1 ] || fail "$t $mesh: expected one output, got ${#outs[@]}"
-        out=${outs[0]}
-        wafer-npycmp "$out" "$TMP/$t/want.npy" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-          fail "$t $mesh $algo: the plan's output differs from output_0.pb"
-        wafer-npycmp "$out" "$TMP/$t/ref/$(basename "$out")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-          fail "$t $mesh $algo: the plan's output differs from the interpreter"
+        check_node_output "$d" "$TMP/$t/want.npy" "$TMP/$t/ref" "$t $mesh $algo"
         n=$((n + 1))
       done
     done

@@ -23,6 +23,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 BOUND=0.28
 MESHES="2x3 3x2 4x1 1x4 3x5"
 n=0
+. "$SRC/tests/tools/plan_run.sh"
 
 # 1. ONNX node tests.
 if [ -d "$NODE/test_matmul_2d" ]; then
@@ -38,13 +39,7 @@ if [ -d "$NODE/test_matmul_2d" ]; then
         fail "$t $mesh: waferc exited $?"
       grep -q '"summa-broadcast"' "$d/manifest.json" || fail "$t $mesh: not lowered by SUMMA"
       waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "$t $mesh: waferrun exited $?"
-      outs=("$d"/out/*.npy)
-      [ "${#outs[@]}" -eq 1 ] || fail "$t $mesh: expected one output, got ${#outs[@]}"
-      out=${outs[0]}
-      wafer-npycmp "$out" "$TMP/$t/want.npy" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-        fail "$t $mesh: the plan's output differs from output_0.pb"
-      wafer-npycmp "$out" "$TMP/$t/ref/$(basename "$out")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
-        fail "$t $mesh: the plan's output differs from the interpreter"
+      check_node_output "$d" "$TMP/$t/want.npy" "$TMP/$t/ref" "$t $mesh"
       n=$((n + 1))
     done
   done

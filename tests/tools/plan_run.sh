@@ -5,7 +5,9 @@
 # ONNX test's output_0.pb as .npy), failing through `fail`; counts passes in n; and
 # gen NAME ASHAPE BSHAPE CSHAPE, which writes $TMP/NAME.wir (one matmul), random inputs
 # $TMP/NAME.a.npy and .b.npy (tests/tools/npy.py, $NPY) and the interpreter's result in
-# $TMP/NAME.ref/.
+# $TMP/NAME.ref/; and
+# check_node_output PLAN WANT REFDIR LABEL: PLAN/out holds exactly one .npy, equal to WANT
+# (an ONNX test's output_0.pb) and to the interpreter's file of the same name in REFDIR.
 run() {
   local name=$1 model=$2 mesh=$3 inputs=$4 out=$5 ref=$6 want=$7
   shift 7
@@ -36,4 +38,13 @@ module @g {
 EOF
   waferc "$TMP/$1.wir" --interpret --input a="$TMP/$1.a.npy" --input b="$TMP/$1.b.npy" \
     --output-dir "$TMP/$1.ref" -q || fail "$1: interpreter failed"
+}
+
+check_node_output() {
+  local outs=("$1"/out/*.npy)
+  [ "${#outs[@]}" -eq 1 ] || fail "$4: expected one output, got ${#outs[@]}"
+  wafer-npycmp "${outs[0]}" "$2" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+    fail "$4: the plan's output differs from output_0.pb"
+  wafer-npycmp "${outs[0]}" "$3/$(basename "${outs[0]}")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+    fail "$4: the plan's output differs from the interpreter"
 }
