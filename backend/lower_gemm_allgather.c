@@ -6,16 +6,24 @@
  * The gather is N flooding broadcasts along rows and columns on the SUMMA colors: in round
  * j, PE (j, y) sends its A block along row y and PE (x, j) its B block along column x;
  * everyone else receives into panel slot j; the owners copy their own blocks into their
- * slots after the last round (inside a round the copy would delay the send). Slots are
- * fixed offsets, so the rounds are unrolled: the program grows with N (2N guarded sends
- * and receives, N multiplies), one class still. Memory: N (m k + k n) floats of panels —
- * what makes this algorithm the memory-hungry end of the spectrum. */
+ * slots after the last round (inside a round the copy would delay the send). A slot is an
+ * operand offset scaled by the loop variable (`$gemm_apanel+16*j`) or by the PE's own
+ * coordinate for its copy, so the rounds and the multiplies are loops and the program does
+ * not grow with the mesh (tests/scripts/plan_scale.sh). Memory: N (m k + k n) floats of
+ * panels — what makes this algorithm the memory-hungry end of the spectrum. */
 #include "backend/lower_gemm.h"
 #include "waferc/diag.h"
 
 static wf_pe_arg slot(int sym, int64_t j, int64_t words) {
   wf_pe_arg a = wf_arg_sym(sym);
   a.off = (int32_t)(j * words);
+  return a;
+}
+
+/* Slot t of a panel of `words`-word slots, t a loop variable or a PE coordinate. */
+static wf_pe_arg slot_at(int sym, wf_pe_term t, int64_t words) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.term = words == 1 ? t : wf_term_scaled(t, (int)words, 0);
   return a;
 }
 
@@ -62,41 +70,40 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int pa = wf_lower_temp(L, "$gemm_apanel", (int64_t)W * m * ka * 4);
   int pb = wf_lower_temp(L, "$gemm_bpanel", brows * n * 4);
   if (brows > kb * H) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){slot(pb, H, kb * n), wf_arg_int((brows - kb * H) * n)});
-  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-  for (int j = 0; j < (W > H ? W : H); j++) {
-    wf_pe_guard xo = wf_guard0(), xr = wf_guard0(), yo = wf_guard0(), yr = wf_guard0();
-    wf_gadd(&xo, tx, WF_CMP_EQ, wf_term_int(j));
-    wf_gadd(&xr, tx, WF_CMP_NE, wf_term_int(j));
-    wf_gadd(&yo, ty, WF_CMP_EQ, wf_term_int(j));
-    wf_gadd(&yr, ty, WF_CMP_NE, wf_term_int(j));
-    if (j < W) {
-      if (W > 1) {
-        wf_emit(L, &xo, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(sa), wf_arg_int(m * ka)});
-        wf_emit(L, &xr, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), slot(pa, j, m * ka), wf_arg_int(m * ka)});
-      }
-    }
-    if (j < H) {
-      if (H > 1) {
-        wf_emit(L, &yo, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sb), wf_arg_int(kb * n)});
-        wf_emit(L, &yr, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), slot(pb, j, kb * n), wf_arg_int(kb * n)});
-      }
-    }
+  /* A slot's offset is a scaled term (at most WF_PE_MAX_SCALE words per slot: larger
+   * blocks do not fit a PE anyway, but say so rather than assert). */
+  if (m * ka > WF_PE_MAX_SCALE || kb * n > WF_PE_MAX_SCALE || ka * n > WF_PE_MAX_SCALE) {
+    wf_error(op->loc, "dist.gemm{algo=allgather}: a panel slot is past the PE's addressing");
+    return WF_EXIT_NOFIT;
   }
+  int jv = wf_pe_class_find_var(L->cls, "j", 1);
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0), tj = wf_term_var(jv, 0);
+  int rounds = W > H ? W : H;
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rounds)});
+  /* round j: A's owner column sends (j < W), B's owner row (j < H) */
+  for (int ab = 0; ab < 2; ab++) {
+    int along = ab ? H : W, col = ab ? ccol : crow, sym = ab ? sb : sa, panel = ab ? pb : pa;
+    int64_t words = ab ? kb * n : m * ka;
+    if (along == 1) continue;
+    wf_pe_guard own = wf_guard0(), other = wf_guard0();
+    wf_gadd(&own, ab ? ty : tx, WF_CMP_EQ, tj);
+    wf_gadd(&other, ab ? ty : tx, WF_CMP_NE, tj);
+    if (along < rounds) {
+      wf_gadd(&own, tj, WF_CMP_LT, wf_term_int(along));
+      wf_gadd(&other, tj, WF_CMP_LT, wf_term_int(along));
+    }
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(words)});
+    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot_at(panel, tj, words), wf_arg_int(words)});
+  }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   /* the owner's own blocks go into their slots after every round: copied inside a round
    * they would hold up the send and, through the next round's root, every later round */
-  for (int j = 0; j < W; j++) {
-    wf_pe_guard o = wf_guard0();
-    wf_gadd(&o, tx, WF_CMP_EQ, wf_term_int(j));
-    wf_emit(L, &o, WF_PEOP_COPY, (wf_pe_arg[]){slot(pa, j, m * ka), wf_arg_sym(sa), wf_arg_int(m * ka)});
-  }
-  for (int j = 0; j < H; j++) {
-    wf_pe_guard o = wf_guard0();
-    wf_gadd(&o, ty, WF_CMP_EQ, wf_term_int(j));
-    wf_emit(L, &o, WF_PEOP_COPY, (wf_pe_arg[]){slot(pb, j, kb * n), wf_arg_sym(sb), wf_arg_int(kb * n)});
-  }
-  for (int j = 0; j < W; j++)
-    wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){wf_arg_sym(sc), slot(pa, j, m * ka), slot(pb, j, ka * n), wf_arg_int(m),
-                          wf_arg_int(ka), wf_arg_int(n)});
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){slot_at(pa, tx, m * ka), wf_arg_sym(sa), wf_arg_int(m * ka)});
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){slot_at(pb, ty, kb * n), wf_arg_sym(sb), wf_arg_int(kb * n)});
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(W)});
+  wf_emit(L, NULL, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){wf_arg_sym(sc), slot_at(pa, tj, m * ka), slot_at(pb, tj, ka * n), wf_arg_int(m),
+                        wf_arg_int(ka), wf_arg_int(n)});
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   return 0;
 }

@@ -439,12 +439,18 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
       case 's': {
         char *plus = strchr(tok, '+');
         a->off = 0;
+        a->term = wf_term_int(0);
         if (plus) {
+          /* `%s+8`: a constant; `%s+16*j+4`: a term (its value is checked when it runs) */
           *plus = 0;
-          if (parse_int(plus + 1, &a->off) || a->off < 0) {
-            perr(ps, st, "bad buffer offset in '%s'", tok, NULL);
+          wf_pe_term t;
+          if (parse_term(ps, plus + 1, &t) || (t.kind == WF_TERM_INT && t.k < 0)) {
+            *plus = '+';
+            perr(ps, st, "bad buffer offset in '%s' (a word count or a term such as 16*j+4)", tok, NULL);
             return;
           }
+          if (t.kind == WF_TERM_INT) a->off = t.k;
+          else a->term = t;
         }
         a->sym = wf_pe_class_find_sym(ps->c, tok);
         if (a->sym < 0) {

@@ -233,7 +233,14 @@ static void arg_str(const wf_pe_class *c, char letter, const wf_pe_arg *a, char 
   switch (letter) {
     case 'd':
     case 's':
-      if (a->off) snprintf(buf, cap, "%s+%d", c->syms[a->sym].name, (int)a->off);
+      if (a->term.kind != WF_TERM_INT) {
+        /* one term carries both parts: the parser reads `+16*j+4` back into term alone */
+        wf_pe_term t = a->term;
+        t.k += a->off;
+        char ts[64];
+        term_str(c, &t, ts, sizeof ts);
+        snprintf(buf, cap, "%s+%s", c->syms[a->sym].name, ts);
+      } else if (a->off) snprintf(buf, cap, "%s+%d", c->syms[a->sym].name, (int)a->off);
       else snprintf(buf, cap, "%s", c->syms[a->sym].name);
       return;
     case 'c': snprintf(buf, cap, "c%d", (int)a->term.k); return;
@@ -252,7 +259,7 @@ void wf_pe_instr_synopsis(const wf_pe_class *c, const wf_pe_instr *in, char *buf
   for (const char *p = info->synopsis; *p && n + 1 < cap; p++) {
     if (p[0] == 'P' && p[1] >= '1' && p[1] <= '9' && p[1] - '1' < (int)strlen(info->sig)) {
       int i = p[1] - '1';
-      char a[80];
+      char a[160];
       arg_str(c, info->sig[i], &in->args[i], a, sizeof a);
       n += snprintf(buf + n, cap - n, "%s", a);
       p++;
@@ -316,7 +323,7 @@ void wf_pe_class_write(const wf_pe_class *c, FILE *out) {
     guard_str(c, &in->guard, g, sizeof g);
     n += snprintf(line + n, sizeof line - n, "%s%s", g, info->name);
     for (int a = 0; info->sig[a] && n < sizeof line; a++) {
-      char s[80];
+      char s[160];
       arg_str(c, info->sig[a], &in->args[a], s, sizeof s);
       n += snprintf(line + n, sizeof line - n, " %s", s);
     }

@@ -87,9 +87,11 @@ enum { WF_BMODE_IJ, WF_BMODE_I, WF_BMODE_J };
 
 typedef struct wf_pe_arg {
   int sym;          /* d, s: symbol index */
-  int32_t off;      /* d, s: offset in 32-bit words */
+  int32_t off;      /* d, s: constant offset in 32-bit words (f16 elements for f16 operands) */
   wf_pe_term term;  /* n: the value; c: color in term.k; m: mode in term.k; v: var in term.var;
-                       t: task index in term.k */
+                       t: task index in term.k; d, s: a variable offset added to off (`%p+16*j`:
+                       a slot chosen by a loop variable or the PE's position), integer 0 when
+                       there is none */
 } wf_pe_arg;
 
 #define WF_PE_MAX_ARGS 6
@@ -209,5 +211,9 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   return b + t->k;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
+/* The offset of buffer operand a (d or s) for a PE: its constant plus its term. */
+static inline int64_t wf_pe_arg_off(const wf_pe_arg *a, const wf_pe_env *e) {
+  return (int64_t)a->off + wf_term_eval(&a->term, e);
+}
 
 #endif

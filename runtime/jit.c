@@ -268,7 +268,7 @@ int wf_jit_compute(void *user, const wf_pe_class *cls, int cls_index, const wf_p
   for (int a = 0, b = 0; sig[a]; a++) {
     if (sig[a] != 'd' && sig[a] != 's') continue;
     const wf_pe_sym *sym = &cls->syms[in->args[a].sym];
-    int64_t off = in->args[a].off;
+    int64_t off = wf_pe_arg_off(&in->args[a], env);
     if (words[b] < 0 || off < 0 || off + words[b] > sym->bytes / 4) return 1;
     ptr[b++] = mem + sym->offset / 4 + off;
   }

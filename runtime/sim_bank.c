@@ -17,7 +17,7 @@ static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
 
 /* Byte address of operand a, whose elements are `es` bytes. */
 static int64_t addr(const wf_pe *p, const wf_pe_instr *in, int a, int es) {
-  return p->cls->syms[in->args[a].sym].offset + (int64_t)in->args[a].off * es;
+  return p->cls->syms[in->args[a].sym].offset + wf_pe_arg_off(&in->args[a], &p->env) * es;
 }
 
 int64_t wf_sim_bank_conflicts(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in) {

@@ -17,7 +17,7 @@
 static int operand_h(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t elems,
                      unsigned char **ptr) {
   const wf_pe_sym *sym = &p->cls->syms[in->args[a].sym];
-  int64_t o = in->args[a].off;
+  int64_t o = wf_pe_arg_off(&in->args[a], &p->env);
   if (elems < 0 || o < 0 || 2 * (o + elems) > sym->bytes) {
     wf_sim_rt_error(s, p, in,
                     "%s operand %d reaches past the end of %s (%lld f16 elements at +%lld, "

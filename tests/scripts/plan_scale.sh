@@ -41,3 +41,31 @@ assert abs(ma - mb) <= 0.05 * ma, ("manifest", ma, mb)
 assert sb <= sa + 64, ("plan", sa, sb)
 PY
 echo "plan_scale: 8x8 and 256x256 plans have the same classes and weights"
+
+# Distributed GEMM: every --gemm-algo's program has as many lines on a large region as on a
+# small one (square: 8x8 and 128x128; W x H: 8x12 and 16x24, the same lcm grid per PE). W x H
+# SUMMA is left out: its steps are unrolled over the K intervals (W + H, docs/gemm.md).
+for d in 128 96; do
+  cat > "$TMP/mm$d.wir" <<EOF2
+module @mm {
+  func @main(%a: f32[$d, $d], %b: f32[$d, $d]) -> (f32[$d, $d]) {
+    %c = matmul(%a, %b) : f32[$d, $d]
+    return %c
+  }
+}
+EOF2
+done
+lines() { grep -cv '^[[:space:]]*#' "$1"/programs/*.wpe; }
+for spec in "meshgemm:8x8:128x128" "cannon:8x8:128x128" "summa:8x8:128x128" "allgather:8x8:128x128" \
+            "meshgemm:8x12:16x24" "cannon:8x12:16x24" "allgather:8x12:16x24"; do
+  IFS=: read -r algo small large <<<"$spec"
+  d=128; [ "${small%x*}" = "${small#*x}" ] || d=96
+  for mesh in "$small" "$large"; do
+    waferc "$TMP/mm$d.wir" -o "$TMP/mm_$mesh" --target=wse2 --mesh="$mesh" --gemm-algo="$algo" -q ||
+      fail "$algo on $mesh: waferc exited $?"
+  done
+  ls=$(lines "$TMP/mm_$small") ll=$(lines "$TMP/mm_$large")
+  [ "$ls" -eq "$ll" ] || fail "$algo: the program has $ls lines on $small, $ll on $large"
+  echo "plan_scale: $algo has $ls program lines on $small and on $large"
+  rm -rf "$TMP/mm_$small" "$TMP/mm_$large"
+done

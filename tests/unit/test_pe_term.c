@@ -1,7 +1,8 @@
 /* PE-program terms (docs/pe-programs.md, "Parameters, terms and guards"): the scaled term
  * `c*base[%M][+-k]` — value ((c * base) mod M) + k — parses, evaluates per PE, prints back
  * to the same text (parse -> write -> parse is a fixed point), and malformed scales are
- * rejected with a located error. Unscaled terms print exactly as before. */
+ * rejected with a located error. Unscaled terms print exactly as before. A buffer operand's
+ * offset may be a term too (`$a+4*u+1`: a slot picked by a loop variable or coordinate). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@ static const char *const program =
     "  [u>=3*y+1, 3*y%4==2] zero $a 1\n"
     "  [2*x%2==0, x%2==1, 5*u-3>x] zero $a 2*x+1\n"
     "  [y<=W-1] zero $a 1*x\n"
+    "  copy $a+4*u+1 $a+x 2\n"
+    "  copy $a+8 $a 2\n"
     "endloop\n";
 
 /* Text of class c as the writer prints it (static buffer). */
@@ -58,6 +61,17 @@ static void test_eval(void) {
       CHECK(wf_guard_eval(&g1->guard, &e) == want, "x=%d u=%d", x, u);
       CHECK(wf_term_eval(&g1->args[1].term, &e) == 2 * x + 1);
     }
+  /* buffer offsets: a term (evaluated per PE and iteration), a constant, or none */
+  const wf_pe_instr *cp = &c->code[4], *cc = &c->code[5];
+  for (int x = 0; x < 3; x++)
+    for (int u = 0; u < 12; u++) {
+      wf_pe_env e = {x, 0, 3, 1, {0}};
+      e.vars[0] = u;
+      CHECK(wf_pe_arg_off(&cp->args[0], &e) == 4 * u + 1, "x=%d u=%d", x, u);
+      CHECK(wf_pe_arg_off(&cp->args[1], &e) == x);
+      CHECK(wf_pe_arg_off(&cc->args[0], &e) == 8 && wf_pe_arg_off(&cc->args[1], &e) == 0);
+    }
+  CHECK(cc->args[0].off == 8 && cc->args[0].term.kind == WF_TERM_INT, "a constant stays in off");
   /* Built in memory: wf_term_scaled is the constructor the lowerings use. */
   wf_pe_term t = wf_term_scaled(wf_term(WF_TERM_Y, 0), 3, 2);
   wf_pe_env e = {0, 5, 1, 6, {0}};
@@ -77,6 +91,8 @@ static void test_round_trip(void) {
   CHECK(strstr(first, "[2*x%2==0, x%2==1, 5*u-3>x]") != NULL, "%s", first);
   CHECK(strstr(first, "zero $a 2*x+1") != NULL, "%s", first);
   CHECK(strstr(first, "[y<=W-1] zero $a x") != NULL, "unscaled terms print as before: %s", first);
+  CHECK(strstr(first, "copy $a+4*u+1 $a+x 2") != NULL, "%s", first);
+  CHECK(strstr(first, "copy $a+8 $a 2") != NULL, "%s", first);
   wf_pe_class *d = wf_pe_class_parse_string(first, "again.wpe");
   CHECK(d != NULL);
   if (d) {
@@ -89,7 +105,8 @@ static void test_round_trip(void) {
 static void test_rejects(void) {
   static const char *const bad[] = {"[2*3==x] zero $a 1\n", "[0*x==0] zero $a 1\n",
                                     "[70000*x==0] zero $a 1\n", "[3*==0] zero $a 1\n",
-                                    "[x*3==0] zero $a 1\n", "zero $a 2*-x\n"};
+                                    "[x*3==0] zero $a 1\n", "zero $a 2*-x\n",
+                                    "copy $a+-3 $a 1\n", "copy $a+q $a 1\n", "copy $a+4*z $a 1\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char text[256];
     snprintf(text, sizeof text, ".format 2\n.class main\n.sym $a 0 64\n.code\n%s", bad[i]);
