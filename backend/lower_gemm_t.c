@@ -23,9 +23,12 @@ typedef struct gt_syms {
 
 /* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0)
  * and everyone transposes the block it has, multiplies it with its A block into `part`,
- * and sums `part` along the row. The allreduce's predicted cycles are added to *ar. */
+ * and sums `part` along the row. The allreduce's predicted cycles are added to *ar. When K
+ * is whole on every PE (partition does not split K = 1), `part` is already the sum: no
+ * allreduce (it would add the same product W times). */
 static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
-                      const gt_syms *s, int64_t m, int64_t k, int64_t nb, wf_loc loc, int64_t *ar) {
+                      const gt_syms *s, int64_t m, int64_t k, int64_t nb, int k_split, wf_loc loc,
+                      int64_t *ar) {
   if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(nb * k)});
   wf_emit(L, own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->b), wf_arg_int(nb), wf_arg_int(k)});
   if (ccol >= 0) {
@@ -37,7 +40,13 @@ static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *re
   wf_emit(L, NULL, WF_PEOP_MATMUL,
           (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_sym(s->a), wf_arg_sym(s->bt), wf_arg_int(m), wf_arg_int(k),
                         wf_arg_int(nb)});
-  return wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar);
+  return k_split ? wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar) : 0;
+}
+
+/* K is split along x (A's last dim; B's is cut the same way). */
+static int k_split(const wf_lower *L, wf_value a) {
+  const wf_type *t = wf_value_type(L->f, a);
+  return t->layout.dims[t->rank - 1].split == WF_AXIS_X;
 }
 
 /* W x H (W != H): B's N is cut in H blocks of nb (over y) but C's in W blocks of nc (over x),
@@ -56,6 +65,9 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block(L, b, &nb, &kb);
   wf_lower_block(L, c, &r, &nc);
   WF_ASSERT(k == kb && r == m);
+  /* C's N is whole on every PE when partition does not split it (N = 1): every PE keeps
+   * the slice of each round's sum, not only the PE whose column block it would be. */
+  int c_split = wf_value_type(L->f, c)->layout.dims[1].split == WF_AXIS_X;
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
   int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
   int64_t mac = (m * k * nb + f - 1) / f;
@@ -72,10 +84,10 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_gadd(&own, ty, WF_CMP_EQ, wf_term_int(j));
     wf_gadd(&recv, ty, WF_CMP_NE, wf_term_int(j));
     int64_t ar = 0;
-    int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, op->loc, &ar);
+    int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar);
     if (rc) return rc;
     int64_t lo = (int64_t)j * nb, hi = lo + nb, widest = 0;
-    for (int x = 0; x < W; x++) {
+    for (int x = 0; x < (c_split ? W : 1); x++) {
       int64_t clo = (int64_t)x * nc, chi = clo + nc;
       int64_t s0 = lo > clo ? lo : clo, s1 = hi < chi ? hi : chi;
       if (s0 >= s1) continue;
@@ -84,7 +96,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(part);
       dst.off = (int32_t)(s0 - clo);
       src.off = (int32_t)(s0 - lo);
-      wf_emit(L, &at, WF_PEOP_COPY2D,
+      wf_emit(L, c_split ? &at : NULL, WF_PEOP_COPY2D,
               (wf_pe_arg[]){dst, src, wf_arg_int(m), wf_arg_int(s1 - s0), wf_arg_int(nc), wf_arg_int(nb)});
       if (s1 - s0 > widest) widest = s1 - s0;
     }
@@ -137,7 +149,7 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_gadd(&root, tx, WF_CMP_EQ, tj);
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(N)});
   int64_t ar = 0;
-  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, op->loc, &ar);
+  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, k_split(L, a), op->loc, &ar);
   if (rc) return rc;
   wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
