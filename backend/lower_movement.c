@@ -69,8 +69,11 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     }
     int lead1 = 1;
     for (int d = 0; d < r - 2; d++) lead1 &= xt->dims[d] == 1;
+    /* Both sides whole: an operand every PE holds whole whose result is split ([16, 1]
+     * {M_y, N} on 3x1 -> [1, 16] {M, N_x}) has smaller result blocks than the transpose. */
     int whole = r >= 2 && parts(L, xt->layout.dims[r - 1].split) == 1 &&
-                parts(L, xt->layout.dims[r - 2].split) == 1;
+                parts(L, xt->layout.dims[r - 2].split) == 1 && parts(L, rt->layout.dims[r - 1].split) == 1 &&
+                parts(L, rt->layout.dims[r - 2].split) == 1;
     if (swaps_last_two && lead1 && whole) {
       wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
               (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_int(m), wf_arg_int(n)});
