@@ -37,11 +37,31 @@ int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t 
  * operands: 1 when the blocks allow it (w ceil(K/w) = h ceil(K/h), a multiple of the lcm;
  * always on a square region), else 0 (lower_gemm_rect.c). */
 int wf_gemm_rect_k_fits(int w, int h, int64_t K);
-/* MeshGEMM (meshgemm = 1) or Cannon on a w x h region, w != h, A blocks m x ka: what
- * wf_gemm_predict returns for them (gemm_cost_rect.c); -1 when ka is not a multiple of
- * lcm(w, h) / w. */
+/* MeshGEMM (meshgemm = 1) or Cannon on a w x h region (w = h too, w h > 1), A blocks m x ka,
+ * B blocks kb x n (the lowering's and the chooser's prediction; wf_gemm_predict derives kb =
+ * ceil(ka w / h)); -1 when ka is not a multiple of lcm(w, h) / w (gemm_cost_rect.c). */
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
-                                int64_t n);
+                                int64_t kb, int64_t n);
+/* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
+ * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
+ * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or
+ * re-cut; for SUMMA w or h is 1 along an axis whose K is not split). K whole (K = 1) and a
+ * 1x1 region lower to a local product and need none of these. 0 = not allocated. */
+typedef struct wf_gemm_bufs {
+  int64_t a0, a1, b0, b1; /* meshgemm/cannon: $gemm_a0/a1/b0/b1; summa: $a_recv (a0), $a_tile
+                           * (a1), $b_recv (b0); allgather: the panels (a0, b0) */
+  int64_t c;              /* meshgemm/cannon on W x H: $gemm_c, C's tiles (0: C in place) */
+  int sx, sy;             /* meshgemm/cannon on W x H: tile slots per row of buffer 0 */
+} wf_gemm_bufs;
+void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                     wf_gemm_bufs *out);
+/* Tile slots per row of buffer 0 on an axis of v positions per PE, len PEs long: renaming
+ * Cannon (v + 1, v on a 1-PE axis) and renaming MeshGEMM (v + 2; 2 for v = 1). */
+int wf_gemm_rect_cannon_slots(int v, int len);
+/* wf_gemm_buffers of MeshGEMM (meshgemm = 1) or Cannon on w x h, w != h (gemm_cost_rect.c). */
+void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                          wf_gemm_bufs *out);
+int wf_gemm_rect_mesh_slots(int v);
 /* The algorithm with the lowest prediction (ties: table order). */
 wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n);
 /* Cannon on w x h (w != h): the number of steps its unrolled loop body holds when the steps

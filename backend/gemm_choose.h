@@ -23,6 +23,13 @@ typedef struct wf_gemm_choice {
   wf_gemm_algo best;                /* the lowest prediction (ties: table order) */
   int why_not[WF_GEMM_COUNT];       /* predicted -1: WF_GEMM_NO_* */
   int L;                            /* lcm(w, h), for the text */
+  /* SRAM (docs/gemm.md, "Choosing"): each algorithm's estimated bytes per PE while the op
+   * runs (its operands' and result's blocks, its scratch, other live tensors); `best` is the
+   * lowest prediction among those that fit the target's SRAM (`lowest` among all: they
+   * differ only when that one does not fit); none fits: best = lowest. */
+  int64_t bytes[WF_GEMM_COUNT];
+  int64_t sram;                     /* the target's SRAM per PE */
+  wf_gemm_algo lowest;
 } wf_gemm_choice;
 
 enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL };
@@ -43,13 +50,15 @@ int64_t wf_gemm_rect_k_padded(const wf_func *f, const wf_op *op, int w, int h);
 
 /* Fills `ch` for `op` (a partitioned matmul or dist.gemm, rank >= 2 B) on a w x h region:
  * each algorithm's prediction as its lowering reports it (the K padding above for MeshGEMM
- * and Cannon on W x H, K whole: the local product). */
+ * and Cannon on W x H, K whole: the local product) and its estimated SRAM per PE; best = the
+ * lowest prediction among the algorithms that fit. */
 void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h,
                     wf_gemm_choice *ch);
 
 /* "candidates: meshgemm 120 (K 4 padded to 6), cannon 98, summa 35, allgather 50 (lowest:
- * summa)", or "(K 4 re-cut to 6 on the mesh)" for a relaid K: the manifest's explain of a
- * dist.gemm. */
+ * summa)", or "(K 4 re-cut to 6 on the mesh)" for a relaid K; an algorithm that does not
+ * fit: "allgather 30 no fit (143360 B)" and "(lowest that fits: summa)": the manifest's
+ * explain of a dist.gemm. */
 void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap);
 
 #endif

@@ -1,11 +1,14 @@
-/* Cost formulas of the dist.gemm algorithms (docs/gemm.md, "Predicted cycles"), written from
- * the runtime's rules (docs/cycle-model.md) and the papers' per-step analysis, not fitted
- * to simulated numbers. Notation: a square N x N region, blocks m x k (A), k x n (B);
- * mac = ceil(m k n / fmac), lat(d) = d*hop + 2 T_R + 1 (a message over d hops: two ramps,
- * the hops and the store cycle). */
+/* Cost models of the dist.gemm algorithms (docs/gemm.md, "Predicted cycles"): the emitted
+ * program followed PE by PE under the runtime's rules (docs/cycle-model.md), not fitted to
+ * simulated numbers. SUMMA and allgather here (blocking broadcasts), MeshGEMM and Cannon in
+ * gemm_cost_rect.c; and the scratch each lowering allocates (wf_gemm_buffers). Notation:
+ * blocks m x k (A), k x n (B); mac = ceil(m k n / fmac), lat(d) = d*hop + 2 T_R + 1 (a message
+ * over d hops: two ramps, the hops and the store cycle). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/gemm_algos.h"
+#include "waferc/diag.h"
 
 const char *const wf_gemm_algo_names[WF_GEMM_COUNT] = {"meshgemm", "cannon", "summa", "allgather"};
 
@@ -21,84 +24,166 @@ int wf_gemm_algo_parse(const char *name, wf_gemm_algo *out) {
 static int64_t lat(const wf_target *t, int64_t hops) { return hops * t->hop_cycles + 2 * t->ramp_cycles + 1; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Cyclic shift (MeshGEMM, Cannon). Both blocks leave through the one ramp, so a shift costs
- * m k + k n cycles plus the latency of the longest ring link (2 hops on the INTERLEAVE ring,
- * N-1 for Cannon's wrap-around). Alignment: up to N-1 shifts with no compute to hide them;
- * then N steps that overlap the next shift with the multiply (double buffering), the last
- * without a shift. A final copy re-homes the aligned blocks on some rows (m k + k n). */
-static int64_t shift_cost(const wf_target *t, int N, int64_t link_hops, int64_t m, int64_t k, int64_t n,
-                          int64_t mac) {
-  if (N == 1) return m * n + mac;
-  int64_t shift = m * k + k * n + lat(t, link_hops);
-  int64_t align = (int64_t)(N - 1) * shift + m * k + k * n;
-  return m * n + align + (int64_t)(N - 1) * max64(mac, shift) + mac;
-}
+static int64_t allgather_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                              int64_t mac);
 
 int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_t m, int64_t k,
                         int64_t n) {
   if (w < 1 || h < 1) return -1;
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
   int64_t mac = (m * k * n + f - 1) / f;
-  if (a == WF_GEMM_ALLGATHER && w != h) {
-    /* W x H: W rounds of A blocks (m k) and H of B blocks (k' n, k' = k W / H, K's share per
-     * row of PEs), then W multiplies of m k n */
+  if (a == WF_GEMM_ALLGATHER) {
+    /* W rounds of A blocks (m k) and H of B blocks (k' n, k' = ceil(k W / H), K's share per
+     * row of PEs), then W multiplies of m k n (allgather_cost) */
     if (w * h == 1) return m * n + mac;
-    int64_t kb = (k * w + h - 1) / h;
-    int64_t brows = k * w > kb * h ? k * w : kb * h; /* the B panel is zero-padded to W k rows */
-    return m * n + (int64_t)w * m * k + (int64_t)h * kb * n + lat(t, w - 1) + lat(t, h - 1) +
-           (m * k + kb * n) + (brows - kb * h) * n + (int64_t)w * mac;
+    return allgather_cost(t, w, h, m, k, (k * w + h - 1) / h, n, mac);
   }
   if (a == WF_GEMM_SUMMA) /* A's K blocks are k wide; B's, k' = ceil(k w / h) (K = w k) */
     return wf_gemm_summa_cost(t, w, h, m, k, (k * w + h - 1) / h, n);
   if (w != h) /* meshgemm and cannon: the lcm virtual grid (gemm_cost_rect.c) */
     return a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON
-               ? wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, k, n)
+               ? wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, k, (k * w + h - 1) / h, n)
                : -1;
   int N = w;
   switch (a) {
     case WF_GEMM_MESHGEMM:
-      return shift_cost(t, N, N > 2 ? 2 : 1, m, k, n, mac);
     case WF_GEMM_CANNON:
-      return shift_cost(t, N, N - 1, m, k, n, mac);
-    case WF_GEMM_ALLGATHER:
-      /* N gather rounds, each a blocking row broadcast of A then a column broadcast of B
-       * (m k + k n through the receiving ramp; only the first round pays the farthest PE's
-       * distance, as for SUMMA), then N multiplies back to back. The same sum as SUMMA:
-       * gathering first moves no fewer wavelets, it only delays the compute and costs
-       * N (m k + k n) floats of panels. The owners copy their own blocks into the panels
-       * after the last round (lower_gemm_allgather.c). */
+      /* the schedule PE by PE as on W x H (gemm_cost_rect.c), one tile per PE */
       if (N == 1) return m * n + mac;
-      /* + each PE's copy of its own two blocks into their panel slots */
-      return m * n + (int64_t)N * (m * k + k * n) + 2 * lat(t, N - 1) + (m * k + k * n) +
-             (int64_t)N * mac;
+      return wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, k, k, n);
     default:
       return -1;
   }
+}
+
+/* Blocking broadcasts PE by PE (SUMMA, allgather): PE (x, y) reaches the next broadcast at
+ * T(x, y). The root's send puts `words` wavelets down its ramp; a receiver d hops away has
+ * the last one at the root's start + words - 1 + lat(d) (docs/cycle-model.md, a message), and
+ * cannot be done before its own start + words (one wavelet per cycle off its queue).
+ * Along x the root of each row is PE (root, y); along y, PE (x, root).
+ *
+ * Every PE starts at the same time and the work between broadcasts is the same on every PE,
+ * so T stays a sum T(x, y) = a[x] + b[y] + c: a row broadcast (root column j) changes
+ * T(x, y) to b[y] + c + max(a[x] + words, a[j] + words - 1 + lat(|x - j|)), a function of x
+ * alone, and a column broadcast likewise of y alone. Following the w + h terms instead of
+ * the w h PEs gives the same numbers at O(w + h) per broadcast, so the prediction's cost
+ * does not grow with the PE count (a 720 x 720 SUMMA: 720 steps of 1,440 terms). */
+typedef struct bcast_state {
+  int64_t *a, *b, c; /* T(x, y) = a[x] + b[y] + c */
+} bcast_state;
+
+static void bcast_line(const wf_target *t, int64_t *v, int len, int root, int64_t words) {
+  int64_t r = v[root];
+  for (int i = 0; i < len; i++) {
+    if (i == root) continue;
+    int64_t d = i > root ? i - root : root - i;
+    v[i] = max64(v[i] + words, r + words - 1 + lat(t, d));
+  }
+  v[root] = r + words;
+}
+
+static int bcast_init(bcast_state *s, int w, int h, int64_t start) {
+  s->a = calloc((size_t)w + (size_t)h, sizeof *s->a);
+  s->b = s->a ? s->a + w : NULL;
+  s->c = start;
+  return s->a ? 0 : -1;
+}
+
+/* The latest PE: max a + max b + c. Frees the state. */
+static int64_t bcast_done(bcast_state *s, int w, int h) {
+  int64_t ma = s->a[0], mb = s->b[0];
+  for (int x = 1; x < w; x++) ma = max64(ma, s->a[x]);
+  for (int y = 1; y < h; y++) mb = max64(mb, s->b[y]);
+  free(s->a);
+  return ma + mb + s->c;
 }
 
 /* SUMMA on w x h (lower_matmul.c): K is walked in the intervals between consecutive cuts of
  * A's blocks (multiples of ka) and B's (multiples of kb) up to min(w ka, h kb). Each step is a
  * blocking row broadcast of A (when an A block starts), a column broadcast of B (when a B
  * block starts), a copy2d of A's columns when the interval is only part of A's block, then
- * the multiply: nothing overlaps within a PE. The broadcasts pipeline across steps, so only
- * the first pays the distance to the farthest PE of the row and of the column. On a square
- * region (ka = kb) this is mn + N (mk + kn + mac) + 2 lat(N-1). */
+ * the multiply: nothing overlaps within a PE. Followed PE by PE (bcast_line): a step's
+ * broadcast starts when its root has finished the previous step's multiply, and a receiver
+ * waits for it, so the latency to each root is paid in every step whose root is late, not
+ * once. The prediction is the latest PE. */
 int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb,
                            int64_t n) {
   if (w < 1 || h < 1 || ka < 1 || kb < 1) return -1;
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
   if (w * h == 1) return m * n + (m * ka * n + f - 1) / f;
-  int64_t end = w * ka < h * kb ? w * ka : h * kb, c = m * n;
+  int64_t end = w * ka < h * kb ? w * ka : h * kb;
+  bcast_state s;
+  int ok = bcast_init(&s, w, h, m * n); /* C zeroed */
+  WF_ASSERT(ok == 0);
   for (int64_t lo = 0, hi; lo < end; lo = hi) {
     int64_t j = lo / ka, i = lo / kb;
     hi = (j + 1) * ka < (i + 1) * kb ? (j + 1) * ka : (i + 1) * kb;
     if (end < hi) hi = end;
-    if (w > 1 && lo == j * ka) c += m * ka;
-    if (h > 1 && lo == i * kb) c += kb * n;
-    if (lo != j * ka || hi - lo != ka) c += m * (hi - lo); /* copy2d */
-    c += (m * (hi - lo) * n + f - 1) / f;
+    if (w > 1 && lo == j * ka) bcast_line(t, s.a, w, (int)j, m * ka);
+    if (h > 1 && lo == i * kb) bcast_line(t, s.b, h, (int)i, kb * n);
+    s.c += (m * (hi - lo) * n + f - 1) / f;
+    if (lo != j * ka || hi - lo != ka) s.c += m * (hi - lo); /* copy2d */
   }
-  return c + (w > 1 ? lat(t, w - 1) : 0) + (h > 1 ? lat(t, h - 1) : 0);
+  return bcast_done(&s, w, h);
+}
+
+/* Allgather (lower_gemm_allgather.c): C and the B panel's zero padding first, then rounds
+ * j < max(w, h) of blocking broadcasts (A's from column j along the rows while j < w, then
+ * B's from row j down the columns while j < h; followed PE by PE as SUMMA's), then each PE
+ * copies its own two blocks into their slots and multiplies its w slot pairs. */
+static int64_t allgather_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                              int64_t mac) {
+  int64_t brows = ka * w > kb * h ? ka * w : kb * h;
+  bcast_state s;
+  int ok = bcast_init(&s, w, h, m * n + (brows - kb * h) * n);
+  WF_ASSERT(ok == 0);
+  for (int j = 0; j < (w > h ? w : h); j++) {
+    if (w > 1 && j < w) bcast_line(t, s.a, w, j, m * ka);
+    if (h > 1 && j < h) bcast_line(t, s.b, h, j, kb * n);
+  }
+  return bcast_done(&s, w, h) + m * ka + kb * n + (int64_t)w * mac;
+}
+
+void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                     wf_gemm_bufs *out) {
+  memset(out, 0, sizeof *out);
+  if (w * h == 1) return; /* the local product */
+  switch (a) {
+    case WF_GEMM_MESHGEMM:
+    case WF_GEMM_CANNON:
+      if (w != h) {
+        wf_gemm_rect_buffers(a == WF_GEMM_MESHGEMM, w, h, m, ka, kb, n, out);
+        return;
+      }
+      /* lower_gemm_shift.c: buffer 0 copies the operand (it may be read again), buffer 1
+       * receives the next step's block */
+      out->a0 = out->a1 = m * ka;
+      out->b0 = out->b1 = kb * n;
+      return;
+    case WF_GEMM_SUMMA: {
+      /* lower_matmul.c: the received blocks, and a tile for A's columns when an interval of
+       * the walk (wf_gemm_summa_cost) is only part of A's block */
+      out->a0 = w > 1 ? m * ka : 0;
+      out->b0 = h > 1 ? kb * n : 0;
+      int64_t end = w * ka < h * kb ? w * ka : h * kb;
+      for (int64_t lo = 0, hi; lo < end; lo = hi) {
+        int64_t j = lo / ka, i = lo / kb;
+        hi = (j + 1) * ka < (i + 1) * kb ? (j + 1) * ka : (i + 1) * kb;
+        if (end < hi) hi = end;
+        if (lo != j * ka || hi - lo != ka) out->a1 = m * (ka < kb ? ka : kb);
+      }
+      return;
+    }
+    case WF_GEMM_ALLGATHER: {
+      /* lower_gemm_allgather.c: A's W slots, and B's panel zero-padded to W ka rows */
+      int64_t brows = ka * w > kb * h ? ka * w : kb * h;
+      out->a0 = (int64_t)w * m * ka;
+      out->b0 = brows * n;
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n) {

@@ -1,24 +1,19 @@
-/* Predicted cycles of MeshGEMM and Cannon on a W x H region, W != H (the lcm virtual grid,
- * backend/lower_gemm_rect.c; docs/gemm.md "Predicted cycles"). Written from the lowering's
- * structure and the runtime's rules (docs/cycle-model.md), not fitted.
+/* Predicted cycles of MeshGEMM and Cannon (docs/gemm.md "Predicted cycles"): on W x H the lcm
+ * virtual grid (backend/lower_gemm_rect.c), on a square region the same with one tile per PE
+ * (lower_gemm_shift.c). Written from the lowering's structure and the runtime's rules
+ * (docs/cycle-model.md), not fitted: the emitted rounds are followed PE by PE (the schedule
+ * below), and the prediction is the latest PE.
  *
  * L = lcm(W, H); a PE holds v_x v_y tiles of A (mt x kt), B (kt x nt) and C; along an axis
  * with v positions per PE, a virtual shift sends s tiles per tile row (0 on a 1-PE axis, 1 on
  * Cannon's ring and on INTERLEAVE with v = 1, up to 2 on INTERLEAVE with v >= 2) and copies
- * up to c locally (v - 1; all v on a 1-PE axis), over links of `hops` hops. One step's sends
- * leave through the ramp while the PE copies and multiplies (double buffering):
- *
- *   step   = max(copies + mac_s, sends + lat(hops))        mac_s = v_x v_y ceil(mt kt nt / f)
- *            (Cannon renaming its slots, wf_gemm_rect_cannon_period > 0: no copies, in
- *            the steps and the alignment, and no fixup)
- *   align  = sum over both operands of (the most line shifts one PE makes) x (one line's
- *            sends or copies, the longer) + lat(hops) per shift of the busier operand: each
- *            virtual row (column) shifts on its own, (-pos(I)) mod L times on INTERLEAVE, I
- *            times on Cannon's ring; A's row o and B's column o shift together, then join
- *   total  = gathers (m ka + kb n) - what alignment round (0, o) hides of line o + 1's
- *            + align + fixup (v_x v_y (a + b)); zeroing C hides in later rounds
- *            + (L - 1) step + mac_s + copy-back of C (m n, unless C accumulates in place) */
+ * up to c locally (v - 1; all v on a 1-PE axis; none where the lowering renames slots), over
+ * links of `hops` hops. Also here: the tile slots and buffers the lowering allocates
+ * (wf_gemm_rect_buffers), and the renaming periods. */
+#include <stdlib.h>
+
 #include "backend/gemm_algos.h"
+#include "waferc/diag.h"
 
 static int64_t lat(const wf_target *t, int64_t hops) { return hops * t->hop_cycles + 2 * t->ramp_cycles + 1; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -30,18 +25,6 @@ typedef struct { int64_t sends, copies, hops; } axis_cost;
 static int64_t shifts(int meshgemm, int L, int64_t I) {
   if (!meshgemm) return I;
   return I == 0 ? 0 : I % 2 == 0 ? L - I / 2 : (I + 1) / 2;
-}
-
-/* The most shifts one PE makes for the v lines it holds, over the `len` PEs of the other axis
- * (the alignment shifts one line of tiles at a time). */
-static int64_t busiest(int meshgemm, int L, int v, int len) {
-  int64_t most = 0;
-  for (int p = 0; p < len; p++) {
-    int64_t c = 0;
-    for (int o = 0; o < v; o++) c += shifts(meshgemm, L, (int64_t)v * p + o);
-    most = max64(most, c);
-  }
-  return most;
 }
 
 static axis_cost axis(int meshgemm, int v, int len) {
@@ -107,47 +90,247 @@ int wf_gemm_rect_meshgemm_period(int w, int h, int *turns) {
   return 0;
 }
 
+int wf_gemm_rect_cannon_slots(int v, int len) { return len == 1 ? v : v + 1; }
+int wf_gemm_rect_mesh_slots(int v) { return v == 1 ? 2 : v + 2; }
+
+void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                          wf_gemm_bufs *out) {
+  int L = w / gcd(w, h) * h, vx = L / w, vy = L / h, turns;
+  /* lower_gemm_rect.c: w = 1 cuts A's whole K like B's blocks */
+  int64_t kt = w == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
+  int64_t za = mt * kt, zb = kt * nt, zc = mt * nt;
+  int period = meshgemm ? 0 : wf_gemm_rect_cannon_period(w, h);
+  int mperiod = meshgemm ? wf_gemm_rect_meshgemm_period(w, h, &turns) : 0;
+  out->sx = period ? wf_gemm_rect_cannon_slots(vx, w) : mperiod ? wf_gemm_rect_mesh_slots(vx) : vx;
+  out->sy = period ? wf_gemm_rect_cannon_slots(vy, h) : mperiod ? wf_gemm_rect_mesh_slots(vy) : vy;
+  out->a0 = (int64_t)out->sx * vy * za;
+  out->b0 = (int64_t)out->sy * vx * zb;
+  /* renaming Cannon's steps and alignment use buffer 0 only */
+  out->a1 = period ? 0 : (int64_t)vx * vy * za;
+  out->b1 = period ? 0 : (int64_t)vx * vy * zb;
+  /* C accumulates in place when its tiles are its block's row bands */
+  out->c = vx == 1 && m == vy * mt ? 0 : (int64_t)vx * vy * zc;
+}
+
+/* ---- The schedule (wf_gemm_rect_shift_cost) ----
+ * Every PE runs the same rounds: the alignment's (iteration u, line o), then the L steps. In
+ * a round a PE issues its streams (async sends and receives), does its own work (local
+ * copies, multiplies, the gathers and zeroings the lowering placed in that round), then waits
+ * for its streams. A round ends when the PE's work is done, its sends have left through its
+ * ramp, and each tile it receives has arrived: its sender started the same round, so the
+ * arrival is the sender's start + the words + lat(hops of that link). PEs start rounds at
+ * different times (the first PE of a line shifts less, the wrap-around link is longer), and
+ * the recurrence carries that over: a PE is held up only by the senders it waits for. */
+typedef struct rect_sched {
+  const wf_target *t;
+  int meshgemm, rename, turns, w, h, L, vx, vy;
+  int64_t a, b, mac_s;
+  axis_cost cx, cy;
+  int nrows;       /* the rows of PEs followed (all, unless the grid is too large) */
+  int *rows, *ridx; /* their y; ridx[y]: its index in rows, or -1 */
+} rect_sched;
+
+/* PE rows x rounds past which only some rows are followed (a few seconds of host time in a
+ * Debug build otherwise on meshes like 64x60, L = 960): the first and last three and the one
+ * whose A lines shift most. A PE whose B sender's row is not followed takes its own start
+ * for the sender's (the rows start rounds at nearly the same time). */
+#define RECT_SCHED_BUDGET (1 << 23)
+
+/* Does line I shift in alignment iteration u? Cannon: I times, u < I (lower_gemm_cannon.c,
+ * plain_align; rotate_align_line); INTERLEAVE: even u only, odd I while u < I, even I > 0
+ * from u = I on (lower_gemm_meshgemm.c, interleave_align). */
+static int shifts_at(int meshgemm, int64_t I, int u) {
+  if (!meshgemm) return u < I;
+  if (u % 2) return 0;
+  return I % 2 ? u < I : I > 0 && u >= I;
+}
+
+/* The PE a line's tile arrives from at coordinate c of a line of len PEs, and over how many
+ * hops: Cannon c + 1 (the last PE: from PE 0 over the wrap, len - 1 hops); INTERLEAVE with
+ * v >= 2 from both neighbours (1 hop; *second gets the other one, or -1); v = 1 the two-hop
+ * ring: even c from c - 2, odd c from c + 2, at the ends the turn-arounds (1 hop). */
+static int ring_from(const rect_sched *r, int v, int len, int c, int *hops, int *second) {
+  *second = -1;
+  *hops = 1;
+  if (!r->meshgemm) {
+    if (c == len - 1) *hops = len - 1;
+    return (c + 1) % len;
+  }
+  if (v > 1) {
+    if (c > 0 && c + 1 < len) *second = c + 1;
+    return c > 0 ? c - 1 : c + 1;
+  }
+  int from = c % 2 == 0 ? c - 2 : c + 2;
+  if (from >= 0 && from < len) {
+    *hops = 2;
+    return from;
+  }
+  /* the turn-arounds (lower_gemm_meshgemm.c, interleave_routes): PE 0 from PE 1; an odd PE
+   * with no PE two above from the last PE (len odd: it turns down), or, being the last
+   * (len even), from the even PE below */
+  if (c % 2 == 0) return c + 1;
+  return c + 1 < len ? c + 1 : c - 1;
+}
+
+/* One round for every PE: T[p] (start, in/out) of PE p = y w + x; work[p] its own cycles;
+ * sa[p] / sb[p]: words of A / B it sends (0: that operand does not move on it). Its sends
+ * leave through its one ramp in the order they are issued, A's first, B's db cycles into
+ * the round at the earliest: A's last wavelet leaves at sa, B's at max(sa, db) + sb. A
+ * receiver waits for the sender's last one of the operand (it may be the tile it gets) and
+ * the link's latency. */
+static int64_t b_out(int64_t sa, int64_t sb, int64_t db) { return sb ? max64(sa, db) + sb : sa; }
+
+static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_t *work, const int64_t *sa,
+                      const int64_t *sb, int64_t db) {
+  int w = r->w, h = r->h;
+  for (int s = 0; s < r->nrows; s++)
+    for (int x = 0; x < w; x++) {
+      int y = r->rows[s], p = s * w + x, hp, sec, q;
+      int64_t e = max64(T[p] + work[p], T[p] + b_out(sa[p], sb[p], db));
+      if (sa[p] && w > 1) {
+        q = s * w + ring_from(r, r->vx, w, x, &hp, &sec);
+        e = max64(e, T[q] + sa[q] + lat(r->t, hp));
+        if (sec >= 0) q = s * w + sec, e = max64(e, T[q] + sa[q] + lat(r->t, hp));
+      }
+      if (sb[p] && h > 1) {
+        int f = r->ridx[ring_from(r, r->vy, h, y, &hp, &sec)];
+        q = f >= 0 ? f * w + x : p;
+        e = max64(e, T[q] + b_out(sa[q], sb[q], db) + lat(r->t, hp));
+        if (sec >= 0) f = r->ridx[sec], q = f >= 0 ? f * w + x : p;
+        if (sec >= 0) e = max64(e, T[q] + b_out(sa[q], sb[q], db) + lat(r->t, hp));
+      }
+      nt[p] = e;
+    }
+  for (int p = 0; p < r->nrows * w; p++) T[p] = nt[p];
+}
+
+/* Rows (or columns) of tile i of size sz inside a block of len (lower_gemm_rect.c, clip). */
+static int64_t clip(int64_t len, int i, int64_t sz) { return len - i * sz < sz ? len - i * sz : sz; }
+
+/* Words gather_line copies for line o of A (d = 0) or B (d = 1). */
+static int64_t gather_words(int d, int o, int vx, int vy, int64_t m, int64_t ka, int64_t kb, int64_t n, int64_t mt,
+                            int64_t kt, int64_t nt) {
+  int64_t c = 0;
+  for (int i = 0; i < (d ? vy : vx); i++) {
+    int64_t rows = d ? clip(kb, i, kt) : clip(m, o, mt), cols = d ? clip(n, o, nt) : clip(ka, i, kt);
+    if (rows > 0 && cols > 0) c += rows * cols;
+  }
+  return c;
+}
+
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
-                                int64_t n) {
-  if (w < 1 || h < 1 || m < 1 || ka < 1 || n < 1) return -1;
+                                int64_t kb, int64_t n) {
+  if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
   int L = w / gcd(w, h) * h, vx = L / w, vy = L / h;
   if (w > 1 && ka % vx) return -1; /* K does not cut in L tiles (wf_gemm_rect_k_fits) */
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
-  /* w = 1: A's block is the whole K, cut in B's blocks of ceil(K / h) */
-  int64_t kt = (ka + vx - 1) / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
-  int64_t a = mt * kt, b = kt * nt, mac_s = (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f);
-  axis_cost cx = axis(meshgemm, vx, w), cy = axis(meshgemm, vy, h);
-  int64_t hop = lat(t, max64(cx.hops, cy.hops));
-  int64_t copies = cx.copies * vy * a + cy.copies * vx * b, sends = cx.sends * vy * a + cy.sends * vx * b;
-  if (!meshgemm && wf_gemm_rect_cannon_period(w, h)) copies = 0; /* the steps rename slots */
-  int turns = 0;
-  if (meshgemm && wf_gemm_rect_meshgemm_period(w, h, &turns))
-    /* renamed; with `turns` a line's end PEs copy their turning tile (a corner: both axes) */
-    copies = turns ? (w > 1 && vx > 1 ? vy * a : 0) + (h > 1 && vy > 1 ? vx * b : 0) : 0;
-  int rename = !meshgemm && wf_gemm_rect_cannon_period(w, h);
-  int64_t step = max64(copies + mac_s, sends + hop);
-  /* Alignment: the busiest line of PEs; a row of tiles costs its sends (plus the link) or its
-   * copies, whichever is longer, each time it shifts. Renaming Cannon copies nothing: a
-   * shift is its one tile on the ramp (a 1-PE axis: nothing), and no row ends in buffer 1. */
-  int64_t na = busiest(meshgemm, L, vy, h), nb = busiest(meshgemm, L, vx, w);
-  int64_t ca = rename ? 0 : cx.copies, cb = rename ? 0 : cy.copies;
-  int64_t align = na * max64(ca, cx.sends) * a + nb * max64(cb, cy.sends) * b +
-                  max64(cx.sends ? na : 0, cy.sends ? nb : 0) * hop;
-  int64_t fixup = rename ? 0 : (int64_t)vx * vy * (a + b);
-  int direct = vx == 1 && m == vy * mt;
-  /* C's zeroing and the gathers of lines 1.. run in alignment rounds while the PE waits:
-   * C's is hidden; line o + 1's gathers as far as round (0, o)'s streams outlast its copies */
-  int no = vx > vy ? vx : vy;
-  int64_t round = max64(0, cx.sends * a + cy.sends * b + hop - ca * a - cb * b), hidden = 0;
-  for (int o = 0; o + 1 < no; o++) {
-    int64_t g = (o + 1 < vy ? vx * a : 0) + (o + 1 < vx ? vy * b : 0);
-    hidden += g < round ? g : round;
+  /* w = 1: A's block is the whole K, cut in B's blocks (lower_gemm_rect.c) */
+  int64_t kt = w == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
+  int64_t a = mt * kt, b = kt * nt, zc = mt * nt;
+  rect_sched r = {t, meshgemm, 0, 0, w, h, L, vx, vy, a, b, (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f),
+                  axis(meshgemm, vx, w), axis(meshgemm, vy, h), 0, NULL, NULL};
+  r.rename = meshgemm ? wf_gemm_rect_meshgemm_period(w, h, &r.turns) > 0 : wf_gemm_rect_cannon_period(w, h) > 0;
+  int cannon_rename = r.rename && !meshgemm;
+  wf_gemm_bufs bf;
+  wf_gemm_rect_buffers(meshgemm, w, h, m, ka, kb, n, &bf);
+  int no = vx > vy ? vx : vy, ustep = meshgemm ? 2 : 1, iters = meshgemm ? 2 * L : L;
+  r.rows = malloc((size_t)h * 2 * sizeof *r.rows);
+  WF_ASSERT(r.rows);
+  r.ridx = r.rows + h;
+  for (int y = 0; y < h; y++) r.ridx[y] = -1;
+  if ((int64_t)w * h * ((int64_t)iters * no + L) <= RECT_SCHED_BUDGET) {
+    for (int y = 0; y < h; y++) r.ridx[y] = 0;
+  } else {
+    int64_t most = -1;
+    int busy = 0;
+    for (int y = 0; y < h; y++) {
+      int64_t c = 0;
+      for (int o = 0; o < vy; o++) c += shifts(meshgemm, L, (int64_t)vy * y + o);
+      if (c > most) most = c, busy = y;
+    }
+    int pick[] = {0, 1, 2, h - 3, h - 2, h - 1, busy};
+    for (int i = 0; i < 7; i++)
+      if (pick[i] >= 0 && pick[i] < h) r.ridx[pick[i]] = 0;
   }
-  int64_t c = m * ka + vy * kt * n - hidden + align + fixup + (int64_t)(L - 1) * step + mac_s +
-              (direct ? 0 : m * n);
-  /* ragged tiles: zeroed first (renaming Cannon: every slot, one more per row) */
-  int64_t sx = rename && w > 1 ? vx + 1 : vx, sy = rename && h > 1 ? vy + 1 : vy;
-  if (m < vy * mt || ka < vx * kt) c += sx * vy * a;
-  if (n < vx * nt) c += sy * vx * b;
-  return c;
+  r.nrows = 0;
+  for (int y = 0; y < h; y++)
+    if (r.ridx[y] == 0) r.ridx[y] = r.nrows, r.rows[r.nrows++] = y;
+  int P = r.nrows * w;
+  int64_t *T = calloc((size_t)P * 5, sizeof *T);
+  WF_ASSERT(T);
+  int64_t *nt_ = T + P, *work = T + 2 * P, *sa = T + 3 * P, *sb = T + 4 * P;
+  /* Before the alignment: ragged tiles' buffers zeroed, line 0 of both gathered. */
+  int64_t pro = gather_words(0, 0, vx, vy, m, ka, kb, n, mt, kt, nt) + gather_words(1, 0, vx, vy, m, ka, kb, n, mt, kt, nt);
+  if (m < vy * mt || ka < vx * kt) pro += (cannon_rename ? bf.sx : vx) * vy * a;
+  if (n < vx * nt || kb < vy * kt) pro += (cannon_rename ? bf.sy : vy) * vx * b;
+  /* a square region (lower_gemm_shift.c: one tile per PE, L = N) zeroes C first */
+  if (w == h) pro += m * n;
+  for (int p = 0; p < P; p++) T[p] = pro;
+  /* Alignment rounds (u, o): A's line o (virtual row v_y y + o) and B's (column v_x x + o)
+   * shift when shifts_at says; a shift sends the axis' tiles of one line (none on a 1-PE
+   * axis) and copies the others (renaming Cannon: none); extras: line o + 1's gathers in
+   * u = 0, C's tile k zeroed in round (ustep (1 + k / no), k mod no) (zero_round). */
+  int64_t ca = cannon_rename ? 0 : r.cx.copies * a, cb = cannon_rename ? 0 : r.cy.copies * b;
+  int64_t late = 0;
+  for (int k = 0; w != h && k < vx * vy; k++)
+    if (ustep * (1 + k / no) >= iters) late += zc;
+  for (int u = 0; u < iters; u++)
+    for (int o = 0; o < no; o++) {
+      int64_t extra = 0;
+      if (u == 0) {
+        if (o + 1 < vy) extra += gather_words(0, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
+        if (o + 1 < vx) extra += gather_words(1, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
+      }
+      for (int k = o; w != h && k < vx * vy; k += no)
+        if (ustep * (1 + k / no) == u) extra += zc;
+      for (int si = 0; si < r.nrows; si++)
+        for (int x = 0; x < w; x++) {
+          int y = r.rows[si], p = si * w + x;
+          int ma = o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
+          int mb = o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
+          work[p] = extra + (ma ? ca : 0) + (mb ? cb : 0);
+          sa[p] = ma ? r.cx.sends * a : 0;
+          sb[p] = mb ? r.cy.sends * b : 0;
+        }
+      round_all(&r, T, nt_, work, sa, sb, 0);
+    }
+  /* After it: the zeroings no round took, and (copying alignment) the lines that shifted an
+   * odd number of times come back from buffer 1 */
+  for (int si = 0; si < r.nrows; si++)
+    for (int x = 0; x < w; x++) {
+      int y = r.rows[si];
+      int64_t fix = late;
+      for (int o = 0; !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
+      for (int o = 0; !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
+      T[si * w + x] += fix;
+    }
+  /* The L steps: v_x v_y multiplies, and in all but the last one tile group per row of each
+   * axis leaves (INTERLEAVE with v >= 2: one each way). Copies: none when the steps rename
+   * (MeshGEMM with `turns`: a line's end PEs copy their turning tile), else the tiles that
+   * stay on the PE (1-PE axis: all of them, as in the alignment). */
+  /* renaming MeshGEMM issues y's streams after the first half of the multiplies (a PE runs
+   * 4 streams at a time: mesh_step) */
+  int64_t db = meshgemm && r.rename ? (int64_t)(vx * vy + 1) / 2 * (r.mac_s / (vx * vy)) : 0;
+  for (int s = 0; s < L; s++) {
+    int shift = s < L - 1;
+    for (int si = 0; si < r.nrows; si++)
+      for (int x = 0; x < w; x++) {
+        int y = r.rows[si], p = si * w + x;
+        int64_t cp = 0;
+        if (!r.rename) cp = r.cx.copies * vy * a + r.cy.copies * vx * b;
+        else if (meshgemm && r.turns)
+          cp = (w > 1 && vx > 1 && (x == 0 || x == w - 1) ? vy * a : 0) +
+               (h > 1 && vy > 1 && (y == 0 || y == h - 1) ? vx * b : 0);
+        work[p] = r.mac_s + (shift ? cp : 0);
+        sa[p] = shift && w > 1 ? r.cx.sends * vy * a : 0;
+        sb[p] = shift && h > 1 ? r.cy.sends * vx * b : 0;
+      }
+    round_all(&r, T, nt_, work, sa, sb, db);
+  }
+  int64_t end = 0;
+  for (int p = 0; p < P; p++) end = max64(end, T[p]);
+  free(T);
+  free(r.rows);
+  /* C's tiles copied back into its block unless it accumulated in place */
+  return end + (bf.c ? m * n : 0);
 }

@@ -67,8 +67,11 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int crow = W > 1 ? wf_lower_color(L, WF_COLOR_ROW_BCAST, op->loc) : 0;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
   if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
-  int pa = wf_lower_temp(L, "$gemm_apanel", (int64_t)W * m * ka * 4);
-  int pb = wf_lower_temp(L, "$gemm_bpanel", brows * n * 4);
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(WF_GEMM_ALLGATHER, W, H, m, ka, kb, n, &bf);
+  WF_ASSERT(bf.b0 == brows * n);
+  int pa = wf_lower_temp(L, "$gemm_apanel", bf.a0 * 4);
+  int pb = wf_lower_temp(L, "$gemm_bpanel", bf.b0 * 4);
   if (brows > kb * H) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){slot(pb, H, kb * n), wf_arg_int((brows - kb * H) * n)});
   /* A slot's offset is a scaled term (at most WF_PE_MAX_SCALE words per slot: larger
    * blocks do not fit a PE anyway, but say so rather than assert). */

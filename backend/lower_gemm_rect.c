@@ -217,7 +217,7 @@ static void emit_shift(wf_lower *L, const rect_axis *ax, const wf_pe_guard *oute
 
 /* Tile slots per row of Cannon's rotating buffer: v, plus one for the tile arriving while
  * the PE still multiplies the one leaving (a 1-PE axis only rotates). */
-static int slots(const rect_axis *ax) { return ax->len == 1 ? ax->v : ax->v + 1; }
+static int slots(const rect_axis *ax) { return wf_gemm_rect_cannon_slots(ax->v, ax->len); }
 
 typedef struct rect_mm {
   int gc, direct, vx, vy;
@@ -433,8 +433,6 @@ static int map_slot(const chmap *m, int i, int j) {
   WF_ASSERT(0);
   return 0;
 }
-
-static int mesh_slots(const rect_axis *a) { return a->v == 1 ? 2 : a->v + 2; }
 
 /* The axes' slot maps (axis_maps). */
 typedef struct mesh_maps {
@@ -664,7 +662,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   }
   int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_predict(L->t, algo, W, H, m, ka, n) + kcycles;
+  out->predicted = wf_gemm_rect_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n) + kcycles;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
   rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};
@@ -696,18 +694,22 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     maps.nx = axis_maps(&ax, mturns, maps.x);
     maps.ny = axis_maps(&ay, mturns, maps.y);
   }
-  int sx = period ? slots(&ax) : mperiod ? mesh_slots(&ax) : vx;
-  int sy = period ? slots(&ay) : mperiod ? mesh_slots(&ay) : vy;
-  ax.buf[0] = wf_lower_temp(L, "$gemm_a0", sx * vy * za * 4);
-  ay.buf[0] = wf_lower_temp(L, "$gemm_b0", sy * vx * zb * 4);
-  if (!period) { /* the renaming steps and alignment use one buffer */
-    ax.buf[1] = wf_lower_temp(L, "$gemm_a1", vx * vy * za * 4);
-    ay.buf[1] = wf_lower_temp(L, "$gemm_b1", vx * vy * zb * 4);
+  /* The buffers (gemm_cost_rect.c, which the chooser's SRAM check reads too): buffer 0's
+   * slots per row; buffer 1 unless the renaming steps and alignment use one buffer; C's tiles
+   * unless C accumulates in place (its tiles are its block's row bands: v_x = 1, no ragged
+   * rows), copied back at the end. */
+  wf_gemm_bufs bf;
+  wf_gemm_rect_buffers(meshgemm, W, H, m, ka, kb, n, &bf);
+  int sx = bf.sx, sy = bf.sy;
+  ax.buf[0] = wf_lower_temp(L, "$gemm_a0", bf.a0 * 4);
+  ay.buf[0] = wf_lower_temp(L, "$gemm_b0", bf.b0 * 4);
+  if (!period) {
+    ax.buf[1] = wf_lower_temp(L, "$gemm_a1", bf.a1 * 4);
+    ay.buf[1] = wf_lower_temp(L, "$gemm_b1", bf.b1 * 4);
   }
-  /* C accumulates in place when its tiles are its block's row bands (v_x = 1, no ragged
-   * rows); else in a tile buffer copied back at the end. */
-  int direct = vx == 1 && m == vy * mt;
-  int gc = direct ? sc : wf_lower_temp(L, "$gemm_c", vx * vy * zc * 4);
+  int direct = bf.c == 0;
+  WF_ASSERT(direct == (vx == 1 && m == vy * mt));
+  int gc = direct ? sc : wf_lower_temp(L, "$gemm_c", bf.c * 4);
 
   /* Gather the tiles. Ragged tiles (M or N not cut evenly) get zero rows / columns: they
    * only reach C's padding, which is not copied back. Renaming Cannon gathers line I's tile

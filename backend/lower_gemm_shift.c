@@ -138,10 +138,12 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   }
   s.done = wf_lower_done_task(L);
   /* Buffer 0 is a copy of the operand: the operand itself may be used again later. */
-  s.a[0] = wf_lower_temp(L, "$gemm_a0", s.na * 4);
-  s.a[1] = wf_lower_temp(L, "$gemm_a1", s.na * 4);
-  s.b[0] = wf_lower_temp(L, "$gemm_b0", s.nb * 4);
-  s.b[1] = wf_lower_temp(L, "$gemm_b1", s.nb * 4);
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(algo, L->w, L->h, m, k, kb, n, &bf);
+  s.a[0] = wf_lower_temp(L, "$gemm_a0", bf.a0 * 4);
+  s.a[1] = wf_lower_temp(L, "$gemm_a1", bf.a1 * 4);
+  s.b[0] = wf_lower_temp(L, "$gemm_b0", bf.b0 * 4);
+  s.b[1] = wf_lower_temp(L, "$gemm_b1", bf.b1 * 4);
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.a[0]), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_int(s.na)});
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.b[0]), wf_arg_sym(wf_lower_sym(L, b)), wf_arg_int(s.nb)});
   align(&s, ring, N);

@@ -52,8 +52,10 @@ static void bcast(wf_lower *L, wf_pe_term coord, int64_t v, int len, int col, in
 static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, int sb, int sc,
                        int64_t m, int64_t ka, int64_t kb, int64_t n) {
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-  int at = W > 1 ? wf_lower_temp(L, "$a_recv", m * ka * 4) : sa;
-  int bt = H > 1 ? wf_lower_temp(L, "$b_recv", kb * n * 4) : sb;
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(WF_GEMM_SUMMA, W, H, m, ka, kb, n, &bf);
+  int at = W > 1 ? wf_lower_temp(L, "$a_recv", bf.a0 * 4) : sa;
+  int bt = H > 1 ? wf_lower_temp(L, "$b_recv", bf.b0 * 4) : sb;
   int64_t end = W * ka < H * kb ? W * ka : H * kb, lo = 0;
   int tile = -1;
   while (lo < end) {
@@ -65,7 +67,8 @@ static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, in
     if (lb == 0) bcast(L, ty, i, H, ccol, sb, bt, kb * n);
     int whole = la == 0 && len == ka; /* the interval is all of A's block */
     if (!whole) {
-      if (tile < 0) tile = wf_lower_temp(L, "$a_tile", m * (ka < kb ? ka : kb) * 4);
+      WF_ASSERT(bf.a1 >= m * len);
+      if (tile < 0) tile = wf_lower_temp(L, "$a_tile", bf.a1 * 4);
       for (int own = 1; own >= (W > 1 ? 0 : 1); own--) {
         wf_pe_guard g = owner(tx, j, own, W);
         wf_emit(L, &g, WF_PEOP_COPY2D,
@@ -87,7 +90,9 @@ static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, in
 
 static void summa_square(wf_lower *L, int crow, int ccol, int sa, int sb, int sc, int64_t m,
                          int64_t k, int64_t n) {
-  int at = wf_lower_temp(L, "$a_recv", m * k * 4), bt = wf_lower_temp(L, "$b_recv", k * n * 4);
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(WF_GEMM_SUMMA, L->w, L->h, m, k, k, n, &bf);
+  int at = wf_lower_temp(L, "$a_recv", bf.a0 * 4), bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
   int kv = wf_pe_class_find_var(L->cls, "k", 1);
   wf_pe_term tk = wf_term_var(kv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_LOOP,
