@@ -11,9 +11,9 @@
  *
  * W != H: A's and B's blocks cut K at different places, so K is walked in the intervals
  * between consecutive cuts (multiples of ka or of kb) up to min(W ka, H kb); past that one
- * operand is all zero padding. In interval [lo, hi) A's owner column j = lo / ka and B's
- * owner row i = lo / kb are compile-time constants, so the steps are unrolled (W + H
- * broadcasts, at most W + H - 1 intervals, one class still). A block is broadcast when
+ * operand is all zero padding. In interval [lo, hi) A's owner column is j = lo / ka and B's
+ * owner row i = lo / kb; the cuts repeat every lcm(ka, kb), so whole periods are a loop
+ * whose owners are terms of its variable (summa_rect). A block is broadcast when
  * its first interval starts and stays in the receive buffer for its later intervals. B's
  * rows of an interval are contiguous in its block; A's columns are not (an m x ka row-major
  * block): when an interval does not cover all of A's block, copy2d gathers the m x (hi -
@@ -33,13 +33,13 @@ static wf_pe_arg i64(int64_t v) { return wf_arg_int(v); }
 
 /* The guard "coord == v" (own) or "coord != v" (received); none when the axis is one PE
  * long (every PE owns the block: nothing is broadcast). */
-static wf_pe_guard owner(wf_pe_term coord, int64_t v, int own, int len) {
+static wf_pe_guard owner(wf_pe_term coord, wf_pe_term v, int own, int len) {
   wf_pe_guard g = wf_guard0();
-  if (len > 1) wf_guard_add(&g, coord, own ? WF_CMP_EQ : WF_CMP_NE, wf_term_int((int32_t)v));
+  if (len > 1) wf_guard_add(&g, coord, own ? WF_CMP_EQ : WF_CMP_NE, v);
   return g;
 }
 
-static void bcast(wf_lower *L, wf_pe_term coord, int64_t v, int len, int col, int sym, int buf,
+static void bcast(wf_lower *L, wf_pe_term coord, wf_pe_term v, int len, int col, int sym, int buf,
                   int64_t words) {
   if (len <= 1) return;
   wf_pe_guard o = owner(coord, v, 1, len), r = owner(coord, v, 0, len);
@@ -47,45 +47,86 @@ static void bcast(wf_lower *L, wf_pe_term coord, int64_t v, int len, int col, in
   wf_emit(L, &r, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(buf), i64(words)});
 }
 
-/* W, H: how many K blocks A has along x and B along y (the region's sides, or 1 when that
- * operand's K is not split and every PE holds all of it). */
-static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, int sb, int sc,
-                       int64_t m, int64_t ka, int64_t kb, int64_t n) {
+/* One W x H SUMMA: its blocks, buffers and the scratch tile (allocated at the first interval
+ * that needs it). */
+typedef struct summa_rect_ctx {
+  wf_lower *L;
+  int W, H, crow, ccol, sa, sb, sc, at, bt, tile;
+  int64_t m, ka, kb, n, a1;
+} summa_rect_ctx;
+
+/* The steps of the K intervals in [from, to). With pv >= 0 they are the body of a loop over
+ * periods of P words of K (loop variable pv): owners are then terms of it, A's column
+ * P/ka*p + j and B's row P/kb*p + i, and the offsets inside the blocks are the same in every
+ * period. */
+static void summa_steps(summa_rect_ctx *s, int64_t from, int64_t to, int pv, int64_t P) {
+  wf_lower *L = s->L;
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
-  wf_gemm_buffers(WF_GEMM_SUMMA, W, H, m, ka, kb, n, &bf);
-  int at = W > 1 ? wf_lower_temp(L, "$a_recv", bf.a0 * 4) : sa;
-  int bt = H > 1 ? wf_lower_temp(L, "$b_recv", bf.b0 * 4) : sb;
-  int64_t end = W * ka < H * kb ? W * ka : H * kb, lo = 0;
-  int tile = -1;
-  while (lo < end) {
-    int64_t j = lo / ka, i = lo / kb, hi = (j + 1) * ka;
-    if ((i + 1) * kb < hi) hi = (i + 1) * kb;
-    if (end < hi) hi = end;
-    int64_t la = lo - j * ka, lb = lo - i * kb, len = hi - lo;
-    if (la == 0) bcast(L, tx, j, W, crow, sa, at, m * ka);
-    if (lb == 0) bcast(L, ty, i, H, ccol, sb, bt, kb * n);
-    int whole = la == 0 && len == ka; /* the interval is all of A's block */
+  for (int64_t lo = from; lo < to;) {
+    int64_t j = lo / s->ka, i = lo / s->kb, hi = (j + 1) * s->ka;
+    if ((i + 1) * s->kb < hi) hi = (i + 1) * s->kb;
+    if (to < hi) hi = to;
+    int64_t la = lo - j * s->ka, lb = lo - i * s->kb, len = hi - lo;
+    wf_pe_term tj = pv >= 0 ? wf_term_scaled(wf_term_var(pv, 0), (int)(P / s->ka), (int32_t)j) : wf_term_int((int32_t)j);
+    wf_pe_term ti = pv >= 0 ? wf_term_scaled(wf_term_var(pv, 0), (int)(P / s->kb), (int32_t)i) : wf_term_int((int32_t)i);
+    if (la == 0) bcast(L, tx, tj, s->W, s->crow, s->sa, s->at, s->m * s->ka);
+    if (lb == 0) bcast(L, ty, ti, s->H, s->ccol, s->sb, s->bt, s->kb * s->n);
+    int whole = la == 0 && len == s->ka; /* the interval is all of A's block */
     if (!whole) {
-      WF_ASSERT(bf.a1 >= m * len);
-      if (tile < 0) tile = wf_lower_temp(L, "$a_tile", bf.a1 * 4);
-      for (int own = 1; own >= (W > 1 ? 0 : 1); own--) {
-        wf_pe_guard g = owner(tx, j, own, W);
+      WF_ASSERT(s->a1 >= s->m * len);
+      if (s->tile < 0) s->tile = wf_lower_temp(L, "$a_tile", s->a1 * 4);
+      for (int own = 1; own >= (s->W > 1 ? 0 : 1); own--) {
+        wf_pe_guard g = owner(tx, tj, own, s->W);
         wf_emit(L, &g, WF_PEOP_COPY2D,
-                (wf_pe_arg[]){wf_arg_sym(tile), at_off(own ? sa : at, la), i64(m), i64(len), i64(len),
-                              i64(ka)});
+                (wf_pe_arg[]){wf_arg_sym(s->tile), at_off(own ? s->sa : s->at, la), i64(s->m), i64(len),
+                              i64(len), i64(s->ka)});
       }
     }
-    for (int own_a = 1; own_a >= (W > 1 && whole ? 0 : 1); own_a--)
-      for (int own_b = 1; own_b >= (H > 1 ? 0 : 1); own_b--) {
-        wf_pe_guard g = whole ? owner(tx, j, own_a, W) : wf_guard0();
-        if (H > 1) wf_guard_add(&g, ty, own_b ? WF_CMP_EQ : WF_CMP_NE, wf_term_int((int32_t)i));
-        wf_pe_arg a = whole ? wf_arg_sym(own_a ? sa : at) : wf_arg_sym(tile);
+    for (int own_a = 1; own_a >= (s->W > 1 && whole ? 0 : 1); own_a--)
+      for (int own_b = 1; own_b >= (s->H > 1 ? 0 : 1); own_b--) {
+        wf_pe_guard g = whole ? owner(tx, tj, own_a, s->W) : wf_guard0();
+        if (s->H > 1) wf_guard_add(&g, ty, own_b ? WF_CMP_EQ : WF_CMP_NE, ti);
+        wf_pe_arg a = whole ? wf_arg_sym(own_a ? s->sa : s->at) : wf_arg_sym(s->tile);
         wf_emit(L, &g, WF_PEOP_MATMUL,
-                (wf_pe_arg[]){wf_arg_sym(sc), a, at_off(own_b ? sb : bt, lb * n), i64(m), i64(len), i64(n)});
+                (wf_pe_arg[]){wf_arg_sym(s->sc), a, at_off(own_b ? s->sb : s->bt, lb * s->n), i64(s->m),
+                              i64(len), i64(s->n)});
       }
     lo = hi;
   }
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* W, H: how many K blocks A has along x and B along y (the region's sides, or 1 when that
+ * operand's K is not split and every PE holds all of it). The cuts repeat every P =
+ * lcm(ka, kb) words of K, so whole periods are one loop (its body P/ka + P/kb - 1 steps at
+ * most: the program grows with the blocks' ratio, not with W or H) and the rest is
+ * unrolled; the steps and their order are those of the fully unrolled walk. */
+static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, int sb, int sc,
+                       int64_t m, int64_t ka, int64_t kb, int64_t n) {
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(WF_GEMM_SUMMA, W, H, m, ka, kb, n, &bf);
+  summa_rect_ctx s = {L, W, H, crow, ccol, sa, sb, sc, sa, sb, -1, m, ka, kb, n, bf.a1};
+  if (W > 1) s.at = wf_lower_temp(L, "$a_recv", bf.a0 * 4);
+  if (H > 1) s.bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
+  int64_t end = W * ka < H * kb ? W * ka : H * kb;
+  int64_t P = ka / gcd64(ka, kb) * kb, periods = end / P;
+  int64_t from = 0;
+  if (periods >= 2 && P / ka <= WF_PE_MAX_SCALE && P / kb <= WF_PE_MAX_SCALE) {
+    int pv = wf_pe_class_find_var(L->cls, "p", 1);
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(pv, 0)), wf_arg_int(0), i64(periods)});
+    summa_steps(&s, 0, P, pv, P);
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    from = periods * P;
+  }
+  summa_steps(&s, from, end, -1, P);
 }
 
 static void summa_square(wf_lower *L, int crow, int ccol, int sa, int sb, int sc, int64_t m,

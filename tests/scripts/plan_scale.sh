@@ -43,8 +43,8 @@ PY
 echo "plan_scale: 8x8 and 256x256 plans have the same classes and weights"
 
 # Distributed GEMM: every --gemm-algo's program has as many lines on a large region as on a
-# small one (square: 8x8 and 128x128; W x H: 8x12 and 16x24, the same lcm grid per PE). W x H
-# SUMMA is left out: its steps are unrolled over the K intervals (W + H, docs/gemm.md).
+# small one (square: 8x8 and 128x128; W x H: 8x12 and 16x24, the same lcm grid per PE and,
+# for SUMMA, the same pattern of K cuts per period, docs/gemm.md).
 for d in 128 96; do
   cat > "$TMP/mm$d.wir" <<EOF2
 module @mm {
@@ -57,7 +57,7 @@ EOF2
 done
 lines() { grep -cv '^[[:space:]]*#' "$1"/programs/*.wpe; }
 for spec in "meshgemm:8x8:128x128" "cannon:8x8:128x128" "summa:8x8:128x128" "allgather:8x8:128x128" \
-            "meshgemm:8x12:16x24" "cannon:8x12:16x24" "allgather:8x12:16x24"; do
+            "meshgemm:8x12:16x24" "cannon:8x12:16x24" "summa:8x12:16x24" "allgather:8x12:16x24"; do
   IFS=: read -r algo small large <<<"$spec"
   d=128; [ "${small%x*}" = "${small#*x}" ] || d=96
   for mesh in "$small" "$large"; do
