@@ -418,11 +418,12 @@ void wf_coll_cache_set_relay(wf_lower *L, double cycles) {
   if (c) c->relay_cycles = cycles;
 }
 
-void wf_coll_cache_relay_extra(wf_lower *L, double orig) {
+int wf_coll_cache_relay_extra(wf_lower *L, double orig) {
   struct wf_coll_cache *c = L->coll_cache;
-  if (!c || c->relay_cycles < 0) return;
+  if (!c || c->relay_cycles < 0) return 0;
   c->extra += c->relay_cycles - orig;
   c->relay_cycles = -1;
+  return 1;
 }
 
 uint32_t wf_coll_cache_take_touched(wf_lower *L) {

@@ -44,12 +44,12 @@ int wf_coll_predict(const wf_coll_query *q, wf_coll_algo algo, const wf_coll_par
     break;
   case WF_COLL_ALLREDUCE:
     if (one) {
-      if (algo == WF_COLL_RING) v = wf_coll_ring(P, B, p);
+      if (algo == WF_COLL_RING) v = wf_coll_ring_lowered(P, B, p);
       else if (is_reduce_pattern(algo)) v = wf_coll_allreduce_rb(algo, P, B, p, &out->root);
       else return -1;
     } else {
       /* §7.4: a 2D reduce then the 2D broadcast; ring = ring on x, then ring on y. */
-      if (algo == WF_COLL_RING) v = wf_coll_ring(w, B, p) + wf_coll_ring(h, B, p);
+      if (algo == WF_COLL_RING) v = wf_coll_ring_lowered(w, B, p) + wf_coll_ring_lowered(h, B, p);
       else if (algo == WF_COLL_SNAKE) v = wf_coll_snake(w, h, B, p) + wf_coll_bcast2d(w, h, B, p);
       else if (is_reduce_pattern(algo)) {
         v = wf_coll_xy_reduce(algo, w, h, B, p);

@@ -192,6 +192,17 @@ double wf_coll_ring(int64_t P, int64_t B, const wf_coll_params *p) {
   return wf_coll_model(&t, p);
 }
 
+double wf_coll_ring_lowered(int64_t P, int64_t B, const wf_coll_params *p) {
+  if (P <= 1) return 0;
+  double rounds = 2.0 * (double)(P - 1), c = (double)((B + P - 1) / P);
+  /* Ring links from position q+1 to q: 2 hops between evens and between odds, 1 hop at the
+   * top (top odd to top even) and at the bottom (x = 0 to x = 1). 2(P-1) consecutive links
+   * are every link once plus all but two adjacent ones; the cheapest adjacent pair is
+   * 1 + 2 hops when P >= 4 (the 1-hop links are apart), 1 + 1 for P <= 3. */
+  double ring_hops = 2.0 * (double)(P - 1), skip = P >= 4 ? 3 : 2;
+  return rounds * (c + 2 * p->ramp) + (2 * ring_hops - skip) * p->hop;
+}
+
 /* ---- a reduce into an inner root, and reduce-then-broadcast ---- */
 
 /* Wavelets the root of a one-sided reduce over n PEs receives. */

@@ -79,6 +79,64 @@ wf_coll_terms wf_coll_tree_terms(const wf_reduce_tree *t, int64_t B) {
   return r;
 }
 
+double wf_coll_tree_schedule(const wf_reduce_tree *t, int64_t B, const wf_coll_params *p) {
+  int n = t->n;
+  if (n <= 1 || B <= 0) return 0;
+  int *order = malloc((size_t)n * sizeof *order), *first = malloc((size_t)(n + 1) * sizeof *first);
+  int *kids = malloc((size_t)n * sizeof *kids), *cur = malloc((size_t)n * sizeof *cur);
+  double *out = malloc((size_t)n * sizeof *out); /* when v's message starts down its ramp */
+  double T = -1;
+  if (!order || !first || !kids || !cur || !out) goto done;
+  /* children lists (counting sort by parent), then a breadth-first order from the root */
+  for (int v = 0; v <= n; v++) first[v] = 0;
+  int root = -1;
+  for (int v = 0; v < n; v++) {
+    if (t->parent[v] < 0) root = v;
+    else first[t->parent[v] + 1]++;
+  }
+  WF_ASSERT(root >= 0);
+  for (int v = 0; v < n; v++) first[v + 1] += first[v];
+  for (int v = 0; v < n; v++) cur[v] = first[v];
+  for (int v = 0; v < n; v++)
+    if (t->parent[v] >= 0) kids[cur[t->parent[v]]++] = v;
+  int head = 0, tail = 0;
+  order[tail++] = root;
+  while (head < tail) {
+    int v = order[head++];
+    for (int k = first[v]; k < first[v + 1]; k++) order[tail++] = kids[k];
+  }
+  WF_ASSERT(tail == n);
+  double k2 = 2 * p->ramp;
+  for (int i = n - 1; i >= 0; i--) {
+    int v = order[i], a = first[v], b = first[v + 1];
+    /* kids[a..b) ascend (filled in position order): reverse the lower side's part so each
+     * side reads nearest first */
+    int m = a;
+    while (m < b && kids[m] < v) m++;
+    for (int x = a, y = m - 1; x < y; x++, y--) {
+      int tmp = kids[x];
+      kids[x] = kids[y];
+      kids[y] = tmp;
+    }
+    double tread = 0, start = 0;
+    for (int x = a; x < b; x++) {
+      int c = kids[x];
+      double arr = out[c] + (first[c] < first[c + 1] ? 1 : 0) + k2 + (double)abs(c - v) * p->hop;
+      start = tread > arr ? tread : arr;
+      tread = start + (double)B;
+    }
+    out[v] = a < b ? start : 0; /* a leaf sends at once; a PE streams its last child */
+    if (v == root) T = tread + 1;
+  }
+done:
+  free(order);
+  free(first);
+  free(kids);
+  free(cur);
+  free(out);
+  return T;
+}
+
 static int finish(wf_reduce_tree *t) {
   if (wf_coll_tree_measure(t) != 0) {
     wf_coll_tree_free(t);

@@ -164,7 +164,7 @@ double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap);
  * who knows what the tree was predicted at (`orig`), turns the difference into extra cycles
  * with wf_coll_cache_relay_extra (nothing when no relay happened). */
 void wf_coll_cache_set_relay(wf_lower *L, double cycles);
-void wf_coll_cache_relay_extra(wf_lower *L, double orig);
+int wf_coll_cache_relay_extra(wf_lower *L, double orig); /* 1 if it was relayed */
 
 /* Relay reduce (collective_relay.c): the reduce along the line into `root` as a chain on ONE
  * color, every PE receiving its far neighbour's partial sums and streaming them on with its

@@ -87,20 +87,26 @@ static void fill(wf_coll_result *out, const wf_coll_choice *c, int root, int col
   snprintf(out->why, sizeof out->why, "%s", c->why);
 }
 
+/* *schedule (may be NULL): the lowered tree's schedule (wf_coll_tree_schedule), or -1 when
+ * the reduce was relayed past the color budget instead. */
 static int reduce_on(wf_lower *L, const wf_coll_line *ln, wf_coll_algo algo, int root, int sym,
-                     int64_t len, wf_peop combine, wf_loc loc, int *colors) {
+                     int64_t len, wf_peop combine, wf_loc loc, int *colors, double *schedule) {
   wf_coll_params p = params(L);
   wf_line_tree t;
   memset(&t, 0, sizeof t);
+  if (schedule) *schedule = -1;
   if (wf_line_tree_build(algo, ln->n, root, len, &p, &t)) {
     free(t.parent);
     wf_error(loc, "cannot build the %s tree over %d PEs", wf_coll_algo_name(algo), ln->n);
     return WF_EXIT_NOFIT;
   }
   int rc = wf_lower_tree_reduce(L, ln, &t, sym, len, combine, loc, colors);
+  wf_reduce_tree rt = {t.n, t.parent, 0, 0, 0, 0};
+  double s = rc ? -1 : wf_coll_tree_schedule(&rt, len, &p);
   free(t.parent);
   /* relayed past the budget: the chain's cycles replace the tree's in the prediction */
-  wf_coll_cache_relay_extra(L, wf_coll_reduce_at(algo, ln->n, len, root, &p));
+  if (!wf_coll_cache_relay_extra(L, wf_coll_reduce_at(algo, ln->n, len, root, &p)) && schedule)
+    *schedule = s;
   return rc;
 }
 
@@ -112,8 +118,15 @@ int wf_lower_coll_reduce(wf_lower *L, const wf_coll_line *ln, int algo, int root
   if (rc) return rc;
   if (root < 0) root = ln->n - 1;
   int colors = 0;
-  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors);
+  double sched = -1;
+  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, &sched);
   fill(out, &c, root, colors);
+  /* what the tree takes as lowered (docs/collectives-lowering.md, "Auto-Gen at mid P"):
+   * equation (1) overlaps a PE's reads with its distance to the root, the schedule does not */
+  if (out && sched > 0) {
+    size_t u = strlen(out->why);
+    snprintf(out->why + u, sizeof out->why - u, "; tree schedule %.0f", sched);
+  }
   return rc;
 }
 
@@ -192,7 +205,7 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   }
   int root = (int)c.root, colors = 0;
   if (root < 0 || root >= ln->n) root = 0;
-  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors);
+  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, NULL);
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
   if (!rc) wf_coll_cache_reset_last(L, ln);
   fill(out, &c, root, colors + (ln->n > 1));
@@ -216,8 +229,8 @@ static int xy_reduce_to(wf_lower *L, wf_coll_algo algo, int rx, int ry, int sym,
                         wf_peop combine, wf_loc loc, int *colors) {
   int ca = 0, cb = 0;
   wf_coll_line rl = row_line(L), cl = col_line(L, rx);
-  int rc = rl.n > 1 ? reduce_on(L, &rl, algo, rx, sym, len, combine, loc, &ca) : 0;
-  if (!rc && cl.n > 1) rc = reduce_on(L, &cl, algo, ry, sym, len, combine, loc, &cb);
+  int rc = rl.n > 1 ? reduce_on(L, &rl, algo, rx, sym, len, combine, loc, &ca, NULL) : 0;
+  if (!rc && cl.n > 1) rc = reduce_on(L, &cl, algo, ry, sym, len, combine, loc, &cb, NULL);
   *colors = ca + cb;
   return rc;
 }

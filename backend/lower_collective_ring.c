@@ -100,7 +100,7 @@ static int ring_fallback(wf_lower *L, const wf_coll_line *ln, const wf_coll_key 
   /* relay: reduce into the middle, broadcast back; the prediction replaces the ring's */
   int root = (P - 1) / 2;
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  double ring = wf_coll_ring(P, len, &p) + (double)wf_ring_local_cycles(P, len);
+  double ring = wf_coll_ring_lowered(P, len, &p) + (double)wf_ring_local_cycles(P, len);
   int rc = wf_lower_relay_reduce(L, ln, root, sym, len, WF_PEOP_RECVADD, what, loc);
   wf_coll_cache_relay_extra(L, ring - wf_coll_bcast_at(P, len, root, &p));
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);

@@ -104,6 +104,15 @@ double wf_coll_two_phase(int64_t P, int64_t B, int64_t S, const wf_coll_params *
 double wf_coll_two_phase_lemma54(int64_t P, int64_t B, const wf_coll_params *p);
 int64_t wf_coll_two_phase_group(int64_t P); /* the default S: nearest integer to sqrt(P) */
 double wf_coll_ring(int64_t P, int64_t B, const wf_coll_params *p);    /* Lemma 6.1 */
+/* The ring allreduce as backend/lower_collective_ring.c runs it, without its local work
+ * (the rotations and padding, wf_ring_local_cycles): 2(P-1) rounds of c = ceil(B/P) words,
+ * each round's chunk leaving one cycle after the previous round's last word arrived (the
+ * async receive's store cycle overlaps the next round's issue), so a round costs c + 2T_R
+ * plus its link's hops; the rounds' critical path crosses 2(P-1) consecutive links of the
+ * distance-2 ring (two 1-hop links, the rest 2 hops): 4P-7 hops for P >= 4, 4P-6 below.
+ *     2(P-1)(c + 2T_R) + (4P-7) hop
+ * Lemma 6.1 instead charges 2T_R+1 per round, B/P words and 2(2P-3) hops. */
+double wf_coll_ring_lowered(int64_t P, int64_t B, const wf_coll_params *p);
 
 /* ---- reduction trees: every 1D reduce above is a pre-order tree over positions 0..n-1 ---- */
 
@@ -127,6 +136,17 @@ int wf_coll_tree_two_phase(int n, int S, wf_reduce_tree *t);
 int wf_coll_tree_measure(wf_reduce_tree *t);
 /* The model's terms of a reduce of B wavelets over the tree. */
 wf_coll_terms wf_coll_tree_terms(const wf_reduce_tree *t, int64_t B);
+/* Cycles of the reduce the lowering emits for the tree (backend/lower_collective.c), derived
+ * from the cycle model without contention for links: a leaf's message reaches its parent
+ * 2T_R + d hop after it starts (d = hops), a streamed one (addsend) 1 cycle later; a PE
+ * reads its children one after the other, those at lower positions first and each side
+ * nearest first, B cycles each, never before a message arrives, and streams the last one to
+ * its parent as it reads it; the root's last word is stored 1 cycle after it is read. So a
+ * PE's C_v B cycles of reads come before its stream's distance and depth to the root, which
+ * equation (1) overlaps: max(C B, E/N + L) + (2T_R+1) D. Exact for chains, stars and
+ * Auto-Gen trees as simulated; the binary tree and two-phase run longer (a swset per round,
+ * streams sharing links). Returns 0 for n <= 1 or B <= 0, -1 on allocation failure. */
+double wf_coll_tree_schedule(const wf_reduce_tree *t, int64_t B, const wf_coll_params *p);
 void wf_coll_tree_free(wf_reduce_tree *t);
 
 /* Auto-Gen reduce (§5.5). The dynamic program

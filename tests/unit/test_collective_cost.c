@@ -39,6 +39,14 @@ static void hand_values(void) {
   CHECK(NEAR(wf_coll_two_phase(10, 8, 3, &P0), 104.0 / 9 + 9 + 25));
   /* Lemma 6.1: 2(P-1)B/P + 4P - 6 + 2(P-1)(2T_R+1). */
   CHECK(NEAR(wf_coll_ring(4, 8, &P0), 12 + 10 + 30));
+  /* The lowered ring (distance-2 ring 0 2 3 1, links of 2, 1, 2, 1 hops): 6 rounds of
+   * c = 2 words + 2T_R, and 6 consecutive links hold at most 2+1+2+1+2+1 = 9 hops. */
+  CHECK(NEAR(wf_coll_ring_lowered(4, 8, &P0), 6 * (2 + 4) + 9));
+  /* P = 3 (ring 0 2 1: links 2, 1, 1): 4 rounds, 4 consecutive links hold 2+1+1+2 = 6 hops;
+   * P = 2: 2 rounds over the 1-hop links; P = 1: nothing. */
+  CHECK(NEAR(wf_coll_ring_lowered(3, 7, &P0), 4 * (3 + 4) + 6));
+  CHECK(NEAR(wf_coll_ring_lowered(2, 5, &P0), 2 * (3 + 4) + 2));
+  CHECK(NEAR(wf_coll_ring_lowered(1, 5, &P0), 0));
   /* Lemma 5.5 by hand for P = 3: E*(3,1,1) = 3, E*(3,1,2) = 2, so
    * T* >= min(1.5 B + 2 + 5, B + 2 + 10). */
   CHECK(NEAR(wf_coll_lower_bound(3, 1, &P0), 8.5));
@@ -210,6 +218,42 @@ static void chooser(void) {
         NEAR(c.predicted, wf_coll_bcast2d(16, 16, 100, &P0)));
 }
 
+/* wf_coll_tree_schedule: the lowered stream schedule, against closed forms derived from the
+ * cycle model independently (docs/cycle-model.md's table) and a tree worked by hand. */
+static void schedules(void) {
+  for (int P = 2; P <= 40; P += 3) {
+    wf_reduce_tree t;
+    int64_t B = 1 + P % 7 * 9;
+    CHECK(wf_coll_tree_chain(P, &t) == 0);
+    /* the chain is exactly Lemma 5.2: B + (2T_R + 2)(P - 1) */
+    CHECK(NEAR(wf_coll_tree_schedule(&t, B, &P0), B + 6.0 * (P - 1)), "chain P=%d", P);
+    wf_coll_tree_free(&t);
+    CHECK(wf_coll_tree_star(P, &t) == 0);
+    /* the star: the root's pipeline of B(P-1) starts after the nearest leaf's message,
+     * 2T_R + 1 hop, and its last word is stored a cycle later: B(P-1) + 2T_R + 2 */
+    CHECK(NEAR(wf_coll_tree_schedule(&t, B, &P0), B * (P - 1.0) + 6), "star P=%d", P);
+    wf_coll_tree_free(&t);
+  }
+  /* 0 <- 1 <- {2, 3}: PE 1 reads leaf 2 (arrives at 2T_R + 1 = 5) for B cycles, then streams
+   * leaf 3 from 5 + B; its stream reaches the root 1 + 2T_R + 1 = 6 later, which reads it
+   * for B and stores 1 cycle later: 2B + 12. Equation (1) overlaps PE 1's 2B of reads with
+   * the distance: max(2B, 4B/3 + 3) + 2*5 = 2B + 10 for B >= 5. */
+  int par[4] = {-1, 0, 1, 1};
+  wf_reduce_tree t = {4, par, 0, 0, 0, 0};
+  CHECK(wf_coll_tree_measure(&t) == 0);
+  CHECK(NEAR(wf_coll_tree_schedule(&t, 20, &P0), 52));
+  wf_coll_terms tt = wf_coll_tree_terms(&t, 20);
+  CHECK(NEAR(wf_coll_model(&tt, &P0), 50));
+  /* both sides of an inner root: the lower side is read first (nearest first), the higher
+   * side's last child streams: 2 <- {1 <- 0, 3}: 1 streams leaf 0 from 5, reaching 2 at
+   * 5 + 6 = 11; 2 reads it for B, then leaf 3 (arrived at 5): 11 + 2B + 1 */
+  int par2[4] = {1, 2, -1, 2};
+  wf_reduce_tree t2 = {4, par2, 0, 0, 0, 0};
+  CHECK(NEAR(wf_coll_tree_schedule(&t2, 8, &P0), 11 + 16 + 1));
+  wf_reduce_tree one = {1, par, 0, 0, 0, 0};
+  CHECK(NEAR(wf_coll_tree_schedule(&one, 8, &P0), 0));
+}
+
 int main(void) {
   P0 = wf_coll_params_default();
   hand_values();
@@ -218,5 +262,6 @@ int main(void) {
   two_phase_vs_chain();
   chooser();
   autogen_at_512();
+  schedules();
   return wf_test_result("test_collective_cost");
 }
