@@ -13,6 +13,7 @@
  * whose one use is the GEMM (any other use would see the larger blocks). Both such operands
  * pad K to L ceil(K/L); one alone pads to the other's cuts when those make whole tiles. */
 #include "backend/gemm_choose.h"
+#include "backend/intmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 #include "backend/lower_gemm.h"
 #include "backend/lower_relayout.h"
 
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 /* The op using v when v is a graph input or constant with exactly one use (the function's
  * results are a use too), else NULL; *as = the operand position. */
@@ -48,7 +48,7 @@ int64_t wf_gemm_k_paddable(const wf_func *f, const wf_op *op, int w, int h) {
   if (tb->rank < 2 || ta->layout.rank != ta->rank || tb->layout.rank != tb->rank ||
       ta->layout.dims[ta->rank - 1].split != WF_AXIS_X || tb->layout.dims[tb->rank - 2].split != WF_AXIS_Y)
     return 0;
-  int64_t K = ta->dims[ta->rank - 1], l = (int64_t)w / gcd(w, h) * h;
+  int64_t K = ta->dims[ta->rank - 1], l = wf_lcm(w, h);
   if (wf_gemm_rect_k_fits(w, h, K)) return 0;
   int ua = -1, ub = -1;
   int pa = only_use(f, op->operands[0], &ua) == op && ua == 0;
@@ -203,7 +203,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   ch->count = 1;
   for (int d = 0; d < tc->rank - (has_rows ? 2 : 1); d++) ch->count *= tc->dims[d];
   ch->K = ta->dims[ra - 1];
-  ch->L = w / gcd(w, h) * h;
+  ch->L = (int)wf_lcm(w, h);
   int ax = ta->layout.dims[ra - 1].split, by = tb->layout.dims[rb - 2].split;
   int64_t f_ = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, local = m * n + (m * ka * n + f_ - 1) / f_;
   int k_whole = ax == WF_AXIS_NONE && by == WF_AXIS_NONE; /* K = 1: every lowering multiplies locally */

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 
 #include "backend/gemm_algos.h"
+#include "backend/intmath.h"
 #include "waferc/diag.h"
 
 static int64_t lat(const wf_target *t, int64_t hops) { return hops * t->hop_cycles + 2 * t->ramp_cycles + 1; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 typedef struct { int64_t sends, copies, hops; } axis_cost;
 
@@ -39,9 +39,9 @@ static axis_cost axis(int meshgemm, int v, int len) {
 
 int wf_gemm_rect_cannon_period(int w, int h) {
   if (w == h) return 0;
-  int L = w / gcd(w, h) * h, vx = L / w, vy = L / h;
+  int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
   int sx = w == 1 ? vx : vx + 1, sy = h == 1 ? vy : vy + 1;
-  int64_t p = (int64_t)sx / gcd(sx, sy) * sy;
+  int64_t p = wf_lcm(sx, sy);
   /* the unrolled period holds p v_x v_y multiplies: keep the program small */
   return p * vx * vy <= WF_GEMM_RECT_MAX_UNROLL ? (int)p : 0;
 }
@@ -52,13 +52,12 @@ int wf_gemm_rect_cannon_period(int w, int h) {
  * + 1); an end PE's join into a U of v tiles and a free slot (period v + 1), unless the ends
  * copy their turning tile (`turns`: they keep the middle's chains); a 1-PE axis is a cycle
  * of v; v = 1 double buffers. */
-static int lcm_i(int a, int b) { return a / gcd(a, b) * b; }
 
 static int axis_period(int v, int n, int turns) {
   if (v == 1) return 2;
   if (n == 1) return v;
-  int mid = lcm_i((v + 1) / 2 + 1, v / 2 + 1);
-  return turns ? mid : lcm_i(mid, v + 1);
+  int mid = (int)wf_lcm((v + 1) / 2 + 1, v / 2 + 1);
+  return turns ? mid : (int)wf_lcm(mid, v + 1);
 }
 
 /* Slot maps the multiplies are written for: per parity of the coordinate (v odd), and
@@ -79,9 +78,9 @@ static int axis_maps(int v, int n, int turns) {
 int wf_gemm_rect_meshgemm_period(int w, int h, int *turns) {
   *turns = 0;
   if (w == h) return 0;
-  int L = w / gcd(w, h) * h, vx = L / w, vy = L / h;
+  int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
   for (int t = 0; t < 2; t++) {
-    int64_t p = lcm_i(axis_period(vx, w, t), axis_period(vy, h, t));
+    int64_t p = wf_lcm(axis_period(vx, w, t), axis_period(vy, h, t));
     if (p * vx * vy * axis_maps(vx, w, t) * axis_maps(vy, h, t) <= WF_GEMM_RECT_MAX_UNROLL) {
       *turns = t;
       return (int)p;
@@ -95,7 +94,7 @@ int wf_gemm_rect_mesh_slots(int v) { return v == 1 ? 2 : v + 2; }
 
 void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
                           wf_gemm_bufs *out) {
-  int L = w / gcd(w, h) * h, vx = L / w, vy = L / h, turns;
+  int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h, turns;
   /* lower_gemm_rect.c: w = 1 cuts A's whole K like B's blocks */
   int64_t kt = w == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
   int64_t za = mt * kt, zb = kt * nt, zc = mt * nt;
@@ -221,7 +220,7 @@ static int64_t gather_words(int d, int o, int vx, int vy, int64_t m, int64_t ka,
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
                                 int64_t kb, int64_t n) {
   if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
-  int L = w / gcd(w, h) * h, vx = L / w, vy = L / h;
+  int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
   if (w > 1 && ka % vx) return -1; /* K does not cut in L tiles (wf_gemm_rect_k_fits) */
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
   /* w = 1: A's block is the whole K, cut in B's blocks (lower_gemm_rect.c) */

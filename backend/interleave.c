@@ -7,6 +7,7 @@
  * path is two hops whatever the mesh size. */
 #include <stdlib.h>
 
+#include "backend/intmath.h"
 #include "backend/mesh_algos.h"
 
 void wf_interleave(int index, int n, int *send_index, int *recv_index) {
@@ -44,19 +45,10 @@ int wf_interleave_order(int n, int *order, int *pos) {
   return 0;
 }
 
-static int gcd(int a, int b) {
-  while (b) {
-    int t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 int wf_meshgemm_init(wf_meshgemm *g, int nw, int nh) {
   g->order = g->pos = NULL;
   if (nw < 1 || nh < 1) return -1;
-  long long L = (long long)nw / gcd(nw, nh) * nh;
+  long long L = wf_lcm(nw, nh);
   if (L > (1 << 20)) return -1;
   g->nw = nw;
   g->nh = nh;

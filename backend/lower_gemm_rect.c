@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "backend/lower_gemm.h"
+#include "backend/intmath.h"
 #include "backend/lower_relayout.h"
 #include "waferc/diag.h"
 
@@ -544,7 +545,6 @@ static void axis_routes(wf_pe_class *c, const rect_axis *ax, int meshgemm, int l
   }
 }
 
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 /* Rows (or columns) of tile i of size sz that lie in a block of `len`: sz, fewer for the
  * last, <= 0 past the end. */
@@ -617,7 +617,7 @@ static void late_zero(wf_lower *L, int no, int ustep, int iters, int gc, int64_t
 
 int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
   if (w == 1 || h == 1) return 1; /* one operand holds the whole K: it is cut as the other's */
-  int64_t l = (int64_t)w / gcd(w, h) * h;
+  int64_t l = wf_lcm(w, h);
   int64_t ka = (K + w - 1) / w, kb = (K + h - 1) / h;
   return ka * w == kb * h && (ka * w) % l == 0;
 }
@@ -627,7 +627,7 @@ int wf_gemm_rect_k_fits(int w, int h, int64_t K) {
 
 int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo) {
   wf_value va = op->operands[0], vb = op->operands[1], vc = op->results[0];
-  int W = L->w, H = L->h, Lc = W / gcd(W, H) * H, vx = Lc / W, vy = Lc / H;
+  int W = L->w, H = L->h, Lc = (int)wf_lcm(W, H), vx = Lc / W, vy = Lc / H;
   int meshgemm = algo == WF_GEMM_MESHGEMM;
   const char *name = wf_gemm_algo_names[algo];
   int64_t m, ka, kb, n, r_, c_;

@@ -20,6 +20,7 @@
  * lo) columns into a tile first (m (hi - lo) cycles; a matmul with a row stride would save
  * them). The steps stay blocking, as in the square case: broadcast, then multiply. */
 #include "backend/gemm_algos.h"
+#include "backend/intmath.h"
 #include "backend/lower.h"
 #include "waferc/diag.h"
 
@@ -95,15 +96,6 @@ static void summa_steps(summa_rect_ctx *s, int64_t from, int64_t to, int pv, int
   }
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* W, H: how many K blocks A has along x and B along y (the region's sides, or 1 when that
  * operand's K is not split and every PE holds all of it). The cuts repeat every P =
  * lcm(ka, kb) words of K, so whole periods are one loop (its body P/ka + P/kb - 1 steps at
@@ -117,7 +109,7 @@ static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, in
   if (W > 1) s.at = wf_lower_temp(L, "$a_recv", bf.a0 * 4);
   if (H > 1) s.bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
   int64_t end = W * ka < H * kb ? W * ka : H * kb;
-  int64_t P = ka / gcd64(ka, kb) * kb, periods = end / P;
+  int64_t P = wf_lcm(ka, kb), periods = end / P;
   int64_t from = 0;
   if (periods >= 2 && P / ka <= WF_PE_MAX_SCALE && P / kb <= WF_PE_MAX_SCALE) {
     int pv = wf_pe_class_find_var(L->cls, "p", 1);

@@ -30,6 +30,7 @@
  * chunks of each of its pieces: (W−1)/W of R·C/H. A PE receives a whole piece to keep one
  * chunk: a flooding multicast is consumed by every PE of the row. */
 #include "backend/lower_relayout.h"
+#include "backend/intmath.h"
 
 #include <stdlib.h>
 
@@ -43,7 +44,6 @@ static wf_pe_arg at(int sym, int64_t off) {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int gcd_i(int a, int b) { return b ? gcd_i(b, a % b) : a; }
 
 static wf_pe_guard guard1(wf_pe_term a, wf_cmp c, wf_pe_term b) {
   wf_pe_guard g = wf_guard0();
@@ -285,7 +285,7 @@ int wf_relayout_reblock_axis(wf_lower *L, const wf_relayout_reblock *r, wf_loc l
 
 int64_t wf_relayout_gemm_k_cost(const wf_target *t, int w, int h, int64_t m, int64_t n, int64_t K, int64_t ka,
                                 int64_t kb) {
-  int64_t l = (int64_t)w / gcd_i(w, h) * h, kp = (K + l - 1) / l * l, c = 0;
+  int64_t l = wf_lcm(w, h), kp = (K + l - 1) / l * l, c = 0;
   if (ka != kp / w) c += reblock_cost(t, w, m, 1, K, ka, kp / w);
   if (kb != kp / h) c += reblock_cost(t, h, 1, n, K, kb, kp / h);
   return c;
