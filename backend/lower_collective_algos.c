@@ -200,7 +200,16 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   if (c.algo == WF_COLL_RING) {
     rc = wf_lower_coll_ring(L, ln, sym, len, loc);
     fill(out, &c, 0, ln->n > 1 ? 2 : 0);
-    if (out) out->predicted += (double)wf_ring_local_cycles(ln->n, len);
+    if (out) {
+      /* the explain's number is the rounds' (the chooser compares those); say what the
+       * rotations and padding add, so it and predicted_cycles agree */
+      int64_t local = wf_ring_local_cycles(ln->n, len);
+      out->predicted += (double)local;
+      size_t k = strlen(out->why);
+      if (local && k < sizeof out->why)
+        snprintf(out->why + k, sizeof out->why - k, " + %lld of local rotations and padding = %.0f",
+                 (long long)local, out->predicted);
+    }
     return rc;
   }
   int root = (int)c.root, colors = 0;
