@@ -11,12 +11,6 @@
 # (the memory planner), every other one compiles.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-NPY="$SRC/tests/tools/npy.py"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-n=0
 
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...; gen NAME ASHAPE BSHAPE CSHAPE
 . "$SRC/tests/tools/plan_run.sh"

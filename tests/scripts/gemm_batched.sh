@@ -10,13 +10,6 @@
 # as attention's Kt.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-NPY="$SRC/tests/tools/npy.py"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-n=0
 
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...: compile, run, compare.
 . "$SRC/tests/tools/plan_run.sh"

@@ -25,14 +25,7 @@
 #     right C for such a K.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-NPY="$SRC/tests/tools/npy.py"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 BOUND=0.10
-n=0
 . "$SRC/tests/tools/plan_run.sh"
 
 lowering() { case $1 in meshgemm) echo '"meshgemm-interleave-lcm"' ;; cannon) echo '"cannon-ring-lcm"' ;; esac; }

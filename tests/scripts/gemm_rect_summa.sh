@@ -13,15 +13,8 @@
 #     up to +26.8% on 7x11x5 on 4x6, when the latency was charged once per axis). BOUND = 1%.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-NPY="$SRC/tests/tools/npy.py"
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 BOUND=0.01
 MESHES="2x3 3x2 4x1 1x4 3x5"
-n=0
 . "$SRC/tests/tools/plan_run.sh"
 
 # 1. ONNX node tests.

@@ -1,4 +1,6 @@
-# Sourced by e2e scripts (after they set TMP, fail and n): defines
+# Sourced by e2e scripts (after `set -euo pipefail` and SRC=$WAFERC_SOURCE_DIR). Sets up what
+# they share: WAFERC_TARGET_PATH, NODE (the ONNX node tests), NPY (tests/tools/npy.py), a
+# scratch TMP removed on exit, fail (message, exit 1) and the pass counter n; and defines
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...
 # which compiles MODEL for MESH (target test8x8) into $TMP/NAME, runs it on waferrun with the
 # NAME=PATH inputs, compares output OUT with REF (the interpreter's) and, if given, WANT (an
@@ -8,6 +10,14 @@
 # $TMP/NAME.ref/; and
 # check_node_output PLAN WANT REFDIR LABEL: PLAN/out holds exactly one .npy, equal to WANT
 # (an ONNX test's output_0.pb) and to the interpreter's file of the same name in REFDIR.
+NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
+export WAFERC_TARGET_PATH=$SRC/targets
+NPY="$SRC/tests/tools/npy.py"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+
 run() {
   local name=$1 model=$2 mesh=$3 inputs=$4 out=$5 ref=$6 want=$7
   shift 7
