@@ -62,7 +62,7 @@ static int parse_int(const char *s, int32_t *out) {
   return 0;
 }
 
-/* term := int | (int '*')? (x|y|W|H|var) ('%' int)? ([+-]int)? */
+/* term := int | ('-'? int '*')? (x|y|W|H|var) ('%' int)? ([+-]int)? */
 static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   while (isspace((unsigned char)*s)) s++;
   char buf[64];
@@ -71,7 +71,9 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
   t->mul = 0;
   size_t i = 0;
-  if (isdigit((unsigned char)buf[0])) { /* a constant, or the scale of `3*y` */
+  int neg = buf[0] == '-';
+  if (isdigit((unsigned char)buf[neg])) { /* a constant, or the scale of `3*y`, `-3*y` */
+    i = (size_t)neg;
     while (isdigit((unsigned char)buf[i])) i++;
     if (buf[i] == '*') {
       char c[16];
@@ -79,8 +81,8 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
       if (i >= sizeof c) return -1;
       memcpy(c, buf, i);
       c[i] = 0;
-      if (parse_int(c, &cv) || cv < 1 || cv > WF_PE_MAX_SCALE) return -1;
-      t->mul = (uint16_t)(cv > 1 ? cv : 0);
+      if (parse_int(c, &cv) || cv == 0 || cv < -WF_PE_MAX_SCALE || cv > WF_PE_MAX_SCALE) return -1;
+      t->mul = cv == 1 ? 0 : cv;
       memmove(buf, buf + i + 1, strlen(buf + i + 1) + 1);
       i = 0;
     }

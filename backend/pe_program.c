@@ -160,8 +160,8 @@ wf_pe_term wf_term_int(int32_t v) { return (wf_pe_term){WF_TERM_INT, 0, 0, v, 0}
 wf_pe_term wf_term(wf_term_kind kind, int32_t k) { return (wf_pe_term){(uint8_t)kind, 0, 0, k, 0}; }
 wf_pe_term wf_term_var(int var, int32_t k) { return (wf_pe_term){WF_TERM_VAR, (uint8_t)var, 0, k, 0}; }
 wf_pe_term wf_term_scaled(wf_pe_term t, int c, int32_t k) {
-  WF_ASSERT(c >= 1 && c <= WF_PE_MAX_SCALE && t.kind != WF_TERM_INT);
-  t.mul = (uint16_t)(c > 1 ? c : 0);
+  WF_ASSERT(c != 0 && c >= -WF_PE_MAX_SCALE && c <= WF_PE_MAX_SCALE && t.kind != WF_TERM_INT);
+  t.mul = c == 1 ? 0 : c;
   t.k = k;
   return t;
 }
@@ -208,7 +208,7 @@ static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_
   }
   char m[16] = "", sc[16] = "";
   if (t->mod) snprintf(m, sizeof m, "%%%d", (int)t->mod);
-  if (t->mul > 1) snprintf(sc, sizeof sc, "%d*", (int)t->mul);
+  if (t->mul > 1 || t->mul < 0) snprintf(sc, sizeof sc, "%d*", (int)t->mul);
   if (t->k) snprintf(buf, cap, "%s%s%s%+d", sc, base, m, (int)t->k);
   else snprintf(buf, cap, "%s%s%s", sc, base, m);
 }

@@ -60,14 +60,16 @@ extern const char *const wf_dir_names[WF_DIR_COUNT];
 /* A term: (c * base) % M + k, where base is a constant 0, a PE parameter or a loop
  * variable; the scale c and the modulus M are optional. The scale names a PE's virtual index
  * when every PE stands for c positions of a longer line (`3*y+1`: the second of three virtual
- * rows, docs/gemm.md); it is applied before the modulus (`3*y%4`). */
+ * rows, docs/gemm.md); it is applied before the modulus (`3*y%4`). A negative scale counts
+ * down (`-16*j+96`: what is left of a row after slot j). */
 typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR } wf_term_kind;
 typedef struct wf_pe_term {
   uint8_t kind; /* wf_term_kind */
   uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
   uint16_t mod; /* 0, or M: the scaled base is taken modulo M (x%2 selects a parity role) */
   int32_t k;
-  uint16_t mul; /* 0 or 1: unscaled; else c >= 2, the base is multiplied by c first */
+  int32_t mul;  /* 0 or 1: unscaled; else c (c >= 2 or c <= -1, |c| <= WF_PE_MAX_SCALE),
+                   the base is multiplied by c first */
 } wf_pe_term;
 #define WF_PE_MAX_SCALE 65535
 
@@ -206,7 +208,7 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     case WF_TERM_VAR: b = e->vars[t->var]; break;
     default: return t->k;
   }
-  if (t->mul > 1) b *= (int32_t)t->mul;
+  if (t->mul > 1 || t->mul < 0) b *= t->mul;
   if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
   return b + t->k;
 }

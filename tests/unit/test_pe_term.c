@@ -22,6 +22,7 @@ static const char *const program =
     "  [y<=W-1] zero $a 1*x\n"
     "  copy $a+4*u+1 $a+x 2\n"
     "  copy $a+8 $a 2\n"
+    "  zero $a+-4*u+48 -2*u+30\n"
     "endloop\n";
 
 /* Text of class c as the writer prints it (static buffer). */
@@ -72,12 +73,23 @@ static void test_eval(void) {
       CHECK(wf_pe_arg_off(&cc->args[0], &e) == 8 && wf_pe_arg_off(&cc->args[1], &e) == 0);
     }
   CHECK(cc->args[0].off == 8 && cc->args[0].term.kind == WF_TERM_INT, "a constant stays in off");
+  /* a negative scale counts down: what is left after slot u */
+  const wf_pe_instr *zn = &c->code[6];
+  CHECK(zn->args[1].term.mul == -2 && zn->args[1].term.k == 30);
+  for (int u = 0; u < 12; u++) {
+    wf_pe_env e = {0, 0, 1, 1, {0}};
+    e.vars[0] = u;
+    CHECK(wf_term_eval(&zn->args[1].term, &e) == 30 - 2 * u, "u=%d", u);
+    CHECK(wf_pe_arg_off(&zn->args[0], &e) == 48 - 4 * u, "u=%d", u);
+  }
   /* Built in memory: wf_term_scaled is the constructor the lowerings use. */
   wf_pe_term t = wf_term_scaled(wf_term(WF_TERM_Y, 0), 3, 2);
   wf_pe_env e = {0, 5, 1, 6, {0}};
   CHECK(wf_term_eval(&t, &e) == 17);
   t.mod = 4;
   CHECK(wf_term_eval(&t, &e) == 15 % 4 + 2);
+  t = wf_term_scaled(wf_term(WF_TERM_Y, 0), -3, 20);
+  CHECK(wf_term_eval(&t, &e) == 5 && t.mul == -3);
   wf_pe_class_free(c);
 }
 
@@ -93,6 +105,7 @@ static void test_round_trip(void) {
   CHECK(strstr(first, "[y<=W-1] zero $a x") != NULL, "unscaled terms print as before: %s", first);
   CHECK(strstr(first, "copy $a+4*u+1 $a+x 2") != NULL, "%s", first);
   CHECK(strstr(first, "copy $a+8 $a 2") != NULL, "%s", first);
+  CHECK(strstr(first, "zero $a+-4*u+48 -2*u+30") != NULL, "%s", first);
   wf_pe_class *d = wf_pe_class_parse_string(first, "again.wpe");
   CHECK(d != NULL);
   if (d) {
@@ -106,7 +119,8 @@ static void test_rejects(void) {
   static const char *const bad[] = {"[2*3==x] zero $a 1\n", "[0*x==0] zero $a 1\n",
                                     "[70000*x==0] zero $a 1\n", "[3*==0] zero $a 1\n",
                                     "[x*3==0] zero $a 1\n", "zero $a 2*-x\n",
-                                    "copy $a+-3 $a 1\n", "copy $a+q $a 1\n", "copy $a+4*z $a 1\n"};
+                                    "copy $a+-3 $a 1\n", "copy $a+q $a 1\n", "copy $a+4*z $a 1\n",
+                                    "zero $a -70000*x\n", "zero $a -0*x\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char text[256];
     snprintf(text, sizeof text, ".format 2\n.class main\n.sym $a 0 64\n.code\n%s", bad[i]);
