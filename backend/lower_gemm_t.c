@@ -14,6 +14,10 @@
  * makes the sender and the root of round j both "coordinate == j", and the allreduce
  * replaces the rooted reduce (every PE receives the sum; only one keeps it). */
 #include "backend/lower_gemm.h"
+#include "backend/intmath.h"
+
+#include <stdlib.h>
+
 #include "waferc/diag.h"
 
 /* The operand symbols and scratch of one dist.gemm_t. */
@@ -51,12 +55,47 @@ static int k_split(const wf_lower *L, wf_value a) {
 
 /* W x H (W != H): B's N is cut in H blocks of nb (over y) but C's in W blocks of nc (over x),
  * so round j's partial C[y][j-th B block] (m x nb, summed along the row as above) spans
- * parts of several C column blocks. The rounds are unrolled: in round j, each PE x whose
- * columns [x nc, (x+1) nc) meet [j nb, (j+1) nb) copies that slice of the sum into its C
- * block with a strided copy. The program grows with W + H (the pairs that meet), not with
- * the PE count. Padding: B's rows past N are zero, so are their partial columns; C's
- * columns past N are dropped by the host; K is cut over x for both operands, as on a
- * square region. */
+ * parts of several C column blocks: in round j, each PE x whose columns [x nc, (x+1) nc)
+ * meet [j nb, (j+1) nb) copies that slice of the sum into its C block with a strided copy.
+ * The cuts repeat every lcm(nb, nc) columns (round j + lcm/nb copies to PE x + lcm/nc what
+ * round j copies to x), so whole periods that repeat the first one are one loop whose
+ * rounds and PEs are terms of its variable; the rest is unrolled. The program grows with
+ * the blocks' ratio, not with W or H. Padding: B's rows past N are zero, so are their
+ * partial columns; C's columns past N are dropped by the host; K is cut over x for both
+ * operands, as on a square region. */
+
+/* One group of the W x H walk, in emission order: round j (x < 0) or its copy to PE x. */
+typedef struct gt_item {
+  int j, x;
+  int64_t s0, s1; /* the copied columns (C's), a copy only */
+} gt_item;
+
+static int gt_items(int H, int W, int64_t nb, int64_t nc, int c_split, gt_item *it) {
+  int n = 0;
+  for (int j = 0; j < H; j++) {
+    it[n++] = (gt_item){j, -1, 0, 0};
+    int64_t lo = (int64_t)j * nb, hi = lo + nb;
+    for (int x = 0; x < (c_split ? W : 1); x++) {
+      int64_t clo = (int64_t)x * nc, chi = clo + nc;
+      int64_t s0 = lo > clo ? lo : clo, s1 = hi < chi ? hi : chi;
+      if (s0 < s1) it[n++] = (gt_item){j, x, s0, s1};
+    }
+  }
+  return n;
+}
+
+/* Whether b is a, d periods later (sj rounds, sx PEs, pn columns further). */
+static int gt_same(const gt_item *a, const gt_item *b, int64_t d, int64_t sj, int64_t sx, int64_t pn) {
+  if (b->j != a->j + d * sj || (a->x < 0) != (b->x < 0)) return 0;
+  return a->x < 0 || (b->x == a->x + d * sx && b->s0 == a->s0 + d * pn && b->s1 == a->s1 + d * pn);
+}
+
+/* c * (base + step q) + k as a term of loop variable q (var < 0: the constant). */
+static wf_pe_term gt_term(int var, int64_t base, int64_t step) {
+  if (var < 0 || step == 0) return wf_term_int((int32_t)base);
+  return wf_term_scaled(wf_term_var(var, 0), (int)step, (int32_t)base);
+}
+
 static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
   int W = L->w, H = L->h;
@@ -75,35 +114,71 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (ccol < 0) return WF_EXIT_NOFIT;
   gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_bt", k * nb * 4), wf_lower_temp(L, "$gemmt_brecv", nb * k * 4),
                 wf_lower_temp(L, "$gemmt_part", m * nb * 4)};
-  int part = gs.part;
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
-  int64_t pred = m * nc;
-  for (int j = 0; j < H; j++) {
-    wf_pe_guard own = wf_guard0(), recv = wf_guard0();
-    wf_gadd(&own, ty, WF_CMP_EQ, wf_term_int(j));
-    wf_gadd(&recv, ty, WF_CMP_NE, wf_term_int(j));
-    int64_t ar = 0;
-    int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar);
-    if (rc) return rc;
-    int64_t lo = (int64_t)j * nb, hi = lo + nb, widest = 0;
-    for (int x = 0; x < (c_split ? W : 1); x++) {
-      int64_t clo = (int64_t)x * nc, chi = clo + nc;
-      int64_t s0 = lo > clo ? lo : clo, s1 = hi < chi ? hi : chi;
-      if (s0 >= s1) continue;
-      wf_pe_guard at = wf_guard0();
-      wf_gadd(&at, tx, WF_CMP_EQ, wf_term_int(x));
-      wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(part);
-      dst.off = (int32_t)(s0 - clo);
-      src.off = (int32_t)(s0 - lo);
-      wf_emit(L, c_split ? &at : NULL, WF_PEOP_COPY2D,
-              (wf_pe_arg[]){dst, src, wf_arg_int(m), wf_arg_int(s1 - s0), wf_arg_int(nc), wf_arg_int(nb)});
-      if (s1 - s0 > widest) widest = s1 - s0;
+  gt_item *it = calloc((size_t)H * ((size_t)W + 1) + 1, sizeof *it);
+  WF_ASSERT(it);
+  int n = gt_items(H, W, nb, nc, c_split, it);
+  /* The loop: periods q0 .. q1 - 1 of pn columns, each repeating the first one. */
+  int64_t pn = wf_lcm(nb, nc), sj = pn / nb, sx = pn / nc, q1 = (int64_t)H / sj, q0 = 0;
+  int k0 = n, per = 0, k1 = n;
+  if (sj <= WF_PE_MAX_SCALE && sx <= WF_PE_MAX_SCALE)
+    for (q0 = 0; q0 + 2 <= q1; q0++) {
+      int s = 0;
+      while (s < n && it[s].j < q0 * sj) s++;
+      int per0 = 0;
+      while (s + per0 < n && it[s + per0].j < (q0 + 1) * sj) per0++;
+      int e = s, ok = per0 > 0;
+      while (ok && e < n && it[e].j < q1 * sj) {
+        ok = gt_same(&it[s + (e - s) % per0], &it[e], (e - s) / per0, sj, sx, pn);
+        e++;
+      }
+      if (ok && e - s == per0 * (q1 - q0)) {
+        k0 = s, per = per0, k1 = e;
+        break;
+      }
     }
-    /* Per round: the B block through the ramp, its transpose, the multiply, the row
-     * allreduce and the widest slice copied. */
-    pred += 2 * nb * k + mac + m * nb + ar + m * widest;
+  int qv = per ? wf_pe_class_find_var(L->cls, "gq", 1) : -1;
+  int64_t pred = m * nc, ar = 0, widest = 0;
+  for (int i = 0; i < n; i++) {
+    const gt_item *x = &it[i];
+    int emit = i < k0 || i >= k1 || i < k0 + per, in_loop = i >= k0 && i < k0 + per;
+    if (per && i == k0)
+      wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
+    if (x->x < 0) {
+      if (i) pred += 2 * nb * k + mac + m * nb + ar + m * widest; /* the previous round */
+      widest = 0;
+      if (emit) {
+        wf_pe_term tj = gt_term(in_loop ? qv : -1, x->j - (in_loop ? sj * q0 : 0), in_loop ? sj : 0);
+        wf_pe_guard own = wf_guard0(), recv = wf_guard0();
+        wf_gadd(&own, ty, WF_CMP_EQ, tj);
+        wf_gadd(&recv, ty, WF_CMP_NE, tj);
+        ar = 0; /* every round's allreduce is the same: its prediction serves the unrolled ones */
+        int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar);
+        if (rc) {
+          free(it);
+          return rc;
+        }
+      }
+    } else {
+      int64_t lo = (int64_t)x->j * nb, clo = (int64_t)x->x * nc;
+      if (emit) {
+        wf_pe_guard at = wf_guard0();
+        wf_gadd(&at, tx, WF_CMP_EQ, gt_term(in_loop ? qv : -1, x->x - (in_loop ? sx * q0 : 0), in_loop ? sx : 0));
+        wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(gs.part);
+        dst.off = (int32_t)(x->s0 - clo);
+        src.off = (int32_t)(x->s0 - lo);
+        wf_emit(L, c_split ? &at : NULL, WF_PEOP_COPY2D,
+                (wf_pe_arg[]){dst, src, wf_arg_int(m), wf_arg_int(x->s1 - x->s0), wf_arg_int(nc), wf_arg_int(nb)});
+      }
+      if (x->s1 - x->s0 > widest) widest = x->s1 - x->s0;
+    }
+    if (per && i == k0 + per - 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
+  /* Per round: the B block through the ramp, its transpose, the multiply, the row
+   * allreduce and the widest slice copied. */
+  pred += 2 * nb * k + mac + m * nb + ar + m * widest;
+  free(it);
   out->lowering = "gemm_t-bcast-allreduce";
   out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
   return 0;

@@ -20,9 +20,11 @@
  *      kept: chunk (i, y), transposed, is the whole rows [lo - y cb2, hi - y cb2) of its Xᵀ
  *      block (one transpose in place). Xᵀ's rows past C are zeroed.
  *
- * Buffer offsets are constants of the instruction, so the rounds are unrolled: H guarded
- * rounds in phase 1 and one group per meeting pair in phase 2 (at most W + H - 1 pairs, as
- * the cuts of C over x and over y merge); the program grows with W + H, never with W·H.
+ * Phase 1 is one loop (slot j of the panel is a term offset). Phase 2 has one group per
+ * meeting pair (at most W + H - 1, as the cuts of C over x and over y merge); the cuts
+ * repeat every lcm(cb, cb2) columns, so whole periods are one loop over the periods with
+ * the pairs' coordinates as terms of its variable (find_loop), and the program grows with
+ * the blocks' ratio, not with W or H.
  * Memory: the panel (max(H rb, W rb2) x cb words, about H blocks), the piece and the chunk
  * slots (W rb2 min(cb, cb2) words each).
  *
@@ -78,22 +80,53 @@ static void zero_row_padding(wf_lower *L, const wf_relayout_tr *t, int64_t *row)
   }
 }
 
-/* Phase 1: panel = X[all rows, Cx(x)], rpan rows (zero past H rb). */
-static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, int64_t rpan, int ccol) {
+/* A value that is a constant or, inside a loop over the periods of a cut pattern (variable
+ * `var`, q = its value), base + step * q: an owner's coordinate, a slot, a word count. */
+typedef struct rl_lin {
+  int var; /* -1: the constant base */
+  int64_t base, step;
+} rl_lin;
+
+static rl_lin lin_const(int64_t v) { return (rl_lin){-1, v, 0}; }
+
+/* l * scale + add as a term (a scaled term of the loop variable inside the loop). */
+static wf_pe_term lin_term(rl_lin l, int64_t scale, int64_t add) {
+  int64_t c = l.base * scale + add, st = l.step * scale;
+  WF_ASSERT(c >= INT32_MIN && c <= INT32_MAX);
+  if (l.var < 0 || st == 0) return wf_term_int((int32_t)c);
+  return wf_term_scaled(wf_term_var(l.var, 0), (int)st, (int32_t)c);
+}
+
+/* Buffer operand sym + l * scale + add. */
+static wf_pe_arg lin_at(int sym, rl_lin l, int64_t scale, int64_t add) {
+  if (l.var < 0 || l.step * scale == 0) return at(sym, l.base * scale + add);
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.term = lin_term(l, scale, add);
+  return a;
+}
+
+/* Whether every scale the period loop would write fits a term. */
+static int lin_fits(int64_t step, int64_t scale) { return step * scale <= WF_PE_MAX_SCALE; }
+
+/* Phase 1: panel = X[all rows, Cx(x)], rpan rows (zero past H rb). One loop over the rounds:
+ * round j's block lands in slot j of the panel (`$rl_panel+blk*j`). */
+static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, int64_t rpan, int ccol, int qv) {
   int H = L->h;
   int64_t blk = t->rb * t->cb;
-  wf_pe_term ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_term ty = wf_term(WF_TERM_Y, 0), tq = wf_term_var(qv, 0);
   if (rpan > H * t->rb)
     wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(panel, H * blk), wf_arg_int((rpan - H * t->rb) * t->cb)});
   /* Every PE copies its own block first, all at once, so that no round waits for a copy. */
-  for (int j = 0; j < H; j++) {
-    wf_pe_guard own = guard1(ty, WF_CMP_EQ, wf_term_int(j));
-    wf_emit(L, &own, WF_PEOP_COPY, (wf_pe_arg[]){at(panel, j * blk), at(t->src, t->src_off), wf_arg_int(blk)});
-  }
-  for (int j = 0; H > 1 && j < H; j++) {
-    wf_pe_guard own = guard1(ty, WF_CMP_EQ, wf_term_int(j)), other = guard1(ty, WF_CMP_NE, wf_term_int(j));
+  wf_pe_arg mine = at(panel, 0);
+  if (H > 1) mine.term = blk == 1 ? ty : wf_term_scaled(ty, (int)blk, 0);
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, at(t->src, t->src_off), wf_arg_int(blk)});
+  if (H > 1) {
+    rl_lin j = {qv, 0, 1};
+    wf_pe_guard own = guard1(ty, WF_CMP_EQ, tq), other = guard1(ty, WF_CMP_NE, tq);
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tq), wf_arg_int(0), wf_arg_int(H)});
     wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), at(t->src, t->src_off), wf_arg_int(blk)});
-    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), at(panel, j * blk), wf_arg_int(blk)});
+    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), lin_at(panel, j, blk, 0), wf_arg_int(blk)});
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   /* The copy; then H rounds, each the block through the sender's ramp and one hop to the
    * next round's sender (the rounds pipeline); the farthest PE's latency once. */
@@ -102,11 +135,15 @@ static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, i
          (int64_t)(H - 2) * L->t->hop_cycles;
 }
 
-/* One meeting pair of phase 2: PE (i, y) sends X[rows, lo..hi) along row y. */
+/* One meeting pair of phase 2: PE (i, y) sends X[rows, lo..hi) along row y. Inside the
+ * period loop, i and y are terms of the loop variable (ic: this instance's i, used only for
+ * choices that are the same in every period of the loop). */
 typedef struct rl_pair {
-  int i, y;
+  rl_lin i, y;
+  int ic, yc;
   int64_t lo, w, chunk; /* chunk: rb2 w, one receiver's share */
   int src;              /* the piece's symbol: the panel when the pair takes all of it */
+  int64_t in_panel;     /* lo - i cb: where the columns start in the sender's panel */
   int64_t dpos;         /* word offset in Xᵀ's symbol of the rows it fills */
 } rl_pair;
 
@@ -115,48 +152,143 @@ static int meet(const wf_relayout_tr *t, int i, int y, int panel, int piece, rl_
   int64_t lo = max64((int64_t)i * t->cb, (int64_t)y * t->cb2);
   int64_t hi = min64(min64((int64_t)(i + 1) * t->cb, (int64_t)(y + 1) * t->cb2), t->cols);
   if (lo >= hi) return 0;
-  *p = (rl_pair){i, y, lo, hi - lo, t->rb2 * (hi - lo), lo == (int64_t)i * t->cb && hi - lo == t->cb ? panel : piece,
+  *p = (rl_pair){lin_const(i), lin_const(y), i, y, lo, hi - lo, t->rb2 * (hi - lo),
+                 lo == (int64_t)i * t->cb && hi - lo == t->cb ? panel : piece, lo - (int64_t)i * t->cb,
                  t->dst_off + (lo - (int64_t)y * t->cb2) * t->rb2};
   return 1;
 }
 
-static wf_pe_guard at_pe(int x, int y) {
-  wf_pe_guard g = guard1(wf_term(WF_TERM_X, 0), WF_CMP_EQ, wf_term_int(x));
-  wf_guard_add(&g, wf_term(WF_TERM_Y, 0), WF_CMP_EQ, wf_term_int(y));
+static wf_pe_guard at_pe(const rl_pair *p) {
+  wf_pe_guard g = guard1(wf_term(WF_TERM_X, 0), WF_CMP_EQ, lin_term(p->i, 1, 0));
+  wf_guard_add(&g, wf_term(WF_TERM_Y, 0), WF_CMP_EQ, lin_term(p->y, 1, 0));
   return g;
 }
 
-/* Row y's receivers of pair p whose x compares with p->i by `c`. */
+/* Row y's receivers of pair p whose x compares with p's i by `c`. */
 static wf_pe_guard receivers(const rl_pair *p, wf_cmp c) {
-  wf_pe_guard g = guard1(wf_term(WF_TERM_Y, 0), WF_CMP_EQ, wf_term_int(p->y));
-  wf_guard_add(&g, wf_term(WF_TERM_X, 0), c, wf_term_int(p->i));
+  wf_pe_guard g = guard1(wf_term(WF_TERM_Y, 0), WF_CMP_EQ, lin_term(p->y, 1, 0));
+  wf_guard_add(&g, wf_term(WF_TERM_X, 0), c, lin_term(p->i, 1, 0));
   return g;
 }
 
-/* Phase 2's stream of pair p: the sender's chunks but its own, in two sends; each receiver
- * drops the chunks before its own (its stream position: x before the sender, x - 1 after),
- * keeps its own in slot `slot` of chunkbuf and drops the rest. Nobody stops mid-stream, so
- * the row streams at one wavelet per cycle. */
-static void stream_pair(wf_lower *L, const rl_pair *p, int crow, int chunkbuf, int64_t slot, int dropbuf, int v) {
-  int W = L->w, i = p->i;
+/* What phase 2's passes share. */
+typedef struct rl_ctx {
+  const wf_relayout_tr *t;
+  int panel, piece, chunkbuf, dropbuf, crow, v;
+  int64_t slot;
+} rl_ctx;
+
+/* Pass 1: a sender cuts its piece out of its panel (each PE sends one piece at most). */
+static void cut_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
+  if (p->src != cx->piece) return;
+  wf_pe_guard snd = at_pe(p);
+  wf_emit(L, &snd, WF_PEOP_COPY2D,
+          (wf_pe_arg[]){wf_arg_sym(cx->piece), at(cx->panel, p->in_panel), wf_arg_int(L->w * cx->t->rb2),
+                        wf_arg_int(p->w), wf_arg_int(p->w), wf_arg_int(cx->t->cb)});
+}
+
+/* Pass 2, phase 2's stream of pair p: the sender's chunks but its own, in two sends; each
+ * receiver drops the chunks before its own (its stream position: x before the sender, x - 1
+ * after), keeps its own in slot i of chunkbuf and drops the rest. Nobody stops mid-stream,
+ * so the row streams at one wavelet per cycle. */
+static void stream_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
+  int W = L->w, i = p->ic, v = cx->v, crow = cx->crow;
+  if (W == 1) return;
   wf_pe_term tx = wf_term(WF_TERM_X, 0), tw = wf_term(WF_TERM_W, 0);
-  wf_pe_guard snd = at_pe(i, p->y), before = receivers(p, WF_CMP_LT), after = receivers(p, WF_CMP_GT),
+  wf_pe_guard snd = at_pe(p), before = receivers(p, WF_CMP_LT), after = receivers(p, WF_CMP_GT),
               any = receivers(p, WF_CMP_NE);
-  if (i > 0) wf_emit(L, &snd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(p->src), wf_arg_int(i * p->chunk)});
+  if (i > 0)
+    wf_emit(L, &snd, WF_PEOP_SEND,
+            (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(p->src), wf_arg_term(lin_term(p->i, p->chunk, 0))});
   if (i < W - 1)
     wf_emit(L, &snd, WF_PEOP_SEND,
-            (wf_pe_arg[]){wf_arg_int(crow), at(p->src, (i + 1) * p->chunk), wf_arg_int((W - 1 - i) * p->chunk)});
+            (wf_pe_arg[]){wf_arg_int(crow), lin_at(p->src, p->i, p->chunk, p->chunk),
+                          wf_arg_term(lin_term(p->i, -p->chunk, (int64_t)(W - 1) * p->chunk))});
   /* A loop is emitted only when some receiver runs it at least once. */
-  if (i > 1) drop_chunks(L, &before, v, wf_term_int(0), tx, crow, dropbuf, p->chunk);
-  if (i < W - 1 && W > 2) drop_chunks(L, &after, v, wf_term_int(1), tx, crow, dropbuf, p->chunk);
-  wf_emit(L, &any, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), at(chunkbuf, slot), wf_arg_int(p->chunk)});
-  if (i > 0 && W > 2) drop_chunks(L, &before, v, wf_term(WF_TERM_X, 2), tw, crow, dropbuf, p->chunk);
-  if (i < W - 2) drop_chunks(L, &after, v, wf_term(WF_TERM_X, 1), tw, crow, dropbuf, p->chunk);
+  if (i > 1) drop_chunks(L, &before, v, wf_term_int(0), tx, crow, cx->dropbuf, p->chunk);
+  if (i < W - 1 && W > 2) drop_chunks(L, &after, v, wf_term_int(1), tx, crow, cx->dropbuf, p->chunk);
+  wf_emit(L, &any, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), lin_at(cx->chunkbuf, p->i, cx->slot, 0), wf_arg_int(p->chunk)});
+  if (i > 0 && W > 2) drop_chunks(L, &before, v, wf_term(WF_TERM_X, 2), tw, crow, cx->dropbuf, p->chunk);
+  if (i < W - 2) drop_chunks(L, &after, v, wf_term(WF_TERM_X, 1), tw, crow, cx->dropbuf, p->chunk);
+}
+
+/* Pass 3: each PE transposes what it kept into its rows of Xᵀ's block. */
+static void transpose_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
+  wf_pe_guard snd = at_pe(p), any = receivers(p, WF_CMP_NE);
+  wf_emit(L, &snd, WF_PEOP_TRANSPOSE,
+          (wf_pe_arg[]){at(cx->t->dst, p->dpos), lin_at(p->src, p->i, p->chunk, 0), wf_arg_int(cx->t->rb2),
+                        wf_arg_int(p->w)});
+  if (L->w > 1)
+    wf_emit(L, &any, WF_PEOP_TRANSPOSE,
+            (wf_pe_arg[]){at(cx->t->dst, p->dpos), lin_at(cx->chunkbuf, p->i, cx->slot, 0), wf_arg_int(cx->t->rb2),
+                          wf_arg_int(p->w)});
+}
+
+/* The pairs' period loop: the cuts of C over x (cb) and over y (cb2) repeat every
+ * pc = lcm(cb, cb2) columns, i advancing by pc / cb and y by pc / cb2. Pairs [k0, k1) are
+ * periods q0 .. q1 - 1 (per pairs each) and run as one loop; the others are unrolled. */
+typedef struct rl_loop {
+  int var, k0, k1, per;
+  int64_t q0, q1, si, sy;
+} rl_loop;
+
+/* Finds the loop (var = -1: none). Inside it every sender is at least 2 PEs from both ends
+ * of its row, so every pair emits the same instructions (stream_pair's choices), and every
+ * pair repeats the first period's, shifted; both are checked, not assumed. */
+static rl_loop find_loop(const wf_lower *L, const rl_ctx *cx, const rl_pair *pr, int np, int qv) {
+  const wf_relayout_tr *t = cx->t;
+  rl_loop lp = {-1, 0, 0, 0, 0, 0, 0, 0};
+  int64_t pc = wf_lcm(t->cb, t->cb2), si = pc / t->cb, sy = pc / t->cb2;
+  int64_t q0 = (2 * t->cb + pc - 1) / pc, q1 = min64(t->cols, (int64_t)(L->w - 2) * t->cb) / pc;
+  if (L->w < 5 || q1 - q0 < 2) return lp;
+  /* the largest scales: slot i of the chunk buffer and chunk i of a piece (chunk <= slot) */
+  if (!lin_fits(si, max64(cx->slot, 1)) || !lin_fits(sy, 1)) return lp;
+  int k0 = 0;
+  while (k0 < np && pr[k0].lo < q0 * pc) k0++;
+  int k1 = k0;
+  while (k1 < np && pr[k1].lo < q1 * pc) k1++;
+  int per = 0;
+  while (k0 + per < np && pr[k0 + per].lo < (q0 + 1) * pc) per++;
+  if (!per || k1 - k0 != per * (q1 - q0)) return lp;
+  for (int k = k0; k < k1; k++) {
+    const rl_pair *a = &pr[k0 + (k - k0) % per], *b = &pr[k];
+    int64_t d = (k - k0) / per;
+    if (b->ic != a->ic + d * si || b->yc != a->yc + d * sy || b->lo != a->lo + d * pc || b->w != a->w ||
+        b->src != a->src || b->in_panel != a->in_panel || b->dpos != a->dpos || b->ic < 2 || b->ic > L->w - 3)
+      return lp;
+  }
+  return (rl_loop){qv, k0, k1, per, q0, q1, si, sy};
+}
+
+typedef void (*rl_pass)(wf_lower *L, const rl_ctx *cx, const rl_pair *p);
+
+/* Emits one pass over the pairs in order: the first ones, the loop over the periods in
+ * between (its body the first period's pairs, with i and y terms of the loop variable), and
+ * the last ones. */
+static void each_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *pr, int np, const rl_loop *lp, rl_pass fn) {
+  int k0 = lp->var >= 0 ? lp->k0 : np, k1 = lp->var >= 0 ? lp->k1 : np;
+  for (int k = 0; k < k0; k++) fn(L, cx, &pr[k]);
+  if (lp->var >= 0) {
+    wf_pe_term tq = wf_term_var(lp->var, 0);
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tq), wf_arg_int(lp->q0), wf_arg_int(lp->q1)});
+    for (int k = k0; k < k0 + lp->per; k++) {
+      rl_pair p = pr[k];
+      p.i = (rl_lin){lp->var, p.ic - lp->si * lp->q0, lp->si};
+      p.y = (rl_lin){lp->var, p.yc - lp->sy * lp->q0, lp->sy};
+      fn(L, cx, &p);
+    }
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  }
+  for (int k = k1; k < np; k++) fn(L, cx, &pr[k]);
 }
 
 int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int64_t *cycles) {
   int W = L->w, H = L->h;
   WF_ASSERT(H * t->rb >= t->rows && W * t->cb >= t->cols && H * t->cb2 >= t->cols && W * t->rb2 >= t->rows);
+  if (t->rb * t->cb > WF_PE_MAX_SCALE) {
+    wf_error(loc, "transpose: a %lld-word block is past the PE's addressing of panel slots", (long long)(t->rb * t->cb));
+    return WF_EXIT_NOFIT;
+  }
   int crow = W > 1 ? wf_lower_color(L, WF_COLOR_ROW_BCAST, loc) : 0;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, loc) : 0;
   if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
@@ -166,8 +298,10 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
   int chunkbuf = W > 1 ? wf_lower_temp(L, "$rl_chunks", W * slot * 4) : -1;
   int dropbuf = W > 2 ? wf_lower_temp(L, "$rl_drop", slot * 4) : -1;
   int v = W > 2 ? wf_pe_class_find_var(L->cls, "rl", 1) : -1; /* the drop loops need W > 2 */
+  int qv = wf_pe_class_find_var(L->cls, "rq", 1);              /* rounds, periods */
   WF_ASSERT(W <= 2 || v >= 0);
-  /* At most W + H - 1 pairs meet: the cuts of C over x and over y merged. */
+  /* At most W + H - 1 pairs meet: the cuts of C over x and over y merged. In order of
+   * their columns (i and y both grow with lo). */
   rl_pair *pairs = calloc((size_t)(W + H), sizeof *pairs);
   int64_t *row = calloc((size_t)H * 2, sizeof *row), *cut = row + H;
   WF_ASSERT(pairs && row);
@@ -177,33 +311,21 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
       if (np < W + H && meet(t, i, y, panel, piece, &pairs[np])) np++;
   WF_ASSERT(np < W + H);
   /* Predicted: phase 1 (the same on every column), then the slowest row of phase 2. */
-  int64_t pred = gather_columns(L, t, panel, rpan, ccol);
+  int64_t pred = gather_columns(L, t, panel, rpan, ccol, qv);
   zero_row_padding(L, t, row);
-  /* Every sender cuts its piece before the streams start (each PE sends one piece at most). */
+  rl_ctx cx = {t, panel, piece, chunkbuf, dropbuf, crow, v, slot};
+  rl_loop lp = find_loop(L, &cx, pairs, np, qv);
+  /* Every sender cuts its piece before the streams start; then the streams; then the
+   * transposes. The prediction walks every pair. */
+  each_pair(L, &cx, pairs, np, &lp, cut_pair);
+  each_pair(L, &cx, pairs, np, &lp, stream_pair);
+  each_pair(L, &cx, pairs, np, &lp, transpose_pair);
   for (int k = 0; k < np; k++) {
     const rl_pair *p = &pairs[k];
-    if (p->src != piece) continue;
-    wf_pe_guard snd = at_pe(p->i, p->y);
-    wf_emit(L, &snd, WF_PEOP_COPY2D,
-            (wf_pe_arg[]){wf_arg_sym(piece), at(panel, p->lo - (int64_t)p->i * t->cb), wf_arg_int(W * t->rb2),
-                          wf_arg_int(p->w), wf_arg_int(p->w), wf_arg_int(t->cb)});
-    cut[p->y] = max64(cut[p->y], W * p->chunk); /* a row's senders cut at once */
-  }
-  for (int k = 0; W > 1 && k < np; k++) {
-    stream_pair(L, &pairs[k], crow, chunkbuf, (int64_t)pairs[k].i * slot, dropbuf, v);
+    if (p->src == piece) cut[p->yc] = max64(cut[p->yc], W * p->chunk); /* a row's senders cut at once */
     /* Round i of row y: its W − 1 chunks through the ramp and one hop to the next sender. */
-    row[pairs[k].y] += wf_cost_bcast(L->t, (W - 1) * pairs[k].chunk, 1);
-  }
-  /* Each PE transposes what it kept into its rows of Xᵀ's block. */
-  for (int k = 0; k < np; k++) {
-    const rl_pair *p = &pairs[k];
-    row[p->y] += p->chunk;
-    wf_pe_guard snd = at_pe(p->i, p->y), any = receivers(p, WF_CMP_NE);
-    wf_emit(L, &snd, WF_PEOP_TRANSPOSE,
-            (wf_pe_arg[]){at(t->dst, p->dpos), at(p->src, p->i * p->chunk), wf_arg_int(t->rb2), wf_arg_int(p->w)});
-    if (W > 1)
-      wf_emit(L, &any, WF_PEOP_TRANSPOSE,
-              (wf_pe_arg[]){at(t->dst, p->dpos), at(chunkbuf, p->i * slot), wf_arg_int(t->rb2), wf_arg_int(p->w)});
+    if (W > 1) row[p->yc] += wf_cost_bcast(L->t, (W - 1) * p->chunk, 1);
+    row[p->yc] += p->chunk; /* the transpose of what a PE kept */
   }
   int64_t slowest = 0;
   for (int y = 0; y < H; y++) slowest = max64(slowest, row[y] + cut[y]);

@@ -69,3 +69,37 @@ for spec in "meshgemm:8x8:128x128" "cannon:8x8:128x128" "summa:8x8:128x128" "all
   echo "plan_scale: $algo has $ls program lines on $small and on $large"
   rm -rf "$TMP/mm_$small" "$TMP/mm_$large"
 done
+
+# W x H relayouts: the transpose (two phases, docs/partition.md) and dist.gemm_t (rounds
+# whose slices span C's column blocks, docs/gemm.md) loop over the periods of their cuts,
+# so with the same blocks (every side doubled with the mesh) the program keeps its size.
+for spec in "8x12 48 64 96" "16x24 96 128 192"; do
+  read -r mesh m k n <<<"$spec"
+  cat > "$TMP/tr_$mesh.wir" <<EOF2
+module @tr {
+  func @main(%a: f32[$m, $n]) -> (f32[$n, $m]) {
+    %c = transpose(%a) {perm = [1, 0]} : f32[$n, $m]
+    return %c
+  }
+}
+EOF2
+  cat > "$TMP/gt_$mesh.wir" <<EOF2
+module @gt {
+  func @main(%a: f32[$m, $k], %b: f32[$n, $k]) -> (f32[$m, $n]) {
+    %bt = transpose(%b) {perm = [1, 0]} : f32[$k, $n]
+    %c = matmul(%a, %bt) : f32[$m, $n]
+    return %c
+  }
+}
+EOF2
+  for g in tr gt; do
+    waferc "$TMP/${g}_$mesh.wir" -o "$TMP/${g}_$mesh" --target=wse2 --mesh="$mesh" -q || fail "$g on $mesh: waferc exited $?"
+  done
+  grep -q '"relayout-transpose"' "$TMP/tr_$mesh/manifest.json" || fail "tr on $mesh: not the W x H relayout"
+  grep -q '"gemm_t-bcast-allreduce"' "$TMP/gt_$mesh/manifest.json" || fail "gt on $mesh: not dist.gemm_t"
+done
+for g in tr gt; do
+  ls=$(lines "$TMP/${g}_8x12") ll=$(lines "$TMP/${g}_16x24")
+  [ "$ls" -eq "$ll" ] || fail "$g: the program has $ls lines on 8x12, $ll on 16x24"
+  echo "plan_scale: $g has $ls program lines on 8x12 and on 16x24"
+done
