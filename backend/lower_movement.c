@@ -5,7 +5,8 @@
  * every PE's block is then the same bytes, copied. A transpose of the last two dims is a
  * local block transpose when neither dim is split (a 1x1 mesh, or dims the partition left
  * whole); a transpose of a split matrix is a relayout over the fabric (lower_transpose.c);
- * other permutations and any other reshape are rejected by name. */
+ * a vector (one dim longer than 1) whose split moves to another axis is gathered and
+ * sliced (vector_resplit); other permutations and any other reshape are rejected by name. */
 #include "backend/lower.h"
 #include "waferc/diag.h"
 
@@ -35,6 +36,56 @@ static int same_blocks(const wf_type *a, const wf_type *b) {
   return 1;
 }
 
+/* A vector re-split: operand and result have one dim longer than 1, of the same length D,
+ * split along different axes (or one of them whole): [K, 1] {K_y} -> [1, K] {K_x}, the
+ * transpose ONNX Gemm(transA) makes of a one-column A, or [1, M] {M_x} -> [M, 1] {M_y}.
+ * Every PE gathers the whole vector into a panel along the operand's axis (round j: PE j of
+ * the line multicasts its block on the axis' flooding broadcast color into slot j, a term
+ * offset; its own block it copies), then copies its slice of the result out of the panel.
+ * The panel's tail past the operand's blocks is zero, so the result's padding is the
+ * operand's padding, then zeros (partition_pad.c's rule for a transpose or reshape). */
+static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int sb, wf_lowered_op *out) {
+  int pa = parts(L, sa), pb = parts(L, sb);
+  int64_t bs = (len + pa - 1) / pa, bd = (len + pb - 1) / pb, np = (int64_t)pa * bs > (int64_t)pb * bd ? pa * bs : pb * bd;
+  if (bs > WF_PE_MAX_SCALE || bd > WF_PE_MAX_SCALE) {
+    wf_error(op->loc, "'%s' of a %lld-element vector: a block is past the PE's addressing of panel slots",
+             wf_opinfos[op->code].name, (long long)len);
+    return WF_EXIT_NOFIT;
+  }
+  int col = pa > 1 ? wf_lower_color(L, sa == WF_AXIS_X ? WF_COLOR_ROW_BCAST : WF_COLOR_COL_BCAST, op->loc) : 0;
+  if (col < 0) return WF_EXIT_NOFIT;
+  int sx = wf_lower_sym(L, op->operands[0]), sr = wf_lower_sym(L, op->results[0]);
+  int panel = wf_lower_temp(L, "$vr_panel", np * 4);
+  wf_pe_term ta = wf_term(sa == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0), tb = wf_term(sb == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
+  wf_pe_arg own = wf_arg_sym(panel), mine = wf_arg_sym(panel);
+  if (pa > 1) own.term = bs == 1 ? ta : wf_term_scaled(ta, (int)bs, 0);
+  if (pb > 1) mine.term = bd == 1 ? tb : wf_term_scaled(tb, (int)bd, 0);
+  wf_pe_arg tail = wf_arg_sym(panel);
+  tail.off = (int32_t)((int64_t)pa * bs);
+  if (np > (int64_t)pa * bs) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){tail, wf_arg_int(np - (int64_t)pa * bs)});
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){own, wf_arg_sym(sx), wf_arg_int(bs)});
+  int64_t pred = (np - (int64_t)pa * bs) + bs + bd;
+  if (pa > 1) {
+    int jv = wf_pe_class_find_var(L->cls, "vr", 1);
+    wf_pe_term tj = wf_term_var(jv, 0);
+    wf_pe_guard snd = wf_guard0(), rcv = wf_guard0();
+    wf_guard_add(&snd, ta, WF_CMP_EQ, tj);
+    wf_guard_add(&rcv, ta, WF_CMP_NE, tj);
+    wf_pe_arg slot = wf_arg_sym(panel);
+    slot.term = bs == 1 ? tj : wf_term_scaled(tj, (int)bs, 0);
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(pa)});
+    wf_emit(L, &snd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sx), wf_arg_int(bs)});
+    wf_emit(L, &rcv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot, wf_arg_int(bs)});
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    /* the rounds pipeline as the transpose's gather does (lower_relayout.c) */
+    pred += (int64_t)pa * wf_cost_bcast(L->t, bs, 1) + (pa > 2 ? (int64_t)(pa - 2) * L->t->hop_cycles : 0);
+  }
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), mine, wf_arg_int(bd)});
+  out->lowering = "vector-resplit";
+  out->predicted = pred;
+  return 0;
+}
+
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value xv = op->operands[0], rv = op->results[0];
   const wf_type *xt = wf_value_type(L->f, xv), *rt = wf_value_type(L->f, rv);
@@ -59,6 +110,12 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     out->lowering = "local-copy";
     out->predicted = m * n;
     return 0;
+  }
+  {
+    int64_t da[WF_MAX_RANK], db[WF_MAX_RANK];
+    int sa[WF_MAX_RANK], sb[WF_MAX_RANK];
+    if (squeeze(xt, da, sa) == 1 && squeeze(rt, db, sb) == 1 && da[0] == db[0] && parts(L, sa[0]) * parts(L, sb[0]) > 1)
+      return vector_resplit(L, op, da[0], sa[0], sb[0], out);
   }
   if (op->code == WF_OP_TRANSPOSE) {
     const wf_attr *perm = wf_op_attr(L->f, op, "perm");

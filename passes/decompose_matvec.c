@@ -6,7 +6,8 @@
  * does). A GEMM algorithm would want b as a column [K, 1] {K_y}, which it is not. A padded
  * K never reaches the sum: reduce_sum reads only the real elements of a padded axis
  * (docs/partition.md, "Padding"). 1-D A (vector-matrix) stays a matmul: lower-gemm runs it
- * as a one-row GEMM. */
+ * as a one-row GEMM. 1-D · 1-D (a dot product) becomes the same mul and a sum over K whose
+ * rank-0 result partition widens to [1] (widen_computed_scalars). */
 #include <string.h>
 
 #include "passes/decompose.h"
@@ -17,7 +18,8 @@ int wf_decompose_matvec(wf_module *m, wf_func *f) {
     next = op->next;
     if (op->code != WF_OP_MATMUL) continue;
     wf_value a = op->operands[0], b = op->operands[1], old = op->results[0];
-    if (wf_value_type(f, b)->rank != 1 || wf_value_type(f, a)->rank < 2) continue;
+    int ra = wf_value_type(f, a)->rank;
+    if (wf_value_type(f, b)->rank != 1 || (ra < 2 && !(ra == 1 && wf_value_type(f, old)->rank == 0))) continue;
     wf_type pt = *wf_value_type(f, a), rt = *wf_value_type(f, old);
     memset(&pt.layout, 0, sizeof pt.layout);
     memset(&rt.layout, 0, sizeof rt.layout);

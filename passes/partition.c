@@ -14,9 +14,9 @@
  * matrix-vector matmul into mul/reduce_sum (decompose_matvec.c); a vector-matrix result
  * [.., N] keeps its leading dims whole. A split dim
  * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
- * padding leaks into results); scalar constants and arguments become [1] tensors (and the
- * scalars computed from them only, widen_scalar_args); other rank-0 values and non-f32
- * tensors are rejected. */
+ * padding leaks into results); scalar constants and arguments become [1] tensors
+ * (widen_scalar_args), and so do scalars computed inside the graph (widen_computed_scalars:
+ * a reduction over every axis keeps its dims); non-f32 tensors are rejected. */
 #include <stdio.h>
 #include <string.h>
 
@@ -109,9 +109,58 @@ static void widen_scalar_args(wf_module *m, wf_func *f) {
       if (t->rank == 0 && out[i].rank == 1 && out[i].dims[0] == 1) *t = out[i];
     }
   }
+}
+
+static int is_reduce(wf_opcode c) {
+  return c == WF_OP_REDUCE_SUM || c == WF_OP_REDUCE_MEAN || c == WF_OP_REDUCE_MAX;
+}
+
+/* Rank-0 values computed inside the graph become [1] tensors as well: a reduction over every
+ * axis without keepdims keeps its dims instead ([1] of a vector; [1, 1] of a matrix, then a
+ * reshape to [1] takes the rank-0 value's place), which covers a 1-D · 1-D matmul
+ * (decompose_matvec makes it mul + reduce_sum); a reshape of a one-element tensor to a
+ * scalar gives [1]; an op computing a rank-0 value from [1] ones is inferred again. Runs
+ * after the decompositions. Then every rank-0 function result now held as [1] is listed in
+ * `scalar_results` (with those of widen_scalar_args), so the plan still writes a rank-0
+ * array. What stays rank 0 is rejected by layout_for. */
+static void widen_computed_scalars(wf_module *m, wf_func *f) {
+  static const int64_t ones[WF_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+  wf_func_foreach_op(f, op) {
+    if (op->code == WF_OP_RETURN || op->n_results != 1 || op->n_operands < 1) continue;
+    wf_type *t = wf_value_type(f, op->results[0]);
+    if (t->rank != 0 || t->dtype != WF_F32) continue;
+    const wf_type *in = wf_value_type(f, op->operands[0]);
+    if (is_reduce(op->code) && in->rank >= 1 && in->dtype == WF_F32) {
+      wf_op_set_attr(f, op, (wf_attr){wf_intern(m, "keepdims"), WF_ATTR_BOOL, {.i = 1}});
+      *t = wf_type_make(WF_F32, in->rank, ones);
+      if (in->rank == 1) continue;
+      wf_value kept = op->results[0];
+      wf_type one = wf_type_make(WF_F32, 1, ones);
+      wf_op *rs = wf_op_new(f, WF_OP_RESHAPE, 1, &kept, 1, &one, op->loc);
+      wf_value y = rs->results[0];
+      wf_value_replace_uses(f, kept, y); /* the reshape is not linked yet: its operand stays */
+      wf_op_insert_after(f, op, rs);
+      if (f->values[kept].name) { /* the result keeps the name (an ONNX output's) */
+        char name[256], buf[300];
+        snprintf(name, sizeof name, "%s", wf_str(m, f->values[kept].name));
+        snprintf(buf, sizeof buf, "%s.keepdims", name);
+        wf_value_set_name(f, y, name);
+        wf_value_set_name(f, kept, buf);
+      }
+      continue;
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < in->rank; d++) numel *= in->dims[d];
+    if (op->code == WF_OP_RESHAPE && numel == 1) {
+      *t = wf_type_make(WF_F32, 1, ones);
+      continue;
+    }
+    wf_type out[1];
+    if (!wf_infer_result_types(f, op, out) && out[0].rank == 1 && out[0].dims[0] == 1) *t = out[0];
+  }
   const wf_op *ret = wf_func_return(f);
-  idx = wf_arena_alloc(m->arena, (size_t)(f->n_results + 1) * sizeof *idx);
-  n = 0;
+  int64_t *idx = wf_arena_alloc(m->arena, (size_t)(f->n_results + 1) * sizeof *idx);
+  int n = 0;
   for (int i = 0; ret && i < f->n_results && i < ret->n_operands; i++) {
     const wf_type *t = wf_value_type(f, ret->operands[i]);
     if (f->result_types[i].rank != 0 || t->rank != 1 || t->dims[0] != 1) continue;
@@ -180,6 +229,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   widen_scalar_args(m, f);
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);
+  widen_computed_scalars(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list. */
   int bad = 0;
   wf_func_foreach_op(f, op) {

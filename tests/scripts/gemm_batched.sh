@@ -7,7 +7,7 @@
 # matrix-vector products, and an attention-shaped graph (Q.Kt, softmax, P.V on [B, H, S, D]).
 # Checks the manifest holds one dist.gemm per batched matmul whose prediction is the sum of
 # its matrices'. Also the transpose of split matrices (a relayout over the fabric), alone and
-# as attention's Kt.
+# as attention's Kt, and a dot product of two vectors (a rank-0 result, held as [1]).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 
@@ -157,11 +157,15 @@ for mesh in 1x1 2x2 3x3 4x4 2x3 3x2; do
   run "tr-$mesh" "$TMP/tr.wir" "$mesh" "a=$TMP/t.npy" c "$TMP/tr.ref/c.npy" ""
 done
 
-# ---- rejected, located: a dot product of two vectors is a rank-0 scalar ----
+# ---- a dot product of two vectors: a rank-0 result, held as [1] on the mesh (partition's
+# widen_computed_scalars; was rejected, exit 3) and written as a rank-0 array ----
 printf 'module @g {\n  func @main(%%a: f32[5], %%b: f32[5]) -> f32[] {\n    %%c = matmul(%%a, %%b) : f32[]\n    return %%c\n  }\n}\n' >"$TMP/dot.wir"
-rc=0
-waferc "$TMP/dot.wir" -o "$TMP/dot" --target=test8x8 --mesh=2x2 -q 2>"$TMP/err" || rc=$?
-[ $rc = 3 ] && grep -q "dot.wir:3:5: error: partition: result of 'matmul' is a rank-0 scalar" "$TMP/err" ||
-  fail "a 1-D x 1-D matmul must be rejected, located (exit 3), got $rc: $(cat "$TMP/err")"
+python3 "$NPY" "$TMP/va.npy" 5 6 1.0
+python3 "$NPY" "$TMP/vb.npy" 5 7 1.0
+waferc "$TMP/dot.wir" --interpret --input a="$TMP/va.npy" --input b="$TMP/vb.npy" --output-dir "$TMP/dot.ref" -q ||
+  fail "dot: interpreter"
+for mesh in 1x1 2x2 3x2; do
+  run "dot-$mesh" "$TMP/dot.wir" "$mesh" "a=$TMP/va.npy b=$TMP/vb.npy" c "$TMP/dot.ref/c.npy" ""
+done
 
 echo "gemm_batched: $n plan(s) match the interpreter (and ONNX's outputs)"

@@ -87,11 +87,19 @@ def ref_gemm(a, sa, b, sb, ta, tb, alpha, beta, c, sc):
 
 def gen(d, fixed=None):
     """Writes model.onnx, the inputs and want.npy into d; returns (description, inputs).
-    fixed: a Gemm (M, K, N, transA, transB, alpha, beta, bias shape) instead of a random one."""
+    fixed: a Gemm (M, K, N, transA, transB, alpha, beta, bias shape), or a MatMul (A's shape,
+    B's shape), instead of a random one."""
     # 1 one time in eight (a K of 1 is not split, an M or N of 1 pads every block but one)
     M, K, N = (1 if rng.random() < 0.125 else rng.randint(1, 40) for _ in range(3))
     inputs = {}
-    if fixed or rng.random() < 0.25:  # Gemm
+    if fixed and len(fixed) == 2:  # a fixed MatMul
+        sa, sb = fixed
+        a, b = values(size(sa)), values(size(sb))
+        data = W.matmul_model(sa, sb, None)
+        want, sw = ref_matmul(a, sa, b, sb), W.matmul_shape(sa, sb)
+        inputs = {"a": (sa, a), "b": (sb, b)}
+        desc = "matmul %s x %s" % (sa, sb)
+    elif fixed or rng.random() < 0.25:  # Gemm
         ta, tb = rng.random() < 0.5, rng.random() < 0.5
         alpha = rng.choice([1.0, 1.0, f32(rng.uniform(-2, 2))])
         beta = rng.choice([1.0, 1.0, f32(rng.uniform(-2, 2))])
@@ -149,9 +157,15 @@ def candidates(explain):
 # on W x H (C's N whole on every PE, yet only PE x = 0 kept the sum) and with K = 1 (K whole:
 # the row allreduce added the product W times); the transpose of an A held whole into a
 # result split along x ([16, 1] {M_y, N} on 3x1 -> [1, 16] {M, N_x}, and [1, 12] on 1x4) was
-# lowered as a local transpose overflowing the result's block (now exit 3, unable).
+# lowered as a local transpose overflowing the result's block (then exit 3, unable; now a
+# vector re-split over the fabric, backend/lower_movement.c); a 1-D . 1-D MatMul (a rank-0
+# result, refused until partition widened computed scalars to [1]) and Gemm transA with
+# M = 1 and with K = 1 on meshes larger than one PE (the same re-split). None of these
+# may exit 3 any more.
 FIXED = [((10, 13, 1, 0, 1, 1.5, 1.0, [1, 1]), "5x4"), ((33, 1, 17, 0, 1, 1.0, 1.0, [1, 17]), "5x4"),
-         ((1, 16, 37, 1, 0, 1.0, 1.0, [37]), "3x1"), ((12, 1, 1, 1, 1, 1.0, -0.5, [12, 1]), "1x4")]
+         ((1, 16, 37, 1, 0, 1.0, 1.0, [37]), "3x1"), ((12, 1, 1, 1, 1, 1.0, -0.5, [12, 1]), "1x4"),
+         (([13], [13]), "3x2"), (([1], [1]), "2x2"), ((1, 13, 6, 1, 0, 1.0, 1.0, None), "4x3"),
+         ((11, 1, 5, 1, 1, 0.5, 1.0, [11, 5]), "3x5")]
 for i in range(-len(FIXED), ncases):
     d = os.path.join(tmp, "c%03d" % (i + len(FIXED)))
     os.makedirs(d)
@@ -170,6 +184,8 @@ for i in range(-len(FIXED), ncases):
         msg = ([l for l in r.stderr.splitlines() if "error:" in l] or [""])[0]
         if r.returncode in (3, 4) and msg:
             res[algo] = (r.returncode, None, None, msg)
+            if i < 0 and r.returncode == 3:
+                fails.append("%s %s: exit 3 (%s)" % (tag, algo, msg))
             continue
         if r.returncode:
             fails.append("%s %s: waferc exit %d %s" % (tag, algo, r.returncode, r.stderr[-400:]))
