@@ -5,10 +5,12 @@
  * holds wavelets forwards at most one wavelet per input buffer (sim_fabric.c). Stepping is
  * event-driven: a PE that waits (for a delivery, a ramp slot, its background streams) sleeps
  * until a router event wakes it, a PE inside a compute instruction sleeps on a timer heap,
- * empty routers are not visited, and when no wavelet is in flight and every PE computes the
- * clock jumps to the first instruction that ends. The active PE list is kept sorted by a key
- * (row-major at start, then wake order; sleepers a polling loop would have kept keep theirs),
- * so a run is reproducible bit for bit and matches the polling simulator's cycles. */
+ * empty routers are not visited, a router whose wavelets all wait for full destinations
+ * sleeps until one drains (credited with the stalls its skipped visits would have counted),
+ * and when no wavelet is in flight and every PE computes the clock jumps to the first
+ * instruction that ends. The active PE and router lists are kept sorted by keys (row-major
+ * at start, then wake order; sleepers a polling loop would have kept keep theirs), so a run
+ * is reproducible bit for bit and matches the polling simulator's cycles and counters. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +50,84 @@ float *wf_sim_pe_mem(wf_sim *s, wf_pe *p) {
 void wf_sim_wake_router(wf_sim *s, wf_router *r) {
   if (!r->active) {
     r->active = 1;
+    r->key = s->next_rt_key++;
+    r->where = WF_RT_LIST;
     s->act_rt[s->n_act_rt++] = r;
+  } else if (r->asleep) {
+    wf_sim_wake_sleeper(s, r);
+  }
+}
+
+/* ---- blocked routers ------------------------------------------------------------------ *
+ * A router whose step moved nothing while every non-empty buffer's ready head waited for a
+ * full destination or a switch position sleeps: the polling loop would repeat that step
+ * identically every cycle (its destinations have one producer, itself, so they can only
+ * drain; its positions change only when it moves something) until a destination is popped
+ * (wf_sim_drained) or one of its buffers gains a head (wf_router_push). It keeps its key,
+ * so it is woken into its place in the list; each skipped visit is credited as it would
+ * have counted: the same out_stall increments and one round-robin step. */
+
+/* Credits r's skipped visits up to cycle `upto`. */
+static void rt_credit(wf_sim *s, wf_router *r, int64_t upto) {
+  int64_t k = upto - r->sl_from + 1;
+  if (k <= 0) return;
+  for (int d = 0; d < WF_DIR_COUNT; d++) r->out_stall[d] += k * r->sl_inc[d];
+  int n = WF_DIR_COUNT * r->nlc;
+  r->rr = (int16_t)((r->rr + k % n) % n);
+  r->sl_from = upto + 1;
+  s->rt_skipped += k;
+}
+
+static void rt_now_push(wf_sim *s, wf_router *r) {
+  int i = s->n_rt_now++;
+  while (i > 0 && r->key < s->rt_now[(i - 1) / 2]->key) {
+    s->rt_now[i] = s->rt_now[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  s->rt_now[i] = r;
+}
+
+static wf_router *rt_now_pop(wf_sim *s) {
+  wf_router *top = s->rt_now[0], *last = s->rt_now[--s->n_rt_now];
+  int i = 0, n = s->n_rt_now;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && s->rt_now[c + 1]->key < s->rt_now[c]->key) c++;
+    if (s->rt_now[c]->key >= last->key) break;
+    s->rt_now[i] = s->rt_now[c];
+    i = c;
+  }
+  if (n) s->rt_now[i] = last;
+  return top;
+}
+
+/* The polling loop visits r in this cycle after the router being stepped (rt_cur_key; in the
+ * PE phase, after all of them). If its place is passed, this cycle's visit happened in the
+ * blocked state and is credited too, and r runs from the next cycle on; otherwise it runs
+ * at its place in this cycle's router phase. */
+void wf_sim_wake_sleeper(wf_sim *s, wf_router *r) {
+  int passed = r->key < s->rt_cur_key;
+  r->asleep = 0;
+  s->n_rt_sleep--;
+  rt_credit(s, r, passed ? s->now : s->now - 1);
+  if (r->where != WF_RT_NONE) return; /* went to sleep in this cycle: still in the list */
+  if (passed) {
+    r->where = WF_RT_JOIN;
+    s->rt_join[s->n_rt_join++] = r;
+  } else {
+    r->where = WF_RT_NOW;
+    rt_now_push(s, r);
+  }
+}
+
+/* Before the run returns: credits every sleeper with the visits made up to now. */
+static void settle_sleepers(wf_sim *s) {
+  if (!s->n_rt_sleep) return;
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++) {
+    wf_router *r = s->routers[i];
+    if (r && r->asleep) rt_credit(s, r, r->key < s->rt_cur_key ? s->now : s->now - 1);
   }
 }
 
@@ -212,10 +291,13 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->act_pe = calloc((size_t)s->n_pes + 1, sizeof *s->act_pe);
   s->act_rt = calloc((size_t)s->n_pes + 1, sizeof *s->act_rt);
   s->soft_woken = calloc((size_t)s->n_pes + 1, sizeof *s->soft_woken);
+  s->rt_now = calloc((size_t)s->n_pes + 1, sizeof *s->rt_now);
+  s->rt_join = calloc((size_t)s->n_pes + 1, sizeof *s->rt_join);
   s->timers = calloc((size_t)s->n_pes + 1, sizeof *s->timers);
   s->slept = calloc((size_t)s->n_pes + 1, sizeof *s->slept);
   s->emptied = calloc((size_t)s->n_pes + 1, sizeof *s->emptied);
-  WF_ASSERT(s->act_pe && s->act_rt && s->soft_woken && s->timers && s->slept && s->emptied);
+  WF_ASSERT(s->act_pe && s->act_rt && s->soft_woken && s->timers && s->slept && s->emptied &&
+            s->rt_now && s->rt_join);
   /* Row-major activation order: deterministic, independent of the manifest's class order. */
   for (size_t i = 0; i < cells; i++)
     if (s->pes[i]) {
@@ -238,6 +320,8 @@ void wf_sim_free(wf_sim *s) {
   free(s->routers);
   free(s->act_pe);
   free(s->soft_woken);
+  free(s->rt_now);
+  free(s->rt_join);
   free(s->timers);
   free(s->slept);
   free(s->emptied);
@@ -273,6 +357,36 @@ static void merge_soft_woken(wf_sim *s) {
   s->n_soft_woken = 0;
 }
 
+static int by_rt_key(const void *a, const void *b) {
+  int64_t x = (*(wf_router *const *)a)->key, y = (*(wf_router *const *)b)->key;
+  return (x > y) - (x < y);
+}
+
+/* Puts the routers that rejoin at this cycle's end at their places (by key), dropping those
+ * that emptied. */
+static void merge_rt_join(wf_sim *s) {
+  int m = 0;
+  for (int t = 0; t < s->n_rt_join; t++) {
+    wf_router *r = s->rt_join[t];
+    if (r->buffered) {
+      s->rt_join[m++] = r;
+      r->where = WF_RT_LIST;
+    } else {
+      r->active = 0;
+      r->where = WF_RT_NONE;
+    }
+  }
+  s->n_rt_join = 0;
+  if (!m) return;
+  qsort(s->rt_join, (size_t)m, sizeof *s->rt_join, by_rt_key);
+  int i = s->n_act_rt - 1, j = m - 1, k = s->n_act_rt + m - 1;
+  while (j >= 0) {
+    if (i >= 0 && s->act_rt[i]->key > s->rt_join[j]->key) s->act_rt[k--] = s->act_rt[i--];
+    else s->act_rt[k--] = s->rt_join[j--];
+  }
+  s->n_act_rt += m;
+}
+
 /* What the clock may skip to: all_compute stays 1 while every awake PE is inside a compute
  * instruction without background streams, next_busy is the first cycle one ends. */
 typedef struct jump_state {
@@ -292,6 +406,7 @@ static void jump_see(jump_state *j, const wf_pe *p) {
 static int step_cycle(wf_sim *s, jump_state *j) {
   j->all_compute = 1;
   j->next_busy = INT64_MAX;
+  s->rt_cur_key = INT64_MIN;
   /* Both lists are in wake order, scattered over the mesh: prefetch a few steps ahead. */
   int n = s->n_act_pe, n_slept = 0;
   for (int i = 0; i < n && !s->failed; i++) {
@@ -302,15 +417,40 @@ static int step_cycle(wf_sim *s, jump_state *j) {
     if (p->sleeping) s->slept[n_slept++] = i;
     else jump_see(j, p); /* a router cannot change an awake PE's state */
   }
+  /* Routers: the list merged, by key, with the sleepers woken to run in this cycle. */
   int nr = s->n_act_rt, n_emptied = 0;
-  for (int i = 0; i < nr && !s->failed; i++) {
-    if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], 0);
-    if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], 1);
-    wf_router *r = s->act_rt[i];
-    wf_router_step(s, r);
-    if (!r->buffered) s->emptied[n_emptied++] = i; /* only its own step pops its buffers */
+  for (int i = 0; !s->failed;) {
+    wf_router *r;
+    int li = -1;
+    if (s->n_rt_now && (i >= nr || s->rt_now[0]->key < s->act_rt[i]->key)) {
+      r = rt_now_pop(s);
+    } else if (i < nr) {
+      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], 0);
+      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], 1);
+      li = i;
+      r = s->act_rt[i++];
+    } else {
+      break;
+    }
+    s->rt_cur_key = r->key;
+    int stuck = wf_router_step(s, r) && !s->rt_poll;
+    if (stuck) {
+      r->asleep = 1;
+      r->sl_from = s->now + 1;
+      s->n_rt_sleep++;
+    }
+    if (li >= 0) {
+      /* only its own step pops its buffers */
+      if (stuck || !r->buffered) s->emptied[n_emptied++] = li;
+    } else if (stuck) {
+      r->where = WF_RT_NONE;
+    } else {
+      r->where = WF_RT_JOIN;
+      s->rt_join[s->n_rt_join++] = r;
+    }
   }
   if (s->failed) return -1;
+  s->rt_cur_key = INT64_MAX;
   /* PEs: drop the sleepers; those a router woke stay. PEs a router woke from a hard sleep
    * were appended (n..), soft ones wait in soft_woken. */
   int k = n_slept ? s->slept[0] : n;
@@ -335,20 +475,27 @@ static int step_cycle(wf_sim *s, jump_state *j) {
    * happens only when no router holds a wavelet. */
   if (s->n_timers && s->timers[0]->busy_until < j->next_busy)
     j->next_busy = s->timers[0]->busy_until;
-  /* Routers: drop those still empty; routers woken this cycle (nr..) hold a wavelet. */
+  /* Routers: drop those still empty or asleep; routers woken this cycle (nr..) hold a
+   * wavelet. Then woken sleepers rejoin. */
   k = n_emptied ? s->emptied[0] : s->n_act_rt;
   for (int t = 0, i = k; i < s->n_act_rt; i++) {
     wf_router *r = s->act_rt[i];
     if (t < n_emptied && s->emptied[t] == i) {
       t++;
+      if (r->asleep) {
+        r->where = WF_RT_NONE;
+        continue;
+      }
       if (!r->buffered) {
         r->active = 0;
+        r->where = WF_RT_NONE;
         continue;
       }
     }
     s->act_rt[k++] = r;
   }
   s->n_act_rt = k;
+  merge_rt_join(s);
   return 0;
 }
 
@@ -356,7 +503,7 @@ int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
   s->ran = 1;
   int64_t quiet = 0;
-  while (s->n_act_pe || s->n_act_rt || s->n_timers) {
+  while (s->n_act_pe || s->n_act_rt || s->n_timers || s->n_rt_sleep) {
     /* Compute instructions ending now rejoin the list at their places. */
     while (s->n_timers && s->timers[0]->busy_until <= s->now) {
       wf_pe *p = timer_pop(s);
@@ -369,12 +516,36 @@ int wf_sim_run(wf_sim *s) {
     /* A PE still inside a compute instruction counts as progress, as when it was polled. */
     s->progress = s->n_timers > 0;
     jump_state j;
-    if (step_cycle(s, &j)) return WF_EXIT_RUNTIME;
+    if (step_cycle(s, &j)) {
+      settle_sleepers(s);
+      return WF_EXIT_RUNTIME;
+    }
     int all_compute = j.all_compute;
     int64_t next_busy = j.next_busy;
     quiet = s->progress ? 0 : quiet + 1;
     if (!s->n_act_pe && !s->n_act_rt && !s->n_timers) {
-      if (!s->n_soft) break;
+      if (!s->n_soft && !s->n_rt_sleep) break;
+      if (s->n_rt_sleep) {
+        /* Blocked routers are left and nothing can wake them: the polling loop stepped
+         * them every cycle until the deadlock bound (or --max-cycles), with SOFT sleepers
+         * left uncharged as in any other deadlock. */
+        int64_t at =
+            s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
+        if (s->opts.max_cycles && at > s->opts.max_cycles) {
+          s->now = s->opts.max_cycles;
+          settle_sleepers(s);
+          wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
+                      (long long)s->opts.max_cycles);
+          return WF_EXIT_RUNTIME;
+        }
+        s->now = at;
+        quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
+        settle_sleepers(s);
+        char why[128];
+        snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
+        wf_sim_report_deadlock(s, why);
+        return WF_EXIT_RUNTIME;
+      }
       /* Only SOFT sleepers are left and nothing can wake them: a polling simulator would
        * spin until the deadlock bound (or --max-cycles); report what it would have. */
       int64_t at = s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
@@ -394,15 +565,19 @@ int wf_sim_run(wf_sim *s) {
       return WF_EXIT_RUNTIME;
     }
     if (quiet >= s->opts.deadlock_cycles) {
+      settle_sleepers(s);
       char why[128];
       snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
       wf_sim_report_deadlock(s, why);
       return WF_EXIT_RUNTIME;
     }
     int64_t next = s->now + 1;
-    if (!s->n_act_rt && all_compute && (s->n_act_pe || s->n_timers) && next_busy > next)
+    /* Blocked routers were visited every cycle by the polling loop: no jump while any sleeps. */
+    if (!s->n_act_rt && !s->n_rt_sleep && all_compute && (s->n_act_pe || s->n_timers) &&
+        next_busy > next)
       next = next_busy;
     if (s->opts.max_cycles && next > s->opts.max_cycles) {
+      settle_sleepers(s);
       wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
                   (long long)s->opts.max_cycles);
       return WF_EXIT_RUNTIME;

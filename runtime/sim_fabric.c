@@ -13,11 +13,15 @@ static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
 
 void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w) {
-  wf_fifo_push(s, &r->rc[lc].in[rx], w);
+  wf_fifo *f = &r->rc[lc].in[rx];
+  int was_empty = !f->count;
+  wf_fifo_push(s, f, w);
   int i = lc * WF_DIR_COUNT + rx;
   r->ne[i >> 6] |= 1ull << (i & 63);
   r->buffered++;
-  wf_sim_wake_router(s, r);
+  /* A sleeper's step changes only if a buffer gains a head; behind a head, nothing. */
+  if (!r->active) wf_sim_wake_router(s, r);
+  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
 }
 
 static void popped(wf_router *r, int lc, int rx) {
@@ -128,11 +132,17 @@ static void ramp_freed(wf_sim *s, wf_router *r) {
   if (r->pe_wait && r->pe->sleeping == WF_SLEEP_SOFT) wf_sim_wake_pe(s, r->pe);
 }
 
-/* Tries to move the head of buffer (c, rx). Returns 1 if it moved. */
-static int forward(wf_sim *s, wf_router *r, int c, int rx) {
+/* What forward() found (ORed over a step: 0 means the step would repeat identically). */
+enum { FW_STUCK = 0, FW_MOVED = 1, FW_OTHER = 2 };
+
+/* Tries to move the head of buffer (c, rx): FW_MOVED if something moved (or a switch write
+ * took effect), FW_STUCK if its ready head waits only for full destinations (stalls counted
+ * into inc too) or for the switch, FW_OTHER if it is not ready or on an error. */
+static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
   wf_rcolor *rc = &r->rc[c];
   wf_fifo *f = &rc->in[rx];
   wf_wv *w = wf_fifo_head(f);
+  int res = FW_STUCK;
   /* Switch writes from the PE take effect at once and use no port. */
   while (w && w->kind == WF_WV_SWSET && rx == WF_DIR_RAMP && w->ready <= s->now) {
     rc->pos = w->arg < rc->npos ? w->arg : (uint8_t)(rc->npos - 1);
@@ -140,17 +150,20 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
     popped(r, c, rx);
     ramp_freed(s, r);
     s->progress = 1;
+    res = FW_MOVED;
     w = wf_fifo_head(f);
   }
-  if (!w || w->ready > s->now) return 0;
+  if (!w) return res;
+  if (w->ready > s->now) return res | FW_OTHER;
   uint8_t tx = rc->tx[rc->pos][rx];
   if (tx == WF_RX_NONE) {
     if (!(rc->accept >> rx & 1)) {
       wf_sim_rt_error(s, s->pes[(size_t)r->y * s->w + r->x], NULL,
                       "router: a wavelet on color c%d arrived from %s, which has no route", rc->color,
                       wf_dir_names[rx]);
+      return FW_OTHER;
     }
-    return 0; /* another position accepts it: wait for the switch */
+    return res; /* another position accepts it: wait for the switch */
   }
   wf_fifo *dst[WF_DIR_COUNT] = {0};
   int dli[WF_DIR_COUNT] = {0};
@@ -165,18 +178,25 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
     } else {
       wf_pe *dp = NULL;
       dst[d] = dest(s, r, d, rc->color, &dp, &dli[d]);
-      if (!dst[d]) return 0;
+      if (!dst[d]) return FW_OTHER;
       if (dp) pe = dp;
     }
-    if ((r->port_now == s->now && (r->port_mask >> d & 1)) || dst[d]->count >= s->depth) {
+    if (r->port_now == s->now && (r->port_mask >> d & 1)) {
       r->out_stall[d]++;
+      res |= FW_OTHER; /* a port taken this cycle: something moved */
+      ok = 0;
+    } else if (dst[d]->count >= s->depth) {
+      r->out_stall[d]++;
+      inc[d]++;
+      dst[d]->full_seen = 1; /* its next pop wakes r if r sleeps by then */
       ok = 0;
     }
   }
-  if (!ok) return 0; /* backpressure: multicast moves only when every tx port can take it */
+  if (!ok) return res; /* backpressure: multicast moves only when every tx port can take it */
   wf_wv v = wf_fifo_pop(s, f);
   popped(r, c, rx);
   if (rx == WF_DIR_RAMP) ramp_freed(s, r);
+  else wf_sim_drained(s, f, r->nb[rx]);
   int adv_own = v.kind == WF_WV_DATA && v.adv && rx == WF_DIR_RAMP;
   v.adv = 0;
   if (r->port_now != s->now) {
@@ -200,7 +220,7 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx) {
   if (v.kind == WF_WV_CTL || adv_own) advance(rc);
   else if (v.kind == WF_WV_TEARDOWN) rc->pos = 0;
   s->progress = 1;
-  return 1;
+  return FW_MOVED;
 }
 
 /* Software prefetch for a router the cycle loop will step soon (the list is in wake
@@ -234,11 +254,14 @@ void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near) {
 }
 
 /* Visits the non-empty input buffers once, in round-robin order from r->rr (the bit masks
- * are snapshotted first, so a wavelet arriving this cycle waits for the next). */
-void wf_router_step(wf_sim *s, wf_router *r) {
+ * are snapshotted first, so a wavelet arriving this cycle waits for the next). Returns 1
+ * when nothing moved and nothing can change before an event: the cycle loop then lets r
+ * sleep (sim.c). */
+int wf_router_step(wf_sim *s, wf_router *r) {
   int n = WF_DIR_COUNT * r->nlc;
-  if (!n) return;
-  int start = r->rr;
+  if (!n) return 0;
+  int start = r->rr, res = FW_STUCK;
+  uint8_t inc[WF_DIR_COUNT] = {0};
   r->rr = (int16_t)(r->rr + 1 == n ? 0 : r->rr + 1);
   uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
   for (int pass = 0; pass < 2 && !s->failed; pass++)
@@ -248,7 +271,10 @@ void wf_router_step(wf_sim *s, wf_router *r) {
         int i = wd * 64 + __builtin_ctzll(bits);
         bits &= bits - 1;
         if ((pass == 0) != (i >= start)) continue;
-        forward(s, r, i / WF_DIR_COUNT, i % WF_DIR_COUNT);
+        res |= forward(s, r, i / WF_DIR_COUNT, i % WF_DIR_COUNT, inc);
       }
     }
+  if (res != FW_STUCK || s->failed) return 0;
+  memcpy(r->sl_inc, inc, sizeof inc);
+  return 1;
 }

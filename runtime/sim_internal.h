@@ -33,6 +33,9 @@ typedef struct wf_wv {
 typedef struct wf_fifo {
   wf_wv *buf;      /* capacity queue_depth, from the arena on the first push (sim_layout.c) */
   int16_t head, count;
+  uint8_t full_seen; /* its producer found it full since its last pop: the producer (the
+                        router of the neighbour it comes from, or the PE's own router for a
+                        PE queue) may sleep on it, so the next pop looks (sim.c) */
 } wf_fifo;
 
 #define WF_RX_NONE 0xff /* tx table entry: this rx is not accepted in this position */
@@ -62,6 +65,9 @@ typedef struct wf_router {
   uint8_t port_mask;               /* out ports that carried a wavelet in cycle port_now */
   uint8_t pe_wait;                 /* 0 only while its PE is awake in the active list, so a
                                       delivery or a freed ramp slot need not look at the PE */
+  uint8_t asleep;                  /* blocked: every head waits for a full destination or a
+                                      switch position; not visited until an event (sim.c) */
+  uint8_t where;                   /* WF_RT_*: which list holds it */
   struct wf_pe *pe;                /* the PE on the ramp */
   int64_t port_now;
   struct wf_router *nb[WF_DIR_RAMP]; /* neighbours N, E, S, W (NULL: none) */
@@ -70,7 +76,16 @@ typedef struct wf_router {
   int64_t out_count[WF_DIR_COUNT]; /* wavelets sent per out port (RAMP = up the ramp) */
   int64_t out_stall[WF_DIR_COUNT]; /* cycles a ready wavelet waited for this out port */
   int64_t ramp_down;               /* items the PE put on the ramp */
+  /* sleeping while blocked (sim.c) */
+  int64_t key;                     /* position in the active router list (sorted by key) */
+  int64_t sl_from;                 /* first cycle its visits were skipped */
+  uint8_t sl_inc[WF_DIR_COUNT];    /* out_stall added per skipped visit */
 } wf_router;
+
+/* Where a router with wavelets is (wf_router.where): in the active list, among the sleepers
+ * woken to run later in this cycle's router phase (a heap by key), among those that rejoin
+ * the list at the end of this cycle, or in none (asleep, or empty). */
+enum { WF_RT_NONE, WF_RT_LIST, WF_RT_NOW, WF_RT_JOIN };
 
 enum { WF_PE_IDLE, WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC };
 
@@ -150,8 +165,16 @@ struct wf_sim {
   wf_pe **timers; int n_timers;    /* TIMER sleepers: min-heap on (busy_until, key) */
   int64_t next_key;
   wf_router **act_rt; int n_act_rt;
-  int *slept, *emptied;            /* list indices of PEs that slept, routers that emptied
-                                      during this cycle's steps (sim.c) */
+  int64_t next_rt_key;
+  int64_t rt_cur_key;              /* key of the router being stepped (INT64_MIN in the PE
+                                      phase, INT64_MAX after the router phase) */
+  wf_router **rt_now; int n_rt_now;   /* woken sleepers still to run this cycle: min-heap by key */
+  wf_router **rt_join; int n_rt_join; /* routers that rejoin the list at this cycle's end */
+  int n_rt_sleep;                  /* routers asleep */
+  int64_t rt_skipped;              /* router visits sleeping saved (statistics only) */
+  int rt_poll;                     /* tests: blocked routers never sleep (the polling loop) */
+  int *slept, *emptied;            /* list indices of PEs that slept, routers that emptied or
+                                      slept during this cycle's steps (sim.c) */
   int64_t now;
   int progress;
   int failed;
@@ -176,6 +199,16 @@ void wf_sim_rt_error(wf_sim *s, const wf_pe *p, const wf_pe_instr *in, const cha
     __attribute__((format(printf, 4, 5)));
 WF_SIM_HIDDEN void wf_sim_wake_pe(wf_sim *s, wf_pe *p);
 WF_SIM_HIDDEN void wf_sim_wake_router(wf_sim *s, wf_router *r);
+/* A sleeping router's blocked state may have changed (a destination drained, a buffer of its
+ * own became non-empty): it is visited again where the polling loop would visit it. */
+WF_SIM_HIDDEN void wf_sim_wake_sleeper(wf_sim *s, wf_router *r);
+/* A pop from f, whose producer is router `prod`: if prod found f full, it may sleep on it. */
+static inline void wf_sim_drained(wf_sim *s, wf_fifo *f, struct wf_router *prod) {
+  if (f->full_seen) {
+    f->full_seen = 0;
+    if (prod && prod->asleep) wf_sim_wake_sleeper(s, prod);
+  }
+}
 void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur);
 float *wf_sim_pe_mem(wf_sim *s, wf_pe *p); /* allocates on first use; NULL in timing mode */
 static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
@@ -204,7 +237,10 @@ static inline wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
 /* sim_fabric.c */
 /* Puts w into router r's input buffer (local color lc, port rx) and wakes r. */
 WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
-WF_SIM_HIDDEN void wf_router_step(wf_sim *s, wf_router *r);
+/* Returns 1 if nothing moved and the step would repeat identically every cycle until an
+ * event (every non-empty buffer's ready head waits for a full destination or a switch
+ * position); then r->sl_inc holds the stalls one such step counts. */
+WF_SIM_HIDDEN int wf_router_step(wf_sim *s, wf_router *r);
 /* A hint for the cycle loop (far: r's own state; near: what it points to); no effect. */
 WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near);
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);

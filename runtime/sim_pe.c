@@ -43,6 +43,7 @@ static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
   wf_wv *w;
   while ((w = wf_fifo_head(q)) && w->ready <= s->now && w->kind != WF_WV_DATA) {
     wf_fifo_pop(s, q);
+    wf_sim_drained(s, q, p->rt);
     p->ctl_in++;
     int col = s->ci[p->cls_i].lcol[lc];
     for (int t = 0; t < p->cls->n_tasks; t++)
@@ -90,6 +91,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
       wf_fifo *f = h ? ramp_slot(s, p, st->co) : NULL;
       if (!f) return 0;
       float a = wf_fifo_pop(s, &p->q[st->ci]).v, b = mem ? mem[st->off + st->prog] : 0.0f;
+      wf_sim_drained(s, &p->q[st->ci], p->rt);
       float v = in->op == WF_PEOP_ADDSEND ? a + b : (a > b ? a : b);
       /* The result enters the ramp the cycle after its operand was read (one pipeline stage). */
       ramp_push(s, p, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
@@ -98,6 +100,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
     default: { /* recv, recvadd, recvmax and their async forms */
       if (!data_head(s, p, st->ci)) return 0;
       float v = wf_fifo_pop(s, &p->q[st->ci]).v;
+      wf_sim_drained(s, &p->q[st->ci], p->rt);
       if (mem) {
         float *d = &mem[st->off + st->prog];
         if (in->op == WF_PEOP_RECV || in->op == WF_PEOP_ARECV) *d = v;
