@@ -3,7 +3,7 @@
 # checks fixed ones): P in 2..512 and B in 1..4096, both log-uniform, through wafer-bench
 # (functional mode, values checked). For every pair:
 #   - star, chain, tree, two_phase, autogen reduce correctly; simulated >= Lemma 5.5's lower
-#     bound (exempt, as documented: star, and autogen at B = 1); |model error| within the
+#     bound (exempt, as documented: star, and autogen and the 3-PE binary tree, a star, at B = 1); |model error| within the
 #     bounds docs/collectives-lowering.md documents for sizes outside the fixed sweep (chain
 #     exact, star 11%, tree 16%, two-phase 20%, Auto-Gen 24%; + 2 cycles of rounding);
 #   - simulated = the lowered tree's schedule (wf_coll_tree_schedule, given in the explain)
@@ -72,7 +72,10 @@ for i in range(npairs):
         lb = j["lower_bound_cycles"]
         if j["algo"] != algo: fails.append(tag + ": lowered " + j["algo"])
         if j["correct"] is not True: fails.append(tag + ": wrong values")
-        exempt = algo == "star" or (algo == "autogen" and B == 1)
+        # the lemma does not hold for a star at B = 1 (docs/collectives-lowering.md): the
+        # star, an Auto-Gen tree with a star at its top, and the binary tree over 3 PEs,
+        # which is the star (the same tree, the same 8 cycles; found with seed 1)
+        exempt = algo == "star" or (B == 1 and (algo == "autogen" or (algo == "tree" and P == 3)))
         if j["simulated_cycles"] < lb and not exempt:
             fails.append(tag + ": simulated %d below the lower bound %d" % (j["simulated_cycles"], lb))
         err = abs(j["simulated_cycles"] - j["predicted_cycles"]) / j["predicted_cycles"]
