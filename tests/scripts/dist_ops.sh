@@ -5,10 +5,7 @@
 # Also: an op the backend cannot lower honestly is rejected with a located error naming it.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 # x: f32[8, 16] from a fixed LCG in [-2, 2), written as .npy without numpy.
 python3 "$SRC/tests/tools/npy.py" "$TMP/x.npy" 8,16 12345 2.0

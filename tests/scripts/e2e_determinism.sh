@@ -3,10 +3,7 @@
 # timing mode reports the functional mode's cycles.
 set -uo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 E=$SRC/examples
 waferc "$E/mlp_softmax.wir" -o "$TMP/plan" --target=test4x4 || fail "compile failed"
 for i in 1 2; do

@@ -3,12 +3,8 @@
 # interpreter, check the report, and check that a second run is byte-identical.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
-n=0
 for model in "$SRC"/examples/*.wir; do
   stem=$(basename "$model" .wir)
   x="$SRC/examples/${stem}_x.npy"

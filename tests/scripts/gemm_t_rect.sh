@@ -9,13 +9,8 @@
 #     simulated 234 (+4.9%). BOUND = 6%.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 BOUND=0.06
-n=0
 
 t=test_gemm_transposeB
 if [ -d "$NODE/$t" ]; then

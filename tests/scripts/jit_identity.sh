@@ -5,10 +5,7 @@
 # the manifest; a corrupt kernel file must produce a warning and the same results.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 # all_ops: its weights are generated here (no numpy needed).
 mkdir -p "$TMP/all_ops"

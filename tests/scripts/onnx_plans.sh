@@ -6,12 +6,7 @@
 # examples/models/mlp2.onnx on meshes up to 4x4 with every GEMM algorithm that lowers.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-n=0
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 # check NAME MODEL WANT.npy MESH "NAME=FILE ..." [waferc flags...]
 check() {

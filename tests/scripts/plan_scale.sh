@@ -4,10 +4,7 @@
 # and manifests of the same size up to the digits of the mesh and block sizes.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 cat > "$TMP/g.wir" <<'EOF2'
 module @g {
   const @gamma : f32[512] = dense<0.5>

@@ -5,10 +5,7 @@
 # not fit at all and the error names the tensor, the class, the bytes missing and a fix.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 cat > "$TMP/chain.wir" <<'EOF2'
 module @chain {

@@ -5,10 +5,7 @@
 # valid PNGs of the same size with a CSV of one row per PE.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 x=$SRC/examples/mlp_softmax_x.npy
 waferc "$SRC/examples/mlp_softmax.wir" -o "$TMP/plan" --target=test4x4 || fail "waferc exited $?"

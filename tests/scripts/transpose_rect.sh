@@ -17,13 +17,8 @@
 #     predicted 148, simulated 138 (-6.8%). BOUND = 11%.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 BOUND=0.11
-n=0
 
 # ---- 1. ONNX Gemm(transA=1) ----
 for t in test_gemm_transposeA test_gemm_all_attributes; do
@@ -55,7 +50,6 @@ for t in test_gemm_transposeA test_gemm_all_attributes; do
 done
 
 # ---- 2 and 3. .wir graphs against the interpreter ----
-NPY=$SRC/tests/tools/npy.py
 # check NAME WIR MESH OUT "INPUTS" BOUND [WAFERC ARGS...]: compile, run, compare OUT with the
 # interpreter's; with a BOUND (else ""), also the summed prediction against the simulated total.
 check() {
