@@ -20,48 +20,18 @@
 #include "waferc/diag.h"
 
 #include "wf_test.h"
+#include "wf_test_plan.h"
 
 static char tmpdir[256];
 static int g_fp16_simd = 4;   /* target keys the fp16 and bank tests vary */
 static int g_bank_cycles = 0;
 
-/* Writes plan/manifest.json and plan/programs/main.wpe for a w x h mesh running `program`.
- * The single input "a" and output "b" are f32[w*len] split along x, bound to $a and $b. */
+/* The plan `name` for a w x h mesh running `program` (wf_test_plan.h), with the target keys
+ * the fp16 and bank tests vary. */
 static const char *write_plan(const char *name, int w, int h, int ramp, int depth, int len,
                               const char *colors, const char *program, int format_version) {
-  static char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
-  char path[700];
-  mkdir(dir, 0777);
-  snprintf(path, sizeof path, "%s/programs", dir);
-  mkdir(path, 0777);
-  snprintf(path, sizeof path, "%s/programs/main.wpe", dir);
-  FILE *f = fopen(path, "w");
-  fputs(program, f);
-  fclose(f);
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  f = fopen(path, "w");
-  fprintf(f,
-          "{\"format_version\": %d,\n"
-          " \"target\": {\"name\": \"unit\", \"fabric\": [%d, %d], \"sram_bytes\": 49152,\n"
-          "   \"sram_banks\": 8, \"clock_hz\": 1e9, \"fmac_per_cycle\": 1, \"fp16_simd\": %d,\n"
-          "   \"wavelet_bits\": 32, \"hop_cycles\": 1, \"ramp_cycles\": %d, \"colors\": 24,\n"
-          "   \"reserved_colors\": [21, 22, 23], \"switch_positions\": 4, \"route_code_bits\": 5,\n"
-          "   \"queue_depth\": %d, \"exp_cycles\": 8, \"div_cycles\": 8,\n"
-          "   \"bank_conflict_cycles\": %d},\n"
-          " \"mesh\": [%d, %d],\n"
-          " \"colors\": [%s],\n"
-          " \"regions\": [{\"name\": \"mesh\", \"rect\": [0, 0, %d, %d],\n"
-          "   \"classes\": [{\"name\": \"main\", \"rect\": [0, 0, %d, %d], \"program\": \"programs/main.wpe\"}]}],\n"
-          " \"weights\": {\"file\": \"weights.bin\", \"bytes\": 0, \"tensors\": []},\n"
-          " \"inputs\": [{\"name\": \"a\", \"symbol\": \"$a\", \"dtype\": \"f32\", \"shape\": [%d],\n"
-          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
-          " \"outputs\": [{\"name\": \"b\", \"symbol\": \"$b\", \"dtype\": \"f32\", \"shape\": [%d],\n"
-          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
-          " \"ops\": [{\"op\": \"test\", \"predicted_cycles\": 0}]}\n",
-          format_version, w, h, g_fp16_simd, ramp, depth, g_bank_cycles, w, h, colors, w, h, w, h, w * len, w * len);
-  fclose(f);
-  return dir;
+  wf_test_plan t = {tmpdir, name, w, h, ramp, depth, len, g_fp16_simd, g_bank_cycles, format_version, colors, program};
+  return wf_test_write_plan(&t);
 }
 
 static int sim_mode = WF_SIM_FUNCTIONAL;

@@ -15,49 +15,17 @@
 #include "runtime/sim_internal.h"
 #include "waferc/diag.h"
 #include "wf_test.h"
+#include "wf_test_plan.h"
 
 enum { W = 6, LEN = 64, CHUNK = 8 };
 
 static char tmpdir[256];
 
 /* plan dir `name`: a W x 1 row at queue depth 2 running `prog`; input a and output b are
- * f32[W * LEN] split along x ($a and $b). */
+ * f32[W * LEN] split along x ($a and $b) (wf_test_plan.h). */
 static const char *write_plan(const char *name, const char *prog) {
-  static char dir[512];
-  char path[700];
-  snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
-  mkdir(dir, 0777);
-  snprintf(path, sizeof path, "%s/programs", dir);
-  mkdir(path, 0777);
-  snprintf(path, sizeof path, "%s/programs/main.wpe", dir);
-  FILE *f = fopen(path, "w");
-  fputs(prog, f);
-  fclose(f);
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  f = fopen(path, "w");
-  fprintf(f,
-          "{\"format_version\": 1,\n"
-          " \"target\": {\"name\": \"unit\", \"fabric\": [%d, 1], \"sram_bytes\": 49152,\n"
-          "   \"sram_banks\": 8, \"clock_hz\": 1e9, \"fmac_per_cycle\": 1, \"fp16_simd\": 4,\n"
-          "   \"wavelet_bits\": 32, \"hop_cycles\": 1, \"ramp_cycles\": 2, \"colors\": 24,\n"
-          "   \"reserved_colors\": [21, 22, 23], \"switch_positions\": 4, \"route_code_bits\": 5,\n"
-          "   \"queue_depth\": 2, \"exp_cycles\": 8, \"div_cycles\": 8},\n"
-          " \"mesh\": [%d, 1],\n"
-          " \"colors\": [{\"color\": 0}, {\"color\": 1}],\n"
-          " \"regions\": [{\"name\": \"mesh\", \"rect\": [0, 0, %d, 1],\n"
-          "   \"classes\": [{\"name\": \"main\", \"rect\": [0, 0, %d, 1],\n"
-          "     \"program\": \"programs/main.wpe\"}]}],\n"
-          " \"weights\": {\"file\": \"weights.bin\", \"bytes\": 0, \"tensors\": []},\n"
-          " \"inputs\": [{\"name\": \"a\", \"symbol\": \"$a\", \"dtype\": \"f32\",\n"
-          "   \"shape\": [%d],"
-          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
-          " \"outputs\": [{\"name\": \"b\", \"symbol\": \"$b\", \"dtype\": \"f32\",\n"
-          "   \"shape\": [%d],"
-          "   \"split\": [\"x\"], \"region\": \"mesh\"}],\n"
-          " \"ops\": [{\"op\": \"test\", \"predicted_cycles\": 0}]}\n",
-          W, W, W, W, W * LEN, W * LEN);
-  fclose(f);
-  return dir;
+  wf_test_plan t = {tmpdir, name, W, 1, 2, 2, LEN, 4, 0, 1, "{\"color\": 0}, {\"color\": 1}", prog};
+  return wf_test_write_plan(&t);
 }
 
 /* PE0 multicasts LEN wavelets on c0 to PEs 1..5, which take them in chunks with compute of
