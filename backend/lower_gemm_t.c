@@ -90,12 +90,6 @@ static int gt_same(const gt_item *a, const gt_item *b, int64_t d, int64_t sj, in
   return a->x < 0 || (b->x == a->x + d * sx && b->s0 == a->s0 + d * pn && b->s1 == a->s1 + d * pn);
 }
 
-/* c * (base + step q) + k as a term of loop variable q (var < 0: the constant). */
-static wf_pe_term gt_term(int var, int64_t base, int64_t step) {
-  if (var < 0 || step == 0) return wf_term_int((int32_t)base);
-  return wf_term_scaled(wf_term_var(var, 0), (int)step, (int32_t)base);
-}
-
 static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
   int W = L->w, H = L->h;
@@ -149,7 +143,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       if (i) pred += 2 * nb * k + mac + m * nb + ar + m * widest; /* the previous round */
       widest = 0;
       if (emit) {
-        wf_pe_term tj = gt_term(in_loop ? qv : -1, x->j - (in_loop ? sj * q0 : 0), in_loop ? sj : 0);
+        wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
         wf_pe_guard own = wf_guard0(), recv = wf_guard0();
         wf_gadd(&own, ty, WF_CMP_EQ, tj);
         wf_gadd(&recv, ty, WF_CMP_NE, tj);
@@ -164,7 +158,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       int64_t lo = (int64_t)x->j * nb, clo = (int64_t)x->x * nc;
       if (emit) {
         wf_pe_guard at = wf_guard0();
-        wf_gadd(&at, tx, WF_CMP_EQ, gt_term(in_loop ? qv : -1, x->x - (in_loop ? sx * q0 : 0), in_loop ? sx : 0));
+        wf_gadd(&at, tx, WF_CMP_EQ, wf_term_affine(in_loop ? qv : -1, in_loop ? sx : 0, x->x - (in_loop ? sx * q0 : 0)));
         wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(gs.part);
         dst.off = (int32_t)(x->s0 - clo);
         src.off = (int32_t)(x->s0 - lo);

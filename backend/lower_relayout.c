@@ -91,10 +91,7 @@ static rl_lin lin_const(int64_t v) { return (rl_lin){-1, v, 0}; }
 
 /* l * scale + add as a term (a scaled term of the loop variable inside the loop). */
 static wf_pe_term lin_term(rl_lin l, int64_t scale, int64_t add) {
-  int64_t c = l.base * scale + add, st = l.step * scale;
-  WF_ASSERT(c >= INT32_MIN && c <= INT32_MAX);
-  if (l.var < 0 || st == 0) return wf_term_int((int32_t)c);
-  return wf_term_scaled(wf_term_var(l.var, 0), (int)st, (int32_t)c);
+  return wf_term_affine(l.var, l.step * scale, l.base * scale + add);
 }
 
 /* Buffer operand sym + l * scale + add. */

@@ -165,6 +165,11 @@ wf_pe_term wf_term_scaled(wf_pe_term t, int c, int32_t k) {
   t.k = k;
   return t;
 }
+wf_pe_term wf_term_affine(int v, int64_t step, int64_t base) {
+  WF_ASSERT(base >= INT32_MIN && base <= INT32_MAX);
+  if (v < 0 || step == 0) return wf_term_int((int32_t)base);
+  return wf_term_scaled(wf_term_var(v, 0), (int)step, (int32_t)base);
+}
 wf_pe_guard wf_guard0(void) {
   wf_pe_guard g;
   memset(&g, 0, sizeof g);

@@ -180,6 +180,9 @@ wf_pe_term wf_term(wf_term_kind kind, int32_t k);
 wf_pe_term wf_term_var(int var, int32_t k);
 /* c * base + k for a PE parameter or loop variable t (c >= 1). */
 wf_pe_term wf_term_scaled(wf_pe_term t, int c, int32_t k);
+/* step * v + base for loop variable v: the constant base when v < 0 or step == 0 (a value
+ * that is a term of a loop over periods inside the loop and a constant outside it). */
+wf_pe_term wf_term_affine(int v, int64_t step, int64_t base);
 wf_pe_guard wf_guard0(void);
 /* Adds `a cmp b` to g. */
 void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
