@@ -71,6 +71,18 @@ int wf_lower_plan_memory(wf_lower *L) {
   }
   wf_mem_plan p;
   int r = wf_memplan(ms, n, L->t->sram_bytes, &p);
+  /* Scratch whose size does not shrink with the blocks gets its own advice. */
+  static const struct { const char *prefix, *advice; } scratch[] = {
+      {"$rl_", "the W x H transpose gathers X's whole columns on every PE (a panel that a "
+               "larger mesh does not shrink much); on a square mesh (--mesh=NxN) it needs two "
+               "blocks per PE"},
+      {"$gemm_apanel", "allgather GEMM keeps whole row and column panels: another --gemm-algo "
+                       "(summa, meshgemm, cannon) keeps a few blocks"},
+      {"$gemm_bpanel", "allgather GEMM keeps whole row and column panels: another --gemm-algo "
+                       "(summa, meshgemm, cannon) keeps a few blocks"},
+      {"$vr_panel", "a vector re-split gathers the whole vector on every PE: a shorter vector or "
+                    "a split op"},
+  };
   int rc = 0;
   if (r < 0) {
     wf_error(L->f->loc, "internal: SRAM planning of class '%s' failed", c->name);
@@ -80,13 +92,15 @@ int wf_lower_plan_memory(wf_lower *L) {
     c->mem_bytes = p.peak;
     if (r == 1) {
       const wf_pe_sym *s = &c->syms[p.over];
+      const char *advice = "use a larger mesh (--mesh; the blocks shrink with the PE count) or split the op";
+      for (size_t k = 0; k < sizeof scratch / sizeof *scratch; k++)
+        if (!strncmp(s->name, scratch[k].prefix, strlen(scratch[k].prefix))) advice = scratch[k].advice;
       wf_error(sym_loc(L, p.over),
                "tensor '%s' (%lld bytes per PE) of class '%s' does not fit the %lld-byte SRAM of a "
                "'%s' PE: %lld bytes missing after reusing the memory of dead values (%lld bytes "
-               "needed, %lld without reuse); use a larger mesh (--mesh; the blocks shrink with "
-               "the PE count) or split the op",
+               "needed, %lld without reuse); %s",
                s->name, (long long)s->bytes, c->name, (long long)L->t->sram_bytes, L->t->name,
-               (long long)p.missing, (long long)p.peak, (long long)p.sum);
+               (long long)p.missing, (long long)p.peak, (long long)p.sum, advice);
       rc = WF_EXIT_NOFIT;
     }
     wf_mem_plan_free(&p);

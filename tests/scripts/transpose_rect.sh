@@ -203,4 +203,13 @@ for mesh in 3x2 5x2 2x3; do
   done
 done
 
+# Past the SRAM: the panel of a 1200x2400 transpose on 200x300 (96 KB per PE) is refused,
+# located, with the advice that fits a relayout panel (a square mesh), not "a larger mesh".
+printf 'module @big {\n  func @main(%%a: f32[1200, 2400]) -> f32[2400, 1200] {\n    %%c = transpose(%%a) {perm = [1, 0]} : f32[2400, 1200]\n    return %%c\n  }\n}\n' >"$TMP/big.wir"
+rc=0
+waferc "$TMP/big.wir" -o "$TMP/big" --target=wse2 --mesh=200x300 -q 2>"$TMP/err" || rc=$?
+[ $rc = 4 ] && grep -q "big.wir:2:3: error: tensor '\$rl_.*does not fit.*square mesh (--mesh=NxN)" "$TMP/err" ||
+  fail "big transpose on 200x300: expected exit 4 with the relayout's advice, got $rc: $(cat "$TMP/err")"
+[ ! -e "$TMP/big/manifest.json" ] || fail "big transpose: a plan was written despite the error"
+
 echo "transpose_rect: $n plan(s) match"
