@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "passes/cli.h"
 #include "passes/fsutil.h"
@@ -258,6 +260,8 @@ static int interpret(wf_module *m, const options *o) {
 }
 
 static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flags) {
+  struct stat st;
+  int existed = stat(o->output, &st) == 0;
   if (wf_mkdir_p(o->output) != 0) return WF_EXIT_IO;
   wf_plan_opts po = WF_PLAN_OPTS_DEFAULT;
   po.func = o->func;
@@ -270,7 +274,12 @@ static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flag
   wf_progress("writing plan %s", o->output);
   int rc = wf_backend_emit_plan(m, &c->target, o->output, &po);
   wf_progress_done();
-  if (rc) return rc;
+  if (rc) {
+    /* The lowering failed before writing anything: leave no empty plan directory behind
+     * (rmdir removes it only if it is empty, so a user's directory is never touched). */
+    if (!existed) rmdir(o->output);
+    return rc;
+  }
   char *ir = wf_path_join(o->output, "ir");
   char *final = wf_path_join(ir, "final.wir");
   rc = wf_mkdir_p(ir) ? WF_EXIT_IO : wf_cli_write_module(c, final, m);
