@@ -46,7 +46,7 @@ static int same_blocks(const wf_type *a, const wf_type *b) {
  * operand's padding, then zeros (partition_pad.c's rule for a transpose or reshape). */
 static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int sb, wf_lowered_op *out) {
   int pa = parts(L, sa), pb = parts(L, sb);
-  int64_t bs = (len + pa - 1) / pa, bd = (len + pb - 1) / pb, np = (int64_t)pa * bs > (int64_t)pb * bd ? pa * bs : pb * bd;
+  int64_t bs = (len + pa - 1) / pa, bd = (len + pb - 1) / pb, got = pa * bs, np = got > pb * bd ? got : pb * bd;
   if (bs > WF_PE_MAX_SCALE || bd > WF_PE_MAX_SCALE) {
     wf_error(op->loc, "'%s' of a %lld-element vector: a block is past the PE's addressing of panel slots",
              wf_opinfos[op->code].name, (long long)len);
@@ -58,13 +58,13 @@ static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int
   int panel = wf_lower_temp(L, "$vr_panel", np * 4);
   wf_pe_term ta = wf_term(sa == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0), tb = wf_term(sb == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
   wf_pe_arg own = wf_arg_sym(panel), mine = wf_arg_sym(panel);
-  if (pa > 1) own.term = bs == 1 ? ta : wf_term_scaled(ta, (int)bs, 0);
-  if (pb > 1) mine.term = bd == 1 ? tb : wf_term_scaled(tb, (int)bd, 0);
+  if (pa > 1) own.term = wf_term_scaled(ta, (int)bs, 0);
+  if (pb > 1) mine.term = wf_term_scaled(tb, (int)bd, 0);
   wf_pe_arg tail = wf_arg_sym(panel);
-  tail.off = (int32_t)((int64_t)pa * bs);
-  if (np > (int64_t)pa * bs) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){tail, wf_arg_int(np - (int64_t)pa * bs)});
+  tail.off = (int32_t)got;
+  if (np > got) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){tail, wf_arg_int(np - got)});
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){own, wf_arg_sym(sx), wf_arg_int(bs)});
-  int64_t pred = (np - (int64_t)pa * bs) + bs + bd;
+  int64_t pred = (np - got) + bs + bd;
   if (pa > 1) {
     int jv = wf_pe_class_find_var(L->cls, "vr", 1);
     wf_pe_term tj = wf_term_var(jv, 0);
@@ -72,7 +72,7 @@ static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int
     wf_guard_add(&snd, ta, WF_CMP_EQ, tj);
     wf_guard_add(&rcv, ta, WF_CMP_NE, tj);
     wf_pe_arg slot = wf_arg_sym(panel);
-    slot.term = bs == 1 ? tj : wf_term_scaled(tj, (int)bs, 0);
+    slot.term = wf_term_scaled(tj, (int)bs, 0);
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(pa)});
     wf_emit(L, &snd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sx), wf_arg_int(bs)});
     wf_emit(L, &rcv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot, wf_arg_int(bs)});

@@ -115,7 +115,7 @@ static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, i
     wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(panel, H * blk), wf_arg_int((rpan - H * t->rb) * t->cb)});
   /* Every PE copies its own block first, all at once, so that no round waits for a copy. */
   wf_pe_arg mine = at(panel, 0);
-  if (H > 1) mine.term = blk == 1 ? ty : wf_term_scaled(ty, (int)blk, 0);
+  if (H > 1) mine.term = wf_term_scaled(ty, (int)blk, 0);
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, at(t->src, t->src_off), wf_arg_int(blk)});
   if (H > 1) {
     rl_lin j = {qv, 0, 1};
