@@ -59,6 +59,9 @@ int wf_lower_sym(wf_lower *L, wf_value v);
 void wf_lower_alias(wf_lower *L, wf_value v, int sym);
 /* A scratch symbol shared by all ops, at least `bytes` large. */
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes);
+/* The class's loop variable `name`, declared on first use. A class holds at most 8 (the PE
+ * environment's size): past that it is an internal error, never an index of -1. */
+int wf_lower_var(wf_lower *L, const char *name);
 /* The color for a purpose, allocating it and its routes on first use; -1 (reported) if the
  * target has no color left. */
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc);

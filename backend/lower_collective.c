@@ -233,6 +233,7 @@ static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, c
     wf_pe_arg rargs[3] = {wf_arg_int(phys[r->ci[side]]), wf_arg_sym(sym), wf_arg_int(len)};
     if (plain > 2) {
       int var = wf_pe_class_find_var(c, "ck", 1);
+      WF_ASSERT(var >= 0); /* more loop variables than a PE class holds */
       wf_emit(L, g, WF_PEOP_LOOP,
               (wf_pe_arg[]){wf_arg_term(wf_term_var(var, 0)), wf_arg_int(0), wf_arg_int(plain)});
       wf_emit(L, NULL, combine, rargs);

@@ -79,7 +79,7 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_error(op->loc, "dist.gemm{algo=allgather}: a panel slot is past the PE's addressing");
     return WF_EXIT_NOFIT;
   }
-  int jv = wf_pe_class_find_var(L->cls, "j", 1);
+  int jv = wf_lower_var(L, "j");
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0), tj = wf_term_var(jv, 0);
   int rounds = W > H ? W : H;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rounds)});

@@ -728,7 +728,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   /* Alignment: virtual row I = v_y y + r of A shifts by its ring's count for I, virtual
    * column J = v_x x + t of B by its count for J; one row of tiles at a time (a color carries
    * one stream at a time), both operands' row o together, then a join. */
-  int u = wf_pe_class_find_var(L->cls, "u", 1), iv = wf_pe_class_find_var(L->cls, "i", 1);
+  int u = wf_lower_var(L, "u"), iv = wf_lower_var(L, "i");
   wf_pe_term tu = wf_term_var(u, 0);
   int no = vx > vy ? vx : vy;
   if (period) { /* Cannon renaming: the line of virtual index I shifts I times */
@@ -784,7 +784,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   }
   }
 
-  int sv = wf_pe_class_find_var(L->cls, "s", 1);
+  int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);
   rect_mm mm = {gc, direct, vx, vy, mt, kt, nt, n, zc, mperiod ? &maps : NULL, iv};
   if (period) {

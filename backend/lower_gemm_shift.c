@@ -68,7 +68,7 @@ static void shift(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to,
 
 static void align(shift_ctx *s, const wf_ring *ring, int N) {
   wf_lower *L = s->L;
-  int u = wf_pe_class_find_var(L->cls, "u", 1);
+  int u = wf_lower_var(L, "u");
   wf_pe_term tu = wf_term_var(u, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_ring_align ra, rb;
   ring->align(&ra, ty, N, tu); /* A: row y shifts along x */
@@ -148,7 +148,7 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.b[0]), wf_arg_sym(wf_lower_sym(L, b)), wf_arg_int(s.nb)});
   align(&s, ring, N);
 
-  int sv = wf_pe_class_find_var(L->cls, "s", 1);
+  int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(ts), wf_arg_int(0), wf_arg_int(N)});
   for (int p = 0; p < 2; p++) {

@@ -132,7 +132,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
         break;
       }
     }
-  int qv = per ? wf_pe_class_find_var(L->cls, "gq", 1) : -1;
+  int qv = per ? wf_lower_var(L, "gq") : -1;
   int64_t pred = m * nc, ar = 0, widest = 0;
   for (int i = 0; i < n; i++) {
     const gt_item *x = &it[i];
@@ -210,7 +210,7 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (ccol < 0) return WF_EXIT_NOFIT;
   gt_syms gs = {sa, sb, bt, wf_lower_temp(L, "$gemmt_brecv", n * k * 4), wf_lower_temp(L, "$gemmt_part", m * n * 4)};
   int part = gs.part;
-  int j = wf_pe_class_find_var(L->cls, "jt", 1);
+  int j = wf_lower_var(L, "jt");
   wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
   wf_gadd(&own, ty, WF_CMP_EQ, tj);

@@ -112,7 +112,7 @@ static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, in
   int64_t P = wf_lcm(ka, kb), periods = end / P;
   int64_t from = 0;
   if (periods >= 2 && P / ka <= WF_PE_MAX_SCALE && P / kb <= WF_PE_MAX_SCALE) {
-    int pv = wf_pe_class_find_var(L->cls, "p", 1);
+    int pv = wf_lower_var(L, "p");
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(pv, 0)), wf_arg_int(0), i64(periods)});
     summa_steps(&s, 0, P, pv, P);
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
@@ -126,7 +126,7 @@ static void summa_square(wf_lower *L, int crow, int ccol, int sa, int sb, int sc
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
   wf_gemm_buffers(WF_GEMM_SUMMA, L->w, L->h, m, k, k, n, &bf);
   int at = wf_lower_temp(L, "$a_recv", bf.a0 * 4), bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
-  int kv = wf_pe_class_find_var(L->cls, "k", 1);
+  int kv = wf_lower_var(L, "k");
   wf_pe_term tk = wf_term_var(kv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_LOOP,
           (wf_pe_arg[]){wf_arg_term(wf_term_var(kv, 0)), wf_arg_int(0), wf_arg_term(wf_term(WF_TERM_W, 0))});

@@ -294,9 +294,8 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
   int piece = wf_lower_temp(L, "$rl_piece", W * slot * 4);
   int chunkbuf = W > 1 ? wf_lower_temp(L, "$rl_chunks", W * slot * 4) : -1;
   int dropbuf = W > 2 ? wf_lower_temp(L, "$rl_drop", slot * 4) : -1;
-  int v = W > 2 ? wf_pe_class_find_var(L->cls, "rl", 1) : -1; /* the drop loops need W > 2 */
-  int qv = wf_pe_class_find_var(L->cls, "rq", 1);              /* rounds, periods */
-  WF_ASSERT(W <= 2 || v >= 0);
+  int v = W > 2 ? wf_lower_var(L, "rl") : -1;              /* the drop loops need W > 2 */
+  int qv = H > 1 || W >= 5 ? wf_lower_var(L, "rq") : -1; /* phase 1's rounds; periods */
   /* At most W + H - 1 pairs meet: the cuts of C over x and over y merged. In order of
    * their columns (i and y both grow with lo). */
   rl_pair *pairs = calloc((size_t)(W + H), sizeof *pairs);

@@ -146,6 +146,12 @@ int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   return s;
 }
 
+int wf_lower_var(wf_lower *L, const char *name) {
+  int v = wf_pe_class_find_var(L->cls, name, 1);
+  WF_ASSERT(v >= 0); /* more loop variables than a PE class holds */
+  return v;
+}
+
 /* Router configuration per purpose, written once for every PE: the loader drops the
  * directions that leave the region, which derives the edge roles. */
 static void add_routes(wf_pe_class *c, int purpose, int col) {
