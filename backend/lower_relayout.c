@@ -337,75 +337,147 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
  *
  * Round j of the axis' P PEs: PE j multicasts its block along the line (the flooding
  * broadcast color of the axis) when another PE needs part of it, and every PE p whose dst
- * range [p b_dst, +b_dst) meets j's real range [j b_src, +b_src) ∩ [0, len) copies the
- * overlap in place (one copy2d per meeting pair, at most 2P: the two cuts merged). Rounds
- * are unrolled (constant offsets); the program grows with P. The prediction walks the same
+ * range [p b_dst, +b_dst) meets j's real range [j b_src, +w) copies the overlap in place.
+ * As b_dst >= b_src (K' >= K), the overlap is one of three cases: the block starts before
+ * p's range (its tail), lies inside it (all of it) or runs past its end (its head). Each
+ * case is one copy2d whose offsets and width are sums of a term in j and a term in p (two-term
+ * operands, docs/pe-programs.md), so rounds 1 .. J-2 of the J real blocks are one loop
+ * (`rk`); round 0 (whose block usually stays home) and round J-1 (whose block may end at
+ * len) are emitted alone. The program does not grow with P. The prediction walks the same
  * rounds (reblock_cost), so the chooser (gemm_choose.c) can ask it without emitting. */
 
 /* Whether another PE than j needs part of block j, and the widest copy of round j (words). */
-static int reblock_round(int P, int j, int64_t outer, int64_t inner, int64_t len, int64_t b_src, int64_t b_dst,
-                         int64_t *widest) {
-  int64_t lo_j = (int64_t)j * b_src, hi_j = min64(lo_j + b_src, len);
+static int reblock_widest(int P, int j, const wf_relayout_reblock *r, int64_t *widest) {
+  int64_t lo_j = (int64_t)j * r->b_src, hi_j = min64(lo_j + r->b_src, r->len);
   int shared = 0;
   *widest = 0;
   for (int p = 0; p < P; p++) {
-    int64_t lo = max64(lo_j, (int64_t)p * b_dst), hi = min64(hi_j, (int64_t)(p + 1) * b_dst);
+    int64_t lo = max64(lo_j, (int64_t)p * r->b_dst), hi = min64(hi_j, (int64_t)(p + 1) * r->b_dst);
     if (lo >= hi) continue;
     shared |= p != j;
-    *widest = max64(*widest, outer * (hi - lo) * inner);
+    *widest = max64(*widest, r->outer * (hi - lo) * r->inner);
   }
   return shared;
 }
 
-static int64_t reblock_cost(const wf_target *t, int P, int64_t outer, int64_t inner, int64_t len, int64_t b_src,
-                            int64_t b_dst) {
-  int64_t blk = outer * b_src * inner, pred = outer * b_dst * inner, widest;
-  for (int j = 0; j < P; j++) {
-    if ((int64_t)j * b_src >= len) continue;
-    if (reblock_round(P, j, outer, inner, len, b_src, b_dst, &widest)) pred += wf_cost_bcast(t, blk, 1);
+/* The real blocks (those starting before len). */
+static int reblock_blocks(const wf_relayout_reblock *r) { return (int)((r->len + r->b_src - 1) / r->b_src); }
+
+static int64_t reblock_cost(const wf_target *t, int P, const wf_relayout_reblock *r) {
+  int64_t blk = r->outer * r->b_src * r->inner, pred = r->outer * r->b_dst * r->inner, widest;
+  int J = reblock_blocks(r);
+  for (int j = 0; j < J; j++) {
+    int shared = reblock_widest(P, j, r, &widest);
+    if (shared || (j > 0 && j < J - 1)) pred += wf_cost_bcast(t, blk, 1); /* the loop always sends */
     pred += widest;
   }
   /* The farthest PE's latency once (the rounds pipeline hop by hop). */
   return pred + (P > 2 ? (int64_t)(P - 2) * t->hop_cycles : 0);
 }
 
+/* c_j·j + c_p·p + c0 (p: the PE's coordinate tc, j: an integer or a loop variable), as a
+ * term (j's part alone when c_p is 0). */
+static wf_pe_term rb_term(wf_pe_term jt, int64_t cj, wf_pe_term tc, int64_t cp, int64_t c0) {
+  if (jt.kind == WF_TERM_INT) c0 += cj * jt.k, cj = 0;
+  WF_ASSERT(!(cj && cp));
+  if (cp) return wf_term_scaled(tc, (int)cp, (int32_t)c0);
+  if (cj) return wf_term_scaled(jt, (int)cj, (int32_t)c0);
+  return wf_term_int((int32_t)c0);
+}
+
+/* The same as an operand (a buffer offset into sym, or an integer when sym < 0), both terms
+ * allowed. */
+static wf_pe_arg rb_arg(int sym, wf_pe_term jt, int64_t cj, wf_pe_term tc, int64_t cp, int64_t c0) {
+  wf_pe_arg a = sym >= 0 ? wf_arg_sym(sym) : wf_arg_int(0);
+  if (jt.kind == WF_TERM_INT) c0 += cj * jt.k, cj = 0;
+  if (sym >= 0 && !cj && !cp) {
+    a.off = (int32_t)c0;
+    return a;
+  }
+  if (cp) {
+    a.term = wf_term_scaled(tc, (int)cp, (int32_t)c0);
+    if (cj) a.term2 = wf_term_scaled(jt, (int)cj, 0);
+  } else a.term = rb_term(jt, cj, tc, 0, c0);
+  return a;
+}
+
+/* Round j (jt: an integer or the loop variable) of the re-cut: its broadcast if `bcast`,
+ * then every PE's copy of its overlap with block j (w indices wide). */
+static void reblock_round(wf_lower *L, const wf_relayout_reblock *r, wf_pe_term tc, wf_pe_term jt, int bcast,
+                          int col, int recv, int64_t w) {
+  int64_t in = r->inner, bs = r->b_src, bd = r->b_dst, blk = r->outer * bs * in;
+  wf_pe_guard own = guard1(tc, WF_CMP_EQ, jt), other = guard1(tc, WF_CMP_NE, jt);
+  if (bcast) {
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(r->src), wf_arg_int(blk)});
+    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(recv), wf_arg_int(blk)});
+  }
+  wf_pe_term none = wf_term_int(0), s_j = rb_term(jt, bs, none, 0, 0), e_j = rb_term(jt, bs, none, 0, w);
+  wf_pe_term p_lo = wf_term_scaled(tc, (int)bd, 0), p_hi = wf_term_scaled(tc, (int)bd, (int32_t)bd);
+  wf_pe_arg w_all = wf_arg_int(w * in);
+  for (int mine = 1; mine >= (bcast ? 0 : 1); mine--) { /* nobody else meets an unsent block */
+    int src = mine ? r->src : recv;
+    for (int c = 0; c < 3; c++) {
+      wf_pe_guard g = mine ? own : other;
+      wf_pe_arg d, sa, n;
+      if (c == 0) { /* starts before p's range: its tail [p bd - s_j, w) to dst's start */
+        wf_guard_add(&g, s_j, WF_CMP_LT, p_lo);
+        wf_guard_add(&g, e_j, WF_CMP_GT, p_lo);
+        d = rb_arg(r->dst, jt, 0, tc, 0, 0);
+        sa = rb_arg(src, jt, -bs * in, tc, bd * in, 0);
+        n = rb_arg(-1, jt, bs * in, tc, -bd * in, w * in);
+      } else if (c == 1) { /* inside: all of it at s_j - p bd */
+        wf_guard_add(&g, s_j, WF_CMP_GE, p_lo);
+        wf_guard_add(&g, e_j, WF_CMP_LE, p_hi);
+        d = rb_arg(r->dst, jt, bs * in, tc, -bd * in, 0);
+        sa = wf_arg_sym(src);
+        n = w_all;
+      } else { /* runs past p's end: its head, (p+1) bd - s_j wide */
+        wf_guard_add(&g, s_j, WF_CMP_LT, p_hi);
+        wf_guard_add(&g, e_j, WF_CMP_GT, p_hi);
+        d = rb_arg(r->dst, jt, bs * in, tc, -bd * in, 0);
+        sa = wf_arg_sym(src);
+        n = rb_arg(-1, jt, -bs * in, tc, bd * in, bd * in);
+      }
+      wf_emit(L, &g, WF_PEOP_COPY2D,
+              (wf_pe_arg[]){d, sa, wf_arg_int(r->outer), n, wf_arg_int(bd * in), wf_arg_int(bs * in)});
+    }
+  }
+}
+
 int wf_relayout_reblock_axis(wf_lower *L, const wf_relayout_reblock *r, wf_loc loc, int64_t *cycles) {
   int P = r->axis == WF_AXIS_X ? L->w : L->h;
   wf_pe_term tc = wf_term(r->axis == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
-  int64_t blk = r->outer * r->b_src * r->inner, dblk = r->outer * r->b_dst * r->inner, widest;
+  int64_t in = r->inner, blk = r->outer * r->b_src * in, widest;
+  int J = reblock_blocks(r);
+  int64_t last_w = r->len - (int64_t)(J - 1) * r->b_src;
+  WF_ASSERT(r->b_dst >= r->b_src);
+  if (r->b_dst * in > WF_PE_MAX_SCALE || (int64_t)(P + 1) * r->b_dst * in > INT32_MAX / 2) {
+    wf_error(loc, "re-cutting K for this GEMM moves blocks of %lld words, more than a PE holds",
+             (long long)(r->outer * r->b_dst * in));
+    return WF_EXIT_NOFIT;
+  }
   int col = 0;
   if (P > 1) col = wf_lower_color(L, r->axis == WF_AXIS_X ? WF_COLOR_ROW_BCAST : WF_COLOR_COL_BCAST, loc);
   if (col < 0) return WF_EXIT_NOFIT;
   int recv = P > 1 ? wf_lower_temp(L, "$rb_recv", blk * 4) : -1;
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(r->dst), wf_arg_int(dblk)});
-  for (int j = 0; j < P; j++) {
-    int64_t lo_j = (int64_t)j * r->b_src, hi_j = min64(lo_j + r->b_src, r->len);
-    if (lo_j >= hi_j) continue;
-    wf_pe_guard own = guard1(tc, WF_CMP_EQ, wf_term_int(j)), other = guard1(tc, WF_CMP_NE, wf_term_int(j));
-    if (reblock_round(P, j, r->outer, r->inner, r->len, r->b_src, r->b_dst, &widest)) {
-      wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(r->src), wf_arg_int(blk)});
-      wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(recv), wf_arg_int(blk)});
-    }
-    for (int p = 0; p < P; p++) {
-      int64_t lo = max64(lo_j, (int64_t)p * r->b_dst), hi = min64(hi_j, (int64_t)(p + 1) * r->b_dst);
-      if (lo >= hi) continue;
-      wf_pe_guard at_p = guard1(tc, WF_CMP_EQ, wf_term_int(p));
-      wf_emit(L, &at_p, WF_PEOP_COPY2D,
-              (wf_pe_arg[]){at(r->dst, (lo - (int64_t)p * r->b_dst) * r->inner),
-                            at(p == j ? r->src : recv, (lo - lo_j) * r->inner), wf_arg_int(r->outer),
-                            wf_arg_int((hi - lo) * r->inner), wf_arg_int(r->b_dst * r->inner),
-                            wf_arg_int(r->b_src * r->inner)});
-    }
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(r->dst), wf_arg_int(r->outer * r->b_dst * in)});
+  reblock_round(L, r, tc, wf_term_int(0), reblock_widest(P, 0, r, &widest), col, recv, J == 1 ? last_w : r->b_src);
+  if (J > 2) {
+    int v = wf_lower_var(L, "rk");
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(1), wf_arg_int(J - 1)});
+    reblock_round(L, r, tc, wf_term_var(v, 0), P > 1, col, recv, r->b_src);
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  *cycles += reblock_cost(L->t, P, r->outer, r->inner, r->len, r->b_src, r->b_dst);
+  if (J > 1) reblock_round(L, r, tc, wf_term_int(J - 1), reblock_widest(P, J - 1, r, &widest), col, recv, last_w);
+  *cycles += reblock_cost(L->t, P, r);
   return 0;
 }
 
 int64_t wf_relayout_gemm_k_cost(const wf_target *t, int w, int h, int64_t m, int64_t n, int64_t K, int64_t ka,
                                 int64_t kb) {
   int64_t l = wf_lcm(w, h), kp = (K + l - 1) / l * l, c = 0;
-  if (ka != kp / w) c += reblock_cost(t, w, m, 1, K, ka, kp / w);
-  if (kb != kp / h) c += reblock_cost(t, h, 1, n, K, kb, kp / h);
+  if (ka != kp / w) c += reblock_cost(t, w, &(wf_relayout_reblock){WF_AXIS_X, -1, -1, m, 1, K, ka, kp / w});
+  if (kb != kp / h) c += reblock_cost(t, h, &(wf_relayout_reblock){WF_AXIS_Y, -1, -1, 1, n, K, kb, kp / h});
   return c;
 }
 

@@ -28,7 +28,8 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
 /* One dim of a block re-cut along one mesh axis: the block is [outer][b][inner] with the
  * dim's `len` real indices cut over the axis' PEs in blocks of b_src (src) and b_dst (dst),
  * the other dims unchanged (A's K over x, b = K's block: outer = rows, inner = 1; B's K over
- * y: outer = 1, inner = columns). dst's indices past len are zeroed. Used to pad a GEMM
+ * y: outer = 1, inner = columns), b_dst >= b_src (K' >= K, both cut over the same PEs).
+ * dst's indices past len are zeroed. Used to pad a GEMM
  * operand's K to lcm tiles on the fabric (lower_gemm_rect.c). Adds its predicted cycles to
  * *cycles; returns 0 or WF_EXIT_NOFIT (no color left; reported). */
 typedef struct wf_relayout_reblock {

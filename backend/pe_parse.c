@@ -130,6 +130,61 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   return parse_int(buf + i + (buf[i] == '+'), &t->k);
 }
 
+/* A sum of pieces joined by + or - (`16*j+-8*x+4`, `x-1`, `-2*u+30`), each a constant or a
+ * scaled variable term: the constants summed into *k, at most two variable pieces (their
+ * own k 0) in v[0..*nv). */
+static int parse_sum(pstate *ps, const char *s, wf_pe_term v[2], int *nv, int64_t *k) {
+  char buf[96];
+  if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf || !buf[0]) return -1;
+  *k = 0;
+  *nv = 0;
+  for (size_t i = 0; buf[i];) {
+    size_t j = i + 1;
+    while (buf[j] && !((buf[j] == '+' || buf[j] == '-') && buf[j - 1] != '+' && buf[j - 1] != '*' &&
+                       buf[j - 1] != '%'))
+      j++;
+    char piece[96];
+    size_t from = i + (buf[i] == '+' && i > 0);
+    if (j <= from) return -1;
+    memcpy(piece, buf + from, j - from);
+    piece[j - from] = 0;
+    wf_pe_term t;
+    if (parse_term(ps, piece, &t)) return -1;
+    *k += t.k;
+    if (t.kind != WF_TERM_INT) {
+      if (*nv == 2) return -1;
+      t.k = 0;
+      v[(*nv)++] = t;
+    }
+    if (*k < INT32_MIN || *k > INT32_MAX) return -1;
+    i = j;
+  }
+  return 0;
+}
+
+/* An integer operand: a constant or up to two variable terms plus a constant. */
+static int parse_int_sum(pstate *ps, const char *s, wf_pe_arg *a) {
+  wf_pe_term v[2];
+  int nv;
+  int64_t k;
+  if (parse_sum(ps, s, v, &nv, &k)) return -1;
+  a->term = nv ? v[0] : wf_term_int(0);
+  a->term.k = (int32_t)k;
+  a->term2 = nv == 2 ? v[1] : wf_term_int(0);
+  return 0;
+}
+
+/* A buffer offset after `%sym+`: as an integer operand, but not a negative constant; a
+ * constant alone is kept in off. */
+static int parse_offset(pstate *ps, const char *s, wf_pe_arg *a) {
+  if (parse_int_sum(ps, s, a)) return -1;
+  if (a->term.kind != WF_TERM_INT) return 0;
+  if (a->term.k < 0) return -1;
+  a->off = a->term.k;
+  a->term.k = 0;
+  return 0;
+}
+
 /* Parses "[a==b, c<d]" at p; returns the pointer after ']' or NULL after reporting. */
 static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
   *g = wf_guard0();
@@ -442,17 +497,16 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
         char *plus = strchr(tok, '+');
         a->off = 0;
         a->term = wf_term_int(0);
+        a->term2 = wf_term_int(0);
         if (plus) {
-          /* `%s+8`: a constant; `%s+16*j+4`: a term (its value is checked when it runs) */
+          /* `%s+8`: a constant; `%s+16*j+4`, `%s+16*j+-8*x+4`: terms (checked when it runs) */
           *plus = 0;
-          wf_pe_term t;
-          if (parse_term(ps, plus + 1, &t) || (t.kind == WF_TERM_INT && t.k < 0)) {
+          if (parse_offset(ps, plus + 1, a)) {
             *plus = '+';
-            perr(ps, st, "bad buffer offset in '%s' (a word count or a term such as 16*j+4)", tok, NULL);
+            perr(ps, st, "bad buffer offset in '%s' (a word count, or at most two terms and a constant such as 16*j+-8*x+4)",
+                 tok, NULL);
             return;
           }
-          if (t.kind == WF_TERM_INT) a->off = t.k;
-          else a->term = t;
         }
         a->sym = wf_pe_class_find_sym(ps->c, tok);
         if (a->sym < 0) {
@@ -507,8 +561,10 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
         break;
       }
       default:
-        if (parse_term(ps, tok, &a->term)) {
-          perr(ps, st, "expected an integer term (int, x, y, W, H or a loop variable[+-int]), got '%s'",
+        if (parse_int_sum(ps, tok, a)) {
+          perr(ps, st,
+               "expected an integer term (int, x, y, W, H or a loop variable[+-int]; at most two such terms and a "
+               "constant), got '%s'",
                tok, NULL);
           return;
         }

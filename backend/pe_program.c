@@ -234,17 +234,27 @@ static void guard_str(const wf_pe_class *c, const wf_pe_guard *g, char *buf, siz
 
 static const char *const mode_text[] = {"ij", "i", "j"};
 
+/* `+T2` for an operand's second term, "" when it has none (an integer term). */
+static void plus_term2(const wf_pe_class *c, const wf_pe_term *t2, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (t2->kind == WF_TERM_INT) return;
+  buf[0] = '+';
+  term_str(c, t2, buf + 1, cap - 1);
+}
+
 static void arg_str(const wf_pe_class *c, char letter, const wf_pe_arg *a, char *buf, size_t cap) {
   switch (letter) {
     case 'd':
     case 's':
-      if (a->term.kind != WF_TERM_INT) {
-        /* one term carries both parts: the parser reads `+16*j+4` back into term alone */
-        wf_pe_term t = a->term;
-        t.k += a->off;
-        char ts[64];
+      if (a->term.kind != WF_TERM_INT || a->term2.kind != WF_TERM_INT) {
+        /* the first term carries the constant: the parser reads `+16*j+4` back the same */
+        int one = a->term.kind == WF_TERM_INT;
+        wf_pe_term t = one ? a->term2 : a->term;
+        t.k += a->off + (one ? a->term.k : 0);
+        char ts[64], t2[40];
         term_str(c, &t, ts, sizeof ts);
-        snprintf(buf, cap, "%s+%s", c->syms[a->sym].name, ts);
+        plus_term2(c, one ? &a->term : &a->term2, t2, sizeof t2);
+        snprintf(buf, cap, "%s+%s%s", c->syms[a->sym].name, ts, t2);
       } else if (a->off) snprintf(buf, cap, "%s+%d", c->syms[a->sym].name, (int)a->off);
       else snprintf(buf, cap, "%s", c->syms[a->sym].name);
       return;
@@ -254,7 +264,13 @@ static void arg_str(const wf_pe_class *c, char letter, const wf_pe_arg *a, char 
     case 't':
       snprintf(buf, cap, "%s", a->term.k >= 0 && a->term.k < c->n_tasks ? c->tasks[a->term.k].name : "?");
       return;
-    default: term_str(c, &a->term, buf, cap); return;
+    default: {
+      char ts[64], t2[40];
+      term_str(c, &a->term, ts, sizeof ts);
+      plus_term2(c, &a->term2, t2, sizeof t2);
+      snprintf(buf, cap, "%s%s", ts, t2);
+      return;
+    }
   }
 }
 

@@ -94,6 +94,8 @@ typedef struct wf_pe_arg {
                        t: task index in term.k; d, s: a variable offset added to off (`%p+16*j`:
                        a slot chosen by a loop variable or the PE's position), integer 0 when
                        there is none */
+  wf_pe_term term2; /* d, s, n: a second variable term, its own k always 0 (`%p+16*j+-8*x`: a
+                       slot moving with both the loop and the PE), integer 0 when there is none */
 } wf_pe_arg;
 
 #define WF_PE_MAX_ARGS 6
@@ -216,9 +218,13 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   return b + t->k;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
-/* The offset of buffer operand a (d or s) for a PE: its constant plus its term. */
+/* The value of integer operand a (n) for a PE: its term plus its second term. */
+static inline int64_t wf_pe_arg_int(const wf_pe_arg *a, const wf_pe_env *e) {
+  return (int64_t)wf_term_eval(&a->term, e) + wf_term_eval(&a->term2, e);
+}
+/* The offset of buffer operand a (d or s) for a PE: its constant plus its terms. */
 static inline int64_t wf_pe_arg_off(const wf_pe_arg *a, const wf_pe_env *e) {
-  return (int64_t)a->off + wf_term_eval(&a->term, e);
+  return (int64_t)a->off + wf_term_eval(&a->term, e) + wf_term_eval(&a->term2, e);
 }
 
 #endif

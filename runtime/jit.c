@@ -259,7 +259,7 @@ int wf_jit_compute(void *user, const wf_pe_class *cls, int cls_index, const wf_p
   int64_t n[WF_KERNEL_MAX_INTS] = {0, 0, 0}, words[WF_KERNEL_MAX_PTRS];
   int np = 0, nn = 0;
   for (int a = 0; sig[a]; a++) {
-    if (sig[a] == 'n' && nn < WF_KERNEL_MAX_INTS) n[nn++] = wf_term_eval(&in->args[a].term, env);
+    if (sig[a] == 'n' && nn < WF_KERNEL_MAX_INTS) n[nn++] = wf_pe_arg_int(&in->args[a], env);
     else if ((sig[a] == 'd' || sig[a] == 's') && np < WF_KERNEL_MAX_PTRS) np++;
   }
   int nb = wf_kernel_extents(in->op, mode, n, words);

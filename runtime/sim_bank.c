@@ -12,7 +12,7 @@
 #include "runtime/sim_internal.h"
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
-  return wf_term_eval(&in->args[a].term, &p->env);
+  return wf_pe_arg_int(&in->args[a], &p->env);
 }
 
 /* Byte address of operand a, whose elements are `es` bytes. */

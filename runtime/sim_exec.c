@@ -25,7 +25,7 @@ int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t wo
 }
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
-  return wf_term_eval(&in->args[a].term, &p->env);
+  return wf_pe_arg_int(&in->args[a], &p->env);
 }
 
 int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in) {

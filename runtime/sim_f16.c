@@ -53,7 +53,7 @@ static float h_binary(wf_peop op, float a, float b) {
 }
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
-  return wf_term_eval(&in->args[a].term, &p->env);
+  return wf_pe_arg_int(&in->args[a], &p->env);
 }
 
 int wf_sim_run_f16(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {

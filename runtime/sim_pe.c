@@ -8,7 +8,7 @@
 #include "waferc/diag.h"
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
-  return wf_term_eval(&in->args[a].term, &p->env);
+  return wf_pe_arg_int(&in->args[a], &p->env);
 }
 
 static void worked(wf_sim *s, wf_pe *p, int64_t until) {

@@ -69,9 +69,26 @@ done
 
 # W x H relayouts: the transpose (two phases, docs/partition.md) and dist.gemm_t (rounds
 # whose slices span C's column blocks, docs/gemm.md) loop over the periods of their cuts,
-# so with the same blocks (every side doubled with the mesh) the program keeps its size.
-for spec in "8x12 48 64 96" "16x24 96 128 192"; do
-  read -r mesh m k n <<<"$spec"
+# and the K re-cut of MeshGEMM / Cannon on W x H (a computed A whose K blocks of 5 miss the
+# lcm tiles of 6, docs/gemm.md) loops over its rounds, so with the same blocks (every side
+# doubled with the mesh) the program keeps its size.
+for spec in "8x12 48 64 96 40" "16x24 96 128 192 80"; do
+  read -r mesh m k n kc <<<"$spec"
+  cat > "$TMP/kc_$mesh.wir" <<EOF2
+module @kc {
+  func @main(%a: f32[$m, $kc], %b: f32[$kc, $n]) -> (f32[$m, $n]) {
+    %ra = relu(%a) : f32[$m, $kc]
+    %c = matmul(%ra, %b) : f32[$m, $n]
+    return %c
+  }
+}
+EOF2
+  for algo in meshgemm cannon; do
+    waferc "$TMP/kc_$mesh.wir" -o "$TMP/kc${algo}_$mesh" --target=wse2 --mesh="$mesh" --gemm-algo=$algo -q ||
+      fail "kc ($algo) on $mesh: waferc exited $?"
+    grep -q "re-cut to $((kc / 5 * 6)) on the mesh" "$TMP/kc${algo}_$mesh/manifest.json" ||
+      fail "kc ($algo) on $mesh: K is not re-cut on the mesh"
+  done
   cat > "$TMP/tr_$mesh.wir" <<EOF2
 module @tr {
   func @main(%a: f32[$m, $n]) -> (f32[$n, $m]) {
@@ -95,7 +112,7 @@ EOF2
   grep -q '"relayout-transpose"' "$TMP/tr_$mesh/manifest.json" || fail "tr on $mesh: not the W x H relayout"
   grep -q '"gemm_t-bcast-allreduce"' "$TMP/gt_$mesh/manifest.json" || fail "gt on $mesh: not dist.gemm_t"
 done
-for g in tr gt; do
+for g in tr gt kcmeshgemm kccannon; do
   ls=$(lines "$TMP/${g}_8x12") ll=$(lines "$TMP/${g}_16x24")
   [ "$ls" -eq "$ll" ] || fail "$g: the program has $ls lines on 8x12, $ll on 16x24"
   echo "plan_scale: $g has $ls program lines on 8x12 and on 16x24"

@@ -2,7 +2,8 @@
  * `c*base[%M][+-k]` — value ((c * base) mod M) + k — parses, evaluates per PE, prints back
  * to the same text (parse -> write -> parse is a fixed point), and malformed scales are
  * rejected with a located error. Unscaled terms print exactly as before. A buffer operand's
- * offset may be a term too (`$a+4*u+1`: a slot picked by a loop variable or coordinate). */
+ * offset may be a term too (`$a+4*u+1`: a slot picked by a loop variable or coordinate), or
+ * two terms and a constant (`$a+4*u+-7*x+9`: a slot moving with both). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ static const char *const program =
     "  copy $a+4*u+1 $a+x 2\n"
     "  copy $a+8 $a 2\n"
     "  zero $a+-4*u+48 -2*u+30\n"
+    "  copy $a+4*u-7*x+9 $a+x-1+2*u 1\n"
     "endloop\n";
 
 /* Text of class c as the writer prints it (static buffer). */
@@ -82,6 +84,17 @@ static void test_eval(void) {
     CHECK(wf_term_eval(&zn->args[1].term, &e) == 30 - 2 * u, "u=%d", u);
     CHECK(wf_pe_arg_off(&zn->args[0], &e) == 48 - 4 * u, "u=%d", u);
   }
+  /* two variable terms and a constant, in either order; the constants are summed */
+  const wf_pe_instr *c2 = &c->code[7];
+  CHECK(c2->args[0].term2.kind == WF_TERM_X && c2->args[0].term2.mul == -7 && c2->args[0].term2.k == 0);
+  CHECK(c2->args[1].term.kind == WF_TERM_X && c2->args[1].term2.kind == WF_TERM_VAR);
+  for (int x = 0; x < 3; x++)
+    for (int u = 0; u < 12; u++) {
+      wf_pe_env e = {x, 0, 3, 1, {0}};
+      e.vars[0] = u;
+      CHECK(wf_pe_arg_off(&c2->args[0], &e) == 4 * u - 7 * x + 9, "x=%d u=%d", x, u);
+      CHECK(wf_pe_arg_off(&c2->args[1], &e) == x - 1 + 2 * u, "x=%d u=%d", x, u);
+    }
   /* Built in memory: wf_term_scaled is the constructor the lowerings use. */
   wf_pe_term t = wf_term_scaled(wf_term(WF_TERM_Y, 0), 3, 2);
   wf_pe_env e = {0, 5, 1, 6, {0}};
@@ -106,6 +119,7 @@ static void test_round_trip(void) {
   CHECK(strstr(first, "copy $a+4*u+1 $a+x 2") != NULL, "%s", first);
   CHECK(strstr(first, "copy $a+8 $a 2") != NULL, "%s", first);
   CHECK(strstr(first, "zero $a+-4*u+48 -2*u+30") != NULL, "%s", first);
+  CHECK(strstr(first, "copy $a+4*u+9+-7*x $a+x-1+2*u 1") != NULL, "%s", first);
   wf_pe_class *d = wf_pe_class_parse_string(first, "again.wpe");
   CHECK(d != NULL);
   if (d) {
@@ -120,7 +134,9 @@ static void test_rejects(void) {
                                     "[70000*x==0] zero $a 1\n", "[3*==0] zero $a 1\n",
                                     "[x*3==0] zero $a 1\n", "zero $a 2*-x\n",
                                     "copy $a+-3 $a 1\n", "copy $a+q $a 1\n", "copy $a+4*z $a 1\n",
-                                    "zero $a -70000*x\n", "zero $a -0*x\n"};
+                                    "zero $a -70000*x\n", "zero $a -0*x\n",
+                                    "copy $a+x+y+u $a 1\n", "copy $a+x++1 $a 1\n",
+                                    "copy $a+x+ $a 1\n", "copy $a+2-5 $a 1\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char text[256];
     snprintf(text, sizeof text, ".format 2\n.class main\n.sym $a 0 64\n.code\n%s", bad[i]);
