@@ -14,9 +14,10 @@
  *     wait — slot r+1 of q and slot r of q+1 hold the same chunk, so after P-1 rounds slot
  *     P-1 holds a fully reduced chunk;
  *   allgather, round r in [0, P-1): receive slot r, send slot r-1 (slot P-1 at r = 0), wait;
- * and the buffer is rotated back. The rounds are unrolled (offsets are constants), and the
- * rotations are one guarded pair of copies per PE, so the program grows linearly with the
- * line: a baseline, not a pattern for thousands of PEs. Sums only (no async receive-max). */
+ * and the buffer is rotated back. Each phase's rounds are one loop (the slots are terms of
+ * the round), each parity's rotations one loop over its PEs, and the routes are written per
+ * progression of PEs with the same rules, so the program does not grow with the line.
+ * Sums only (no async receive-max). */
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,32 +32,95 @@ static int ring_x(int P, int q) {
   return q < evens ? 2 * q : 2 * (P - 1 - q) + 1;
 }
 
-static wf_pe_guard at(const wf_coll_line *ln, int x) {
-  wf_pe_guard g = ln->fixed;
-  wf_guard_add(&g, wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0), WF_CMP_EQ,
-               wf_term_int(x));
-  return g;
+/* Copies the rotation: slot j of tmp <- chunk (q + j) mod P of sym (back = 0), or back. The
+ * PEs at coordinate step*v + first hold ring position q = qs*v + q0 (evens: 2v, q = v; odds:
+ * 2v + 1, q = P-1-v), so one loop over v does them all: its copies are guarded by the
+ * coordinate and take q's offsets and counts as terms of v. With split = q c (capped at len):
+ * tmp[0, len - split) <- sym[split, len) while q c < len, and tmp[(P-q) c, +split) <-
+ * sym[0, split) for q > 0. */
+static void rotate(wf_lower *L, const wf_coll_line *ln, int v, int first, int n, int qs, int q0, int sym, int tmp,
+                   int64_t len, int64_t c, int P, int back) {
+  if (n <= 0) return;
+  wf_pe_term coord = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0), one = wf_term_affine(v, 2, first);
+  wf_pe_term qc = wf_term_affine(v, qs * c, q0 * c); /* q c */
+  wf_emit(L, &ln->fixed, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(0), wf_arg_int(n)});
+  for (int part = 0; part < 3; part++) {
+    wf_pe_guard g = wf_guard0();
+    wf_guard_add(&g, coord, WF_CMP_EQ, one);
+    wf_pe_arg t = wf_arg_sym(tmp), u = wf_arg_sym(sym), cnt;
+    if (part == 0) { /* q c < len: the chunks from q on */
+      wf_guard_add(&g, qc, WF_CMP_LT, wf_term_int((int32_t)len));
+      u.term = qc;
+      cnt = wf_arg_term(wf_term_affine(v, -qs * c, len - q0 * c));
+    } else { /* the chunks before q, whole (q c < len) or up to len */
+      wf_guard_add(&g, qc, part == 1 ? WF_CMP_LT : WF_CMP_GE, wf_term_int((int32_t)len));
+      wf_guard_add(&g, wf_term_affine(v, qs, q0), WF_CMP_GT, wf_term_int(0));
+      t.term = wf_term_affine(v, -qs * c, (P - q0) * c);
+      cnt = part == 1 ? wf_arg_term(qc) : wf_arg_int(len);
+    }
+    wf_emit(L, &g, WF_PEOP_COPY, back ? (wf_pe_arg[]){u, t, cnt} : (wf_pe_arg[]){t, u, cnt});
+  }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
 }
 
-/* Copies the rotation: dst slots j <- src chunks (q + j) mod P (dir 0), or back (dir 1). */
-static void rotate(wf_lower *L, const wf_pe_guard *g, int sym, int tmp, int64_t len, int64_t c,
-                   int P, int q, int back) {
-  int64_t split = (int64_t)q * c; /* chunk q starts here in the vector */
-  if (split > len) split = len;
-  int64_t hi = len - split;       /* words of chunks q..P-1 */
-  int64_t lo_at = (int64_t)(P - q) * c;
-  wf_pe_arg a, b;
-  if (hi > 0) {
-    a = wf_arg_sym(tmp);
-    b = wf_arg_sym(sym);
-    b.off = (int32_t)split;
-    wf_emit(L, g, WF_PEOP_COPY, back ? (wf_pe_arg[]){b, a, wf_arg_int(hi)} : (wf_pe_arg[]){a, b, wf_arg_int(hi)});
+/* Both parities' rotations (loops over v: evens 2v, odds 2v + 1). */
+static void rotate_all(wf_lower *L, const wf_coll_line *ln, int v, int sym, int tmp, int64_t len, int64_t c, int P,
+                       int back) {
+  rotate(L, ln, v, 0, (P + 1) / 2, 1, 0, sym, tmp, len, c, P, back);
+  rotate(L, ln, v, 1, P / 2, -1, P - 1, sym, tmp, len, c, P, back);
+}
+
+/* Groups the line's coordinates 0..P-1 by kind[] into arithmetic progressions of equal kind
+ * (`[x>=a, x<=b, x%s==r]` after the line's fixed guard): gs[i] and gk[i] for i < the count
+ * returned. Regular patterns (the ring's interior evens and odds) make a few groups whatever P. */
+static int ap_groups(const wf_coll_line *ln, int P, const int *kind, int *seen, wf_pe_guard *gs, int *gk) {
+  wf_pe_term coord = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  int ng = 0;
+  memset(seen, 0, (size_t)P * sizeof *seen);
+  for (int a = 0; a < P; a++) {
+    if (seen[a]) continue;
+    int b2 = a + 1;
+    while (b2 < P && (seen[b2] || kind[b2] != kind[a])) b2++;
+    int s = b2 < P ? b2 - a : 1, b = a;
+    if (b2 < P) while (b + s < P && kind[b + s] == kind[a] && !seen[b + s]) b += s;
+    for (int u = a; u <= b; u += s) seen[u] = 1;
+    wf_pe_guard g = ln->fixed;
+    if (a == b) {
+      wf_guard_add(&g, coord, WF_CMP_EQ, wf_term_int(a));
+    } else {
+      if (a > 0) wf_guard_add(&g, coord, WF_CMP_GE, wf_term_int(a));
+      if (b < P - 1) wf_guard_add(&g, coord, WF_CMP_LE, wf_term_int(b));
+      if (s > 1) {
+        wf_pe_term m = coord;
+        m.mod = (uint16_t)s;
+        wf_guard_add(&g, m, WF_CMP_EQ, wf_term_int(a % s));
+      }
+    }
+    gs[ng] = g;
+    gk[ng++] = kind[a];
   }
-  if (split > 0 && q > 0) {
-    a = wf_arg_sym(tmp);
-    a.off = (int32_t)lo_at;
-    b = wf_arg_sym(sym);
-    wf_emit(L, g, WF_PEOP_COPY, back ? (wf_pe_arg[]){b, a, wf_arg_int(split)} : (wf_pe_arg[]){a, b, wf_arg_int(split)});
+  return ng;
+}
+
+/* One route rule of a PE on the ring: color, switch position, rx port, tx ports. */
+typedef struct ring_rule {
+  int col, pos, rx;
+  unsigned tx;
+} ring_rule;
+enum { RING_MAX_RULES = 6 };
+
+static void add_rule(ring_rule *r, int *n, int col, int pos, int rx, unsigned tx) {
+  for (int i = 0; i < *n; i++)
+    if (r[i].col == col && r[i].pos == pos && r[i].rx == rx) { /* a later rule overrides */
+      r[i].tx = tx;
+      return;
+    }
+  WF_ASSERT(*n < RING_MAX_RULES);
+  r[(*n)++] = (ring_rule){col, pos, rx, tx};
+  for (int i = *n - 1; i > 0; i--) { /* sorted by (col, pos, rx): equal sets compare equal */
+    ring_rule a = r[i - 1], b = r[i];
+    if (a.col < b.col || (a.col == b.col && (a.pos < b.pos || (a.pos == b.pos && a.rx < b.rx)))) break;
+    r[i - 1] = b, r[i] = a;
   }
 }
 
@@ -116,7 +180,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     return WF_EXIT_UNSUPPORTED;
   }
   int64_t c = (len + P - 1) / P;
-  if ((int64_t)P * c > INT32_MAX / 2) {
+  if ((int64_t)P * c > INT32_MAX / 2 || c > WF_PE_MAX_SCALE) {
     wf_error(loc, "ring allreduce of %lld words is too large", (long long)len);
     return WF_EXIT_NOFIT;
   }
@@ -147,21 +211,43 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     return WF_EXIT_NOFIT;
   }
   for (int q = 0; q < P; q++) q_of[ring_x(P, q)] = q;
-  /* Routes: each message from x to its successor's coordinate, forwarded in between. */
+  /* Routes: each message from x to its successor's coordinate, forwarded in between;
+   * collected per PE, then written once per progression of PEs with the same rules. */
+  ring_rule(*rules)[RING_MAX_RULES] = calloc((size_t)P, sizeof *rules);
+  int *nr = calloc((size_t)P, sizeof *nr), *kind = malloc((size_t)P * sizeof *kind);
+  int *seen = calloc((size_t)P, sizeof *seen), *gk = malloc((size_t)P * sizeof *gk);
+  wf_pe_guard *gs = malloc((size_t)P * sizeof *gs);
+  if (!rules || !nr || !kind || !seen || !gk || !gs) {
+    free(rules), free(nr), free(kind), free(seen), free(gk), free(gs), free(q_of);
+    wf_error(loc, "out of memory lowering a ring allreduce");
+    return WF_EXIT_NOFIT;
+  }
   for (int x = 0; x < P && !cached; x++) {
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P);
     int col = to < x ? west : east, tx = to < x ? lo : hi, rxd = to < x ? hi : lo;
-    wf_pe_guard g = at(ln, x);
     int pos = to < x ? pw : pe;
-    wf_pe_class_add_route_pos(L->cls, &g, col, pos, WF_DIR_RAMP, 1u << tx);
+    add_rule(rules[x], &nr[x], col, pos, WF_DIR_RAMP, 1u << tx);
     int step = to < x ? -1 : 1;
-    for (int u = x + step; u != to; u += step) {
-      wf_pe_guard gu = at(ln, u);
-      wf_pe_class_add_route_pos(L->cls, &gu, col, pos, rxd, 1u << tx);
-    }
-    wf_pe_guard gt = at(ln, to);
-    wf_pe_class_add_route_pos(L->cls, &gt, col, pos, rxd, R);
+    for (int u = x + step; u != to; u += step) add_rule(rules[u], &nr[u], col, pos, rxd, 1u << tx);
+    add_rule(rules[to], &nr[to], col, pos, rxd, R);
   }
+  if (!cached) {
+    for (int x = 0; x < P; x++) { /* kind: the first PE with the same rules */
+      kind[x] = x;
+      for (int u = 0; u < x; u++)
+        if (nr[u] == nr[x] && !memcmp(rules[u], rules[x], (size_t)nr[x] * sizeof rules[x][0])) {
+          kind[x] = u;
+          break;
+        }
+    }
+    int ngr = ap_groups(ln, P, kind, seen, gs, gk);
+    for (int i = 0; i < ngr; i++)
+      for (int k = 0; k < nr[gk[i]]; k++) {
+        const ring_rule *r = &rules[gk[i]][k];
+        wf_pe_class_add_route_pos(L->cls, &gs[i], r->col, r->pos, r->rx, r->tx);
+      }
+  }
+  free(rules), free(nr);
   int tmp = wf_lower_temp(L, "$ring", (int64_t)P * c * 4);
   int done = wf_lower_done_task(L);
   if ((int64_t)P * c > len) { /* the last chunk's padding adds zeros */
@@ -169,65 +255,39 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     pad.off = (int32_t)len;
     wf_emit(L, &ln->fixed, WF_PEOP_ZERO, (wf_pe_arg[]){pad, wf_arg_int((int64_t)P * c - len)});
   }
-  for (int x = 0; x < P; x++) {
-    wf_pe_guard g = at(ln, x);
-    rotate(L, &g, sym, tmp, len, c, P, q_of[x], 0);
-  }
+  int v = wf_lower_var(L, "rg");
+  rotate_all(L, ln, v, sym, tmp, len, c, P, 0);
   /* Kinds of PE by (send color, receive color), written as arithmetic progressions. */
-  int *kind = malloc((size_t)P * sizeof *kind), *seen = calloc((size_t)P, sizeof *seen);
-  wf_pe_guard *gs = malloc((size_t)P * sizeof *gs);
-  int *gk = malloc((size_t)P * sizeof *gk), ng = 0;
-  if (!kind || !seen || !gs || !gk) {
-    free(kind), free(seen), free(gs), free(gk), free(q_of);
-    wf_error(loc, "out of memory lowering a ring allreduce");
-    return WF_EXIT_NOFIT;
-  }
   for (int x = 0; x < P; x++) {
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P), from = ring_x(P, (q + 1) % P);
     kind[x] = (to < x) * 2 + (from > x); /* bit 1: sends west; bit 0: receives the west color */
   }
-  wf_pe_term coord = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
-  for (int a = 0; a < P; a++) {
-    if (seen[a]) continue;
-    int b2 = a + 1;
-    while (b2 < P && (seen[b2] || kind[b2] != kind[a])) b2++;
-    int s = b2 < P ? b2 - a : 1, b = a;
-    if (b2 < P) while (b + s < P && kind[b + s] == kind[a] && !seen[b + s]) b += s;
-    for (int u = a; u <= b; u += s) seen[u] = 1;
-    wf_pe_guard g = ln->fixed;
-    if (a == b) {
-      wf_guard_add(&g, coord, WF_CMP_EQ, wf_term_int(a));
-    } else {
-      if (a > 0) wf_guard_add(&g, coord, WF_CMP_GE, wf_term_int(a));
-      if (b < P - 1) wf_guard_add(&g, coord, WF_CMP_LE, wf_term_int(b));
-      if (s > 1) {
-        wf_pe_term m = coord;
-        m.mod = (uint16_t)s;
-        wf_guard_add(&g, m, WF_CMP_EQ, wf_term_int(a % s));
-      }
+  int ng = ap_groups(ln, P, kind, seen, gs, gk);
+  /* Rounds: reduce-scatter r in [0, P-1) receives-adds slot r+1 and sends slot r; allgather
+   * r = 0 receives slot 0 and sends slot P-1, r in [1, P-1) slot r and r-1. Each is one loop
+   * over r (the slots are terms of it) but allgather's first round. */
+  for (int part = 0; part < 3; part++) {
+    int lo = part == 1 ? 0 : part == 2 ? 1 : 0, hi = part == 1 ? 1 : P - 1, loop = part != 1;
+    if (lo >= hi) continue;
+    int op = part == 0 ? WF_PEOP_ARECVADD : WF_PEOP_ARECV;
+    if (loop)
+      wf_emit(L, &ln->fixed, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(lo), wf_arg_int(hi)});
+    wf_pe_arg rs = wf_arg_sym(tmp), ss = wf_arg_sym(tmp);
+    if (loop) {
+      rs.term = wf_term_affine(v, c, part == 0 ? c : 0);
+      ss.term = wf_term_affine(v, c, part == 0 ? 0 : -c);
+    } else ss.off = (int32_t)((int64_t)(P - 1) * c);
+    for (int i = 0; i < ng; i++) {
+      int cs = gk[i] & 2 ? west : east, cr = gk[i] & 1 ? west : east;
+      wf_pe_guard g = gs[i];
+      if (loop) g.n -= ln->fixed.n, memmove(g.c, g.c + ln->fixed.n, (size_t)g.n * sizeof g.c[0]);
+      wf_emit(L, &g, op, (wf_pe_arg[]){wf_arg_int(cr), rs, wf_arg_int(c), wf_arg_int(done)});
+      wf_emit(L, &g, WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(cs), ss, wf_arg_int(c), wf_arg_int(done)});
     }
-    gs[ng] = g;
-    gk[ng++] = kind[a];
+    wf_emit(L, loop ? NULL : &ln->fixed, WF_PEOP_WAIT, NULL);
+    if (loop) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  for (int phase = 0; phase < 2; phase++)
-    for (int r = 0; r < P - 1; r++) {
-      int recv_slot = phase == 0 ? r + 1 : r;
-      int send_slot = phase == 0 ? r : (r == 0 ? P - 1 : r - 1);
-      wf_pe_arg rs = wf_arg_sym(tmp), ss = wf_arg_sym(tmp);
-      rs.off = (int32_t)(recv_slot * c);
-      ss.off = (int32_t)(send_slot * c);
-      for (int i = 0; i < ng; i++) {
-        int cs = gk[i] & 2 ? west : east, cr = gk[i] & 1 ? west : east;
-        wf_emit(L, &gs[i], phase == 0 ? WF_PEOP_ARECVADD : WF_PEOP_ARECV,
-                (wf_pe_arg[]){wf_arg_int(cr), rs, wf_arg_int(c), wf_arg_int(done)});
-        wf_emit(L, &gs[i], WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(cs), ss, wf_arg_int(c), wf_arg_int(done)});
-      }
-      wf_emit(L, &ln->fixed, WF_PEOP_WAIT, NULL);
-    }
-  for (int x = 0; x < P; x++) {
-    wf_pe_guard g = at(ln, x);
-    rotate(L, &g, sym, tmp, len, c, P, q_of[x], 1);
-  }
+  rotate_all(L, ln, v, sym, tmp, len, c, P, 1);
   free(kind), free(seen), free(gs), free(gk);
   free(q_of);
   return WF_EXIT_OK;

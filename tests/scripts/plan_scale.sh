@@ -112,6 +112,25 @@ EOF2
   grep -q '"relayout-transpose"' "$TMP/tr_$mesh/manifest.json" || fail "tr on $mesh: not the W x H relayout"
   grep -q '"gemm_t-bcast-allreduce"' "$TMP/gt_$mesh/manifest.json" || fail "gt on $mesh: not dist.gemm_t"
 done
+# The ring allreduce (a baseline, --reduce-algo=ring) loops over its rounds and rotations
+# and writes its routes per progression of PEs: an rmsnorm's program keeps its size.
+for mesh in 8x8 128x128; do
+  w=${mesh%x*}
+  cat > "$TMP/rg.wir" <<EOF2
+module @rg {
+  const @g : f32[$((4 * w))] = dense<0.5>
+  func @main(%x: f32[$((4 * w)), $((4 * w))]) -> (f32[$((4 * w)), $((4 * w))]) {
+    %r = rmsnorm(%x, @g) {axis = -1, epsilon = 1e-06} : f32[$((4 * w)), $((4 * w))]
+    return %r
+  }
+}
+EOF2
+  waferc "$TMP/rg.wir" -o "$TMP/rg_$mesh" --target=wse2 --mesh="$mesh" --reduce-algo=ring -q || fail "ring on $mesh: waferc exited $?"
+  grep -q 'allreduce-x:ring' "$TMP/rg_$mesh/manifest.json" || fail "ring on $mesh: no ring allreduce in the manifest"
+done
+ls=$(lines "$TMP/rg_8x8") ll=$(lines "$TMP/rg_128x128")
+[ "$ls" -eq "$ll" ] || fail "ring: the program has $ls lines on 8x8, $ll on 128x128"
+echo "plan_scale: the ring allreduce has $ls program lines on 8x8 and on 128x128"
 for g in tr gt kcmeshgemm kccannon; do
   ls=$(lines "$TMP/${g}_8x12") ll=$(lines "$TMP/${g}_16x24")
   [ "$ls" -eq "$ll" ] || fail "$g: the program has $ls lines on 8x12, $ll on 16x24"
