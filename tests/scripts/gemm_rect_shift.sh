@@ -57,24 +57,6 @@ else
   echo "note: $NODE not found (libonnx-testdata): node tests skipped"
 fi
 
-cycles_near() { # REPORT LABEL: the dist.gemm's simulated cycles within BOUND of its prediction
-  python3 - "$1" "$BOUND" "$2" "$worst" <<'PY' || fail "$2: cycles off the prediction"
-import json, sys
-op = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] == "dist.gemm"][0]
-sim, pred, bound = op["cycles"], op["predicted_cycles"], float(sys.argv[2])
-if pred <= 0:
-    print("%s: no prediction (%d)" % (sys.argv[3], pred))
-    sys.exit(1)
-err = (sim - pred) / pred
-w = open(sys.argv[4]).read().split(maxsplit=1)
-if abs(err) > float(w[0]):
-    open(sys.argv[4], "w").write("%.4f %s: predicted %d, simulated %d" % (abs(err), sys.argv[3], pred, sim))
-if abs(err) > bound:
-    print("%s: predicted %d, simulated %d (%+.1f%%, bound %.0f%%)" % (sys.argv[3], pred, sim, 100 * err, 100 * bound))
-    sys.exit(1)
-PY
-}
-
 gen() { # M K N -> a.npy b.npy g.wir, and the interpreter's C in ref/
   python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0
   python3 "$NPY" "$TMP/b.npy" "$2,$3" 2 1.0

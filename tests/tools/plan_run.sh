@@ -58,3 +58,23 @@ check_node_output() {
   wafer-npycmp "${outs[0]}" "$3/$(basename "${outs[0]}")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
     fail "$4: the plan's output differs from the interpreter"
 }
+
+# cycles_near REPORT LABEL: the dist.gemm's simulated cycles in a run report within $BOUND
+# (a fraction) of its prediction; the worst error so far is kept in the file $worst.
+cycles_near() {
+  python3 - "$1" "$BOUND" "$2" "$worst" <<'PY' || fail "$2: cycles off the prediction"
+import json, sys
+op = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] == "dist.gemm"][0]
+sim, pred, bound = op["cycles"], op["predicted_cycles"], float(sys.argv[2])
+if pred <= 0:
+    print("%s: no prediction (%d)" % (sys.argv[3], pred))
+    sys.exit(1)
+err = (sim - pred) / pred
+w = open(sys.argv[4]).read().split(maxsplit=1)
+if abs(err) > float(w[0]):
+    open(sys.argv[4], "w").write("%.4f %s: predicted %d, simulated %d" % (abs(err), sys.argv[3], pred, sim))
+if abs(err) > bound:
+    print("%s: predicted %d, simulated %d (%+.1f%%, bound %.0f%%)" % (sys.argv[3], pred, sim, 100 * err, 100 * bound))
+    sys.exit(1)
+PY
+}
