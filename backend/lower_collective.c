@@ -171,8 +171,7 @@ static wf_pe_term coord(const wf_coll_line *ln, int mod) {
   return t;
 }
 
-/* Guard for coordinates a, a+s, ..., b (plus the line's fixed conditions). */
-static wf_pe_guard ap_guard(const wf_coll_line *ln, int a, int b, int s) {
+wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int with_fixed) {
   wf_pe_guard g = wf_guard0();
   if (a == b) {
     wf_guard_add(&g, coord(ln, 0), WF_CMP_EQ, wf_term_int(a));
@@ -181,7 +180,7 @@ static wf_pe_guard ap_guard(const wf_coll_line *ln, int a, int b, int s) {
     if (b < ln->n - 1) wf_guard_add(&g, coord(ln, 0), WF_CMP_LE, wf_term_int(b));
     if (s > 1) wf_guard_add(&g, coord(ln, s), WF_CMP_EQ, wf_term_int(a % s));
   }
-  for (int i = 0; i < ln->fixed.n && g.n < WF_PE_MAX_GUARD; i++) g.c[g.n++] = ln->fixed.c[i];
+  for (int i = 0; with_fixed && i < ln->fixed.n; i++) wf_guard_add(&g, ln->fixed.c[i].a, ln->fixed.c[i].cmp, ln->fixed.c[i].b);
   return g;
 }
 
@@ -383,7 +382,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
       while (b + s < n && grp[b + s] == v) b += s;
       if (b2 < 0) b = a;
       for (int u = a; u <= b; u += s) grp[u] = -2; /* emitted */
-      wf_pe_guard g = ap_guard(ln, a, b, b > a ? s : 1);
+      wf_pe_guard g = wf_coll_ap_guard(ln, a, b, b > a ? s : 1, 1);
       emit_role(L, ln, &r[a], &g, phys, pb, sym, len, combine, routes);
       if (b2 < 0) break;
     }

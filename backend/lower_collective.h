@@ -39,6 +39,10 @@ typedef struct wf_coll_result {
   char why[256];
 } wf_coll_result;
 
+/* The guard of coordinates a, a+s, ..., b of the line (`[x>=a, x<=b, x%s==a%s]`, only the
+ * conditions that cut something), followed by the line's fixed conditions when with_fixed. */
+wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int with_fixed);
+
 /* A reduction tree over coordinates 0..n-1: parent[root] = -1. */
 typedef struct wf_line_tree {
   int n;

@@ -71,10 +71,11 @@ static void rotate_all(wf_lower *L, const wf_coll_line *ln, int v, int sym, int 
 }
 
 /* Groups the line's coordinates 0..P-1 by kind[] into arithmetic progressions of equal kind
- * (`[x>=a, x<=b, x%s==r]` after the line's fixed guard): gs[i] and gk[i] for i < the count
- * returned. Regular patterns (the ring's interior evens and odds) make a few groups whatever P. */
-static int ap_groups(const wf_coll_line *ln, int P, const int *kind, int *seen, wf_pe_guard *gs, int *gk) {
-  wf_pe_term coord = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+ * (wf_coll_ap_guard, with the line's fixed conditions if with_fixed): gs[i] and gk[i] for i <
+ * the count returned. Regular patterns (the ring's interior evens and odds) make a few groups
+ * whatever P. */
+static int ap_groups(const wf_coll_line *ln, int P, const int *kind, int with_fixed, int *seen, wf_pe_guard *gs,
+                     int *gk) {
   int ng = 0;
   memset(seen, 0, (size_t)P * sizeof *seen);
   for (int a = 0; a < P; a++) {
@@ -84,19 +85,7 @@ static int ap_groups(const wf_coll_line *ln, int P, const int *kind, int *seen, 
     int s = b2 < P ? b2 - a : 1, b = a;
     if (b2 < P) while (b + s < P && kind[b + s] == kind[a] && !seen[b + s]) b += s;
     for (int u = a; u <= b; u += s) seen[u] = 1;
-    wf_pe_guard g = ln->fixed;
-    if (a == b) {
-      wf_guard_add(&g, coord, WF_CMP_EQ, wf_term_int(a));
-    } else {
-      if (a > 0) wf_guard_add(&g, coord, WF_CMP_GE, wf_term_int(a));
-      if (b < P - 1) wf_guard_add(&g, coord, WF_CMP_LE, wf_term_int(b));
-      if (s > 1) {
-        wf_pe_term m = coord;
-        m.mod = (uint16_t)s;
-        wf_guard_add(&g, m, WF_CMP_EQ, wf_term_int(a % s));
-      }
-    }
-    gs[ng] = g;
+    gs[ng] = wf_coll_ap_guard(ln, a, b, b > a ? s : 1, with_fixed);
     gk[ng++] = kind[a];
   }
   return ng;
@@ -240,7 +229,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
           break;
         }
     }
-    int ngr = ap_groups(ln, P, kind, seen, gs, gk);
+    int ngr = ap_groups(ln, P, kind, 1, seen, gs, gk); /* route guards: with the line's own */
     for (int i = 0; i < ngr; i++)
       for (int k = 0; k < nr[gk[i]]; k++) {
         const ring_rule *r = &rules[gk[i]][k];
@@ -262,30 +251,26 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P), from = ring_x(P, (q + 1) % P);
     kind[x] = (to < x) * 2 + (from > x); /* bit 1: sends west; bit 0: receives the west color */
   }
-  int ng = ap_groups(ln, P, kind, seen, gs, gk);
+  int ng = ap_groups(ln, P, kind, 0, seen, gs, gk); /* inside loops guarded by it */
   /* Rounds: reduce-scatter r in [0, P-1) receives-adds slot r+1 and sends slot r; allgather
-   * r = 0 receives slot 0 and sends slot P-1, r in [1, P-1) slot r and r-1. Each is one loop
-   * over r (the slots are terms of it) but allgather's first round. */
+   * r = 0 receives slot 0 and sends slot P-1, r in [1, P-1) slot r and r-1. Each part is one
+   * loop over r (the slots are terms of it), guarded by the line's fixed conditions. */
   for (int part = 0; part < 3; part++) {
-    int lo = part == 1 ? 0 : part == 2 ? 1 : 0, hi = part == 1 ? 1 : P - 1, loop = part != 1;
+    int lo = part == 2 ? 1 : 0, hi = part == 1 ? 1 : P - 1;
     if (lo >= hi) continue;
-    int op = part == 0 ? WF_PEOP_ARECVADD : WF_PEOP_ARECV;
-    if (loop)
-      wf_emit(L, &ln->fixed, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(lo), wf_arg_int(hi)});
+    wf_emit(L, &ln->fixed, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(lo), wf_arg_int(hi)});
     wf_pe_arg rs = wf_arg_sym(tmp), ss = wf_arg_sym(tmp);
-    if (loop) {
-      rs.term = wf_term_affine(v, c, part == 0 ? c : 0);
-      ss.term = wf_term_affine(v, c, part == 0 ? 0 : -c);
-    } else ss.off = (int32_t)((int64_t)(P - 1) * c);
+    rs.term = wf_term_affine(v, c, part == 0 ? c : 0);
+    if (part == 1) ss.off = (int32_t)((int64_t)(P - 1) * c);
+    else ss.term = wf_term_affine(v, c, part == 0 ? 0 : -c);
     for (int i = 0; i < ng; i++) {
       int cs = gk[i] & 2 ? west : east, cr = gk[i] & 1 ? west : east;
-      wf_pe_guard g = gs[i];
-      if (loop) g.n -= ln->fixed.n, memmove(g.c, g.c + ln->fixed.n, (size_t)g.n * sizeof g.c[0]);
-      wf_emit(L, &g, op, (wf_pe_arg[]){wf_arg_int(cr), rs, wf_arg_int(c), wf_arg_int(done)});
-      wf_emit(L, &g, WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(cs), ss, wf_arg_int(c), wf_arg_int(done)});
+      wf_emit(L, &gs[i], part == 0 ? WF_PEOP_ARECVADD : WF_PEOP_ARECV,
+              (wf_pe_arg[]){wf_arg_int(cr), rs, wf_arg_int(c), wf_arg_int(done)});
+      wf_emit(L, &gs[i], WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(cs), ss, wf_arg_int(c), wf_arg_int(done)});
     }
-    wf_emit(L, loop ? NULL : &ln->fixed, WF_PEOP_WAIT, NULL);
-    if (loop) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   rotate_all(L, ln, v, sym, tmp, len, c, P, 1);
   free(kind), free(seen), free(gs), free(gk);

@@ -363,12 +363,20 @@ static int reblock_widest(int P, int j, const wf_relayout_reblock *r, int64_t *w
 /* The real blocks (those starting before len). */
 static int reblock_blocks(const wf_relayout_reblock *r) { return (int)((r->len + r->b_src - 1) / r->b_src); }
 
+/* Whether round j of J broadcasts: the looped rounds 1 .. J-2 always do (on more than one
+ * PE), the two emitted alone only when another PE needs the block. */
+static int reblock_sends(int P, int j, int J, const wf_relayout_reblock *r) {
+  int64_t widest;
+  if (j > 0 && j < J - 1) return P > 1;
+  return reblock_widest(P, j, r, &widest);
+}
+
 static int64_t reblock_cost(const wf_target *t, int P, const wf_relayout_reblock *r) {
   int64_t blk = r->outer * r->b_src * r->inner, pred = r->outer * r->b_dst * r->inner, widest;
   int J = reblock_blocks(r);
   for (int j = 0; j < J; j++) {
-    int shared = reblock_widest(P, j, r, &widest);
-    if (shared || (j > 0 && j < J - 1)) pred += wf_cost_bcast(t, blk, 1); /* the loop always sends */
+    reblock_widest(P, j, r, &widest);
+    if (reblock_sends(P, j, J, r)) pred += wf_cost_bcast(t, blk, 1);
     pred += widest;
   }
   /* The farthest PE's latency once (the rounds pipeline hop by hop). */
@@ -447,7 +455,7 @@ static void reblock_round(wf_lower *L, const wf_relayout_reblock *r, wf_pe_term 
 int wf_relayout_reblock_axis(wf_lower *L, const wf_relayout_reblock *r, wf_loc loc, int64_t *cycles) {
   int P = r->axis == WF_AXIS_X ? L->w : L->h;
   wf_pe_term tc = wf_term(r->axis == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
-  int64_t in = r->inner, blk = r->outer * r->b_src * in, widest;
+  int64_t in = r->inner, blk = r->outer * r->b_src * in;
   int J = reblock_blocks(r);
   int64_t last_w = r->len - (int64_t)(J - 1) * r->b_src;
   WF_ASSERT(r->b_dst >= r->b_src);
@@ -461,14 +469,14 @@ int wf_relayout_reblock_axis(wf_lower *L, const wf_relayout_reblock *r, wf_loc l
   if (col < 0) return WF_EXIT_NOFIT;
   int recv = P > 1 ? wf_lower_temp(L, "$rb_recv", blk * 4) : -1;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(r->dst), wf_arg_int(r->outer * r->b_dst * in)});
-  reblock_round(L, r, tc, wf_term_int(0), reblock_widest(P, 0, r, &widest), col, recv, J == 1 ? last_w : r->b_src);
+  reblock_round(L, r, tc, wf_term_int(0), reblock_sends(P, 0, J, r), col, recv, J == 1 ? last_w : r->b_src);
   if (J > 2) {
     int v = wf_lower_var(L, "rk");
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(v, 0)), wf_arg_int(1), wf_arg_int(J - 1)});
-    reblock_round(L, r, tc, wf_term_var(v, 0), P > 1, col, recv, r->b_src);
+    reblock_round(L, r, tc, wf_term_var(v, 0), reblock_sends(P, 1, J, r), col, recv, r->b_src);
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  if (J > 1) reblock_round(L, r, tc, wf_term_int(J - 1), reblock_widest(P, J - 1, r, &widest), col, recv, last_w);
+  if (J > 1) reblock_round(L, r, tc, wf_term_int(J - 1), reblock_sends(P, J - 1, J, r), col, recv, last_w);
   *cycles += reblock_cost(L->t, P, r);
   return 0;
 }

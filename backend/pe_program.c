@@ -248,12 +248,11 @@ static void arg_str(const wf_pe_class *c, char letter, const wf_pe_arg *a, char 
     case 's':
       if (a->term.kind != WF_TERM_INT || a->term2.kind != WF_TERM_INT) {
         /* the first term carries the constant: the parser reads `+16*j+4` back the same */
-        int one = a->term.kind == WF_TERM_INT;
-        wf_pe_term t = one ? a->term2 : a->term;
-        t.k += a->off + (one ? a->term.k : 0);
+        wf_pe_term t = a->term;
+        t.k += a->off;
         char ts[64], t2[40];
         term_str(c, &t, ts, sizeof ts);
-        plus_term2(c, one ? &a->term : &a->term2, t2, sizeof t2);
+        plus_term2(c, &a->term2, t2, sizeof t2);
         snprintf(buf, cap, "%s+%s%s", c->syms[a->sym].name, ts, t2);
       } else if (a->off) snprintf(buf, cap, "%s+%d", c->syms[a->sym].name, (int)a->off);
       else snprintf(buf, cap, "%s", c->syms[a->sym].name);
