@@ -84,11 +84,7 @@ for spec in "7 11 5:2x3 3x2 2x4 4x2 4x6 6x4 1x3" "12 24 17:2x3 3x2 2x4 4x2 4x6 6
       want=$(lowering $algo)
       [ "$2" = 1 ] && want='"local"' # K = 1 is never split: every PE multiplies its blocks
       grep -q "$want" "$d/manifest.json" || fail "$shape $mesh $algo: not lowered as $want"
-      waferrun "$d" -q --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$d/out" --report "$d/r.json" ||
-        fail "$shape $mesh $algo: waferrun exited $?"
-      wafer-npycmp "$d/out/c.npy" "$TMP/ref/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
-        fail "$shape $mesh $algo: C differs from the interpreter"
-      cycles_near "$d/r.json" "$algo $shape $mesh"
+      gemm_run_check "$d" "$TMP/a.npy" "$TMP/b.npy" "$TMP/ref" "$algo $shape $mesh"
       n=$((n + 1))
     done
   done
@@ -142,11 +138,7 @@ for spec in "5x3 23" "10x6 46"; do
     grep -q "(K $k re-cut to $((k / 23 * 30)) on the mesh)" "$d/manifest.json" &&
       grep -q '^\.sym \$kp_b ' "$d"/programs/*.wpe && grep -q '^ *loop rk ' "$d"/programs/*.wpe ||
       fail "$algo on $mesh: A's and B's K are not re-cut in a loop"
-    waferrun "$d" -q --input a="$TMP/ka.npy" --input b="$TMP/kb.npy" --output-dir "$d/out" --report "$d/r.json" ||
-      fail "$algo, K = $k on $mesh: waferrun exited $?"
-    wafer-npycmp "$d/out/c.npy" "$TMP/k.ref/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
-      fail "$algo, K = $k on $mesh: C differs from the interpreter"
-    cycles_near "$d/r.json" "$algo K=$k $mesh"
+    gemm_run_check "$d" "$TMP/ka.npy" "$TMP/kb.npy" "$TMP/k.ref" "$algo K=$k $mesh"
     n=$((n + 1))
   done
 done

@@ -78,3 +78,12 @@ if abs(err) > bound:
     sys.exit(1)
 PY
 }
+
+# gemm_run_check DIR A.npy B.npy REF_DIR LABEL: runs the plan in DIR on inputs a and b, checks
+# its c.npy against REF_DIR/c.npy (the interpreter's) and its cycles with cycles_near.
+gemm_run_check() {
+  waferrun "$1" -q --input a="$2" --input b="$3" --output-dir "$1/out" --report "$1/r.json" ||
+    fail "$5: waferrun exited $?"
+  wafer-npycmp "$1/out/c.npy" "$4/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null || fail "$5: C differs from the interpreter"
+  cycles_near "$1/r.json" "$5"
+}
