@@ -209,7 +209,7 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
     for (int i = 0; i < 6 && !at; i++)
       if ((at = strstr(cond, ops[i]))) which = i;
     if (!at || g->n == WF_PE_MAX_GUARD) {
-      perr(ps, q, "bad guard condition '%s': expected term (==|!=|<|<=|>|>=) term, at most 4", cond,
+      perr(ps, q, "bad guard condition '%s': expected term (==|!=|<|<=|>|>=) term, at most " WF_PE_MAX_GUARD_TEXT, cond,
            NULL);
       return NULL;
     }

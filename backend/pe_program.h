@@ -79,7 +79,8 @@ typedef struct wf_pe_cond {
   uint8_t cmp; /* wf_cmp */
 } wf_pe_cond;
 
-#define WF_PE_MAX_GUARD 4
+#define WF_PE_MAX_GUARD 6 /* a tree reduce's shape: two bounds, a residue interval, the line */
+#define WF_PE_MAX_GUARD_TEXT "6"
 typedef struct wf_pe_guard {
   int n;                             /* conditions, all must hold; 0 = always */
   wf_pe_cond c[WF_PE_MAX_GUARD];
