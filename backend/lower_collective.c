@@ -11,10 +11,13 @@
  *
  * Roles repeat along a line (a chain alternates two roles), so PEs with equal roles are
  * grouped and each group written as arithmetic progressions: [x>=a, x<=b, x%s==a%s]. The
- * chain's and the star's programs then do not grow with the line; the binary tree's and
- * two-phase's do (their greedy slot colors are not periodic, so roles that differ in a color
- * do not merge), and an arbitrary (Auto-Gen) tree costs a few lines per distinct run
- * (docs/collectives-lowering.md has the measured sizes). */
+ * chain's and the star's programs then do not grow with the line, and an arbitrary
+ * (Auto-Gen) tree costs a few lines per distinct run. Trees that repeat at one scale or
+ * several (the binary tree, two-phase, MeshGEMV's K-tree: wf_line_tree.by_shape) are colored
+ * by classes of slots instead, so a class has one color wherever it repeats, and written by
+ * shape (wf_shapes): each distinct rule and step once per [x>=a, x<=b, x%M in lo..hi] of PEs
+ * that share it. Two-phase and the K-tree then stay bounded, the binary tree grows as log^2
+ * of the line (docs/collectives-lowering.md has the measured sizes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,10 +106,34 @@ static int pair_add(pairs *p, int a, int b) {
 /* slot id of (v, side), or -1 if v has no child on that side. */
 static int slot_of(const coll_role *r, int v, int side) { return r[v].nk[side] ? 2 * v + side : -1; }
 
-/* Greedy coloring of the slots in coordinate order; returns the colors used or -1. */
-static int color_slots(const wf_line_tree *t, coll_role *r, int *slot_color) {
-  int n = t->n, ns = 2 * n, rc = -1;
+/* Slots in the order they are colored: by coordinate, or (by_class) by class — the side, the
+ * children, the farthest child's distance D and the slot's coordinate modulo 2D (a binary
+ * tree's level; a chain link's parity; every other group leader of two-phase), so that each
+ * class can take one color wherever it repeats. */
+typedef struct slot_key { int d, side, nk, res, v, slot; } slot_key;
+static int slot_key_cmp(const void *va, const void *vb) {
+  const slot_key *a = va, *b = vb;
+  int x[5] = {a->d, a->side, a->nk, a->res, a->v}, y[5] = {b->d, b->side, b->nk, b->res, b->v};
+  for (int i = 0; i < 5; i++)
+    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+  return 0;
+}
+static int same_slot_class(const slot_key *a, const slot_key *b) {
+  return a->d == b->d && a->side == b->side && a->nk == b->nk && a->res == b->res;
+}
+
+/* Colors the slots greedily, in coordinate order or by class (by_class 1: shortest slots
+ * first, 2: longest first; thrifty 1: a class of one or two slots that would need a new color
+ * goes member by member when each member fits an old one, 2: any class does — fewer colors,
+ * a less regular program; a class
+ * takes the first color
+ * none of its members' neighbours has, if its members are not neighbours themselves; else
+ * its members go one by one); returns the colors used or -1. */
+static int color_slots(const wf_line_tree *t, coll_role *r, int *slot_color, int by_class, int thrifty) {
+  int n = t->n, ns = 2 * n, rc = -1, nkeys = 0;
   pairs pr = {0};
+  int *deg = NULL, *adj = NULL, *fill = NULL, *cls = NULL;
+  slot_key *key = NULL;
   for (int v = 0; v < n; v++) {
     if (pair_add(&pr, slot_of(r, v, LO), slot_of(r, v, HI))) goto out;
     int p = t->parent[v];
@@ -119,45 +146,83 @@ static int color_slots(const wf_line_tree *t, coll_role *r, int *slot_color) {
     for (int u = lo; u <= hi; u++)
       if (pair_add(&pr, slot_of(r, u, s), y)) goto out;
   }
-  int *deg = calloc((size_t)ns + 1, sizeof *deg), *adj = malloc((size_t)(2 * pr.n + 1) * sizeof *adj);
-  if (!deg || !adj) {
-    free(deg);
-    free(adj);
-    goto out;
-  }
+  deg = calloc((size_t)ns + 1, sizeof *deg), adj = malloc((size_t)(2 * pr.n + 1) * sizeof *adj);
+  fill = calloc((size_t)ns, sizeof *fill), key = calloc((size_t)ns, sizeof *key);
+  cls = malloc((size_t)ns * sizeof *cls);
+  if (!deg || !adj || !fill || !key || !cls) goto out;
   for (int i = 0; i < pr.n; i++) deg[pr.a[i] + 1]++, deg[pr.b[i] + 1]++;
   for (int i = 0; i < ns; i++) deg[i + 1] += deg[i];
-  int *fill = calloc((size_t)ns, sizeof *fill);
-  if (!fill) {
-    free(deg);
-    free(adj);
-    goto out;
-  }
   for (int i = 0; i < pr.n; i++) {
     adj[deg[pr.a[i]] + fill[pr.a[i]]++] = pr.b[i];
     adj[deg[pr.b[i]] + fill[pr.b[i]]++] = pr.a[i];
   }
-  int used = 0;
-  for (int s = 0; s < ns; s++) slot_color[s] = -1;
+  for (int s = 0; s < ns; s++) slot_color[s] = cls[s] = -1;
+  for (int v = 0; v < n; v++) { /* the farthest child's distance per slot */
+    int p = t->parent[v];
+    if (p >= 0 && abs(v - p) > key[2 * p + (v < p ? LO : HI)].d) key[2 * p + (v < p ? LO : HI)].d = abs(v - p);
+  }
   for (int s = 0; s < ns; s++) {
     if (!r[s / 2].nk[s % 2]) continue;
-    uint64_t forbid = 0;
-    for (int k = deg[s]; k < deg[s + 1]; k++)
-      if (slot_color[adj[k]] >= 0) forbid |= 1ull << slot_color[adj[k]];
-    int c = 0;
-    while (forbid >> c & 1) c++;
-    if (c >= MAX_LCOLORS) {
-      used = -1;
-      break;
-    }
-    slot_color[s] = c;
-    if (c + 1 > used) used = c + 1;
+    slot_key k = {by_class ? key[s].d : 0, s % 2, r[s / 2].nk[s % 2], 0, s / 2, s};
+    if (by_class) k.res = k.v % (2 * k.d), k.d = by_class == 2 ? -k.d : k.d; /* longest first */
+    else k.d = k.side = k.nk = 0, k.res = s; /* coordinate order, one slot per class */
+    key[nkeys++] = k;
   }
+  qsort(key, (size_t)nkeys, sizeof *key, slot_key_cmp);
+  for (int i = 0, c = -1; i < nkeys; i++) {
+    if (!i || !same_slot_class(&key[i], &key[i - 1])) c++;
+    cls[key[i].slot] = c;
+  }
+  int used = 0;
+  for (int i = 0; i < nkeys;) {
+    int j = i + 1, inner = 0;
+    while (j < nkeys && same_slot_class(&key[i], &key[j])) j++;
+    uint64_t forbid = 0;
+    for (int m = i; m < j; m++) {
+      int s = key[m].slot;
+      for (int k = deg[s]; k < deg[s + 1]; k++) {
+        if (slot_color[adj[k]] >= 0) forbid |= 1ull << slot_color[adj[k]];
+        inner |= cls[adj[k]] == cls[s];
+      }
+    }
+    /* one color for the class only if it is not a new one that members one by one avoid */
+    if ((thrifty > 1 || (thrifty && j - i <= 2)) && !inner && (forbid >> used & 1) == 0 && (forbid & ((1ull << used) - 1)) == (1ull << used) - 1) {
+      int fits = 1;
+      for (int m = i; m < j && fits; m++) {
+        int s = key[m].slot;
+        uint64_t f = 0;
+        for (int k = deg[s]; k < deg[s + 1]; k++)
+          if (slot_color[adj[k]] >= 0) f |= 1ull << slot_color[adj[k]];
+        fits = (f & ((1ull << used) - 1)) != (1ull << used) - 1;
+      }
+      inner = fits;
+    }
+    for (int m = i; m < j; m++) {
+      int s = key[m].slot;
+      if (inner) { /* its members meet (or fit the colors there are): one by one */
+        forbid = 0;
+        for (int k = deg[s]; k < deg[s + 1]; k++)
+          if (slot_color[adj[k]] >= 0) forbid |= 1ull << slot_color[adj[k]];
+      }
+      int c = 0;
+      while (forbid >> c & 1) c++;
+      if (c >= MAX_LCOLORS) {
+        used = -1;
+        goto done;
+      }
+      slot_color[s] = c;
+      if (c + 1 > used) used = c + 1;
+    }
+    i = j;
+  }
+done:
+  rc = used;
+out:
   free(deg);
   free(adj);
   free(fill);
-  rc = used;
-out:
+  free(key);
+  free(cls);
   free(pr.a);
   free(pr.b);
   return rc;
@@ -165,28 +230,17 @@ out:
 
 /* ---- guards ---------------------------------------------------------------------------- */
 
-static wf_pe_term coord(const wf_coll_line *ln, int mod) {
-  wf_pe_term t = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
-  t.mod = (uint16_t)mod;
-  return t;
-}
-
 wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int with_fixed) {
   wf_pe_guard g = wf_guard0();
   if (a == b) {
-    wf_guard_add(&g, coord(ln, 0), WF_CMP_EQ, wf_term_int(a));
+    wf_guard_add(&g, wf_coll_coord(ln, 0), WF_CMP_EQ, wf_term_int(a));
   } else {
-    if (a > 0) wf_guard_add(&g, coord(ln, 0), WF_CMP_GE, wf_term_int(a));
-    if (b < ln->n - 1) wf_guard_add(&g, coord(ln, 0), WF_CMP_LE, wf_term_int(b));
-    if (s > 1) wf_guard_add(&g, coord(ln, s), WF_CMP_EQ, wf_term_int(a % s));
+    if (a > 0) wf_guard_add(&g, wf_coll_coord(ln, 0), WF_CMP_GE, wf_term_int(a));
+    if (b < ln->n - 1) wf_guard_add(&g, wf_coll_coord(ln, 0), WF_CMP_LE, wf_term_int(b));
+    if (s > 1) wf_guard_add(&g, wf_coll_coord(ln, s), WF_CMP_EQ, wf_term_int(a % s));
   }
   for (int i = 0; with_fixed && i < ln->fixed.n; i++) wf_guard_add(&g, ln->fixed.c[i].a, ln->fixed.c[i].cmp, ln->fixed.c[i].b);
   return g;
-}
-
-static int dir_of(const wf_coll_line *ln, int side) {
-  if (ln->axis == WF_AXIS_Y) return side == LO ? WF_DIR_N : WF_DIR_S;
-  return side == LO ? WF_DIR_W : WF_DIR_E;
 }
 
 /* ---- emission -------------------------------------------------------------------------- */
@@ -195,64 +249,215 @@ static int role_switches(const coll_role *r) {
   return !r->root && (r->pass[1 - r->out_side] >> r->co & 1);
 }
 
-/* pb[lc]: the switch position the tree's rules for logical color lc start at (0 unless the
- * color was lent past the budget); "position 1" below is pb + 1. */
-static void emit_role(wf_lower *L, const wf_coll_line *ln, const coll_role *r, const wf_pe_guard *g,
-                      const int *phys, const int *pb, int sym, int64_t len, wf_peop combine,
-                      int routes) {
-  wf_pe_class *c = L->cls;
+/* What a role writes, as keys: a route rule (logical color, switch position past the base,
+ * rx, tx) and a step of code (what, logical colors a and b, a count). A sink takes them: the
+ * emitter under one guard (a group of PEs with the role) or the shape collector (one PE). */
+enum { IT_COMBINE, IT_STREAM, IT_SEND, IT_SENDADV, IT_SWSET };
+#define RULE_KEY(lc, pos, rx, tx) ((uint32_t)(lc) << 12 | (uint32_t)(pos) << 11 | (uint32_t)(rx) << 8 | (uint32_t)(tx))
+#define ITEM_KEY(it, a, b, cnt) ((uint32_t)(it) << 26 | (uint32_t)(a) << 21 | (uint32_t)(b) << 16 | (uint32_t)(cnt))
+typedef struct role_sink {
+  void (*rule)(void *ctx, uint32_t key);
+  void (*step)(void *ctx, uint32_t key);
+  void *ctx;
+} role_sink;
+
+static void role_items(const wf_coll_line *ln, const coll_role *r, int routes, const role_sink *k) {
   unsigned R = 1u << WF_DIR_RAMP;
   int near = r->root ? -1 : r->out_side, far = near < 0 ? -1 : 1 - near;
   int needs_switch = role_switches(r);
   if (routes) {
-  for (int side = 0; side < 2; side++)
-    if (r->ci[side] >= 0)
-      wf_pe_class_add_route_pos(c, g, phys[r->ci[side]], pb[r->ci[side]], dir_of(ln, side), R);
-  for (int lc = 0; lc < MAX_LCOLORS; lc++)
-    for (int from = 0; from < 2; from++) {
-      if (!(r->pass[from] >> lc & 1)) continue;
-      unsigned tx = 1u << dir_of(ln, 1 - from);
-      if (!r->root && lc == r->co && from == far) continue; /* waits: position 1 below */
-      wf_pe_class_add_route_pos(c, g, phys[lc], pb[lc], dir_of(ln, from), tx);
-      if (!r->root && lc == r->co && needs_switch)
-        wf_pe_class_add_route_pos(c, g, phys[lc], pb[lc] + 1, dir_of(ln, from), tx);
+    for (int side = 0; side < 2; side++)
+      if (r->ci[side] >= 0) k->rule(k->ctx, RULE_KEY(r->ci[side], 0, wf_coll_dir(ln, side), R));
+    for (int lc = 0; lc < MAX_LCOLORS; lc++)
+      for (int from = 0; from < 2; from++) {
+        if (!(r->pass[from] >> lc & 1)) continue;
+        unsigned tx = 1u << wf_coll_dir(ln, 1 - from);
+        if (!r->root && lc == r->co && from == far) continue; /* waits: position 1 below */
+        k->rule(k->ctx, RULE_KEY(lc, 0, wf_coll_dir(ln, from), tx));
+        if (!r->root && lc == r->co && needs_switch) k->rule(k->ctx, RULE_KEY(lc, 1, wf_coll_dir(ln, from), tx));
+      }
+    if (!r->root) {
+      k->rule(k->ctx, RULE_KEY(r->co, 0, WF_DIR_RAMP, 1u << wf_coll_dir(ln, near)));
+      if (needs_switch) k->rule(k->ctx, RULE_KEY(r->co, 1, wf_coll_dir(ln, far), 1u << wf_coll_dir(ln, near)));
     }
-  if (!r->root) {
-    wf_pe_class_add_route_pos(c, g, phys[r->co], pb[r->co], WF_DIR_RAMP, 1u << dir_of(ln, near));
-    if (needs_switch)
-      wf_pe_class_add_route_pos(c, g, phys[r->co], pb[r->co] + 1, dir_of(ln, far), 1u << dir_of(ln, near));
-  }
   }
   /* code: children nearest first, low side then high side; the last one streams on */
   int total = r->nk[LO] + r->nk[HI];
-  wf_peop stream = combine == WF_PEOP_RECVMAX ? WF_PEOP_MAXSEND : WF_PEOP_ADDSEND;
   for (int side = 0; side < 2; side++) {
-    int k = r->nk[side];
-    if (!k) continue;
+    int nk = r->nk[side];
+    if (!nk) continue;
     int last_here = side == HI || !r->nk[HI];
-    int plain = last_here && !r->root ? k - 1 : k;
-    wf_pe_arg rargs[3] = {wf_arg_int(phys[r->ci[side]]), wf_arg_sym(sym), wf_arg_int(len)};
-    if (plain > 2) {
-      int var = wf_pe_class_find_var(c, "ck", 1);
-      WF_ASSERT(var >= 0); /* more loop variables than a PE class holds */
-      wf_emit(L, g, WF_PEOP_LOOP,
-              (wf_pe_arg[]){wf_arg_term(wf_term_var(var, 0)), wf_arg_int(0), wf_arg_int(plain)});
-      wf_emit(L, NULL, combine, rargs);
-      wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
-    } else {
-      for (int i = 0; i < plain; i++) wf_emit(L, g, combine, rargs);
-    }
-    if (plain < k)
-      wf_emit(L, g, stream,
-              (wf_pe_arg[]){wf_arg_int(phys[r->ci[side]]), wf_arg_int(phys[r->co]), wf_arg_sym(sym),
-                            wf_arg_int(len)});
+    int plain = last_here && !r->root ? nk - 1 : nk;
+    if (plain) k->step(k->ctx, ITEM_KEY(IT_COMBINE, r->ci[side], 0, plain));
+    if (plain < nk) k->step(k->ctx, ITEM_KEY(IT_STREAM, r->ci[side], r->co, 0));
   }
   if (r->root) return;
-  if (!total)
-    wf_emit(L, g, needs_switch ? WF_PEOP_SENDADV : WF_PEOP_SEND,
-            (wf_pe_arg[]){wf_arg_int(phys[r->co]), wf_arg_sym(sym), wf_arg_int(len)});
-  else if (needs_switch)
-    wf_emit(L, g, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(phys[r->co]), wf_arg_int(pb[r->co] + 1)});
+  if (!total) k->step(k->ctx, ITEM_KEY(needs_switch ? IT_SENDADV : IT_SEND, r->co, 0, 0));
+  else if (needs_switch) k->step(k->ctx, ITEM_KEY(IT_SWSET, r->co, 0, 0));
+}
+
+/* The emitter. pb[lc]: the switch position the tree's rules for logical color lc start at
+ * (0 unless the color was lent past the budget); "position 1" is pb + 1. */
+typedef struct role_emit {
+  wf_lower *L;
+  const wf_pe_guard *g;
+  const int *phys, *pb;
+  int sym;
+  int64_t len;
+  wf_peop combine;
+} role_emit;
+
+static void emit_rule(void *ctx, uint32_t key) {
+  const role_emit *e = ctx;
+  int lc = key >> 12, pos = key >> 11 & 1, rx = key >> 8 & 7;
+  wf_pe_class_add_route_pos(e->L->cls, e->g, e->phys[lc], e->pb[lc] + pos, rx, key & 0xff);
+}
+
+static void emit_step(void *ctx, uint32_t key) {
+  const role_emit *e = ctx;
+  wf_lower *L = e->L;
+  int it = key >> 26, a = e->phys[key >> 21 & 31], b = e->phys[key >> 16 & 31], cnt = key & 0xffff;
+  wf_pe_arg sl[2] = {wf_arg_sym(e->sym), wf_arg_int(e->len)};
+  switch (it) {
+  case IT_COMBINE: {
+    wf_pe_arg rargs[3] = {wf_arg_int(a), sl[0], sl[1]};
+    if (cnt > 2) {
+      int var = wf_pe_class_find_var(L->cls, "ck", 1);
+      WF_ASSERT(var >= 0); /* more loop variables than a PE class holds */
+      wf_emit(L, e->g, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(var, 0)), wf_arg_int(0), wf_arg_int(cnt)});
+      wf_emit(L, NULL, e->combine, rargs);
+      wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    } else {
+      for (int i = 0; i < cnt; i++) wf_emit(L, e->g, e->combine, rargs);
+    }
+    break;
+  }
+  case IT_STREAM:
+    wf_emit(L, e->g, e->combine == WF_PEOP_RECVMAX ? WF_PEOP_MAXSEND : WF_PEOP_ADDSEND,
+            (wf_pe_arg[]){wf_arg_int(a), wf_arg_int(b), sl[0], sl[1]});
+    break;
+  case IT_SEND:
+  case IT_SENDADV:
+    wf_emit(L, e->g, it == IT_SEND ? WF_PEOP_SEND : WF_PEOP_SENDADV, (wf_pe_arg[]){wf_arg_int(a), sl[0], sl[1]});
+    break;
+  default:
+    wf_emit(L, e->g, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(a), wf_arg_int(e->pb[key >> 21 & 31] + 1)});
+  }
+}
+
+static void emit_role(role_emit *e, const wf_coll_line *ln, const coll_role *r, const wf_pe_guard *g,
+                      int routes) {
+  e->g = g;
+  role_sink k = {emit_rule, emit_step, e};
+  role_items(ln, r, routes, &k);
+}
+
+/* The collector: one PE's rules and steps. */
+typedef struct role_collect { wf_shapes *s; int pe, err; } role_collect;
+static void collect_rule(void *ctx, uint32_t key) {
+  role_collect *c = ctx;
+  c->err |= wf_shapes_rule(c->s, c->pe, key);
+}
+static void collect_step(void *ctx, uint32_t key) {
+  role_collect *c = ctx;
+  c->err |= wf_shapes_step(c->s, c->pe, key);
+}
+static void shaped_rule(void *ctx, const wf_pe_guard *g, uint32_t key) {
+  role_emit *e = ctx;
+  e->g = g;
+  emit_rule(e, key);
+}
+static void shaped_step(void *ctx, const wf_pe_guard *g, uint32_t key) {
+  role_emit *e = ctx;
+  e->g = g;
+  emit_step(e, key);
+}
+
+/* The planned shapes of the tree's roles (wf_shapes_plan done; *lines its line count), or
+ * NULL when its PEs' step orders disagree or memory runs out. */
+static wf_shapes *plan_shapes(const wf_coll_line *ln, const wf_line_tree *t, const coll_role *r,
+                              int routes, int *lines) {
+  wf_shapes *s = wf_shapes_new(t->n);
+  role_collect c = {s, 0, !s};
+  role_sink k = {collect_rule, collect_step, &c};
+  for (int v = 0; v < t->n && !c.err; v++) {
+    c.pe = v;
+    role_items(ln, &r[v], routes, &k);
+    if (t->parent[v] >= 0) {
+      wf_shapes_period(s, abs(v - t->parent[v]));
+      wf_shapes_period(s, 2 * abs(v - t->parent[v]));
+    }
+  }
+  if (c.err || (*lines = wf_shapes_plan(s)) < 0) {
+    wf_shapes_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Writes the tree by shapes; 0, or -1 (nothing written): the caller writes it by roles. */
+static int emit_by_shape(role_emit *e, const wf_coll_line *ln, const wf_line_tree *t,
+                         const coll_role *r, int routes) {
+  int lines;
+  wf_shapes *s = plan_shapes(ln, t, r, routes, &lines);
+  if (!s) return -1;
+  wf_shapes_emit(s, ln, shaped_rule, shaped_step, e);
+  wf_shapes_free(s);
+  return 0;
+}
+
+/* The roles' colors from the slots' (r's tree fields set). */
+static void set_colors(const wf_line_tree *t, coll_role *r, const int *slot_color) {
+  for (int v = 0; v < t->n; v++) r[v].pass[LO] = r[v].pass[HI] = 0, r[v].co = -1;
+  for (int v = 0; v < t->n; v++) {
+    for (int s = 0; s < 2; s++) r[v].ci[s] = slot_color[2 * v + s];
+    int p = t->parent[v];
+    if (p < 0) continue;
+    int s = v < p ? LO : HI, col = slot_color[2 * p + s];
+    r[v].co = col;
+    int lo = v < p ? v + 1 : p + 1, hi = v < p ? p - 1 : v - 1;
+    for (int u = lo; u <= hi; u++) r[u].pass[s] |= 1u << col;
+  }
+}
+
+/* A tree written by shapes is colored by class, four ways (classes shortest or longest
+ * first; a class of one or two slots, or any class, member by member when that saves a
+ * color). The fewest colors win, then the fewest program lines, but a way that splits any
+ * class only when its program is no longer than the regular ways' (it is longer for the
+ * binary tree, shorter for MeshGEMV's K-tree); when the winner needs more colors than are
+ * free, the fewest colors of all. Returns
+ * the colors (slot_color filled, *variant which way), -1 past MAX_LCOLORS, -2 out of memory. */
+static int choose_coloring(wf_lower *L, const wf_coll_line *ln, const wf_line_tree *t, coll_role *r,
+                           int *slot_color, int *variant) {
+  enum { NV = 4 };
+  int n = t->n, used[NV], lines[NV], best = -1, fewest = -1;
+  int *cand = malloc((size_t)NV * 2 * n * sizeof *cand);
+  if (!cand) return -2;
+  for (int k = 0; k < NV; k++) {
+    int *sc = cand + (size_t)k * 2 * n;
+    lines[k] = -1;
+    used[k] = color_slots(t, r, sc, k % 2 ? 2 : 1, k < 2 ? 1 : 2);
+    if (used[k] < 0) continue;
+    set_colors(t, r, sc);
+    wf_shapes *s = plan_shapes(ln, t, r, 1, &lines[k]);
+    if (!s) lines[k] = -1;
+    wf_shapes_free(s);
+    if (fewest < 0 || used[k] < used[fewest] ||
+        (used[k] == used[fewest] && (unsigned)lines[k] < (unsigned)lines[fewest]))
+      fewest = k;
+  }
+  int regular = -1; /* the fewest lines of the two regular ways */
+  for (int k = 0; k < 2; k++)
+    if (lines[k] >= 0 && (regular < 0 || lines[k] < regular)) regular = lines[k];
+  for (int k = 0; k < NV; k++) {
+    if (lines[k] < 0 || (k >= 2 && lines[k] > regular)) continue;
+    if (best < 0 || used[k] < used[best] || (used[k] == used[best] && lines[k] < lines[best])) best = k;
+  }
+  if (best < 0 || used[best] > wf_lower_color_free(L)) best = fewest;
+  if (best >= 0) memcpy(slot_color, cand + (size_t)best * 2 * n, (size_t)2 * n * sizeof *cand);
+  free(cand);
+  *variant = best;
+  return best < 0 ? -1 : used[best];
 }
 
 static int tree_root(const wf_line_tree *t) {
@@ -324,24 +529,23 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
       r[v].out_side = p < v ? LO : HI;
     }
   }
-  int used = color_slots(t, r, slot_color), rc = 0;
+  int used = -1, rc = 0, variant = 0;
+  if (!t->by_shape) used = color_slots(t, r, slot_color, 0, 0);
+  else if ((used = choose_coloring(L, ln, t, r, slot_color, &variant)) == -2) {
+    wf_error(loc, "out of memory lowering a reduce over %d PEs", n);
+    rc = WF_EXIT_NOFIT;
+    goto out;
+  }
   if (used < 0) {
     wf_error(loc, "reduce over %d PEs needs more than %d colors for its tree", n, MAX_LCOLORS);
     rc = WF_EXIT_NOFIT;
     goto out;
   }
-  for (int v = 0; v < n; v++) {
-    for (int s = 0; s < 2; s++) r[v].ci[s] = slot_color[2 * v + s];
-    int p = t->parent[v];
-    if (p < 0) continue;
-    int s = v < p ? LO : HI, col = slot_color[2 * p + s];
-    r[v].co = col;
-    int lo = v < p ? v + 1 : p + 1, hi = v < p ? p - 1 : v - 1;
-    for (int u = lo; u <= hi; u++) r[u].pass[s == LO ? LO : HI] |= 1u << col;
-  }
+  set_colors(t, r, slot_color);
   int phys[MAX_LCOLORS], pb[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
   for (int v = 0; v < n; v++) clean &= !role_switches(&r[v]);
-  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, -1, ln->fixed, t->parent};
+  /* each coloring of a tree is a pattern of its own */
+  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, t->by_shape ? -2 - variant : -1, ln->fixed, t->parent};
   const int *cached = wf_coll_cache_find(L, &key, &n_cached);
   if (cached && n_cached == used) {
     memcpy(phys, cached, (size_t)used * sizeof *phys);
@@ -364,6 +568,8 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
   for (int i = 0; i < used; i++) pb[i] = wf_coll_cache_base(L, phys[i]);
   wf_coll_cache_enter(L, ln); /* a color lent to a later phase: select its position again */
   if (colors_out) *colors_out = used;
+  role_emit em = {L, NULL, phys, pb, sym, len, combine};
+  if (t->by_shape && !emit_by_shape(&em, ln, t, r, routes)) goto out;
   /* Group equal roles, then write each group as arithmetic progressions. */
   for (int v = 0; v < n; v++) grp[v] = -1;
   for (int v = 0; v < n; v++) {
@@ -383,7 +589,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
       if (b2 < 0) b = a;
       for (int u = a; u <= b; u += s) grp[u] = -2; /* emitted */
       wf_pe_guard g = wf_coll_ap_guard(ln, a, b, b > a ? s : 1, 1);
-      emit_role(L, ln, &r[a], &g, phys, pb, sym, len, combine, routes);
+      emit_role(&em, ln, &r[a], &g, routes);
       if (b2 < 0) break;
     }
   }

@@ -43,11 +43,27 @@ typedef struct wf_coll_result {
  * conditions that cut something), followed by the line's fixed conditions when with_fixed. */
 wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int with_fixed);
 
-/* A reduction tree over coordinates 0..n-1: parent[root] = -1. */
+/* A reduction tree over coordinates 0..n-1: parent[root] = -1. by_shape: color it by classes
+ * of slots that repeat along the line and write it by shapes (wf_shapes), so that a tree
+ * whose pattern repeats (the binary tree, two-phase) gets a program that does not grow with
+ * the line; wf_line_tree_build sets it for those two. */
 typedef struct wf_line_tree {
   int n;
   int *parent;
+  int by_shape;
 } wf_line_tree;
+
+/* The line's coordinate as a term (mod M when mod > 1), and the router port toward its low
+ * (side 0) or high (side 1) end. */
+static inline wf_pe_term wf_coll_coord(const wf_coll_line *ln, int mod) {
+  wf_pe_term t = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  t.mod = (uint16_t)(mod > 1 ? mod : 0);
+  return t;
+}
+static inline int wf_coll_dir(const wf_coll_line *ln, int side) {
+  if (ln->axis == WF_AXIS_Y) return side == 0 ? WF_DIR_N : WF_DIR_S;
+  return side == 0 ? WF_DIR_W : WF_DIR_E;
+}
 
 /* Lowers a reduce of `len` words at `sym` along the line into the PE at coordinate `root`
  * over the given tree (any shape: subtrees need not be contiguous for correctness, but every
@@ -55,6 +71,32 @@ typedef struct wf_line_tree {
  * Returns 0 or a WF_EXIT_* code after reporting. colors_out may be NULL. */
 int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree *t, int sym,
                          int64_t len, wf_peop combine, wf_loc loc, int *colors_out);
+
+/* Programs by shape (lower_collective_shapes.c). A lowering that knows, PE by PE along a
+ * line, which route rules and which steps of code each PE has, hands them to a collector;
+ * the collector writes every distinct rule and step once per shape of the PEs that have it,
+ * [x>=a, x<=b, x%M>=lo, x%M<=hi, x%s==r] (M among the periods given, the residues a run of
+ * step 1 or 2), and orders the steps so that every PE meets its own in its own order. A
+ * pattern that repeats along the line, even at several scales (a binary tree's levels), then
+ * costs a fixed number of lines per distinct rule and step. Keys are the caller's: a rule
+ * or a step is whatever 32-bit value it chooses; the collector gives them back to emit. */
+typedef struct wf_shapes wf_shapes;
+wf_shapes *wf_shapes_new(int n);
+void wf_shapes_free(wf_shapes *s);
+/* A route rule of PE `pe` (any order); a step of PE `pe`, after its earlier ones (the PEs'
+ * steps are given PE by PE, in increasing pe). 0, or -1 out of memory. */
+int wf_shapes_rule(wf_shapes *s, int pe, uint32_t key);
+int wf_shapes_step(wf_shapes *s, int pe, uint32_t key);
+/* A period to try (the line's own periods: a tree's message lengths and their doubles). */
+void wf_shapes_period(wf_shapes *s, int M);
+/* Orders the steps and covers every set; returns the number of guarded lines the program
+ * will get, or -1 when the PEs' step orders disagree (or out of memory). */
+int wf_shapes_plan(wf_shapes *s);
+/* Emits (after wf_shapes_plan): the rules, then the steps in order, each under its guards
+ * (the line's fixed conditions added). Every guard is checked against its set first. */
+void wf_shapes_emit(wf_shapes *s, const wf_coll_line *ln,
+                    void (*rule)(void *ctx, const wf_pe_guard *g, uint32_t key),
+                    void (*step)(void *ctx, const wf_pe_guard *g, uint32_t key), void *ctx);
 
 /* Builds the tree of `algo` (star, chain, tree, two_phase, autogen) with its root at
  * coordinate `root`: a root at either end gets the pattern as the paper draws it, mirrored

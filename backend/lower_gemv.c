@@ -75,7 +75,7 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int rc = 0;
   wf_coll_line ln = {WF_AXIS_X, L->w, wf_guard0()};
   if (L->w > 1) {
-    wf_line_tree t = {0};
+    wf_line_tree t = {0, NULL, 1}; /* by shape: its groups repeat along the row */
     int root = L->w - 1;
     if (use_ring) {
       rc = wf_lower_coll_ring(L, &ln, sy, n, op->loc);

@@ -114,17 +114,19 @@ EOF2
 done
 # The ring allreduce (a baseline, --reduce-algo=ring) loops over its rounds and rotations
 # and writes its routes per progression of PEs: an rmsnorm's program keeps its size.
-for mesh in 8x8 128x128; do
-  w=${mesh%x*}
-  cat > "$TMP/rg.wir" <<EOF2
+rmsnorm_wir() { # W FILE: an rmsnorm over the rows of a [4W, 4W] input
+  cat > "$2" <<EOF2
 module @rg {
-  const @g : f32[$((4 * w))] = dense<0.5>
-  func @main(%x: f32[$((4 * w)), $((4 * w))]) -> (f32[$((4 * w)), $((4 * w))]) {
-    %r = rmsnorm(%x, @g) {axis = -1, epsilon = 1e-06} : f32[$((4 * w)), $((4 * w))]
+  const @g : f32[$((4 * $1))] = dense<0.5>
+  func @main(%x: f32[$((4 * $1)), $((4 * $1))]) -> (f32[$((4 * $1)), $((4 * $1))]) {
+    %r = rmsnorm(%x, @g) {axis = -1, epsilon = 1e-06} : f32[$((4 * $1)), $((4 * $1))]
     return %r
   }
 }
 EOF2
+}
+for mesh in 8x8 128x128; do
+  rmsnorm_wir "${mesh%x*}" "$TMP/rg.wir"
   waferc "$TMP/rg.wir" -o "$TMP/rg_$mesh" --target=wse2 --mesh="$mesh" --reduce-algo=ring -q || fail "ring on $mesh: waferc exited $?"
   grep -q 'allreduce-x:ring' "$TMP/rg_$mesh/manifest.json" || fail "ring on $mesh: no ring allreduce in the manifest"
 done
@@ -136,3 +138,33 @@ for g in tr gt kcmeshgemm kccannon; do
   [ "$ls" -eq "$ll" ] || fail "$g: the program has $ls lines on 8x12, $ll on 16x24"
   echo "plan_scale: $g has $ls program lines on 8x12 and on 16x24"
 done
+
+# Reduce trees written by shape (docs/collectives-lowering.md, "Programs by shape"): the
+# rmsnorm above with --reduce-algo=two_phase or tree on 64x64 and on 256x256 (4x the line).
+# Two-phase repeats with its group size and stays bounded; the binary tree adds a few lines
+# per level and level pair (log^2 of the line). Written role by role, they grew 1.7x and
+# 3.4x (172 -> 298, 273 -> 917 lines).
+for spec in "two_phase 1.5" "tree 2.2"; do
+  read -r algo bound <<<"$spec"
+  for w in 64 256; do
+    rmsnorm_wir "$w" "$TMP/rt.wir"
+    waferc "$TMP/rt.wir" -o "$TMP/rt_$w" --target=wse2 --mesh="${w}x$w" --reduce-algo="$algo" -q ||
+      fail "$algo on ${w}x$w: waferc exited $?"
+    grep -q "allreduce-x:$algo" "$TMP/rt_$w/manifest.json" || fail "$algo on ${w}x$w: not in the manifest"
+  done
+  ls=$(lines "$TMP/rt_64") ll=$(lines "$TMP/rt_256")
+  python3 -c "import sys; sys.exit(0 if $ll <= $bound * $ls else 1)" ||
+    fail "$algo: the program has $ls lines on 64x64, $ll on 256x256 (more than ${bound}x)"
+  echo "plan_scale: $algo has $ls program lines on 64x64, $ll on 256x256"
+  rm -rf "$TMP/rt_64" "$TMP/rt_256"
+done
+# MeshGEMV's K-tree allreduce (its groups repeat along the line): the same program on
+# 64x64 and 256x256.
+for w in 64 256; do
+  wafer-bench gemv --allreduce=ktree --mesh="${w}x$w" --k=$((4 * w)) --n=$((4 * w)) --keep="$TMP/kt_$w" >"$TMP/kt_$w.json" ||
+    fail "ktree on ${w}x$w: wafer-bench exited $?"
+  grep -q '"lowering":"meshgemv:ktree' "$TMP/kt_$w.json" || fail "ktree on ${w}x$w: $(cat "$TMP/kt_$w.json")"
+done
+ls=$(lines "$TMP/kt_64") ll=$(lines "$TMP/kt_256")
+[ "$ls" -eq "$ll" ] || fail "ktree: the program has $ls lines on 64x64, $ll on 256x256"
+echo "plan_scale: MeshGEMV's K-tree has $ls program lines on 64x64 and on 256x256"
