@@ -122,13 +122,12 @@ static int same_slot_class(const slot_key *a, const slot_key *b) {
   return a->d == b->d && a->side == b->side && a->nk == b->nk && a->res == b->res;
 }
 
-/* Colors the slots greedily, in coordinate order or by class (by_class 1: shortest slots
- * first, 2: longest first; thrifty 1: a class of one or two slots that would need a new color
- * goes member by member when each member fits an old one, 2: any class does — fewer colors,
- * a less regular program; a class
- * takes the first color
- * none of its members' neighbours has, if its members are not neighbours themselves; else
- * its members go one by one); returns the colors used or -1. */
+/* Colors the slots greedily, in coordinate order (by_class 0) or by class, shortest slots
+ * first (1) or longest first (2). A class takes the first color none of its members'
+ * neighbours has, unless its members are neighbours themselves (then they go one by one) or,
+ * when thrifty, that color would be a new one and every member fits an old one: a class of
+ * one or two slots (thrifty 1) or any class (2) then goes member by member too (fewer colors,
+ * a less regular program). Returns the colors used or -1. */
 static int color_slots(const wf_line_tree *t, coll_role *r, int *slot_color, int by_class, int thrifty) {
   int n = t->n, ns = 2 * n, rc = -1, nkeys = 0;
   pairs pr = {0};

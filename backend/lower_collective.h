@@ -45,8 +45,9 @@ wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int wi
 
 /* A reduction tree over coordinates 0..n-1: parent[root] = -1. by_shape: color it by classes
  * of slots that repeat along the line and write it by shapes (wf_shapes), so that a tree
- * whose pattern repeats (the binary tree, two-phase) gets a program that does not grow with
- * the line; wf_line_tree_build sets it for those two. */
+ * whose pattern repeats (the binary tree, two-phase, MeshGEMV's K-tree) gets a program that
+ * stays bounded (the binary tree's: log^2 of the line); wf_line_tree_build sets it for the
+ * first two, lower_gemv.c for the K-tree. */
 typedef struct wf_line_tree {
   int n;
   int *parent;
