@@ -75,7 +75,9 @@ static struct wf_coll_cache *cache(wf_lower *L) {
 }
 
 static int same(const wf_coll_key *a, const wf_coll_key *b) {
-  if (a->kind != b->kind || a->axis != b->axis || a->n != b->n || a->root != b->root) return 0;
+  if (a->kind != b->kind || a->axis != b->axis || a->n != b->n || a->root != b->root ||
+      a->coloring != b->coloring)
+    return 0;
   if (a->fixed.n != b->fixed.n ||
       memcmp(a->fixed.c, b->fixed.c, (size_t)a->fixed.n * sizeof a->fixed.c[0]))
     return 0;

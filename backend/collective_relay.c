@@ -50,7 +50,7 @@ int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym
   if (n <= 1) return 0;
   WF_ASSERT(root >= 0 && root < n && ln->fixed.n + 2 <= WF_PE_MAX_GUARD);
   int two = root > 0 && root < n - 1; /* both sides: the root switches between them */
-  wf_coll_key key = {WF_COLL_KEY_RELAY, ln->axis, n, root, ln->fixed, NULL};
+  wf_coll_key key = {WF_COLL_KEY_RELAY, ln->axis, n, root, ln->fixed, NULL, 0};
   int nc = 0, col, pos = 0, routes = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   const char *ax = ln->axis == WF_AXIS_Y ? "y" : "x";

@@ -543,8 +543,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
   set_colors(t, r, slot_color);
   int phys[MAX_LCOLORS], pb[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
   for (int v = 0; v < n; v++) clean &= !role_switches(&r[v]);
-  /* each coloring of a tree is a pattern of its own */
-  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, t->by_shape ? -2 - variant : -1, ln->fixed, t->parent};
+  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, -1, ln->fixed, t->parent, t->by_shape ? 1 + variant : 0};
   const int *cached = wf_coll_cache_find(L, &key, &n_cached);
   if (cached && n_cached == used) {
     memcpy(phys, cached, (size_t)used * sizeof *phys);

@@ -152,6 +152,8 @@ typedef struct wf_coll_key {
   int axis, n, root;
   wf_pe_guard fixed;
   int *parent;         /* tree reduce: the tree (owned by the cache) */
+  int coloring;        /* tree reduce: 0 slot by slot, 1 + which way by class (its colors
+                          and routes differ for the same tree) */
 } wf_coll_key;
 /* Colors of an earlier identical collective that is clean (no switch left set), or NULL. */
 const int *wf_coll_cache_find(wf_lower *L, const wf_coll_key *k, int *n_colors);

@@ -154,7 +154,7 @@ static int bcast_merge(wf_lower *L, const wf_coll_key *key, wf_loc loc, int *bot
 int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
                         wf_loc loc) {
   if (ln->n <= 1) return 0;
-  wf_coll_key key = {1, ln->axis, ln->n, root, ln->fixed, NULL};
+  wf_coll_key key = {1, ln->axis, ln->n, root, ln->fixed, NULL, 0};
   int nc = 0, col, both = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   int routes = !cached;
@@ -334,7 +334,7 @@ static int bcast_2d_merge(wf_lower *L, int rx, int ry, uint32_t reduce_colors, w
                L->t->name, rx, ry, col, *posm);
     wf_coll_cache_fallback(L, col, lo, 0, "2D flooding broadcast", loc);
     wf_coll_cache_note(L, 0, "2D broadcast on the reduce's c%d", col);
-    wf_coll_key key = {WF_COLL_KEY_BCAST2D, WF_AXIS_X, L->w, L->h, wf_guard0(), NULL};
+    wf_coll_key key = {WF_COLL_KEY_BCAST2D, WF_AXIS_X, L->w, L->h, wf_guard0(), NULL, 0};
     wf_coll_cache_add(L, &key, &col, 1, 1); /* later borrowers see its ports */
     return col;
   }

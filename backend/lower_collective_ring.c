@@ -173,7 +173,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     wf_error(loc, "ring allreduce of %lld words is too large", (long long)len);
     return WF_EXIT_NOFIT;
   }
-  wf_coll_key key = {WF_COLL_KEY_RING, ln->axis, P, 0, ln->fixed, NULL};
+  wf_coll_key key = {WF_COLL_KEY_RING, ln->axis, P, 0, ln->fixed, NULL, 0};
   int nc = 0, west = -1, east = -1; /* set by every path below that goes on */
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   if (cached) {

@@ -46,7 +46,7 @@ int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_l
   int w = L->w, h = L->h;
   if (w * h <= 1) return 0;
   int col[2];
-  wf_coll_key key = {WF_COLL_KEY_SNAKE, WF_AXIS_X, w, h, wf_guard0(), NULL};
+  wf_coll_key key = {WF_COLL_KEY_SNAKE, WF_AXIS_X, w, h, wf_guard0(), NULL, 0};
   int nc = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   if (!cached && wf_lower_color_free(L) < 2) { /* past the budget: the snake on one color */
