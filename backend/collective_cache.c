@@ -440,9 +440,7 @@ int wf_coll_cache_ports_free(const wf_lower *L, int color, const wf_pe_route *ru
   const wf_pe_class *cls = L->cls;
   for (int y = 0; y < L->h; y++)
     for (int x = 0; x < L->w; x++) {
-      wf_pe_env env;
-      memset(&env, 0, sizeof env);
-      env.x = x, env.y = y, env.w = L->w, env.h = L->h;
+      wf_pe_env env = wf_pe_env_at(cls, x, y, L->w, L->h);
       unsigned held = 0, want = 0;
       for (int i = 0; i < cls->n_routes; i++)
         if (cls->routes[i].color == color && wf_guard_eval(&cls->routes[i].guard, &env))

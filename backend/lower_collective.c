@@ -375,8 +375,9 @@ static void shaped_step(void *ctx, const wf_pe_guard *g, uint32_t key) {
 /* The planned shapes of the tree's roles (wf_shapes_plan done; *lines its line count), or
  * NULL when its PEs' step orders disagree or memory runs out. */
 static wf_shapes *plan_shapes(const wf_coll_line *ln, const wf_line_tree *t, const coll_role *r,
-                              int routes, int *lines) {
+                              int routes, wf_pe_class *sets, int *lines) {
   wf_shapes *s = wf_shapes_new(t->n);
+  if (s && sets) wf_shapes_sets(s, sets);
   role_collect c = {s, 0, !s};
   role_sink k = {collect_rule, collect_step, &c};
   for (int v = 0; v < t->n && !c.err; v++) {
@@ -398,7 +399,7 @@ static wf_shapes *plan_shapes(const wf_coll_line *ln, const wf_line_tree *t, con
 static int emit_by_shape(role_emit *e, const wf_coll_line *ln, const wf_line_tree *t,
                          const coll_role *r, int routes) {
   int lines;
-  wf_shapes *s = plan_shapes(ln, t, r, routes, &lines);
+  wf_shapes *s = plan_shapes(ln, t, r, routes, e->L->cls, &lines);
   if (!s) return -1;
   wf_shapes_emit(s, ln, shaped_rule, shaped_step, e);
   wf_shapes_free(s);
@@ -438,7 +439,7 @@ static int choose_coloring(wf_lower *L, const wf_coll_line *ln, const wf_line_tr
     used[k] = color_slots(t, r, sc, k % 2 ? 2 : 1, k < 2 ? 1 : 2);
     if (used[k] < 0) continue;
     set_colors(t, r, sc);
-    wf_shapes *s = plan_shapes(ln, t, r, 1, &lines[k]);
+    wf_shapes *s = plan_shapes(ln, t, r, 1, NULL, &lines[k]);
     if (!s) lines[k] = -1;
     wf_shapes_free(s);
     if (fewest < 0 || used[k] < used[fewest] ||
@@ -529,7 +530,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     }
   }
   int used = -1, rc = 0, variant = 0;
-  if (!t->by_shape) used = color_slots(t, r, slot_color, 0, 0);
+  if (t->by_shape != 1) used = color_slots(t, r, slot_color, 0, 0);
   else if ((used = choose_coloring(L, ln, t, r, slot_color, &variant)) == -2) {
     wf_error(loc, "out of memory lowering a reduce over %d PEs", n);
     rc = WF_EXIT_NOFIT;
@@ -543,7 +544,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
   set_colors(t, r, slot_color);
   int phys[MAX_LCOLORS], pb[MAX_LCOLORS], routes = 1, n_cached = 0, clean = 1;
   for (int v = 0; v < n; v++) clean &= !role_switches(&r[v]);
-  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, -1, ln->fixed, t->parent, t->by_shape ? 1 + variant : 0};
+  wf_coll_key key = {WF_COLL_KEY_TREE, ln->axis, n, -1, ln->fixed, t->parent, t->by_shape == 1 ? 1 + variant : 0};
   const int *cached = wf_coll_cache_find(L, &key, &n_cached);
   if (cached && n_cached == used) {
     memcpy(phys, cached, (size_t)used * sizeof *phys);

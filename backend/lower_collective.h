@@ -43,11 +43,13 @@ typedef struct wf_coll_result {
  * conditions that cut something), followed by the line's fixed conditions when with_fixed. */
 wf_pe_guard wf_coll_ap_guard(const wf_coll_line *ln, int a, int b, int s, int with_fixed);
 
-/* A reduction tree over coordinates 0..n-1: parent[root] = -1. by_shape: color it by classes
- * of slots that repeat along the line and write it by shapes (wf_shapes), so that a tree
- * whose pattern repeats (the binary tree, two-phase, MeshGEMV's K-tree) gets a program that
- * stays bounded (the binary tree's: log^2 of the line); wf_line_tree_build sets it for the
- * first two, lower_gemv.c for the K-tree. */
+/* A reduction tree over coordinates 0..n-1: parent[root] = -1. by_shape 1: color it by
+ * classes of slots that repeat along the line and write it by shapes (wf_shapes), so that a
+ * tree whose pattern repeats (the binary tree, two-phase, MeshGEMV's K-tree) gets a program
+ * that stays bounded (the binary tree's: log^2 of the line); wf_line_tree_build sets it for
+ * the first two, lower_gemv.c for the K-tree. by_shape 2: color it slot by slot in coordinate
+ * order (fewest colors for a tree with no pattern) and write it by shapes and sets
+ * (wf_shapes_sets): Auto-Gen's, whose program then stays bounded. 0: by roles. */
 typedef struct wf_line_tree {
   int n;
   int *parent;
@@ -88,6 +90,10 @@ void wf_shapes_free(wf_shapes *s);
  * steps are given PE by PE, in increasing pe). 0, or -1 out of memory. */
 int wf_shapes_rule(wf_shapes *s, int pe, uint32_t key);
 int wf_shapes_step(wf_shapes *s, int pe, uint32_t key);
+/* Lets a rule or step whose PEs need more than two shapes be one line guarded by
+ * `[x in SET]`, the set added to cls (docs/pe-programs.md): for trees with no pattern along
+ * the line (Auto-Gen's), whose programs then stay bounded. */
+void wf_shapes_sets(wf_shapes *s, wf_pe_class *cls);
 /* A period to try (the line's own periods: a tree's message lengths and their doubles). */
 void wf_shapes_period(wf_shapes *s, int M);
 /* Orders the steps and covers every set; returns the number of guarded lines the program

@@ -25,7 +25,7 @@ static int side_tree(wf_coll_algo algo, int m, int64_t len, const wf_coll_params
 int wf_line_tree_build(wf_coll_algo algo, int n, int root, int64_t len, const wf_coll_params *p,
                        wf_line_tree *t) {
   t->n = n;
-  t->by_shape = algo == WF_COLL_TREE || algo == WF_COLL_TWO_PHASE;
+  t->by_shape = algo == WF_COLL_TREE || algo == WF_COLL_TWO_PHASE ? 1 : algo == WF_COLL_AUTOGEN ? 2 : 0;
   t->parent = malloc((size_t)(n > 0 ? n : 1) * sizeof *t->parent);
   if (!t->parent || root < 0 || root >= n) return -1;
   t->parent[root] = -1;

@@ -19,6 +19,7 @@ typedef struct feature {
   uint8_t *set;  /* n flags */
   shape *sh;     /* after plan */
   int n_sh;
+  int as_set;    /* after plan: one `x in SET` guard instead of the shapes */
 } feature;
 
 typedef struct fset {
@@ -34,6 +35,7 @@ struct wf_shapes {
   int last_pe;
   int mods[64], n_mods;
   int *order;               /* the steps in emission order */
+  wf_pe_class *sets;        /* when not NULL: a set needing more than 2 shapes is a .set there */
 };
 
 wf_shapes *wf_shapes_new(int n) {
@@ -74,6 +76,8 @@ void wf_shapes_period(wf_shapes *s, int M) {
     if (s->mods[i] == M) return;
   if (s->n_mods < (int)(sizeof s->mods / sizeof s->mods[0])) s->mods[s->n_mods++] = M;
 }
+
+void wf_shapes_sets(wf_shapes *s, wf_pe_class *cls) { s->sets = cls; }
 
 /* index of `key` in fs (added, with an empty set, when new), or -1 out of memory */
 static int fset_find(fset *fs, int n, uint32_t key) {
@@ -171,6 +175,14 @@ static int plan_cover(wf_shapes *s, feature *f, uint8_t *mark) {
   }
   if (!(f->sh = malloc((size_t)(best > 0 ? best : 1) * sizeof *f->sh))) return -1;
   f->n_sh = cover(f->set, s->n, bm, mark, f->sh);
+  if (s->sets && f->n_sh > 2) { /* one guarded line and the set's (12 runs or more a line) */
+    int runs = 0;
+    for (int x = 0; x < s->n; x++) runs += f->set[x] && (!x || !f->set[x - 1]);
+    if (2 + runs / 12 < f->n_sh) {
+      f->as_set = 1;
+      return 2 + runs / 12;
+    }
+  }
   return f->n_sh;
 }
 
@@ -246,35 +258,51 @@ static wf_pe_guard shape_guard(const wf_coll_line *ln, const shape *s, int with_
   return g;
 }
 
+/* The guards of f (fixed conditions too when with_fixed); *n gets how many. A set feature's
+ * one guard names its set, added to the class. */
+static void feature_guards(wf_shapes *s, const wf_coll_line *ln, const feature *f, int with_fixed,
+                           wf_pe_guard *g, int *n) {
+  if (!f->as_set) {
+    for (int i = 0; i < f->n_sh; i++) g[i] = shape_guard(ln, &f->sh[i], with_fixed);
+    *n = f->n_sh;
+    return;
+  }
+  g[0] = wf_guard0();
+  wf_guard_add_in(&g[0], wf_coll_coord(ln, 0), wf_pe_class_add_set(s->sets, f->set, s->n));
+  for (int i = 0; with_fixed && i < ln->fixed.n; i++)
+    wf_guard_add(&g[0], ln->fixed.c[i].a, ln->fixed.c[i].cmp, ln->fixed.c[i].b);
+  *n = 1;
+}
+
 /* The guards must select exactly the set: checked on every coordinate of the line (its
  * fixed conditions aside), so a wrong shape is a compiler error, never a wrong program. */
-static void check(const wf_coll_line *ln, const feature *f) {
+static void check(wf_shapes *s, const wf_coll_line *ln, const feature *f, const wf_pe_guard *g, int ng) {
   for (int x = 0; x < ln->n; x++) {
-    wf_pe_env e = {0};
+    wf_pe_env e = wf_pe_env_at(s->sets, 0, 0, 0, 0);
     if (ln->axis == WF_AXIS_Y) e.y = x;
     else e.x = x;
     int hits = 0;
-    for (int i = 0; i < f->n_sh; i++) {
-      wf_pe_guard g = shape_guard(ln, &f->sh[i], 0);
-      hits += wf_guard_eval(&g, &e);
-    }
+    for (int i = 0; i < ng; i++) hits += wf_guard_eval(&g[i], &e);
     WF_ASSERT(hits == f->set[x]);
   }
 }
 
-static void emit_feature(const wf_coll_line *ln, const feature *f,
+static void emit_feature(wf_shapes *s, const wf_coll_line *ln, const feature *f,
                          void (*fn)(void *ctx, const wf_pe_guard *g, uint32_t key), void *ctx) {
-  check(ln, f);
-  for (int i = 0; i < f->n_sh; i++) {
-    wf_pe_guard g = shape_guard(ln, &f->sh[i], 1);
-    fn(ctx, &g, f->key);
-  }
+  int ng = f->as_set ? 1 : f->n_sh;
+  wf_pe_guard *g = malloc((size_t)(ng > 0 ? ng : 1) * sizeof *g);
+  WF_ASSERT(g != NULL);
+  feature_guards(s, ln, f, 0, g, &ng);
+  check(s, ln, f, g, ng);
+  feature_guards(s, ln, f, 1, g, &ng);
+  for (int i = 0; i < ng; i++) fn(ctx, &g[i], f->key);
+  free(g);
 }
 
 void wf_shapes_emit(wf_shapes *s, const wf_coll_line *ln,
                     void (*rule)(void *ctx, const wf_pe_guard *g, uint32_t key),
                     void (*step)(void *ctx, const wf_pe_guard *g, uint32_t key), void *ctx) {
   WF_ASSERT(ln->n == s->n && s->order);
-  for (int i = 0; i < s->rules.n; i++) emit_feature(ln, &s->rules.f[i], rule, ctx);
-  for (int k = 0; k < s->steps.n; k++) emit_feature(ln, &s->steps.f[s->order[k]], step, ctx);
+  for (int i = 0; i < s->rules.n; i++) emit_feature(s, ln, &s->rules.f[i], rule, ctx);
+  for (int k = 0; k < s->steps.n; k++) emit_feature(s, ln, &s->steps.f[s->order[k]], step, ctx);
 }

@@ -202,6 +202,30 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
     if (len >= sizeof cond) len = sizeof cond - 1;
     memcpy(cond, q, len);
     cond[len] = 0;
+    char *in = strstr(cond, " in ");
+    if (in && g->n < WF_PE_MAX_GUARD) { /* `term in NAME`: a member of a declared set */
+      *in = 0;
+      char name[64];
+      const char *nst;
+      wf_pe_cond *c = &g->c[g->n];
+      if (parse_term(ps, cond, &c->a)) {
+        perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|loop variable)[%%M][+-k]",
+             cond, NULL);
+        return NULL;
+      }
+      const char *rest = next_tok(in + 4, name, sizeof name, &nst);
+      int set = rest ? wf_pe_class_find_set(ps->c, name) : -1;
+      if (set < 0 || *skip_ws(rest)) {
+        perr(ps, q, "unknown set in guard condition '%s in %s' (declare it with .set first)", cond,
+             rest ? name : "");
+        return NULL;
+      }
+      c->b = wf_term_int(set);
+      c->cmp = WF_CMP_IN;
+      g->n++;
+      q = end + 1;
+      continue;
+    }
     static const char *const ops[] = {"==", "!=", "<=", ">=", "<", ">"};
     static const wf_cmp codes[] = {WF_CMP_EQ, WF_CMP_NE, WF_CMP_LE, WF_CMP_GE, WF_CMP_LT, WF_CMP_GT};
     char *at = NULL;
@@ -209,7 +233,7 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
     for (int i = 0; i < 6 && !at; i++)
       if ((at = strstr(cond, ops[i]))) which = i;
     if (!at || g->n == WF_PE_MAX_GUARD) {
-      perr(ps, q, "bad guard condition '%s': expected term (==|!=|<|<=|>|>=) term, at most " WF_PE_MAX_GUARD_TEXT, cond,
+      perr(ps, q, "bad guard condition '%s': expected term (==|!=|<|<=|>|>=) term or term in SET, at most " WF_PE_MAX_GUARD_TEXT, cond,
            NULL);
       return NULL;
     }
@@ -307,6 +331,57 @@ static void parse_task(pstate *ps, const char *p, const char *dir_at) {
     return;
   }
   ps->c->tasks[t].line = (int)ps->line;
+}
+
+/* `.set NAME RUN...`: runs `v` or `lo-hi` of coordinates (0 <= v < WF_PE_MAX_SET), in
+ * increasing order; a second line of the same name adds to the set (the writer wraps long
+ * sets). The set must come before the guards that name it. */
+static void parse_set(pstate *ps, const char *p, const char *dir_at) {
+  char tok[64];
+  const char *st;
+  const char *q = next_tok(p, tok, sizeof tok, &st);
+  if (ps->c->format < 2) {
+    perr(ps, dir_at, ".set needs .format 2", NULL, NULL);
+    return;
+  }
+  if (!q || !islower((unsigned char)tok[0]) || strlen(tok) >= sizeof ps->c->sets[0].name) {
+    perr(ps, q ? st : dir_at, "expected a set name after .set (a lower-case letter first, at most 15 "
+                              "characters)", NULL, NULL);
+    return;
+  }
+  for (const char *c = tok; *c; c++)
+    if (!isalnum((unsigned char)*c) && *c != '_') {
+      perr(ps, st, "bad set name '%s' (letters, digits and '_')", tok, NULL);
+      return;
+    }
+  char name[64];
+  memcpy(name, tok, strlen(tok) + 1);
+  int i = wf_pe_class_find_set(ps->c, name);
+  wf_pe_set *set = i >= 0 ? &ps->c->sets[i] : NULL;
+  int32_t last = set ? set->n - 1 : -1, lo, hi;
+  uint8_t *member = calloc(WF_PE_MAX_SET, 1);
+  WF_ASSERT(member != NULL);
+  if (set) memcpy(member, set->member, (size_t)set->n);
+  while ((q = next_tok(q, tok, sizeof tok, &st))) {
+    char *dash = strchr(tok, '-');
+    if (dash) *dash = 0;
+    if (parse_int(tok, &lo) || (dash ? parse_int(dash + 1, &hi) : (hi = lo, 0)) || lo < 0 || hi < lo ||
+        hi >= WF_PE_MAX_SET) {
+      if (dash) *dash = '-';
+      perr(ps, st, "bad run '%s' in .set (expected V or LO-HI, 0 <= LO <= HI < 65536)", tok, NULL);
+      goto done;
+    }
+    if (lo <= last) {
+      if (dash) *dash = '-';
+      perr(ps, st, "run '%s' in .set is not after the set's earlier members", tok, NULL);
+      goto done;
+    }
+    for (int32_t v = lo; v <= hi; v++) member[v] = 1;
+    last = hi;
+  }
+  wf_pe_class_set_members(ps->c, name, member, last + 1);
+done:
+  free(member);
 }
 
 static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, const char *gstart) {
@@ -433,6 +508,8 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
     }
     wf_pe_class_add_route_pos(ps->c, g, col, pos, rx, tx);
     ps->c->routes[ps->c->n_routes - 1].line = (int)ps->line;
+  } else if (!strcmp(tok, ".set")) {
+    parse_set(ps, p, dir_at);
   } else if (!strcmp(tok, ".switch")) {
     int32_t col;
     const char *q = next_tok(p, tok, sizeof tok, &st);

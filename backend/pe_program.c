@@ -47,6 +47,8 @@ void wf_pe_class_free(wf_pe_class *c) {
   free(c->routes);
   free(c->code);
   free(c->tasks);
+  for (int i = 0; i < c->n_sets; i++) free(c->sets[i].member);
+  free(c->sets);
   free(c);
 }
 
@@ -115,6 +117,52 @@ void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int 
   wf_pe_class_add_route_pos(c, g, color, 0, rx, tx);
 }
 
+int wf_pe_class_find_set(const wf_pe_class *c, const char *name) {
+  for (int i = 0; i < c->n_sets; i++)
+    if (!strcmp(c->sets[i].name, name)) return i;
+  return -1;
+}
+
+/* The members of set i: member[v] for v < n, trailing non-members dropped. */
+static void set_fill(wf_pe_set *s, const uint8_t *member, int n) {
+  while (n > 0 && !member[n - 1]) n--;
+  WF_ASSERT(n <= WF_PE_MAX_SET);
+  uint8_t *m = realloc(s->member, (size_t)n + 1);
+  WF_ASSERT(m != NULL);
+  for (int v = 0; v < n; v++) m[v] = member[v] != 0;
+  s->member = m;
+  s->n = n;
+}
+
+static int set_new(wf_pe_class *c, const char *name) {
+  GROW(c->sets, c->n_sets, c->cap_sets);
+  wf_pe_set *s = &c->sets[c->n_sets];
+  memset(s, 0, sizeof *s);
+  if (name) snprintf(s->name, sizeof s->name, "%s", name);
+  else snprintf(s->name, sizeof s->name, "s%d", c->n_sets);
+  return c->n_sets++;
+}
+
+int wf_pe_class_add_set(wf_pe_class *c, const uint8_t *member, int n) {
+  while (n > 0 && !member[n - 1]) n--;
+  for (int i = 0; i < c->n_sets; i++) {
+    const wf_pe_set *s = &c->sets[i];
+    int same = s->n == n;
+    for (int v = 0; v < n && same; v++) same = !s->member[v] == !member[v];
+    if (same) return i;
+  }
+  int i = set_new(c, NULL);
+  set_fill(&c->sets[i], member, n);
+  return i;
+}
+
+int wf_pe_class_set_members(wf_pe_class *c, const char *name, const uint8_t *member, int n) {
+  int i = wf_pe_class_find_set(c, name);
+  if (i < 0) i = set_new(c, name);
+  set_fill(&c->sets[i], member, n);
+  return i;
+}
+
 int wf_pe_class_find_task(const wf_pe_class *c, const char *name) {
   for (int i = 0; i < c->n_tasks; i++)
     if (!strcmp(c->tasks[i].name, name)) return i;
@@ -179,6 +227,10 @@ void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b) {
   WF_ASSERT(g->n < WF_PE_MAX_GUARD);
   g->c[g->n++] = (wf_pe_cond){a, b, (uint8_t)cmp};
 }
+void wf_guard_add_in(wf_pe_guard *g, wf_pe_term a, int set) {
+  WF_ASSERT(set >= 0);
+  wf_guard_add(g, a, WF_CMP_IN, wf_term_int(set));
+}
 
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e) {
   for (int i = 0; i < g->n; i++) {
@@ -191,6 +243,9 @@ int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e) {
       case WF_CMP_LE: ok = a <= b; break;
       case WF_CMP_GT: ok = a > b; break;
       case WF_CMP_GE: ok = a >= b; break;
+      case WF_CMP_IN:
+        ok = b >= 0 && b < e->n_sets && a >= 0 && a < e->sets[b].n && e->sets[b].member[a];
+        break;
     }
     if (!ok) return 0;
   }
@@ -199,7 +254,7 @@ int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e) {
 
 /* ---- writer ---------------------------------------------------------------------------- */
 
-static const char *const cmp_text[] = {"==", "!=", "<", "<=", ">", ">="};
+static const char *const cmp_text[] = {"==", "!=", "<", "<=", ">", ">=", " in "};
 
 static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_t cap) {
   const char *base = NULL;
@@ -226,7 +281,12 @@ static void guard_str(const wf_pe_class *c, const wf_pe_guard *g, char *buf, siz
   for (int i = 0; i < g->n && n < cap; i++) {
     char a[32], b[32];
     term_str(c, &g->c[i].a, a, sizeof a);
-    term_str(c, &g->c[i].b, b, sizeof b);
+    if (g->c[i].cmp == WF_CMP_IN) {
+      int k = g->c[i].b.k;
+      snprintf(b, sizeof b, "%s", k >= 0 && k < c->n_sets ? c->sets[k].name : "?");
+    } else {
+      term_str(c, &g->c[i].b, b, sizeof b);
+    }
     n += snprintf(buf + n, cap - n, "%s%s%s%s", i ? ", " : "", a, cmp_text[g->c[i].cmp], b);
   }
   if (n < cap) snprintf(buf + n, cap - n, "] ");
@@ -291,6 +351,29 @@ void wf_pe_instr_synopsis(const wf_pe_class *c, const wf_pe_instr *in, char *buf
   if (n < cap) buf[n] = 0;
 }
 
+/* `.set NAME RUN...`, runs `lo-hi` or `v`, at most about 100 characters a line: a longer set
+ * goes on several lines of the same name (the parser adds them up). */
+static void write_set(const wf_pe_set *s, FILE *out) {
+  char line[160];
+  int n = snprintf(line, sizeof line, ".set %s", s->name);
+  for (int v = 0; v < s->n;) {
+    if (!s->member[v]) {
+      v++;
+      continue;
+    }
+    int e = v;
+    while (e + 1 < s->n && s->member[e + 1]) e++;
+    if (n > 96) {
+      fprintf(out, "%s\n", line);
+      n = snprintf(line, sizeof line, ".set %s", s->name);
+    }
+    n += e > v ? snprintf(line + n, sizeof line - (size_t)n, " %d-%d", v, e)
+               : snprintf(line + n, sizeof line - (size_t)n, " %d", v);
+    v = e + 1;
+  }
+  fprintf(out, "%s\n", line);
+}
+
 void wf_pe_class_write(const wf_pe_class *c, FILE *out) {
   fprintf(out, "# waferc PE program class '%s' (format documented in docs/pe-programs.md)\n",
           c->name);
@@ -301,6 +384,8 @@ void wf_pe_class_write(const wf_pe_class *c, FILE *out) {
   for (int i = 0; i < c->n_syms; i++)
     fprintf(out, ".sym %-12s %8lld %8lld\n", c->syms[i].name, (long long)c->syms[i].offset,
             (long long)c->syms[i].bytes);
+  if (c->n_sets) fprintf(out, "\n# coordinate sets (guards `x in NAME`): members, as runs lo-hi\n");
+  for (int i = 0; i < c->n_sets; i++) write_set(&c->sets[i], out);
   fprintf(out, "\n# colors and router configuration: rx direction -> tx directions\n");
   for (int i = 0; i < c->n_colors; i++) {
     int col = c->colors[i].color;

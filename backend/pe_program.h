@@ -73,7 +73,8 @@ typedef struct wf_pe_term {
 } wf_pe_term;
 #define WF_PE_MAX_SCALE 65535
 
-typedef enum { WF_CMP_EQ, WF_CMP_NE, WF_CMP_LT, WF_CMP_LE, WF_CMP_GT, WF_CMP_GE } wf_cmp;
+/* WF_CMP_IN: `a in NAME`, the value of a is a member of the class's set b.k (wf_pe_set). */
+typedef enum { WF_CMP_EQ, WF_CMP_NE, WF_CMP_LT, WF_CMP_LE, WF_CMP_GT, WF_CMP_GE, WF_CMP_IN } wf_cmp;
 typedef struct wf_pe_cond {
   wf_pe_term a, b;
   uint8_t cmp; /* wf_cmp */
@@ -136,6 +137,18 @@ typedef struct wf_pe_sym {
   int64_t bytes;
 } wf_pe_sym;
 
+/* A set of coordinates (`.set NAME RUN...`, format 2): for roles that follow no arithmetic
+ * pattern along a line (an Auto-Gen tree's, which a dynamic program picks per line length).
+ * Each distinct rule or step is then one line guarded by `[x in NAME]`: the program stays
+ * bounded and the membership, data like the weights, grows with the line's length, never
+ * with the number of lines (every row of a region shares it). */
+#define WF_PE_MAX_SET 65536 /* members are coordinates: 0 <= v < this */
+typedef struct wf_pe_set {
+  char name[16];
+  uint8_t *member;   /* member[v] for 0 <= v < n */
+  int32_t n;         /* 1 + the largest member; 0 when empty */
+} wf_pe_set;
+
 typedef struct wf_pe_color {
   int color;
   char purpose[64];
@@ -149,6 +162,7 @@ typedef struct wf_pe_class {
   wf_pe_route *routes; int n_routes, cap_routes;
   wf_pe_instr *code; int n_code, cap_code;
   wf_pe_task *tasks; int n_tasks, cap_tasks;
+  wf_pe_set *sets; int n_sets, cap_sets;
   char vars[8][16]; int n_vars; /* loop variable names */
   int format;                   /* .format version it was parsed from (writer: current) */
   int64_t mem_bytes;            /* end of the last symbol */
@@ -170,6 +184,12 @@ void wf_pe_class_add_route(wf_pe_class *c, const wf_pe_guard *g, int color, int 
 /* Same, for switch position `pos`. */
 void wf_pe_class_add_route_pos(wf_pe_class *c, const wf_pe_guard *g, int color, int pos, int rx,
                                unsigned tx);
+/* A set with the members v < n where member[v] != 0, named s<index>; an equal set already
+ * in the class is shared. Returns its index (the b.k of a WF_CMP_IN condition). */
+int wf_pe_class_add_set(wf_pe_class *c, const uint8_t *member, int n);
+int wf_pe_class_find_set(const wf_pe_class *c, const char *name); /* -1 if absent */
+/* The set `name` (created when absent) gets exactly these members; returns its index. */
+int wf_pe_class_set_members(wf_pe_class *c, const char *name, const uint8_t *member, int n);
 /* Starts a task body at the current end of the code; returns its index (-1 when full). */
 int wf_pe_class_add_task(wf_pe_class *c, const char *name, int kind, int color, int active,
                          int blocked);
@@ -203,6 +223,8 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path_for_err
 typedef struct wf_pe_env {
   int x, y, w, h;
   int32_t vars[8];
+  const wf_pe_set *sets; /* the class's sets, for `in` conditions (NULL: none) */
+  int n_sets;
 } wf_pe_env;
 static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   int32_t b;
@@ -219,6 +241,13 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   return b + t->k;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
+/* The environment of PE (x, y) of a w x h region running class c (no loop variables set). */
+static inline wf_pe_env wf_pe_env_at(const wf_pe_class *c, int x, int y, int w, int h) {
+  wf_pe_env e = {x, y, w, h, {0}, c ? c->sets : NULL, c ? c->n_sets : 0};
+  return e;
+}
+/* Adds `a in set` to g. */
+void wf_guard_add_in(wf_pe_guard *g, wf_pe_term a, int set);
 /* The value of integer operand a (n) for a PE: its term plus its second term. */
 static inline int64_t wf_pe_arg_int(const wf_pe_arg *a, const wf_pe_env *e) {
   return (int64_t)wf_term_eval(&a->term, e) + wf_term_eval(&a->term2, e);

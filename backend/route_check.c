@@ -17,9 +17,7 @@ int wf_lower_check_route_codes(const wf_lower *L) {
   uint8_t seen[32 * WF_PE_MAX_POS];
   for (int y = 0; y < L->h; y++)
     for (int x = 0; x < L->w; x++) {
-      wf_pe_env e;
-      memset(&e, 0, sizeof e);
-      e.x = x, e.y = y, e.w = L->w, e.h = L->h;
+      wf_pe_env e = wf_pe_env_at(c, x, y, L->w, L->h);
       memset(seen, 0, sizeof seen);
       int n = 0;
       for (int i = 0; i < c->n_routes; i++) {

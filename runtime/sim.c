@@ -279,7 +279,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
         p->x = r->x = x;
         p->y = r->y = y;
         p->cls = plan->classes[pl->cls];
-        p->env = (wf_pe_env){x - reg->x, y - reg->y, reg->w, reg->h, {0}};
+        p->env = wf_pe_env_at(p->cls, x - reg->x, y - reg->y, reg->w, reg->h);
         p->op = plan->n_ops;
         wf_pe_start(s, p);
         wf_router_setup(s, p, r);

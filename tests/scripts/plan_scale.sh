@@ -158,6 +158,23 @@ for spec in "two_phase 1.5" "tree 2.2"; do
   echo "plan_scale: $algo has $ls program lines on 64x64, $ll on 256x256"
   rm -rf "$TMP/rt_64" "$TMP/rt_256"
 done
+# Auto-Gen's trees follow no pattern along the line (a dynamic program picks one per line
+# length): its rules and steps are written once each, guarded by sets of coordinates
+# (`x in s3`, docs/pe-programs.md), so its instructions stay bounded by its colors and only the
+# sets' members grow with the line. Written role by role it grew 3.3x (265 -> 884 lines,
+# 14 -> 47 kB).
+setless() { grep -v '^[[:space:]]*#' "$1"/programs/*.wpe | grep -cv '^\.set'; }
+for w in 64 256; do
+  rmsnorm_wir "$w" "$TMP/ra.wir"
+  waferc "$TMP/ra.wir" -o "$TMP/ra_$w" --target=wse2 --mesh="${w}x$w" --reduce-algo=autogen -q ||
+    fail "autogen on ${w}x$w: waferc exited $?"
+  grep -q "allreduce-x:autogen" "$TMP/ra_$w/manifest.json" || fail "autogen on ${w}x$w: not in the manifest"
+done
+ls=$(setless "$TMP/ra_64") ll=$(setless "$TMP/ra_256")
+bs=$(cat "$TMP"/ra_64/programs/*.wpe | wc -c) bl=$(cat "$TMP"/ra_256/programs/*.wpe | wc -c)
+python3 -c "import sys; sys.exit(0 if $ll <= 1.5 * $ls and $bl <= 2.5 * $bs else 1)" ||
+  fail "autogen: $ls lines besides its sets and $bs bytes on 64x64, $ll and $bl on 256x256"
+echo "plan_scale: autogen has $ls program lines besides its sets on 64x64, $ll on 256x256 ($bs and $bl bytes)"
 # MeshGEMV's K-tree allreduce (its groups repeat along the line): the same program on
 # 64x64 and 256x256.
 for w in 64 256; do

@@ -51,14 +51,14 @@ static void test_eval(void) {
   CHECK(g2->args[1].term.mul == 0, "1*x is the unscaled x");
   for (int y = 0; y < 6; y++)
     for (int u = 0; u < 12; u++) {
-      wf_pe_env e = {0, y, 4, 6, {0}};
+      wf_pe_env e = wf_pe_env_at(NULL, 0, y, 4, 6);
       e.vars[0] = u;
       int want = u >= 3 * y + 1 && (3 * y) % 4 == 2;
       CHECK(wf_guard_eval(&g0->guard, &e) == want, "y=%d u=%d", y, u);
     }
   for (int x = 0; x < 5; x++)
     for (int u = 0; u < 4; u++) {
-      wf_pe_env e = {x, 0, 5, 1, {0}};
+      wf_pe_env e = wf_pe_env_at(NULL, x, 0, 5, 1);
       e.vars[0] = u;
       int want = x % 2 == 1 && 5 * u - 3 > x; /* 2*x%2 is always 0 */
       CHECK(wf_guard_eval(&g1->guard, &e) == want, "x=%d u=%d", x, u);
@@ -68,7 +68,7 @@ static void test_eval(void) {
   const wf_pe_instr *cp = &c->code[4], *cc = &c->code[5];
   for (int x = 0; x < 3; x++)
     for (int u = 0; u < 12; u++) {
-      wf_pe_env e = {x, 0, 3, 1, {0}};
+      wf_pe_env e = wf_pe_env_at(NULL, x, 0, 3, 1);
       e.vars[0] = u;
       CHECK(wf_pe_arg_off(&cp->args[0], &e) == 4 * u + 1, "x=%d u=%d", x, u);
       CHECK(wf_pe_arg_off(&cp->args[1], &e) == x);
@@ -79,7 +79,7 @@ static void test_eval(void) {
   const wf_pe_instr *zn = &c->code[6];
   CHECK(zn->args[1].term.mul == -2 && zn->args[1].term.k == 30);
   for (int u = 0; u < 12; u++) {
-    wf_pe_env e = {0, 0, 1, 1, {0}};
+    wf_pe_env e = wf_pe_env_at(NULL, 0, 0, 1, 1);
     e.vars[0] = u;
     CHECK(wf_term_eval(&zn->args[1].term, &e) == 30 - 2 * u, "u=%d", u);
     CHECK(wf_pe_arg_off(&zn->args[0], &e) == 48 - 4 * u, "u=%d", u);
@@ -90,14 +90,14 @@ static void test_eval(void) {
   CHECK(c2->args[1].term.kind == WF_TERM_X && c2->args[1].term2.kind == WF_TERM_VAR);
   for (int x = 0; x < 3; x++)
     for (int u = 0; u < 12; u++) {
-      wf_pe_env e = {x, 0, 3, 1, {0}};
+      wf_pe_env e = wf_pe_env_at(NULL, x, 0, 3, 1);
       e.vars[0] = u;
       CHECK(wf_pe_arg_off(&c2->args[0], &e) == 4 * u - 7 * x + 9, "x=%d u=%d", x, u);
       CHECK(wf_pe_arg_off(&c2->args[1], &e) == x - 1 + 2 * u, "x=%d u=%d", x, u);
     }
   /* Built in memory: wf_term_scaled is the constructor the lowerings use. */
   wf_pe_term t = wf_term_scaled(wf_term(WF_TERM_Y, 0), 3, 2);
-  wf_pe_env e = {0, 5, 1, 6, {0}};
+  wf_pe_env e = wf_pe_env_at(NULL, 0, 5, 1, 6);
   CHECK(wf_term_eval(&t, &e) == 17);
   t.mod = 4;
   CHECK(wf_term_eval(&t, &e) == 15 % 4 + 2);
@@ -147,9 +147,89 @@ static void test_rejects(void) {
   }
 }
 
+/* Coordinate sets: `.set NAME RUN...` (a second line of the same name adds members) and the
+ * guard condition `x in NAME`; the writer wraps a long set and its text is a fixed point; a
+ * set built in memory shares an equal one. */
+static void test_sets(void) {
+  static const char *const text = ".format 2\n.class main\n.sym $a 0 64\n"
+                                  ".set odd 1 3 5-7\n.set odd 11\n.set none\n"
+                                  ".color c0 t\n[x in odd] .route c0 RAMP -> E\n"
+                                  ".code\n[x in odd, y==0] zero $a 1\n[y in none] zero $a 2\n";
+  wf_pe_class *c = wf_pe_class_parse_string(text, "s.wpe");
+  CHECK(c != NULL);
+  if (!c) return;
+  CHECK(c->n_sets == 2 && c->sets[0].n == 12 && c->sets[1].n == 0);
+  for (int x = 0; x < 14; x++)
+    for (int y = 0; y < 2; y++) {
+      wf_pe_env e = wf_pe_env_at(c, x, y, 14, 2);
+      int odd = x == 1 || x == 3 || (x >= 5 && x <= 7) || x == 11;
+      CHECK(wf_guard_eval(&c->code[0].guard, &e) == (odd && y == 0), "x=%d y=%d", x, y);
+      CHECK(wf_guard_eval(&c->routes[0].guard, &e) == odd, "x=%d", x);
+      CHECK(!wf_guard_eval(&c->code[1].guard, &e));
+    }
+  wf_pe_env bare = wf_pe_env_at(NULL, 1, 0, 14, 2);
+  CHECK(!wf_guard_eval(&c->code[0].guard, &bare), "no sets: no member");
+  /* a long set (every other coordinate up to 400) wraps and reads back the same */
+  uint8_t m[400] = {0};
+  for (int v = 0; v < 400; v += 2) m[v] = 1;
+  int k = wf_pe_class_add_set(c, m, 400);
+  CHECK(k == 2 && wf_pe_class_add_set(c, m, 400) == 2, "an equal set is shared");
+  wf_pe_guard g = wf_guard0();
+  wf_guard_add_in(&g, wf_term(WF_TERM_X, 0), k);
+  wf_pe_instr in = {0};
+  in.op = WF_PEOP_ZERO;
+  in.guard = g;
+  in.args[0] = (wf_pe_arg){0};
+  in.args[1].term = wf_term_int(3);
+  wf_pe_class_add_instr(c, &in);
+  char first[8192];
+  snprintf(first, sizeof first, "%s", written(c));
+  CHECK(strstr(first, ".set odd 1 3 5-7 11\n") != NULL, "%s", first);
+  CHECK(strstr(first, "[x in s2] zero $a 3") != NULL, "%s", first);
+  const char *line = strstr(first, ".set s2");
+  int lines = 0;
+  for (const char *p = line; p && !strncmp(p, ".set s2", 7); p = strchr(p, '\n') + 1) {
+    CHECK(strchr(p, '\n') - p <= 104, "a .set line is wrapped");
+    lines++;
+  }
+  CHECK(lines > 1, "%d line(s)", lines);
+  wf_pe_class *d = wf_pe_class_parse_string(first, "again.wpe");
+  CHECK(d != NULL);
+  if (d) {
+    CHECK(strcmp(first, written(d)) == 0, "written text is not a fixed point");
+    for (int x = 0; x < 402; x++) {
+      wf_pe_env e = wf_pe_env_at(d, x, 0, 402, 1);
+      CHECK(wf_guard_eval(&d->code[2].guard, &e) == (x < 400 && x % 2 == 0), "x=%d", x);
+    }
+    wf_pe_class_free(d);
+  }
+  wf_pe_class_free(c);
+  static const char *const bad[] = {
+      ".set a 3 1\n",          /* runs out of order */
+      ".set a 1-3 2\n",        /* overlapping */
+      ".set a 5-2\n",          /* backwards */
+      ".set a 70000\n",        /* too large */
+      ".set a -1\n",           /* negative */
+      ".set A 1\n",            /* name */
+      ".set a 1\n.code\n[x in b] zero $a 1\n", /* undeclared */
+      ".code\n[x in] zero $a 1\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char t[256];
+    snprintf(t, sizeof t, ".format 2\n.class main\n.sym $a 0 64\n%s", bad[i]);
+    fprintf(stderr, "(expected error follows)\n");
+    wf_pe_class *e = wf_pe_class_parse_string(t, "bad.wpe");
+    CHECK(e == NULL, "accepted: %s", bad[i]);
+    if (e) wf_pe_class_free(e);
+  }
+  wf_pe_class *v1 = wf_pe_class_parse_string(".format 1\n.class main\n.set a 1\n", "v1.wpe");
+  CHECK(v1 == NULL, "a set needs format 2");
+  if (v1) wf_pe_class_free(v1);
+}
+
 int main(void) {
   test_eval();
   test_round_trip();
   test_rejects();
+  test_sets();
   return wf_test_result("test_pe_term");
 }
