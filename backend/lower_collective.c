@@ -258,6 +258,9 @@ typedef struct role_sink {
   void (*rule)(void *ctx, uint32_t key);
   void (*step)(void *ctx, uint32_t key);
   void *ctx;
+  int pow2;  /* children read in counts of powers of two, largest first (13 = 8 + 4 + 1): a
+                tree whose PEs read many different counts (Auto-Gen's) then has a few steps
+                per color instead of one per count; loops and false guards cost no cycle */
 } role_sink;
 
 static void role_items(const wf_coll_line *ln, const coll_role *r, int routes, const role_sink *k) {
@@ -287,7 +290,9 @@ static void role_items(const wf_coll_line *ln, const coll_role *r, int routes, c
     if (!nk) continue;
     int last_here = side == HI || !r->nk[HI];
     int plain = last_here && !r->root ? nk - 1 : nk;
-    if (plain) k->step(k->ctx, ITEM_KEY(IT_COMBINE, r->ci[side], 0, plain));
+    if (!k->pow2 && plain) k->step(k->ctx, ITEM_KEY(IT_COMBINE, r->ci[side], 0, plain));
+    for (int bit = 1 << 15; k->pow2 && bit; bit >>= 1)
+      if (plain & bit) k->step(k->ctx, ITEM_KEY(IT_COMBINE, r->ci[side], 0, bit));
     if (plain < nk) k->step(k->ctx, ITEM_KEY(IT_STREAM, r->ci[side], r->co, 0));
   }
   if (r->root) return;
@@ -347,7 +352,7 @@ static void emit_step(void *ctx, uint32_t key) {
 static void emit_role(role_emit *e, const wf_coll_line *ln, const coll_role *r, const wf_pe_guard *g,
                       int routes) {
   e->g = g;
-  role_sink k = {emit_rule, emit_step, e};
+  role_sink k = {emit_rule, emit_step, e, 0};
   role_items(ln, r, routes, &k);
 }
 
@@ -379,7 +384,7 @@ static wf_shapes *plan_shapes(const wf_coll_line *ln, const wf_line_tree *t, con
   wf_shapes *s = wf_shapes_new(t->n);
   if (s && sets) wf_shapes_sets(s, sets);
   role_collect c = {s, 0, !s};
-  role_sink k = {collect_rule, collect_step, &c};
+  role_sink k = {collect_rule, collect_step, &c, t->by_shape == 2};
   for (int v = 0; v < t->n && !c.err; v++) {
     c.pe = v;
     role_items(ln, &r[v], routes, &k);
