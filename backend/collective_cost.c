@@ -200,7 +200,9 @@ double wf_coll_ring_lowered(int64_t P, int64_t B, const wf_coll_params *p) {
    * are every link once plus all but two adjacent ones; the cheapest adjacent pair is
    * 1 + 2 hops when P >= 4 (the 1-hop links are apart), 1 + 1 for P <= 3. */
   double ring_hops = 2.0 * (double)(P - 1), skip = P >= 4 ? 3 : 2;
-  return rounds * (c + 2 * p->ramp) + (2 * ring_hops - skip) * p->hop;
+  /* the local work: two rotations of the B words and the zeroed padding of the last chunk */
+  double local = 2.0 * (double)B + ((double)P * c - (double)B);
+  return rounds * (c + 2 * p->ramp) + (2 * ring_hops - skip) * p->hop + local;
 }
 
 /* ---- a reduce into an inner root, and reduce-then-broadcast ---- */

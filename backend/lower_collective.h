@@ -36,6 +36,8 @@ typedef struct wf_coll_result {
   int colors;           /* colors allocated */
   double predicted;     /* cycles, the model's */
   double lower_bound;   /* reduces: Lemma 5.5 / 7.2; else 0 */
+  double lowered;       /* 1D reduce-then-broadcast allreduces: the lowered tree's schedule
+                           plus the broadcast (exact where the schedule is); else 0 */
   char why[256];
 } wf_coll_result;
 
@@ -126,9 +128,6 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
  * line: reduce-scatter then allgather in chunks of ceil(len/P); sums only
  * (lower_collective_ring.c). */
 int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len, wf_loc loc);
-/* The ring's local work the paper's Lemma 6.1 leaves out: the two rotations (len words each)
- * and the zeroed padding of the last chunk; added to the ring's predictions. */
-int64_t wf_ring_local_cycles(int P, int64_t len);
 
 /* Snake reduce (§7.3) over the whole region into (w-1, h-1): a chain along a boustrophedon
  * path (lower_collective_snake.c). */

@@ -200,25 +200,20 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   if (rc) return rc;
   if (c.algo == WF_COLL_RING) {
     rc = wf_lower_coll_ring(L, ln, sym, len, loc);
-    fill(out, &c, 0, ln->n > 1 ? 2 : 0);
-    if (out) {
-      /* the explain's number is the rounds' (the chooser compares those); say what the
-       * rotations and padding add, so it and predicted_cycles agree */
-      int64_t local = wf_ring_local_cycles(ln->n, len);
-      out->predicted += (double)local;
-      size_t k = strlen(out->why);
-      if (local && k < sizeof out->why)
-        snprintf(out->why + k, sizeof out->why - k, " + %lld of local rotations and padding = %.0f",
-                 (long long)local, out->predicted);
-    }
+    fill(out, &c, 0, ln->n > 1 ? 2 : 0); /* its rotations and padding are in the prediction */
     return rc;
   }
   int root = (int)c.root, colors = 0;
   if (root < 0 || root >= ln->n) root = 0;
-  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, NULL);
+  double sched = -1;
+  rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, &sched);
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
   if (!rc) wf_coll_cache_reset_last(L, ln);
   fill(out, &c, root, colors + (ln->n > 1));
+  if (out && sched > 0) {
+    wf_coll_params p = params(L);
+    out->lowered = sched + wf_coll_bcast_at(ln->n, len, root, &p);
+  }
   return rc;
 }
 

@@ -113,12 +113,6 @@ static void add_rule(ring_rule *r, int *n, int col, int pos, int rx, unsigned tx
   }
 }
 
-int64_t wf_ring_local_cycles(int P, int64_t len) {
-  if (P <= 1) return 0;
-  int64_t c = (len + P - 1) / P;
-  return 2 * len + ((int64_t)P * c - len);
-}
-
 /* Past the budget (fewer than 2 free colors): the ring keeps its routes on colors lent by
  * earlier collectives of the other axis (serialized; *west / *east set, returns 1), or the
  * allreduce is relayed through the PEs: a relay reduce into the middle of the line, then the
@@ -153,7 +147,7 @@ static int ring_fallback(wf_lower *L, const wf_coll_line *ln, const wf_coll_key 
   /* relay: reduce into the middle, broadcast back; the prediction replaces the ring's */
   int root = (P - 1) / 2;
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  double ring = wf_coll_ring_lowered(P, len, &p) + (double)wf_ring_local_cycles(P, len);
+  double ring = wf_coll_ring_lowered(P, len, &p);
   int rc = wf_lower_relay_reduce(L, ln, root, sym, len, WF_PEOP_RECVADD, what, loc);
   wf_coll_cache_relay_extra(L, ring - wf_coll_bcast_at(P, len, root, &p));
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);

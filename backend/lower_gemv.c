@@ -54,7 +54,7 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   wf_coll_params p = wf_coll_params_from_target(L->t);
   double ck = ktree_cost(L->w, K, groups, n, &p), cp = pipeline_cost(L->w, n, &p);
-  double cr = L->w > 1 ? wf_coll_ring_lowered(L->w, n, &p) + (double)wf_ring_local_cycles(L->w, n) : 0;
+  double cr = L->w > 1 ? wf_coll_ring_lowered(L->w, n, &p) : 0;
   int use_ktree, use_ring = 0;
   if (!strcmp(how, "ktree")) use_ktree = 1;
   else if (!strcmp(how, "pipeline")) use_ktree = 0;

@@ -104,14 +104,17 @@ double wf_coll_two_phase(int64_t P, int64_t B, int64_t S, const wf_coll_params *
 double wf_coll_two_phase_lemma54(int64_t P, int64_t B, const wf_coll_params *p);
 int64_t wf_coll_two_phase_group(int64_t P); /* the default S: nearest integer to sqrt(P) */
 double wf_coll_ring(int64_t P, int64_t B, const wf_coll_params *p);    /* Lemma 6.1 */
-/* The ring allreduce as backend/lower_collective_ring.c runs it, without its local work
- * (the rotations and padding, wf_ring_local_cycles): 2(P-1) rounds of c = ceil(B/P) words,
- * each round's chunk leaving one cycle after the previous round's last word arrived (the
- * async receive's store cycle overlaps the next round's issue), so a round costs c + 2T_R
- * plus its link's hops; the rounds' critical path crosses 2(P-1) consecutive links of the
- * distance-2 ring (two 1-hop links, the rest 2 hops): 4P-7 hops for P >= 4, 4P-6 below.
- *     2(P-1)(c + 2T_R) + (4P-7) hop
- * Lemma 6.1 instead charges 2T_R+1 per round, B/P words and 2(2P-3) hops. */
+/* The ring allreduce as backend/lower_collective_ring.c runs it: 2(P-1) rounds of
+ * c = ceil(B/P) words, each round's chunk leaving one cycle after the previous round's last
+ * word arrived (the async receive's store cycle overlaps the next round's issue), so a round
+ * costs c + 2T_R plus its link's hops; the rounds' critical path crosses 2(P-1) consecutive
+ * links of the distance-2 ring (two 1-hop links, the rest 2 hops): 4P-7 hops for P >= 4,
+ * 4P-6 below; then the local work Lemma 6.1 leaves out, two rotations of the B words (one
+ * cycle a word) and the zeroed padding of the last chunk, P c - B.
+ *     2(P-1)(c + 2T_R) + (4P-7) hop + 2B + (P c - B)
+ * Lemma 6.1 instead charges 2T_R+1 per round, B/P words and 2(2P-3) hops. The model's choice
+ * compares this whole time with the trees' (it once compared the rounds alone, and picked
+ * the ring over 2 or 3 PEs where a star is faster). */
 double wf_coll_ring_lowered(int64_t P, int64_t B, const wf_coll_params *p);
 
 /* ---- reduction trees: every 1D reduce above is a pre-order tree over positions 0..n-1 ---- */

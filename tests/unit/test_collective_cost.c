@@ -40,12 +40,13 @@ static void hand_values(void) {
   /* Lemma 6.1: 2(P-1)B/P + 4P - 6 + 2(P-1)(2T_R+1). */
   CHECK(NEAR(wf_coll_ring(4, 8, &P0), 12 + 10 + 30));
   /* The lowered ring (distance-2 ring 0 2 3 1, links of 2, 1, 2, 1 hops): 6 rounds of
-   * c = 2 words + 2T_R, and 6 consecutive links hold at most 2+1+2+1+2+1 = 9 hops. */
-  CHECK(NEAR(wf_coll_ring_lowered(4, 8, &P0), 6 * (2 + 4) + 9));
+   * c = 2 words + 2T_R, and 6 consecutive links hold at most 2+1+2+1+2+1 = 9 hops; then the
+   * local work, two rotations of B words and the zeroed padding P c - B. */
+  CHECK(NEAR(wf_coll_ring_lowered(4, 8, &P0), 6 * (2 + 4) + 9 + 16 + 0));
   /* P = 3 (ring 0 2 1: links 2, 1, 1): 4 rounds, 4 consecutive links hold 2+1+1+2 = 6 hops;
    * P = 2: 2 rounds over the 1-hop links; P = 1: nothing. */
-  CHECK(NEAR(wf_coll_ring_lowered(3, 7, &P0), 4 * (3 + 4) + 6));
-  CHECK(NEAR(wf_coll_ring_lowered(2, 5, &P0), 2 * (3 + 4) + 2));
+  CHECK(NEAR(wf_coll_ring_lowered(3, 7, &P0), 4 * (3 + 4) + 6 + 14 + 2));
+  CHECK(NEAR(wf_coll_ring_lowered(2, 5, &P0), 2 * (3 + 4) + 2 + 10 + 1));
   CHECK(NEAR(wf_coll_ring_lowered(1, 5, &P0), 0));
   /* Lemma 5.5 by hand for P = 3: E*(3,1,1) = 3, E*(3,1,2) = 2, so
    * T* >= min(1.5 B + 2 + 5, B + 2 + 10). */
