@@ -8,8 +8,7 @@
 #include "waferc/target.h"
 
 /* Colors by purpose; allocated on first use from the target's usable colors. */
-enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST, WF_COLOR_REDUCE_X, WF_COLOR_BCAST_X,
-       WF_COLOR_REDUCE_Y, WF_COLOR_BCAST_Y,
+enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
        /* dist.gemm rings, x then y (routes by lower_gemm_meshgemm.c / lower_gemm_cannon.c) */
        WF_COLOR_MESH_RING_X, WF_COLOR_MESH_RING_Y, WF_COLOR_CANNON_RING_X, WF_COLOR_CANNON_RING_Y,
        /* W x H meshgemm (lower_gemm_rect.c): the lower-bound one-hop links of the virtual
@@ -39,7 +38,8 @@ typedef struct wf_lower {
   wf_lowered_op *ops; int n_ops;
   int n_sym_of;          /* entries of sym_of (values created while lowering grow it) */
   wf_value *consts; int n_consts; /* constants the lowering created (scalars), for weights.bin */
-  /* The user's collective choices (wf_plan_opts): reduce_algo -2 = each op's own, -1 = auto,
+  /* The user's collective choices (wf_plan_opts): reduce_algo -2 = each op's own (the dist
+   * ops' algo attribute; the model's choice for the allreduces inside other ops), -1 = auto,
    * else a wf_coll_algo; gemv_how NULL = the op's own; gemv_k, gemv_groups -1 = the op's. */
   int reduce_algo;
   const char *gemv_how;
@@ -98,13 +98,17 @@ int wf_lower_axis_stat(wf_lower *L, int dst, int src, const wf_axis_view *v, int
 /* dst = a <op> stat over the whole block, stat (outer x inner) broadcast along the axis;
  * returns its cycles. */
 int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, const wf_axis_view *v);
-/* The manifest's `lowering` of a statistic: "local", "local+masked+chain-allreduce-xy", ...
+/* The manifest's `lowering` of a statistic: "local", "local+masked+allreduce-xy", ...
  * (axes: bit WF_AXIS_X / WF_AXIS_Y set for each allreduce; masked: a padded axis). */
 const char *wf_lower_stat_name(wf_lower *L, unsigned axes, int masked, wf_lowered_op *out);
-/* Allreduce of sym[0..len) along axis (WF_AXIS_X / WF_AXIS_Y), sum or max; phase 1's chain
- * toward 0, then a flooding broadcast back. */
+/* Allreduce of sym[0..len) along axis (WF_AXIS_X / WF_AXIS_Y), sum or max, through the
+ * collectives library: the model's choice for its P and B unless waferc --reduce-algo forces
+ * one. Adds its predicted cycles to *cycles; *spread (may be NULL) gets how much later its
+ * last PE is done than its first (a reduce-then-broadcast's root is done when its broadcast
+ * leaves, the farthest PE hops later), which a loop of rounds pays again in each round: the
+ * next round's reduce waits for the PEs that finished last. */
 int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
-                       int64_t *cycles);
+                       int64_t *cycles, int64_t *spread);
 /* Per-element cost of a PE op (exp_cycles, div_cycles or 1). */
 int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op);
 
@@ -139,6 +143,5 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);
-int64_t wf_cost_chain_allreduce(const wf_target *t, int64_t wavelets, int pes);
 
 #endif

@@ -32,7 +32,7 @@ typedef struct gt_syms {
  * allreduce (it would add the same product W times). */
 static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
                       const gt_syms *s, int64_t m, int64_t k, int64_t nb, int k_split, wf_loc loc,
-                      int64_t *ar) {
+                      int64_t *ar, int64_t *spread) {
   if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(nb * k)});
   wf_emit(L, own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->b), wf_arg_int(nb), wf_arg_int(k)});
   if (ccol >= 0) {
@@ -44,7 +44,7 @@ static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *re
   wf_emit(L, NULL, WF_PEOP_MATMUL,
           (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_sym(s->a), wf_arg_sym(s->bt), wf_arg_int(m), wf_arg_int(k),
                         wf_arg_int(nb)});
-  return k_split ? wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar) : 0;
+  return k_split ? wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar, spread) : 0;
 }
 
 /* K is split along x (A's last dim; B's is cut the same way). */
@@ -133,14 +133,14 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       }
     }
   int qv = per ? wf_lower_var(L, "gq") : -1;
-  int64_t pred = m * nc, ar = 0, widest = 0;
+  int64_t pred = m * nc, ar = 0, spread = 0, widest = 0;
   for (int i = 0; i < n; i++) {
     const gt_item *x = &it[i];
     int emit = i < k0 || i >= k1 || i < k0 + per, in_loop = i >= k0 && i < k0 + per;
     if (per && i == k0)
       wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
     if (x->x < 0) {
-      if (i) pred += 2 * nb * k + mac + m * nb + ar + m * widest; /* the previous round */
+      if (i) pred += 2 * nb * k + mac + m * nb + ar + spread + m * widest; /* the previous round */
       widest = 0;
       if (emit) {
         wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
@@ -148,7 +148,8 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
         wf_gadd(&own, ty, WF_CMP_EQ, tj);
         wf_gadd(&recv, ty, WF_CMP_NE, tj);
         ar = 0; /* every round's allreduce is the same: its prediction serves the unrolled ones */
-        int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar);
+        int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar,
+                            &spread);
         if (rc) {
           free(it);
           return rc;
@@ -217,16 +218,17 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_gadd(&recv, ty, WF_CMP_NE, tj);
   wf_gadd(&root, tx, WF_CMP_EQ, tj);
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(N)});
-  int64_t ar = 0;
-  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, k_split(L, a), op->loc, &ar);
+  int64_t ar = 0, spread = 0;
+  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, k_split(L, a), op->loc, &ar, &spread);
   if (rc) return rc;
   wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   out->lowering = "gemm_t-bcast-allreduce";
   /* Per round: the B block through the ramp (n k), its local transpose (n k), the multiply,
-   * the allreduce of the m n partial, the copy (m n); the column broadcast's farthest-PE
-   * latency once (the rounds pipeline, as SUMMA's). */
-  out->predicted = m * n + (int64_t)N * (2 * n * k + mac + ar + m * n) +
+   * the allreduce of the m n partial, the copy (m n); between rounds the allreduce's spread
+   * (the next round's reduce waits for the PEs its broadcast reached last); the column
+   * broadcast's farthest-PE latency once (the rounds pipeline, as SUMMA's). */
+  out->predicted = m * n + (int64_t)N * (2 * n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
                    (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
   return 0;
 }

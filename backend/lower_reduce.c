@@ -33,55 +33,43 @@ int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op) {
 }
 
 /* Records a library allreduce in the current op's manifest `explain` (a softmax or norm may
- * hold two): "allreduce-x:ring (len 4, 61 cycles predicted)". */
+ * hold two): "allreduce-x:star (4 words, 26 cycles predicted, 27 as lowered)" — the model's
+ * prediction, which chose it, and the lowered tree's schedule with the broadcast, which the
+ * op's predicted_cycles adds up. */
 static void note_collective(wf_lower *L, const wf_coll_result *res, int axis, int64_t len) {
   char *e = L->ops[L->n_ops].explain;
   size_t n = strlen(e);
-  snprintf(e + n, sizeof L->ops[0].explain - n, "%sallreduce-%s:%s (%lld words, %.0f cycles predicted)",
+  char low[48] = "";
+  if (res->lowered > 0 && (int64_t)(res->lowered + 0.5) != (int64_t)(res->predicted + 0.5))
+    snprintf(low, sizeof low, ", %.0f as lowered", res->lowered);
+  snprintf(e + n, sizeof L->ops[0].explain - n, "%sallreduce-%s:%s (%lld words, %.0f cycles predicted%s)",
            n ? "; " : "", axis == WF_AXIS_X ? "x" : "y", wf_coll_algo_name(res->algo), (long long)len,
-           res->predicted);
+           res->predicted, low);
 }
 
 int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
-                       int64_t *cycles) {
-  int along_x = axis == WF_AXIS_X;
-  int pes = along_x ? L->w : L->h;
+                       int64_t *cycles, int64_t *spread) {
+  if (spread) *spread = 0;
+  int pes = axis == WF_AXIS_X ? L->w : L->h;
   if (pes <= 1) return 0;
-  if (L->reduce_algo != -2) {
-    /* waferc --reduce-algo: the collectives library, forced or the model's choice (a ring
-     * cannot combine maxima: a max takes the model's choice among the trees) */
-    wf_coll_line ln = {axis, pes, wf_guard0()};
-    int algo = L->reduce_algo == WF_COLL_RING && is_max ? -1 : L->reduce_algo;
-    wf_coll_result res;
-    memset(&res, 0, sizeof res);
-    int rc = wf_lower_coll_allreduce(L, &ln, algo, sym, len, is_max ? WF_PEOP_RECVMAX : WF_PEOP_RECVADD,
-                                     loc, &res);
-    if (cycles) *cycles += (int64_t)(res.predicted + 0.5);
-    note_collective(L, &res, axis, len);
-    return rc;
+  /* The collectives library: the model's choice for this P and B, or the algorithm forced by
+   * waferc --reduce-algo (a ring cannot combine maxima: a max takes the model's choice among
+   * the trees). */
+  wf_coll_line ln = {axis, pes, wf_guard0()};
+  int algo = L->reduce_algo == -2 || (L->reduce_algo == WF_COLL_RING && is_max) ? -1 : L->reduce_algo;
+  wf_coll_result res;
+  memset(&res, 0, sizeof res);
+  int rc = wf_lower_coll_allreduce(L, &ln, algo, sym, len, is_max ? WF_PEOP_RECVMAX : WF_PEOP_RECVADD,
+                                   loc, &res);
+  /* the op's prediction takes the collective as lowered where that is known exactly (the
+   * tree's schedule and the broadcast); the model's equation picked it */
+  if (cycles) *cycles += (int64_t)((res.lowered > 0 ? res.lowered : res.predicted) + 0.5);
+  if (spread && res.algo != WF_COLL_RING) {
+    int far = res.root > pes - 1 - res.root ? res.root : pes - 1 - res.root;
+    *spread = (int64_t)far * L->t->hop_cycles;
   }
-  int cred = wf_lower_color(L, along_x ? WF_COLOR_REDUCE_X : WF_COLOR_REDUCE_Y, loc);
-  int cbc = wf_lower_color(L, along_x ? WF_COLOR_BCAST_X : WF_COLOR_BCAST_Y, loc);
-  if (cred < 0 || cbc < 0) return WF_EXIT_NOFIT;
-  wf_peop recv_op = is_max ? WF_PEOP_RECVMAX : WF_PEOP_RECVADD;
-  wf_pe_term pos = wf_term(along_x ? WF_TERM_X : WF_TERM_Y, 0);
-  wf_pe_term last = wf_term(along_x ? WF_TERM_W : WF_TERM_H, -1), zero = wf_term_int(0);
-  wf_pe_guard far_end = wf_guard0(), not_far = wf_guard0(), middle = wf_guard0(),
-              root = wf_guard0(), rest = wf_guard0();
-  wf_guard_add(&far_end, pos, WF_CMP_EQ, last);
-  wf_guard_add(&not_far, pos, WF_CMP_LT, last);
-  wf_guard_add(&middle, pos, WF_CMP_GT, zero);
-  wf_guard_add(&middle, pos, WF_CMP_LT, last);
-  wf_guard_add(&root, pos, WF_CMP_EQ, zero);
-  wf_guard_add(&rest, pos, WF_CMP_GT, zero);
-  wf_pe_arg n = wf_arg_int(len), s = wf_arg_sym(sym);
-  wf_emit(L, &far_end, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cred), s, n});
-  wf_emit(L, &not_far, recv_op, (wf_pe_arg[]){wf_arg_int(cred), s, n});
-  wf_emit(L, &middle, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cred), s, n});
-  wf_emit(L, &root, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(cbc), s, n});
-  wf_emit(L, &rest, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(cbc), s, n});
-  if (cycles) *cycles += wf_cost_chain_allreduce(L->t, len, pes);
-  return 0;
+  note_collective(L, &res, axis, len);
+  return rc;
 }
 
 void wf_lower_block_dims(const wf_lower *L, const wf_type *t, int64_t *b) {
@@ -195,7 +183,7 @@ int wf_lower_axis_stat(wf_lower *L, int dst, int src, const wf_axis_view *v, int
   }
   if (cycles) *cycles += cyc;
   return v->split == WF_AXIS_NONE ? 0
-                                  : wf_lower_allreduce(L, dst, v->outer * v->inner, v->split, is_max, loc, cycles);
+                                  : wf_lower_allreduce(L, dst, v->outer * v->inner, v->split, is_max, loc, cycles, NULL);
 }
 
 int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, const wf_axis_view *v) {
@@ -213,7 +201,7 @@ int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, c
 const char *wf_lower_stat_name(wf_lower *L, unsigned axes, int masked, wf_lowered_op *out) {
   if (!axes && !masked) return "local";
   snprintf(out->text, sizeof out->text, "local%s%s%s%s", masked ? "+masked" : "",
-           !axes ? "" : L->reduce_algo == -2 ? "+chain-allreduce-" : "+allreduce-", axes & (1u << WF_AXIS_X) ? "x" : "",
+           !axes ? "" : "+allreduce-", axes & (1u << WF_AXIS_X) ? "x" : "",
            axes & (1u << WF_AXIS_Y) ? "y" : "");
   return out->text;
 }

@@ -168,29 +168,12 @@ static void add_routes(wf_pe_class *c, int purpose, int col) {
       wf_pe_class_add_route(c, NULL, col, WF_DIR_N, S | R);
       wf_pe_class_add_route(c, NULL, col, WF_DIR_S, N | R);
       break;
-    case WF_COLOR_REDUCE_X: /* chain toward x = 0: each PE hands its partial to the west */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, W);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_E, R);
-      break;
-    case WF_COLOR_BCAST_X: /* flooding broadcast from x = 0 eastward */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, E);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_W, E | R);
-      break;
-    case WF_COLOR_REDUCE_Y: /* chain toward y = 0: each PE hands its partial to the north */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, N);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_S, R);
-      break;
-    case WF_COLOR_BCAST_Y: /* flooding broadcast from y = 0 southward */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, S);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_N, S | R);
-      break;
   }
 }
 
 static const char *const purpose_text[WF_COLOR_ROLES] = {
     "row-broadcast (matmul A blocks along x)", "column-broadcast (matmul B blocks along y)",
-    "chain-reduce toward x=0", "broadcast from x=0 along x", "chain-reduce toward y=0",
-    "broadcast from y=0 along y", "meshgemm INTERLEAVE ring along x (A blocks)",
+    "meshgemm INTERLEAVE ring along x (A blocks)",
     "meshgemm INTERLEAVE ring along y (B blocks)", "cannon ring along x (A blocks)",
     "cannon ring along y (B blocks)", "meshgemm virtual INTERLEAVE ring along x, westbound hops (A tiles)",
     "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)"};

@@ -48,10 +48,14 @@ expect_fail weights 1 "weights/weights.bin" -- waferrun "$TMP/weights" --input x
 expect_fail noinput 2 "input 'x' is not bound" -- waferrun "$TMP/good"
 expect_fail nodir 1 "nodir/manifest.json" -- waferrun "$TMP/nodir" --input x="$X"
 
-# A program that waits for wavelets nobody sends: deadlock, named PE and color.
+# A program that waits for wavelets nobody sends: deadlock, named PE and color. The softmax's
+# allreduce broadcasts its sum from its root on the color declared "flooding broadcast"; the
+# root's send moves to a PE that does not exist.
 variant deadlock
-sed -i 's/^\[x==0\] send c3 /[x==9] send c3 /' "$TMP/deadlock/programs/main.wpe"
-expect_fail deadlock 5 "recv on color c3 stalled" -- waferrun "$TMP/deadlock" --input x="$X"
+bc=$(sed -n 's/^\.color \(c[0-9]*\) flooding broadcast$/\1/p' "$TMP/deadlock/programs/main.wpe" | head -1)
+[ -n "$bc" ] || fail "deadlock: no flooding broadcast color in the program"
+sed -i "s/^\[x==[0-9]*\] send $bc /[x==9] send $bc /" "$TMP/deadlock/programs/main.wpe"
+expect_fail deadlock 5 "recv on color $bc stalled" -- waferrun "$TMP/deadlock" --input x="$X"
 
 # Deadlock on a switch position: the wavelets wait at a router whose position never comes.
 G=$SRC/tests/fidelity/collectives.py

@@ -131,11 +131,11 @@ run matvec_2x2 "$TMP/matvec.wir" 2x2 - "a=$TMP/x75.npy v=$TMP/g5.npy"
 # padded (blocks of 11 and 6); the softmax masks its last PE column's padding.
 E=$SRC/examples
 run mlp_softmax_3x3 "$E/mlp_softmax.wir" 3x3 - "x=$E/mlp_softmax_x.npy"
-grep -q '"local+masked+chain-allreduce-x"' "$TMP/mlp_softmax_3x3/plan/manifest.json" ||
-  fail "mlp_softmax: the softmax should be local+masked+chain-allreduce-x"
+grep -q '"local+masked+allreduce-x"' "$TMP/mlp_softmax_3x3/plan/manifest.json" ||
+  fail "mlp_softmax: the softmax should be local+masked+allreduce-x"
 
 # The manifest says a padded statistic is masked and which allreduces it holds.
-grep -q '"local+masked+chain-allreduce-xy"' "$TMP/mean_all_4x4/plan/manifest.json" ||
-  fail "mean_all: the manifest's lowering should be local+masked+chain-allreduce-xy"
+grep -q '"local+masked+allreduce-xy"' "$TMP/mean_all_4x4/plan/manifest.json" ||
+  fail "mean_all: the manifest's lowering should be local+masked+allreduce-xy"
 echo "ok   .wir cases: $((n - m)) plans"
 echo "reduce_plans: $n plan(s) match their references and the interpreter"

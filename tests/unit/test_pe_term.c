@@ -129,6 +129,18 @@ static void test_round_trip(void) {
   wf_pe_class_free(c);
 }
 
+/* Each of bad[] after the header `head` must be refused by the parser. */
+static void expect_rejected(const char *head, const char *const *bad, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", head, bad[i]);
+    fprintf(stderr, "(expected error follows)\n");
+    wf_pe_class *c = wf_pe_class_parse_string(text, "bad.wpe");
+    CHECK(c == NULL, "accepted: %s", bad[i]);
+    if (c) wf_pe_class_free(c);
+  }
+}
+
 static void test_rejects(void) {
   static const char *const bad[] = {"[2*3==x] zero $a 1\n", "[0*x==0] zero $a 1\n",
                                     "[70000*x==0] zero $a 1\n", "[3*==0] zero $a 1\n",
@@ -137,14 +149,7 @@ static void test_rejects(void) {
                                     "zero $a -70000*x\n", "zero $a -0*x\n",
                                     "copy $a+x+y+u $a 1\n", "copy $a+x++1 $a 1\n",
                                     "copy $a+x+ $a 1\n", "copy $a+2-5 $a 1\n"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    char text[256];
-    snprintf(text, sizeof text, ".format 2\n.class main\n.sym $a 0 64\n.code\n%s", bad[i]);
-    fprintf(stderr, "(expected error follows)\n");
-    wf_pe_class *c = wf_pe_class_parse_string(text, "bad.wpe");
-    CHECK(c == NULL, "accepted: %s", bad[i]);
-    if (c) wf_pe_class_free(c);
-  }
+  expect_rejected(".format 2\n.class main\n.sym $a 0 64\n.code\n", bad, sizeof bad / sizeof *bad);
 }
 
 /* Coordinate sets: `.set NAME RUN...` (a second line of the same name adds members) and the
@@ -213,14 +218,7 @@ static void test_sets(void) {
       ".set A 1\n",            /* name */
       ".set a 1\n.code\n[x in b] zero $a 1\n", /* undeclared */
       ".code\n[x in] zero $a 1\n"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    char t[256];
-    snprintf(t, sizeof t, ".format 2\n.class main\n.sym $a 0 64\n%s", bad[i]);
-    fprintf(stderr, "(expected error follows)\n");
-    wf_pe_class *e = wf_pe_class_parse_string(t, "bad.wpe");
-    CHECK(e == NULL, "accepted: %s", bad[i]);
-    if (e) wf_pe_class_free(e);
-  }
+  expect_rejected(".format 2\n.class main\n.sym $a 0 64\n", bad, sizeof bad / sizeof *bad);
   wf_pe_class *v1 = wf_pe_class_parse_string(".format 1\n.class main\n.set a 1\n", "v1.wpe");
   CHECK(v1 == NULL, "a set needs format 2");
   if (v1) wf_pe_class_free(v1);
