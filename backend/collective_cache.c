@@ -210,18 +210,19 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
   c->n++;
 }
 
-void wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln) {
+int wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln) {
   struct wf_coll_cache *c = cache(L);
-  if (!c || c->last_tree < 0) return;
+  if (!c || c->last_tree < 0) return 0;
   cache_entry *e = &c->e[c->last_tree];
   e->done = 1; /* called once the broadcast reached the PE: every reduce wavelet passed */
-  if (e->clean) return;
+  if (e->clean) return 0;
   /* Every router of the line back to position 0 on the tree's colors: one control write
    * per color, issued after the PE received the broadcast (every reduce wavelet is past). */
   for (int i = 0; i < e->n; i++)
     wf_emit(L, &ln->fixed, WF_PEOP_SWSET,
             (wf_pe_arg[]){wf_arg_int(e->colors[i]), wf_arg_int(e->base[i])});
   e->clean = 1;
+  return e->n;
 }
 
 static const char *kind_text(const wf_coll_key *k) {

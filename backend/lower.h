@@ -17,6 +17,20 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
        WF_COLOR_MESH_HOP_X_LO, WF_COLOR_MESH_HOP_Y_LO,
        WF_COLOR_ROLES };
 
+/* A collective inside an op (the allreduces of a softmax, a norm, a reduction, dist.gemm_t):
+ * its program is bracketed by `coll index` ... `coll -1`, and the report gives its
+ * simulated cycles beside these (manifest ops[i].collectives). */
+#define WF_LOWER_MAX_COLLS 8
+typedef struct wf_lowered_coll {
+  int index;             /* its number in the plan, as the `coll` markers give it */
+  int axis;              /* WF_AXIS_X / WF_AXIS_Y */
+  int algo;              /* wf_coll_algo */
+  int pes;               /* along the line */
+  int64_t words;         /* per PE */
+  double predicted;      /* the model's equation, which chose it */
+  double lowered;        /* as lowered (tree schedule and broadcast), or 0 when not known */
+} wf_lowered_coll;
+
 typedef struct wf_lowered_op {
   const wf_op *op;
   char result[64];       /* symbol of its (first) result */
@@ -24,6 +38,8 @@ typedef struct wf_lowered_op {
   int64_t predicted;     /* cycles, cost model */
   char text[48];         /* storage a lowering may point `lowering` at */
   char explain[256];     /* collectives: the model's choice and why (manifest "explain") */
+  wf_lowered_coll colls[WF_LOWER_MAX_COLLS]; /* its inner collectives, in program order */
+  int n_colls;
 } wf_lowered_op;
 
 typedef struct wf_lower {
@@ -45,6 +61,7 @@ typedef struct wf_lower {
   const char *gemv_how;
   int gemv_k, gemv_groups;
   struct wf_coll_cache *coll_cache; /* lower_collective.c: colors reused across phases */
+  int n_colls;           /* inner collectives numbered so far (wf_lowered_coll.index) */
 } wf_lower;
 
 /* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */

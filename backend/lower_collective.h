@@ -36,8 +36,10 @@ typedef struct wf_coll_result {
   int colors;           /* colors allocated */
   double predicted;     /* cycles, the model's */
   double lower_bound;   /* reduces: Lemma 5.5 / 7.2; else 0 */
-  double lowered;       /* 1D reduce-then-broadcast allreduces: the lowered tree's schedule
-                           plus the broadcast (exact where the schedule is); else 0 */
+  double lowered;       /* 1D reduce-then-broadcast allreduces: the lowered tree's schedule,
+                           the broadcast and the switch resets (one cycle a color); not in it:
+                           at an inner root both sides' messages share the root's ramp while
+                           it reads one side (docs/collectives-lowering.md); else 0 */
   char why[256];
 } wf_coll_result;
 
@@ -165,8 +167,8 @@ const int *wf_coll_cache_find(wf_lower *L, const wf_coll_key *k, int *n_colors);
 /* Records a collective's colors; `clean` = no router left at switch position > 0. */
 void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int n, int clean);
 /* Resets the switches of the last tree reduce lowered on the line (after its broadcast),
- * making it reusable. */
-void wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln);
+ * making it reusable. Returns the swsets it emitted (one cycle each on every PE). */
+int wf_coll_cache_reset_last(wf_lower *L, const wf_coll_line *ln);
 /* Past the budget: a color of earlier, settled collectives whose router ports never meet
  * those of `k` (1D lines of the other axis; a relay reduce and the broadcast from its root),
  * lent to the next wf_coll_cache_add (key `k`) from switch position *pos up (`need`

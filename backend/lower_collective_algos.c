@@ -208,11 +208,11 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   double sched = -1;
   rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, &sched);
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
-  if (!rc) wf_coll_cache_reset_last(L, ln);
+  int resets = rc ? 0 : wf_coll_cache_reset_last(L, ln);
   fill(out, &c, root, colors + (ln->n > 1));
   if (out && sched > 0) {
     wf_coll_params p = params(L);
-    out->lowered = sched + wf_coll_bcast_at(ln->n, len, root, &p);
+    out->lowered = sched + wf_coll_bcast_at(ln->n, len, root, &p) + resets;
   }
   return rc;
 }

@@ -33,7 +33,7 @@ int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op) {
 }
 
 /* Records a library allreduce in the current op's manifest `explain` (a softmax or norm may
- * hold two): "allreduce-x:star (4 words, 26 cycles predicted, 27 as lowered)" — the model's
+ * hold two): "allreduce-x:star (4 words, 28 cycles predicted, 31 as lowered)" — the model's
  * prediction, which chose it, and the lowered tree's schedule with the broadcast, which the
  * op's predicted_cycles adds up. */
 static void note_collective(wf_lower *L, const wf_coll_result *res, int axis, int64_t len) {
@@ -59,10 +59,20 @@ int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, 
   int algo = L->reduce_algo == -2 || (L->reduce_algo == WF_COLL_RING && is_max) ? -1 : L->reduce_algo;
   wf_coll_result res;
   memset(&res, 0, sizeof res);
+  /* bracketed by `coll` markers, so that the report can give its own cycles */
+  wf_lowered_op *lo = &L->ops[L->n_ops];
+  int mark = lo->n_colls < WF_LOWER_MAX_COLLS, index = L->n_colls;
+  if (mark) wf_emit(L, NULL, WF_PEOP_COLL, (wf_pe_arg[]){wf_arg_int(index)});
   int rc = wf_lower_coll_allreduce(L, &ln, algo, sym, len, is_max ? WF_PEOP_RECVMAX : WF_PEOP_RECVADD,
                                    loc, &res);
-  /* the op's prediction takes the collective as lowered where that is known exactly (the
-   * tree's schedule and the broadcast); the model's equation picked it */
+  if (mark) {
+    wf_emit(L, NULL, WF_PEOP_COLL, (wf_pe_arg[]){wf_arg_int(-1)});
+    double lowered = res.lowered > 0 ? res.lowered : res.algo == WF_COLL_RING ? res.predicted : 0;
+    lo->colls[lo->n_colls++] = (wf_lowered_coll){index, axis, res.algo, pes, len, res.predicted, lowered};
+    L->n_colls++;
+  }
+  /* the op's prediction takes the collective as lowered where the lowering knows it (the
+   * tree's schedule, the broadcast, the switch resets); the model's equation picked it */
   if (cycles) *cycles += (int64_t)((res.lowered > 0 ? res.lowered : res.predicted) + 0.5);
   if (spread && res.algo != WF_COLL_RING) {
     int far = res.root > pes - 1 - res.root ? res.root : pes - 1 - res.root;

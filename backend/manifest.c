@@ -243,6 +243,21 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddStringToObject(o, "lowering", lo->lowering ? lo->lowering : "");
     if (lo->explain[0]) cJSON_AddStringToObject(o, "explain", lo->explain);
     cJSON_AddNumberToObject(o, "predicted_cycles", (double)lo->predicted);
+    if (lo->n_colls) {
+      cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
+      for (int j = 0; j < lo->n_colls; j++) {
+        const wf_lowered_coll *lc = &lo->colls[j];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", lc->index);
+        cJSON_AddStringToObject(e, "collective", lc->axis == WF_AXIS_X ? "allreduce-x" : "allreduce-y");
+        cJSON_AddStringToObject(e, "algo", wf_coll_algo_name((wf_coll_algo)lc->algo));
+        cJSON_AddNumberToObject(e, "pes", lc->pes);
+        cJSON_AddNumberToObject(e, "words", (double)lc->words);
+        cJSON_AddNumberToObject(e, "predicted_cycles", (double)(int64_t)(lc->predicted + 0.5));
+        if (lc->lowered > 0) cJSON_AddNumberToObject(e, "lowered_cycles", (double)(int64_t)(lc->lowered + 0.5));
+        cJSON_AddItemToArray(cs, e);
+      }
+    }
     cJSON_AddItemToArray(ops, o);
     total += lo->predicted;
   }

@@ -398,6 +398,53 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
   return 0;
 }
 
+/* ops[i].collectives (optional): the collectives inside op i, each at its `index`. */
+static int load_colls(lctx *c, wf_plan *p, const cJSON *o, int op, const char *where) {
+  const cJSON *cs = cJSON_GetObjectItemCaseSensitive(o, "collectives");
+  if (!cs) return 0;
+  if (!cJSON_IsArray(cs)) {
+    lerr(c, "%s.collectives: expected an array", where);
+    return -1;
+  }
+  for (int j = 0; j < cJSON_GetArraySize(cs); j++) {
+    const cJSON *e = cJSON_GetArrayItem(cs, j);
+    char w[64];
+    snprintf(w, sizeof w, "%s.collectives[%d]", where, j);
+    int64_t index, pes, words, pred, low = 0;
+    wf_plan_coll pc;
+    memset(&pc, 0, sizeof pc);
+    if (get_int(c, e, "index", w, &index) || get_str(c, e, "collective", w, pc.collective, sizeof pc.collective) ||
+        get_str(c, e, "algo", w, pc.algo, sizeof pc.algo) || get_int(c, e, "pes", w, &pes) ||
+        get_int(c, e, "words", w, &words) || get_int(c, e, "predicted_cycles", w, &pred))
+      return -1;
+    if (cJSON_GetObjectItemCaseSensitive(e, "lowered_cycles") && get_int(c, e, "lowered_cycles", w, &low))
+      return -1;
+    if (index < 0 || index > 65535) {
+      lerr(c, "%s.index: %lld is out of range (0..65535)", w, (long long)index);
+      return -1;
+    }
+    if (index >= p->n_colls) {
+      wf_plan_coll *n = realloc(p->colls, (size_t)(index + 1) * sizeof *n);
+      if (!n) {
+        lerr(c, "%s: out of memory", w);
+        return -1;
+      }
+      for (int64_t k = p->n_colls; k <= index; k++) n[k].op = -1;
+      p->colls = n;
+      p->n_colls = (int)index + 1;
+    }
+    if (p->colls[index].op >= 0) {
+      lerr(c, "%s.index: collective %lld is listed twice", w, (long long)index);
+      return -1;
+    }
+    pc.op = op;
+    pc.pes = (int)pes;
+    pc.words = words, pc.predicted = pred, pc.lowered = low;
+    p->colls[index] = pc;
+  }
+  return 0;
+}
+
 wf_plan *wf_plan_load(const char *dir) {
   wf_plan *p = calloc(1, sizeof *p);
   WF_ASSERT(p != NULL);
@@ -506,7 +553,14 @@ wf_plan *wf_plan_load(const char *dir) {
       if (cJSON_IsString(r)) snprintf(p->ops[i].result, sizeof p->ops[i].result, "%s", r->valuestring);
       const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loc");
       if (cJSON_IsString(l)) snprintf(p->ops[i].loc, sizeof p->ops[i].loc, "%s", l->valuestring);
+      if (load_colls(&c, p, o, i, where)) goto fail;
     }
+    for (int k = 0; k < p->n_colls; k++)
+      if (p->colls[k].op < 0) {
+        lerr(&c, "ops[].collectives: no collective has index %d (they must be numbered 0..%d)", k,
+             p->n_colls - 1);
+        goto fail;
+      }
   }
   const cJSON *tpr = cJSON_GetObjectItemCaseSensitive(root, "tokens_per_run");
   p->tokens_per_run = cJSON_IsNumber(tpr) && tpr->valuedouble >= 1 ? (int64_t)tpr->valuedouble : 1;
@@ -521,6 +575,15 @@ wf_plan *wf_plan_load(const char *dir) {
         snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, p->classes[k]->name);
         wf_error(wf_loc_make(path, (uint32_t)in->line, 1), "op index %d is not in the manifest's ops (%d)",
                  (int)in->args[0].term.k, p->n_ops);
+        goto fail;
+      }
+      if (in->op == WF_PEOP_COLL && (in->args[0].term.kind != WF_TERM_INT || in->args[0].term.k < -1 ||
+                                     in->args[0].term.k >= p->n_colls)) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, p->classes[k]->name);
+        wf_error(wf_loc_make(path, (uint32_t)in->line, 1),
+                 "collective index %d is not in the manifest's ops[].collectives (%d; -1 ends one)",
+                 (int)in->args[0].term.k, p->n_colls);
         goto fail;
       }
     }
@@ -543,5 +606,6 @@ void wf_plan_free(wf_plan *p) {
   free(p->weights);
   free(p->weight_data);
   free(p->ops);
+  free(p->colls);
   free(p);
 }

@@ -69,6 +69,26 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddItemToObject(o, "stall", num(st->stall));
     int64_t idle = span * s->n_pes - st->compute - st->comm - st->stall;
     cJSON_AddItemToObject(o, "idle", num(idle > 0 ? idle : 0));
+    cJSON *cs = NULL;
+    for (int k = 0; k < p->n_colls; k++) {
+      const wf_plan_coll *pc = &p->colls[k];
+      const wf_coll_stat *cst = &s->colls[k];
+      if (pc->op != i) continue;
+      if (!cs) cs = cJSON_AddArrayToObject(o, "collectives");
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddItemToObject(e, "index", num(k));
+      cJSON_AddStringToObject(e, "collective", pc->collective);
+      cJSON_AddStringToObject(e, "algo", pc->algo);
+      cJSON_AddItemToObject(e, "pes", num(pc->pes));
+      cJSON_AddItemToObject(e, "words", num(pc->words));
+      /* first PE in to last PE out, over all its runs (a collective in a loop runs once a
+       * round: then cycles spans the rounds) */
+      cJSON_AddItemToObject(e, "cycles", num(cst->start == INT64_MAX ? 0 : cst->end - cst->start));
+      cJSON_AddItemToObject(e, "runs", num(s->n_pes ? cst->entries / s->n_pes : 0));
+      cJSON_AddItemToObject(e, "predicted_cycles", num(pc->predicted));
+      if (pc->lowered) cJSON_AddItemToObject(e, "lowered_cycles", num(pc->lowered));
+      cJSON_AddItemToArray(cs, e);
+    }
     cJSON_AddItemToArray(ops, o);
   }
 
@@ -134,5 +154,17 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
     int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;
     fprintf(out, "  op %-3d %-10s %-8s %8lld cycles (predicted %lld)\n", i, p->ops[i].op,
             p->ops[i].result, (long long)span, (long long)p->ops[i].predicted);
+    for (int k = 0; k < p->n_colls; k++) {
+      const wf_plan_coll *pc = &p->colls[k];
+      const wf_coll_stat *cs = &s->colls[k];
+      if (pc->op != i) continue;
+      int64_t runs = s->n_pes ? cs->entries / s->n_pes : 0;
+      char what[48];
+      snprintf(what, sizeof what, "%s:%s", pc->collective, pc->algo);
+      fprintf(out, "         %-19s %8lld cycles (predicted %lld", what,
+              (long long)(cs->start == INT64_MAX ? 0 : cs->end - cs->start), (long long)pc->predicted);
+      if (pc->lowered && pc->lowered != pc->predicted) fprintf(out, ", %lld as lowered", (long long)pc->lowered);
+      fprintf(out, ")%s\n", runs > 1 ? ", over its runs" : "");
+    }
   }
 }

@@ -54,6 +54,16 @@ typedef struct wf_plan_op {
   int64_t predicted;
 } wf_plan_op;
 
+/* A collective inside an op (manifest ops[i].collectives), bracketed in the programs by
+ * `coll index` ... `coll -1`. */
+typedef struct wf_plan_coll {
+  int op;                     /* the op it is part of */
+  char collective[16];        /* "allreduce-x" */
+  char algo[16];
+  int pes;
+  int64_t words, predicted, lowered; /* lowered: 0 when the manifest gives none */
+} wf_plan_coll;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -66,6 +76,7 @@ typedef struct wf_plan {
   wf_plan_tensor *weights; int n_weights;
   uint8_t *weight_data; int64_t weight_bytes;
   wf_plan_op *ops; int n_ops;
+  wf_plan_coll *colls; int n_colls; /* indexed by the `coll` markers */
   int64_t predicted_total;
   uint32_t colors_used;       /* bit set */
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */

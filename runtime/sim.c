@@ -257,6 +257,9 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->ops = calloc((size_t)plan->n_ops + 1, sizeof *s->ops);
   WF_ASSERT(s->pes && s->routers && s->ops);
   for (int i = 0; i <= plan->n_ops; i++) s->ops[i].start = INT64_MAX;
+  s->colls = calloc((size_t)plan->n_colls + 1, sizeof *s->colls);
+  WF_ASSERT(s->colls);
+  for (int i = 0; i < plan->n_colls; i++) s->colls[i].start = INT64_MAX;
   /* Each cell's class first: the slab (sim_layout.c) is sized from it. */
   int *cls = malloc((cells + 1) * sizeof *cls);
   WF_ASSERT(cls != NULL);
@@ -281,6 +284,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
         p->cls = plan->classes[pl->cls];
         p->env = wf_pe_env_at(p->cls, x - reg->x, y - reg->y, reg->w, reg->h);
         p->op = plan->n_ops;
+        p->coll = -1;
         wf_pe_start(s, p);
         wf_router_setup(s, p, r);
         s->n_pes++;
@@ -327,6 +331,7 @@ void wf_sim_free(wf_sim *s) {
   free(s->emptied);
   free(s->act_rt);
   free(s->ops);
+  free(s->colls);
   free(s->ci);
   free(s);
 }

@@ -128,6 +128,7 @@ typedef struct wf_pe {
   int n_async;
   int64_t ramp_used;               /* cycle the PE last put an item down its ramp */
   int op;                          /* IR op being executed (n_ops = none yet) */
+  int coll;                        /* collective being executed (`coll` markers), -1 none */
   int sleeping;                    /* WF_SLEEP_*: waits for a router event; not visited */
   int64_t sleep_start;
   int active;                      /* in the active PE list */
@@ -135,6 +136,12 @@ typedef struct wf_pe {
   int64_t finish;                  /* first cycle after its last work */
   int64_t compute, comm, stall, ctl_in;
 } wf_pe;
+
+/* A collective inside an op: first cycle a PE entered it, last cycle one left it, and how
+ * many times PEs entered it (runs = entries / PEs). */
+typedef struct wf_coll_stat {
+  int64_t start, end, entries;
+} wf_coll_stat;
 
 typedef struct wf_op_stat {
   int64_t start, end;              /* first cycle a PE entered the op, last cycle one left it */
@@ -183,6 +190,7 @@ struct wf_sim {
   int64_t undelivered;
   int64_t mem_bytes;               /* SRAM actually allocated (host bytes) */
   wf_op_stat *ops;                 /* [n_ops + 1]; the last slot is "before any op" */
+  wf_coll_stat *colls;             /* [n_colls] */
   void *slab;                      /* every PE and router (sim_layout.c) */
   size_t slab_bytes;
   char *arena_cur, *arena_end;     /* FIFO storage (sim_layout.c) */

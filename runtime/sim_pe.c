@@ -17,7 +17,17 @@ static void worked(wf_sim *s, wf_pe *p, int64_t until) {
   s->progress = 1;
 }
 
+/* `coll n`: the PE leaves the collective it is in (if any) and enters n (n >= 0). */
+static void coll_mark(wf_sim *s, wf_pe *p, int n) {
+  if (p->coll >= 0 && s->now > s->colls[p->coll].end) s->colls[p->coll].end = s->now;
+  p->coll = n;
+  if (n < 0) return;
+  if (s->now < s->colls[n].start) s->colls[n].start = s->now;
+  s->colls[n].entries++;
+}
+
 static void op_enter(wf_sim *s, wf_pe *p, int op) {
+  if (p->coll >= 0) coll_mark(s, p, -1);
   if (p->op == op) return;
   if (p->op != s->plan->n_ops) wf_sim_emit(s, p, WF_SIM_EV_OP_END, -1, -1);
   if (s->now < s->ops[op].start) s->ops[op].start = s->now;
@@ -193,6 +203,9 @@ static int fetch(wf_sim *s, wf_pe *p) {
       case WF_PECOST_NONE:
         if (in->op == WF_PEOP_OP) {
           op_enter(s, p, (int)in->args[0].term.k);
+          p->pc++;
+        } else if (in->op == WF_PEOP_COLL) {
+          coll_mark(s, p, (int)in->args[0].term.k);
           p->pc++;
         } else { /* LOOP */
           int32_t lo = (int32_t)ival(p, in, 1), hi = (int32_t)ival(p, in, 2);

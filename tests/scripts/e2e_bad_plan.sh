@@ -72,6 +72,21 @@ expect_fail positions 1 "main.wpe:[0-9]*:1: error: switch position p2: target 'f
   waferrun "$TMP/pos" --input a="$TMP/pos.npy"
 
 # SRAM overflow names the PE, the class and the symbol.
+# A `coll` marker naming a collective the manifest does not list, and a manifest whose
+# collectives skip an index: both refused at load, located.
+variant coll
+sed -i '0,/^coll 0 /s//coll 7 /' "$TMP/coll/programs/main.wpe"
+expect_fail coll 1 "main.wpe:[0-9]*:1: error: collective index 7 is not in the manifest's ops\[\].collectives (2; -1 ends one)" -- \
+  waferrun "$TMP/coll" --input x="$X"
+variant collidx
+python3 - "$TMP/collidx/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+next(c for o in m["ops"] for c in o.get("collectives", []) if c["index"] == 1)["index"] = 5
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect_fail collidx 1 "no collective has index 1" -- waferrun "$TMP/collidx" --input x="$X"
+
 variant sram
 sed -i '0,/^\.sym \([^ ]*\) *\([0-9]*\) *[0-9]*/s//.sym \1 \2 99999999/' "$TMP/sram/programs/main.wpe"
 expect_fail sram 1 "SRAM overflow on PE (0,0) (and every PE of class 'main'): symbol '" -- \
