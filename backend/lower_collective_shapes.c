@@ -5,7 +5,10 @@
  * line over which the set repeats with period M, whose residues form a run of step s (1, or 2
  * for every other PE: the odd links of a chain between group leaders). For each set the
  * period with the fewest shapes wins, among 1..8 and the periods the caller names. Bounds the
- * residues already imply are left out, so a binary tree's level is one or two conditions. */
+ * residues already imply are left out, so a binary tree's level is one or two conditions.
+ * With wf_shapes_sets, a feature that would need more than two shapes, and fewer lines as a
+ * set of coordinates, is one line guarded by `[x in sK]` (an Auto-Gen tree's roles, which no
+ * period describes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +38,8 @@ struct wf_shapes {
   int last_pe;
   int mods[64], n_mods;
   int *order;               /* the steps in emission order */
-  wf_pe_class *sets;        /* when not NULL: a set needing more than 2 shapes is a .set there */
+  wf_pe_class *sets;        /* when not NULL: a feature whose PEs need more than 2 shapes and
+                               fewer lines as a set gets a .set in this class instead */
 };
 
 wf_shapes *wf_shapes_new(int n) {
