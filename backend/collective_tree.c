@@ -250,7 +250,61 @@ static double ag_time(int64_t P, int64_t B, double hops, int d, int c, const wf_
   return (cont > flow ? cont : flow) + k * d;
 }
 
+/* The last trees the dynamic program chose, by (P, B, T_R, hop): choosing a collective prices
+ * Auto-Gen on both sides of two candidate roots, and lowering it builds the same trees again,
+ * for every allreduce of a plan; the program costs O(P^2 D C), seconds at P = 512. */
+enum { AG_MEMO = 16 };
+typedef struct ag_memo {
+  int64_t P, B;
+  double ramp, hop, best;
+  int *parent; /* P entries */
+} ag_memo;
+static ag_memo ag_memos[AG_MEMO];
+static int ag_memo_next;
+
+static const ag_memo *ag_memo_find(int64_t P, int64_t B, const wf_coll_params *p) {
+  for (int i = 0; i < AG_MEMO; i++) {
+    const ag_memo *m = &ag_memos[i];
+    if (m->parent && m->P == P && m->B == B && m->ramp == p->ramp && m->hop == p->hop) return m;
+  }
+  return NULL;
+}
+
+static void ag_memo_add(int64_t P, int64_t B, const wf_coll_params *p, double best, const int *parent) {
+  int *copy = malloc((size_t)P * sizeof *copy);
+  if (!copy) return; /* only a missed reuse */
+  memcpy(copy, parent, (size_t)P * sizeof *copy);
+  ag_memo *m = &ag_memos[ag_memo_next];
+  ag_memo_next = (ag_memo_next + 1) % AG_MEMO;
+  free(m->parent);
+  *m = (ag_memo){P, B, p->ramp, p->hop, best, copy};
+}
+
+static double ag_solve(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_tree *tree);
+
 double wf_coll_autogen(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_tree *tree) {
+  if (tree) memset(tree, 0, sizeof *tree);
+  if (P <= 1 || B <= 0 || P > AG_MAX_P) return ag_solve(P, B, p, tree);
+  const ag_memo *m = ag_memo_find(P, B, p);
+  if (m) {
+    if (tree) {
+      if (tree_alloc((int)P, tree)) return -1;
+      memcpy(tree->parent, m->parent, (size_t)P * sizeof *tree->parent);
+      WF_ASSERT(wf_coll_tree_measure(tree) == 0);
+    }
+    return m->best;
+  }
+  wf_reduce_tree t;
+  double best = ag_solve(P, B, p, &t);
+  if (best < 0) return best;
+  ag_memo_add(P, B, p, best, t.parent);
+  if (tree) *tree = t;
+  else wf_coll_tree_free(&t);
+  return best;
+}
+
+/* The dynamic program itself (wf_coll_autogen without the memo). */
+static double ag_solve(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_tree *tree) {
   if (tree) memset(tree, 0, sizeof *tree);
   if (P > AG_MAX_P) return -1;
   if (P <= 1 || B <= 0) {
