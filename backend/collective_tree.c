@@ -294,7 +294,7 @@ double wf_coll_autogen(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_
     }
     return m->best;
   }
-  wf_reduce_tree t;
+  wf_reduce_tree t = {0};
   double best = ag_solve(P, B, p, &t);
   if (best < 0) return best;
   ag_memo_add(P, B, p, best, t.parent);
@@ -303,9 +303,8 @@ double wf_coll_autogen(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_
   return best;
 }
 
-/* The dynamic program itself (wf_coll_autogen without the memo). */
+/* The dynamic program itself (wf_coll_autogen without the memo; *tree zeroed by it). */
 static double ag_solve(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_tree *tree) {
-  if (tree) memset(tree, 0, sizeof *tree);
   if (P > AG_MAX_P) return -1;
   if (P <= 1 || B <= 0) {
     if (tree && tree_alloc(1, tree)) return -1;

@@ -36,10 +36,11 @@ typedef struct wf_coll_result {
   int colors;           /* colors allocated */
   double predicted;     /* cycles, the model's */
   double lower_bound;   /* reduces: Lemma 5.5 / 7.2; else 0 */
-  double lowered;       /* 1D reduce-then-broadcast allreduces: the lowered tree's schedule,
-                           the broadcast and the switch resets (one cycle a color); not in it:
-                           at an inner root both sides' messages share the root's ramp while
-                           it reads one side (docs/collectives-lowering.md); else 0 */
+  double lowered;       /* 1D allreduces as lowered: the ring's own time; a reduce-then-
+                           broadcast's tree schedule, broadcast and switch resets (one cycle a
+                           color), which leaves out that at an inner root both sides' messages
+                           share the root's ramp while it reads one side
+                           (docs/collectives-lowering.md); 0 when not known (relayed) */
   char why[256];
 } wf_coll_result;
 

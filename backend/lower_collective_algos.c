@@ -201,6 +201,7 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   if (c.algo == WF_COLL_RING) {
     rc = wf_lower_coll_ring(L, ln, sym, len, loc);
     fill(out, &c, 0, ln->n > 1 ? 2 : 0); /* its rotations and padding are in the prediction */
+    if (out) out->lowered = out->predicted; /* wf_coll_ring_lowered follows the lowering */
     return rc;
   }
   int root = (int)c.root, colors = 0;

@@ -67,8 +67,7 @@ int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, 
                                    loc, &res);
   if (mark) {
     wf_emit(L, NULL, WF_PEOP_COLL, (wf_pe_arg[]){wf_arg_int(-1)});
-    double lowered = res.lowered > 0 ? res.lowered : res.algo == WF_COLL_RING ? res.predicted : 0;
-    lo->colls[lo->n_colls++] = (wf_lowered_coll){index, axis, res.algo, pes, len, res.predicted, lowered};
+    lo->colls[lo->n_colls++] = (wf_lowered_coll){index, axis, res.algo, pes, len, res.predicted, res.lowered};
     L->n_colls++;
   }
   /* the op's prediction takes the collective as lowered where the lowering knows it (the

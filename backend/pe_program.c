@@ -123,9 +123,15 @@ int wf_pe_class_find_set(const wf_pe_class *c, const char *name) {
   return -1;
 }
 
-/* The members of set i: member[v] for v < n, trailing non-members dropped. */
-static void set_fill(wf_pe_set *s, const uint8_t *member, int n) {
+/* n without the trailing non-members of member[0..n). */
+static int set_len(const uint8_t *member, int n) {
   while (n > 0 && !member[n - 1]) n--;
+  return n;
+}
+
+/* The members of set s: member[v] for v < n. */
+static void set_fill(wf_pe_set *s, const uint8_t *member, int n) {
+  n = set_len(member, n);
   WF_ASSERT(n <= WF_PE_MAX_SET);
   uint8_t *m = realloc(s->member, (size_t)n + 1);
   WF_ASSERT(m != NULL);
@@ -144,7 +150,7 @@ static int set_new(wf_pe_class *c, const char *name) {
 }
 
 int wf_pe_class_add_set(wf_pe_class *c, const uint8_t *member, int n) {
-  while (n > 0 && !member[n - 1]) n--;
+  n = set_len(member, n);
   for (int i = 0; i < c->n_sets; i++) {
     const wf_pe_set *s = &c->sets[i];
     int same = s->n == n;

@@ -9,6 +9,11 @@
 
 static cJSON *num(int64_t v) { return cJSON_CreateNumber((double)v); }
 
+/* A collective's cycles, first PE in to last PE out over all its runs (a collective in a loop
+ * runs once a round: then they span the rounds), and how often each PE ran it. */
+static int64_t coll_span(const wf_coll_stat *cs) { return cs->start == INT64_MAX ? 0 : cs->end - cs->start; }
+static int64_t coll_runs(const wf_sim *s, const wf_coll_stat *cs) { return s->n_pes ? cs->entries / s->n_pes : 0; }
+
 int wf_sim_write_report(const wf_sim *s, const char *path) {
   const wf_plan *p = s->plan;
   cJSON *root = cJSON_CreateObject();
@@ -81,10 +86,8 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
       cJSON_AddStringToObject(e, "algo", pc->algo);
       cJSON_AddItemToObject(e, "pes", num(pc->pes));
       cJSON_AddItemToObject(e, "words", num(pc->words));
-      /* first PE in to last PE out, over all its runs (a collective in a loop runs once a
-       * round: then cycles spans the rounds) */
-      cJSON_AddItemToObject(e, "cycles", num(cst->start == INT64_MAX ? 0 : cst->end - cst->start));
-      cJSON_AddItemToObject(e, "runs", num(s->n_pes ? cst->entries / s->n_pes : 0));
+      cJSON_AddItemToObject(e, "cycles", num(coll_span(cst)));
+      cJSON_AddItemToObject(e, "runs", num(coll_runs(s, cst)));
       cJSON_AddItemToObject(e, "predicted_cycles", num(pc->predicted));
       if (pc->lowered) cJSON_AddItemToObject(e, "lowered_cycles", num(pc->lowered));
       cJSON_AddItemToArray(cs, e);
@@ -158,13 +161,12 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
       const wf_plan_coll *pc = &p->colls[k];
       const wf_coll_stat *cs = &s->colls[k];
       if (pc->op != i) continue;
-      int64_t runs = s->n_pes ? cs->entries / s->n_pes : 0;
       char what[48];
       snprintf(what, sizeof what, "%s:%s", pc->collective, pc->algo);
       fprintf(out, "         %-19s %8lld cycles (predicted %lld", what,
-              (long long)(cs->start == INT64_MAX ? 0 : cs->end - cs->start), (long long)pc->predicted);
+              (long long)coll_span(cs), (long long)pc->predicted);
       if (pc->lowered && pc->lowered != pc->predicted) fprintf(out, ", %lld as lowered", (long long)pc->lowered);
-      fprintf(out, ")%s\n", runs > 1 ? ", over its runs" : "");
+      fprintf(out, ")%s\n", coll_runs(s, cs) > 1 ? ", over its runs" : "");
     }
   }
 }
