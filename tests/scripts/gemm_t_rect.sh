@@ -6,13 +6,13 @@
 #  2. matmul(A, transpose(B)) of awkward sizes (N over H rows and over W columns cut
 #     differently) on W×H meshes: matches the interpreter; simulated cycles within BOUND of
 #     the prediction. Measured worst case before setting it: 7x11x5 on 3x5, predicted 223,
-#     simulated 234 (+4.9%). BOUND = 6%. Since the row allreduce is the model's choice and the
-#     prediction adds it as lowered, with its spread between rounds (docs/gemm.md): worst
-#     +3.5% (7x11x5 on 1x4) and -3.5% (7x11x5 on 3x2).
+#     simulated 234 (+4.9%); BOUND was 6%. Since the row allreduce is the model's choice and
+#     the prediction adds it as lowered, with its spread between rounds (docs/gemm.md): worst
+#     +3.5% (7x11x5 on 1x4) and -3.5% (7x11x5 on 3x2). BOUND = 4.5%.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
-BOUND=0.06
+BOUND=0.045
 
 t=test_gemm_transposeB
 if [ -d "$NODE/$t" ]; then

@@ -25,14 +25,14 @@ ma=$(wc -c <"$a/manifest.json") mb=$(wc -c <"$b/manifest.json") sa=$(plan_bytes 
 echo "plan_scale: 8x8 and 256x256 plans have the same classes and weights"
 # By default the model picks each allreduce for its P and B (docs/collectives-lowering.md):
 # the chain over 8 PEs, Auto-Gen over 256, whose program is bounded by its colors and whose
-# sets grow with the line (below). The plan may differ by that choice, within 2x for 1024x
-# the PEs (measured: 20,277 and 31,297 bytes).
+# sets grow with the line (below). The plan may differ by that choice, within 1.75x for 1024x
+# the PEs (measured: 20,277 and 31,297 bytes, 1.54x).
 for mesh in 8x8 256x256; do
   waferc "$G" -o "$TMP/auto_$mesh" --target=wse2 --mesh=$mesh -q || fail "$mesh: waferc exited $?"
 done
 cmp "$TMP/auto_8x8/weights.bin" "$TMP/auto_256x256/weights.bin" || fail "weights.bin differs (default)"
 sa=$(plan_bytes "$TMP/auto_8x8") sb=$(plan_bytes "$TMP/auto_256x256")
-[ "$sb" -le $((2 * sa)) ] || fail "the default plan grew with the PE count: $sa -> $sb bytes"
+[ $((4 * sb)) -le $((7 * sa)) ] || fail "the default plan grew with the PE count: $sa -> $sb bytes"
 echo "plan_scale: the default plans take $sa bytes on 8x8 and $sb on 256x256"
 
 # Distributed GEMM: every --gemm-algo's program has as many lines on a large region as on a
@@ -142,8 +142,8 @@ done
 # rmsnorm above with --reduce-algo=two_phase or tree on 64x64 and on 256x256 (4x the line).
 # Two-phase repeats with its group size and stays bounded; the binary tree adds a few lines
 # per level and level pair (log^2 of the line). Written role by role, they grew 1.7x and
-# 3.4x (172 -> 298, 273 -> 917 lines).
-for spec in "two_phase 1.5" "tree 2.2"; do
+# 3.4x (172 -> 298, 273 -> 917 lines); measured now 1.14x and 1.6x (111 -> 127, 135 -> 216).
+for spec in "two_phase 1.3" "tree 1.8"; do
   read -r algo bound <<<"$spec"
   for w in 64 256; do
     rmsnorm_wir "$w" "$TMP/rt.wir"
@@ -171,7 +171,7 @@ for w in 64 256; do
 done
 ls=$(setless "$TMP/ra_64") ll=$(setless "$TMP/ra_256")
 bs=$(cat "$TMP"/ra_64/programs/*.wpe | wc -c) bl=$(cat "$TMP"/ra_256/programs/*.wpe | wc -c)
-python3 -c "import sys; sys.exit(0 if $ll <= 1.5 * $ls and $bl <= 2.5 * $bs else 1)" ||
+python3 -c "import sys; sys.exit(0 if $ll <= 1.3 * $ls and $bl <= 2 * $bs else 1)" ||
   fail "autogen: $ls lines besides its sets and $bs bytes on 64x64, $ll and $bl on 256x256"
 echo "plan_scale: autogen has $ls program lines besides its sets on 64x64, $ll on 256x256 ($bs and $bl bytes)"
 # MeshGEMV's K-tree allreduce (its groups repeat along the line): the same program on

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Random softmax, layernorm, rmsnorm and reductions (seeded) on random meshes: the allreduces
 # inside them are the model's choice by default (docs/collectives-lowering.md), so every
 # pattern the model can pick meets padded axes, lines of odd lengths and both axes here. Per
@@ -9,25 +9,25 @@
 #   - every allreduce the manifest's explain lists is the forced algorithm (ring: a max falls
 #     back to the model's choice), and by default each is the algorithm the model predicts
 #     lowest for its P and B (wafer-cost allreduce --choose);
-#   - the report lists the same collectives, each run once, with its own simulated cycles
-#     (not under 85% of its lowered schedule);
+#   - the report lists the same collectives, each run once, with its own simulated cycles,
+#     not under 85% of its time as lowered (measured over seeds 1-3, 420 cases: 0.86 at the
+#     least; up to 2.5 above, since PEs a previous broadcast reached late enter it late);
 #   - the default plan's simulated cycles are within 10% + 8 cycles of its prediction. The op's
 #     prediction adds each allreduce as lowered (tree schedule, broadcast, switch resets),
 #     which leaves out one thing: at an inner root both sides' messages share the root's
 #     ramp while it reads one side (docs/collectives-lowering.md), a few cycles on the tiny
 #     ops drawn here. Measured before setting the bound (seeds 1-3, 420 cases): from -15%
 #     (28 for 33 predicted) to +12% (46 for 41), at most 11 cycles either way.
-# STATS_RANDOM_SEED / STATS_RANDOM_CASES override the defaults.
-set -eu
+# STATS_RANDOM_SEED / STATS_RANDOM_CASES override the defaults (a larger count by hand:
+# STATS_RANDOM_CASES=120 bash tests/scripts/stats_random.sh).
+set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-export WAFERC_TARGET_PATH="$SRC/targets"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-python3 - "$T" "$SRC" "${STATS_RANDOM_SEED:-20261126}" "${STATS_RANDOM_CASES:-16}" <<'PY'
+. "$SRC/tests/tools/plan_run.sh" # target path, NPY, TMP
+python3 - "$TMP" "$NPY" "${STATS_RANDOM_SEED:-20261126}" "${STATS_RANDOM_CASES:-16}" <<'PY'
 import json, os, random, re, subprocess, sys
-tmp, src, seed, ncases = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+tmp, npy, seed, ncases = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rng = random.Random(seed)
-fails = []
+fails, ratios = [], []  # ratios: a collective's simulated span over its lowered time
 FORCED = ["chain", "star", "tree", "two_phase", "autogen", "ring"]
 
 def run(*cmd):
@@ -70,7 +70,7 @@ for case in range(ncases):
     with open(wir, "w") as f:
         f.write("module @r {\n  %s\n}\n" % model(kind, rows, cols))
     xin = os.path.join(d, "x.npy")
-    subprocess.run([sys.executable, os.path.join(src, "tests", "tools", "npy.py"), xin,
+    subprocess.run([sys.executable, npy, xin,
                     "%d,%d" % (rows, cols), str(case + 1), "2.0"], check=True)
     tag = "%s [%d, %d] on %dx%d" % (kind, rows, cols, W, H)
     rc, _, err = run("waferc", wir, "--interpret", "--input", "x=" + xin, "--output-dir", d + "/ref", "-q")
@@ -95,17 +95,18 @@ for case in range(ncases):
         if rc:
             fails.append(t2 + ": output differs from the interpreter: " + (out + err)[:200])
         found, m = picks(p + "/manifest.json")
-        for axis, got, words in found:
+        for i, (axis, got, words) in enumerate(found):
             P = W if axis == "x" else H
-            is_max = kind in ("reduce_max",) or (kind == "softmax" and got != "ring")
-            if algo and got != algo and not (algo == "ring" and got != "ring"):
+            # a max cannot ride the ring (there is no async receive-max): a forced ring then
+            # falls back to the model's choice among the trees; softmax's first is its max
+            is_max = kind == "reduce_max" or (kind == "softmax" and i == 0)
+            if algo and got != algo and not (algo == "ring" and is_max and got != "ring"):
                 fails.append(t2 + ": allreduce-%s is %s" % (axis, got))
             if not algo:
                 rc, out, _ = run("wafer-cost", "allreduce", "--pes=%d" % P, "--len=" + words, "--choose",
                                  "--target=wse2")
                 want = json.loads(out)["algo"] if rc == 0 else "?"
-                # a max cannot ride the ring: the model's choice among the trees then
-                if got != want and not (want == "ring" and kind in ("reduce_max", "softmax")):
+                if got != want and not (want == "ring" and is_max):
                     fails.append(t2 + ": allreduce-%s over %d PEs of %s words is %s, the model picks %s" %
                                  (axis, P, words, got, want))
         # the report lists each collective of each op, in program order, with its cycles
@@ -117,6 +118,8 @@ for case in range(ncases):
             low = c.get("lowered_cycles", 0)
             if c["runs"] != 1 or c["cycles"] <= 0 or c["cycles"] < 0.85 * low:
                 fails.append(t2 + ": report entry %s (lowered %d)" % (c, low))
+            if low:
+                ratios.append(c["cycles"] / low)
         if not algo:
             chosen = ",".join("%s:%s" % (a, g) for a, g, _ in found) or "none"
             pred = sum(o["predicted_cycles"] for o in m["ops"])
@@ -128,6 +131,7 @@ for case in range(ncases):
 
 for f in fails:
     print("FAIL: " + f)
-print("stats_random: %d case(s), %d failure(s)" % (ncases, len(fails)))
+print("stats_random: %d case(s), %d failure(s); collectives' span / as lowered: %.2f .. %.2f" %
+      (ncases, len(fails), min(ratios, default=0), max(ratios, default=0)))
 sys.exit(1 if fails else 0)
 PY
