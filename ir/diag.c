@@ -88,6 +88,161 @@ static const char *sev_name(wf_severity s) {
   return s == WF_SEV_ERROR ? "error" : s == WF_SEV_WARNING ? "warning" : "note";
 }
 
+/* ---- source lines under diagnostics ---------------------------------------------------- */
+
+/* The text being parsed right now (wf_diag_push_source) and texts that exist nowhere on disk
+ * (standard input, registered with wf_diag_add_source); any other file is read back from
+ * disk when a diagnostic needs one of its lines, keeping the last one read. */
+typedef struct source {
+  struct source *next;
+  const char *file; /* interned */
+  char *text;
+  size_t len;
+} source;
+static source *g_sources;
+static const char *g_active_file, *g_active_text;
+static size_t g_active_len;
+static source g_cached;
+static int g_snippets = 1;
+
+void wf_diag_add_source(const char *file, const char *text, size_t len) {
+  source *s = malloc(sizeof *s);
+  if (!s || !(s->text = malloc(len + 1))) abort();
+  memcpy(s->text, text, len);
+  s->text[len] = '\0';
+  s->len = len;
+  s->file = wf_loc_file(file);
+  s->next = g_sources;
+  g_sources = s;
+}
+
+void wf_diag_push_source(const char *file, const char *text, size_t len) {
+  g_active_file = file ? wf_loc_file(file) : NULL;
+  g_active_text = text;
+  g_active_len = len;
+}
+
+void wf_diag_set_snippets(int on) { g_snippets = on; }
+
+/* The text of `file`, or NULL when it cannot be had (gone, unreadable, a directory). */
+static const char *source_text(const char *file, size_t *len) {
+  if (file == g_active_file && g_active_text) {
+    *len = g_active_len;
+    return g_active_text;
+  }
+  for (source *s = g_sources; s; s = s->next)
+    if (s->file == file) {
+      *len = s->len;
+      return s->text;
+    }
+  if (g_cached.file != file) {
+    free(g_cached.text);
+    g_cached.text = NULL;
+    g_cached.file = file;
+    FILE *f = fopen(file, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *buf = malloc(cap);
+    while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+      n += k;
+      if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+      free(buf);
+      return NULL;
+    }
+    g_cached.text = buf;
+    g_cached.len = n;
+  }
+  *len = g_cached.len;
+  return g_cached.text;
+}
+
+/* Prints line loc.line of its file and a caret under loc.col, as clang does. Lines longer
+ * than a terminal are cut to a window around the column. Nothing when the text is not at
+ * hand or the line does not look like text. */
+static void print_snippet(wf_loc loc) {
+  size_t len = 0;
+  const char *text = source_text(loc.file, &len);
+  if (!text) return;
+  const char *p = text, *end = text + len;
+  for (uint32_t l = 1; l < loc.line; l++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return;
+    p = nl + 1;
+  }
+  const char *e = memchr(p, '\n', (size_t)(end - p));
+  if (!e) e = end;
+  if (e > p && e[-1] == '\r') e--;
+  for (const char *q = p; q < e; q++)
+    if (*q == '\0' || ((unsigned char)*q < 0x20 && *q != '\t')) return; /* binary */
+  size_t n = (size_t)(e - p), col = loc.col ? loc.col - 1 : 0, from = 0;
+  if (col > n) col = n;
+  enum { WIDTH = 160, BEFORE = 60 };
+  const char *lead = "", *tail = "";
+  if (n > WIDTH) {
+    from = col > BEFORE ? col - BEFORE : 0;
+    if (from) lead = "...";
+    if (n - from > WIDTH) tail = "...";
+  }
+  size_t shown = n - from > WIDTH ? WIDTH : n - from;
+  fprintf(stderr, "%s%.*s%s\n%s", lead, (int)shown, p + from, tail, *lead ? "   " : "");
+  for (size_t i = from; i < col; i++) fputc(p[i] == '\t' ? '\t' : ' ', stderr);
+  fputs("^\n", stderr);
+}
+
+/* ---- "did you mean" ---------------------------------------------------------------------- */
+
+/* Levenshtein distance, capped: anything past `cap` is just "far". */
+static size_t edit_distance(const char *a, const char *b, size_t cap) {
+  size_t la = strlen(a), lb = strlen(b);
+  if ((la > lb ? la - lb : lb - la) > cap || lb > 255) return cap + 1;
+  size_t row[256];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0], best = row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t v = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < v) v = up + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      row[j] = v;
+      diag = up;
+      if (v < best) best = v;
+    }
+    if (best > cap) return cap + 1;
+  }
+  return row[lb];
+}
+
+const char *wf_closest_name(const char *word, const char *const *names, int n) {
+  if (!word || !*word) return NULL;
+  /* A third of the word, at most three edits: "canonicalise" finds "canonicalize"; a word
+   * of one or two letters finds nothing ('w' is not a typo of 'x'). */
+  size_t wl = strlen(word), cap = wl / 3 > 3 ? 3 : wl / 3;
+  if (cap == 0) return NULL;
+  const char *best = NULL;
+  size_t best_d = cap + 1;
+  for (int i = 0; i < n; i++) {
+    if (!names[i] || !strcmp(names[i], word)) continue;
+    size_t d = edit_distance(word, names[i], cap);
+    if (d < best_d) best_d = d, best = names[i];
+  }
+  return best;
+}
+
+void wf_error_unknown_option(const char *tool, const char *arg, const char *const *options, int n) {
+  char word[128];
+  snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
+  const char *near = wf_closest_name(word, options, n);
+  if (near)
+    wf_error_at(tool, "unknown option '%s'; did you mean '%s'? (see %s --help)", arg, near, tool);
+  else
+    wf_error_at(tool, "unknown option '%s' (see %s --help)", arg, tool);
+}
+
 static void emit(wf_severity sev, wf_loc loc, const char *where, const char *msg) {
   if (sev == WF_SEV_ERROR) g_errors++;
   if (g_sink) {
@@ -99,8 +254,10 @@ static void emit(wf_severity sev, wf_loc loc, const char *where, const char *msg
   const char *named = wf_loc_description(loc);
   if (named)
     fprintf(stderr, "%s: %s: %s\n", named, sev_name(sev), msg);
-  else if (loc.file && loc.line)
+  else if (loc.file && loc.line) {
     fprintf(stderr, "%s:%u:%u: %s: %s\n", loc.file, loc.line, loc.col ? loc.col : 1, sev_name(sev), msg);
+    if (g_snippets) print_snippet(loc);
+  }
   else if (loc.file)
     fprintf(stderr, "%s: %s: %s\n", loc.file, sev_name(sev), msg);
   else

@@ -113,7 +113,9 @@ static int check_pass_list(wf_cli *c, const char *opt, const char *list) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)n, p);
     if (!wf_pass_lookup(r, name)) {
-      wf_error(WF_LOC_NONE, "%s: unknown pass '%s' (see %s --list-passes)", opt, name, c->tool);
+      const char *near = wf_pass_closest(r, name);
+      if (near) wf_error(WF_LOC_NONE, "%s: unknown pass '%s'; did you mean '%s'?", opt, name, near);
+      else wf_error(WF_LOC_NONE, "%s: unknown pass '%s' (see %s --list-passes)", opt, name, c->tool);
       bad = 1;
     }
     if (!e) break;
@@ -177,6 +179,7 @@ wf_module *wf_cli_read_module(const char *path, int *rc) {
     return NULL;
   }
   buf[n] = '\0';
+  wf_diag_add_source("<stdin>", buf, n); /* later errors (the verifier's) show its lines too */
   wf_module *m = wf_parse_string(buf, "<stdin>");
   free(buf);
   return m;
@@ -198,6 +201,22 @@ int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
     return WF_EXIT_IO;
   }
   return WF_EXIT_OK;
+}
+
+/* The shared options, for "did you mean" (wf_cli_parse_common is the authority). */
+static const char *const common_options[] = {
+    "--pass-pipeline", "--load-pass-plugin", "--print-ir-before", "--print-ir-after", "--dump-dir",
+    "--elide-elements-above", "--target", "--mesh", "--print-ir-after-all", "--print-ir-after-change",
+    "--timing", "--statistics", "--print-debuginfo", "--list-passes", "--list-targets",
+    "--print-pipeline", "--quiet", "--no-verify", "--help", "--version"};
+
+void wf_cli_unknown_option(const wf_cli *c, const char *arg, const char *const *own, int n_own) {
+  enum { N_COMMON = sizeof common_options / sizeof common_options[0] };
+  const char *all[N_COMMON + 64];
+  int n = 0;
+  for (int i = 0; i < N_COMMON; i++) all[n++] = common_options[i];
+  for (int i = 0; i < n_own && n < N_COMMON + 64; i++) all[n++] = own[i];
+  wf_error_unknown_option(c->tool, arg, all, n);
 }
 
 void wf_cli_print_common_help(FILE *out) {

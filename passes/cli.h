@@ -63,6 +63,10 @@ wf_module *wf_cli_read_module(const char *path, int *rc);
 /* Prints m to `path` (NULL or "-" = standard output) with c's print options. WF_EXIT_* code. */
 int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m);
 
+/* Reports an unknown option of c->tool, suggesting the closest of the shared options and
+ * the tool's own `own[0..n_own)`. */
+void wf_cli_unknown_option(const wf_cli *c, const char *arg, const char *const *own, int n_own);
+
 void wf_cli_print_common_help(FILE *out);
 void wf_cli_list_passes(FILE *out);
 

@@ -19,6 +19,8 @@ struct wf_pass_registry {
  * where each pass came from (shown by --list-passes). */
 void wf_pass_registry_set_origin(const char *origin);
 const char *wf_pass_origin(wf_pass_registry *r, const char *name);
+/* The registered pass whose name is closest to `name` (a likely typo), or NULL. */
+const char *wf_pass_closest(wf_pass_registry *r, const char *name);
 
 /* A typed option value. `text` is exactly as written in the pipeline (quoted strings keep
  * their quotes), so printing a pipeline gives back its text. */

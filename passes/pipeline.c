@@ -219,7 +219,16 @@ static int parse_options(parser *p, wf_pipeline_pass *pp, size_t open_pos) {
     if (!spec) {
       char opts[512];
       option_list(opts, sizeof opts, info);
-      if (info->n_options)
+      const char *names[64];
+      int n = 0;
+      for (int i = 0; i < info->n_options && n < 64; i++) names[n++] = info->options[i].name;
+      char *word = xstrndup(p->text + name_pos, len);
+      const char *near = wf_closest_name(word, names, n);
+      free(word);
+      if (near)
+        perr(p, name_pos, "unknown option '%.*s' for pass '%s'; did you mean '%s'? (options: %s)", (int)len,
+             p->text + name_pos, info->name, near, opts);
+      else if (info->n_options)
         perr(p, name_pos, "unknown option '%.*s' for pass '%s' (options: %s)", (int)len, p->text + name_pos,
              info->name, opts);
       else
@@ -296,7 +305,9 @@ wf_pipeline *wf_pipeline_parse(wf_pass_registry *r, const char *text) {
     if (!info) {
       char known[2048];
       known_list(known, sizeof known, r);
-      perr(&p, name_pos, "unknown pass '%s' (known: %s)", name, known);
+      const char *near = wf_pass_closest(r, name);
+      if (near) perr(&p, name_pos, "unknown pass '%s'; did you mean '%s'? (known: %s)", name, near, known);
+      else perr(&p, name_pos, "unknown pass '%s' (known: %s)", name, known);
       free(name);
       goto fail;
     }

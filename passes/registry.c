@@ -83,6 +83,15 @@ const char *wf_pass_origin(wf_pass_registry *r, const char *name) {
   return NULL;
 }
 
+const char *wf_pass_closest(wf_pass_registry *r, const char *name) {
+  const char **names = malloc((size_t)(r->n + 1) * sizeof *names);
+  WF_ASSERT(names);
+  for (int i = 0; i < r->n; i++) names[i] = r->v[i].info->name;
+  const char *near = wf_closest_name(name, names, r->n);
+  free(names);
+  return near;
+}
+
 int wf_pass_count(wf_pass_registry *r) { return r->n; }
 
 const wf_pass_info *wf_pass_at(wf_pass_registry *r, int i) {

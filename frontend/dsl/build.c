@@ -375,7 +375,11 @@ void wf_dsl_op(wf_dsl_state *s, int n_names, const char *opname, wf_loc opname_l
   int ok = operands_ok(s);
   wf_opcode code;
   if (wf_opcode_lookup(opname, &code) != 0 || code == WF_OP_RETURN) {
-    wf_dsl_report(s, opname_loc, "unknown op '%s'", opname);
+    const char *names[WF_OP_COUNT];
+    for (int i = 0; i < WF_OP_COUNT; i++) names[i] = i == WF_OP_RETURN ? NULL : wf_opinfos[i].name;
+    const char *near = wf_closest_name(opname, names, WF_OP_COUNT);
+    if (near) wf_dsl_report(s, opname_loc, "unknown op '%s'; did you mean '%s'?", opname, near);
+    else wf_dsl_report(s, opname_loc, "unknown op '%s' (docs/ops.md lists the ops)", opname);
     ok = 0;
   }
   if (n_names != n_types) {

@@ -18,9 +18,11 @@ static wf_module *parse(const char *text, size_t len, const char *name, const ch
   s.m = wf_module_new();
   if (base_dir) wf_module_set_base_dir(s.m, base_dir);
   s.scratch = wf_arena_new();
+  wf_diag_push_source(s.file, text, len); /* parse errors show the line and a caret */
   int rc = wf_dsl_run(&s, text, len);
   if (rc != 0 && s.errors == 0)
     wf_dsl_report(&s, wf_dsl_loc(&s, s.line, s.col), "cannot parse the input");
+  wf_diag_push_source(NULL, NULL, 0);
   free(s.bind);
   free(s.dims.v);
   free(s.ldims.v);

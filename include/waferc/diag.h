@@ -66,6 +66,28 @@ void wf_verror(wf_severity sev, wf_loc loc, const char *fmt, va_list ap);
  *   wf_error_at("plan/manifest.json", "missing key 'mesh'")  ->  plan/manifest.json: error: ... */
 void wf_error_at(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Source lines under located diagnostics, clang-style:
+ *   model.wir:5:10: error: unknown op 'frob'; did you mean 'exp'?
+ *       %0 = frob(%x) : f32[4]
+ *            ^
+ * A file's line is read back from disk when needed; text that is not on disk (standard
+ * input) is registered with wf_diag_add_source (copied, kept for the process), and the
+ * parser names the text it is parsing with wf_diag_push_source (not copied; pass NULL to
+ * end). wf_diag_set_snippets(0) turns the lines off. */
+void wf_diag_add_source(const char *file, const char *text, size_t len);
+void wf_diag_push_source(const char *file, const char *text, size_t len);
+void wf_diag_set_snippets(int on);
+
+/* The name in names[0..n) closest to `word` by edit distance, when close enough to be a
+ * likely typo (a third of the word's length, at most 3 edits; none for words under 3
+ * letters); NULL otherwise. For
+ * "did you mean" hints on unknown options, ops and passes. */
+const char *wf_closest_name(const char *word, const char *const *names, int n);
+
+/* Reports an unknown command-line option `arg` of `tool` ("--gemm-algoo=x"), suggesting the
+ * closest of the tool's `options` (compared without any "=value"). */
+void wf_error_unknown_option(const char *tool, const char *arg, const char *const *options, int n);
+
 unsigned wf_diag_error_count(void);
 void wf_diag_reset(void);
 /* Name printed before messages that have no location at all (e.g. "waferc"). */

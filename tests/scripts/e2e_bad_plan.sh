@@ -45,8 +45,8 @@ variant weights
 head -c 100 "$TMP/good/weights.bin" >"$TMP/weights/weights.bin"
 expect_fail weights 1 "weights/weights.bin" -- waferrun "$TMP/weights" --input x="$X"
 
-expect_fail noinput 2 "input 'x' is not bound" -- waferrun "$TMP/good"
-expect_fail nodir 1 "nodir/manifest.json" -- waferrun "$TMP/nodir" --input x="$X"
+expect_fail noinput 2 "an input is not bound: x" -- waferrun "$TMP/good"
+expect_fail nodir 6 "nodir: error: no such plan directory" -- waferrun "$TMP/nodir" --input x="$X"
 
 # A program that waits for wavelets nobody sends: deadlock, named PE and color. The softmax's
 # allreduce broadcasts its sum from its root on the color declared "flooding broadcast"; the

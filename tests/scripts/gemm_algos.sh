@@ -150,7 +150,9 @@ done
 # The lowered IR names the algorithm.
 waferc "$TMP/g.wir" --pass-pipeline='partition{mesh=3x3},lower-gemm{algo=cannon}' --emit=ir --target=test8x8 \
   | grep -q 'dist.gemm(%a, %b) {algo = cannon}' || fail "lower-gemm did not produce dist.gemm{algo=cannon}"
-not_ok=0
-waferc "$TMP/g.wir" -o "$TMP/bad" --target=test8x8 --mesh=3x3 --gemm-algo=bogus -q 2>"$TMP/err" || not_ok=1
-[ $not_ok = 1 ] && grep -q "unknown algo 'bogus'" "$TMP/err" || fail "a bad --gemm-algo must be rejected by name"
+rc=0
+waferc "$TMP/g.wir" -o "$TMP/bad" --target=test8x8 --mesh=3x3 --gemm-algo=bogus -q 2>"$TMP/err" || rc=$?
+[ $rc = 2 ] && grep -q "unknown algorithm 'bogus' (valid: meshgemm, cannon, summa, allgather, auto)" "$TMP/err" ||
+  fail "a bad --gemm-algo must be rejected at the command line (exit 2, got $rc) listing the valid values"
+[ ! -e "$TMP/bad" ] || fail "a rejected --gemm-algo left $TMP/bad behind"
 echo "gemm_algos: $n runs match the interpreter"

@@ -37,7 +37,8 @@ int main(int argc, char **argv) {
       printf("wafer-opt (waferc) %s\n", WF_VERSION_STRING);
       return WF_EXIT_OK;
     } else if (a[0] == '-' && a[1] != '\0') {
-      wf_error(WF_LOC_NONE, "unknown option '%s' (see wafer-opt --help)", a);
+      static const char *const own[] = {"-o"};
+      wf_cli_unknown_option(&c, a, own, 1);
       return WF_EXIT_USAGE;
     } else if (input) {
       wf_error(WF_LOC_NONE, "more than one input file ('%s' and '%s')", input, a);

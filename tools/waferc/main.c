@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/gemm_algos.h"
 #include "passes/cli.h"
 #include "passes/fsutil.h"
 #include "waferc/backend.h"
@@ -357,11 +358,21 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("-o", o->output = v)
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
-    VALUE("--gemm-algo", o->gemm_algo = v)
+    VALUE("--gemm-algo", {
+      wf_gemm_algo ga;
+      if (strcmp(v, "auto") && wf_gemm_algo_parse(v, &ga)) {
+        char valid[128] = "";
+        for (int g = 0; g < WF_GEMM_COUNT; g++)
+          snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s, ", wf_gemm_algo_names[g]);
+        wf_error(WF_LOC_NONE, "--gemm-algo: unknown algorithm '%s' (valid: %sauto)", v, valid);
+        return WF_EXIT_USAGE;
+      }
+      o->gemm_algo = v;
+    })
     VALUE("--reduce-algo", {
       if (strcmp(v, "auto") && wf_coll_algo_parse(v) < 0) {
-        wf_error(WF_LOC_NONE, "--reduce-algo: unknown algorithm '%s' (star, chain, tree, "
-                              "two_phase, autogen, ring, snake or auto)", v);
+        wf_error(WF_LOC_NONE, "--reduce-algo: unknown algorithm '%s' (valid: star, chain, tree, "
+                              "two_phase, autogen, ring, snake, auto)", v);
         return WF_EXIT_USAGE;
       }
       o->reduce_algo = v;
@@ -398,7 +409,11 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       printf("waferc %s\n", WF_VERSION_STRING);
       exit(WF_EXIT_OK);
     } else if (a[0] == '-' && a[1] != '\0') {
-      wf_error(WF_LOC_NONE, "unknown option '%s' (see waferc --help)", a);
+      static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--reduce-algo",
+                                        "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
+                                        "--input-shape", "--input", "--interpret", "--auto-region",
+                                        "--list-onnx-ops"};
+      wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
       wf_error(WF_LOC_NONE, "more than one input file ('%s' and '%s')", o->input, a);

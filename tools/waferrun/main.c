@@ -11,6 +11,7 @@
 #include "runtime/summary.h"
 #include "runtime/trace.h"
 #include "observe.h"
+#include "run_io.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h"
 #include "waferc/version.h"
@@ -22,7 +23,12 @@ static void usage(FILE *out) {
           "Simulates a plan written by waferc, wavelet by wavelet (docs/cycle-model.md).\n"
           "\n"
           "options:\n"
-          "  --input NAME=FILE.npy   bind an input of the plan (repeat for each input)\n"
+          "  --input NAME=FILE.npy   bind an input of the plan (repeat for each input); for\n"
+          "                          timing studies NAME=random:SEED (uniform in [-1, 1),\n"
+          "                          the same for a given SEED on every host) or NAME=splat:V\n"
+          "                          (every element V)\n"
+          "  --describe              print the plan's target, mesh, inputs and outputs (shapes,\n"
+          "                          dtypes, layouts) and exit without simulating\n"
           "  --output-dir DIR        write each output as DIR/<name>.npy\n"
           "  --report FILE           write cycles, per-op split, utilization, links (JSON)\n"
           "  --trace FILE            write a Chrome Trace Event file (open it in Perfetto)\n"
@@ -40,8 +46,11 @@ static void usage(FILE *out) {
           "  -q, --quiet             no summary on stdout\n"
           "  --help, --version\n"
           "\n"
+          "Every output path is checked before the run starts. On a terminal a progress line\n"
+          "shows the cycle, the plan's predicted total and an estimate of the time left.\n"
+          "\n"
           "exit codes: 0 ok, 1 bad plan or input, 2 usage, 5 simulation failed (deadlock,\n"
-          "max cycles), 6 I/O error\n");
+          "max cycles), 6 a file or directory cannot be read or written\n");
 }
 
 static int parse_count(const char *opt, const char *v, int64_t *out) {
@@ -86,8 +95,8 @@ int main(int argc, char **argv) {
   const char *plan_dir = NULL, *out_dir = NULL, *report = NULL, *trace_path = NULL, *heat_dir = NULL;
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
   int no_jit = 0;
-  const char *in_names[64], *in_files[64];
-  int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0;
+  wf_run_input in[WF_RUN_MAX_INPUTS];
+  int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0, describe = 0;
   wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -109,14 +118,20 @@ int main(int argc, char **argv) {
       no_jit = 1;
     } else if (!strcmp(a, "--disasm")) {
       want_disasm = 1;
+    } else if (!strcmp(a, "--describe")) {
+      describe = 1;
     } else if (OPTVAL("--input")) {
       const char *eq = strchr(val, '=');
-      if (!eq || eq == val || !eq[1] || n_in == 64) {
-        wf_error_at("waferrun", "--input expects NAME=FILE.npy, got '%s'", val);
+      if (!eq || eq == val || !eq[1]) {
+        wf_error_at("waferrun", "--input expects NAME=FILE.npy, NAME=random:SEED or NAME=splat:V, got '%s'", val);
         return WF_EXIT_USAGE;
       }
-      in_names[n_in] = strndup(val, (size_t)(eq - val));
-      in_files[n_in++] = eq + 1;
+      if (n_in == WF_RUN_MAX_INPUTS) {
+        wf_error_at("waferrun", "too many --input options (at most %d)", WF_RUN_MAX_INPUTS);
+        return WF_EXIT_USAGE;
+      }
+      in[n_in].name = strndup(val, (size_t)(eq - val));
+      in[n_in++].spec = eq + 1;
     } else if (OPTVAL("--output-dir")) {
       out_dir = val;
     } else if (OPTVAL("--report")) {
@@ -143,7 +158,11 @@ int main(int argc, char **argv) {
     } else if (OPTVAL("--deadlock-cycles")) {
       if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return WF_EXIT_USAGE;
     } else if (a[0] == '-') {
-      wf_error_at("waferrun", "unknown option '%s' (see --help)", a);
+      static const char *const own[] = {
+          "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
+          "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap", "--mode",
+          "--max-cycles", "--deadlock-cycles", "--heatmap-scale"};
+      wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (!plan_dir) {
       plan_dir = a;
@@ -157,14 +176,30 @@ int main(int argc, char **argv) {
     usage(stderr);
     return WF_EXIT_USAGE;
   }
+  int rc = wf_run_check_plan_dir(plan_dir);
+  if (rc) return rc;
   wf_plan *p = wf_plan_load(plan_dir);
   if (!p) return WF_EXIT_INPUT;
-  if (want_disasm) {
-    disasm(p);
+  if (want_disasm || describe) {
+    if (describe) wf_run_describe(p, stdout);
+    else disasm(p);
     wf_plan_free(p);
     return WF_EXIT_OK;
   }
-  int rc = WF_EXIT_OK;
+  /* Usage and paths first: a run must not simulate for minutes and then fail to write. */
+  rc = wf_run_check_input_names(p, in, n_in, so.mode != WF_SIM_TIMING); /* timing mode needs no data */
+  if (!rc) rc = wf_run_check_outputs(out_dir, report, trace_path, heat_dir);
+  wf_tensor *in_data[WF_RUN_MAX_INPUTS] = {0};
+  for (int i = 0; i < n_in && !rc; i++) {
+    int k = 0;
+    while (strcmp(p->inputs[k].name, in[i].name)) k++; /* checked above */
+    in_data[i] = wf_run_make_input(&p->inputs[k], in[i].spec, &rc);
+  }
+  if (rc) {
+    for (int i = 0; i < n_in; i++) free(in[i].name), wf_tensor_free(in_data[i]);
+    wf_plan_free(p);
+    return rc;
+  }
   wf_sim *s = wf_sim_new(p, &so);
   wf_progress_set_quiet(quiet);
   /* Compute kernels: JIT-compiled unless --no-jit; a failure is said, never silent. */
@@ -176,27 +211,13 @@ int main(int argc, char **argv) {
     else if (why[0])
       wf_warning(WF_LOC_NONE, "JIT unavailable (%s); interpreting compute instructions", why);
   }
-  wf_run_observer obs = {NULL, 0, 0.0};
+  wf_run_observer obs = {.trace = NULL, .predicted = p->predicted_total};
   if (trace_path) obs.trace = wf_trace_new(s, p, trace_limit);
   wf_run_observe(s, &obs);
-  int bound[64] = {0};
-  for (int i = 0; i < n_in && !rc; i++) {
-    wf_tensor *t = wf_npy_read(in_files[i]);
-    if (!t) {
-      rc = WF_EXIT_INPUT;
-      break;
-    }
-    if (wf_sim_set_input(s, in_names[i], t)) rc = WF_EXIT_INPUT;
-    for (int k = 0; k < p->n_inputs; k++)
-      if (!strcmp(p->inputs[k].name, in_names[i])) bound[k] = 1;
-    wf_tensor_free(t);
+  for (int i = 0; i < n_in; i++) {
+    if (!rc && wf_sim_set_input(s, in[i].name, in_data[i])) rc = WF_EXIT_INPUT;
+    wf_tensor_free(in_data[i]);
   }
-  for (int k = 0; k < p->n_inputs && !rc; k++)
-    if (!bound[k] && so.mode != WF_SIM_TIMING) { /* timing mode needs no data */
-      wf_error_at("waferrun", "input '%s' is not bound: pass --input %s=FILE.npy",
-                  p->inputs[k].name, p->inputs[k].name);
-      rc = WF_EXIT_USAGE;
-    }
   if (!rc) {
     rc = wf_sim_run(s);
     wf_progress_done();
@@ -252,6 +273,6 @@ int main(int argc, char **argv) {
   wf_trace_free(obs.trace);
   wf_jit_free(jit);
   wf_plan_free(p);
-  for (int i = 0; i < n_in; i++) free((void *)in_names[i]);
+  for (int i = 0; i < n_in; i++) free(in[i].name);
   return rc;
 }

@@ -20,11 +20,18 @@ static void on_event(const wf_sim_event *ev, void *user) {
   double now = host_seconds();
   if (now - o->last_report < 0.5) return;
   o->last_report = now;
-  wf_progress("simulating: cycle %lld", (long long)ev->cycle);
+  /* The ETA assumes host time per simulated cycle stays what it has been so far. */
+  long long c = (long long)ev->cycle, p = (long long)o->predicted;
+  double per_cycle = c > 0 ? (now - o->start) / (double)c : 0;
+  if (p <= 0) wf_progress("simulating: cycle %lld", c);
+  else if (c < p)
+    wf_progress("simulating: cycle %lld of ~%lld predicted (%.0f%%), ETA %.0f s", c, p, 100.0 * (double)c / (double)p,
+                per_cycle * (double)(p - c));
+  else wf_progress("simulating: cycle %lld, past the %lld predicted", c, p);
 }
 
 void wf_run_observe(wf_sim *s, wf_run_observer *o) {
   o->events = 0;
-  o->last_report = host_seconds();
+  o->last_report = o->start = host_seconds();
   if (o->trace || wf_progress_enabled()) wf_sim_set_event_callback(s, on_event, o);
 }

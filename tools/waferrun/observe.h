@@ -12,6 +12,8 @@ typedef struct wf_run_observer {
   wf_trace *trace;      /* NULL = no trace */
   int64_t events;       /* events seen (progress throttling) */
   double last_report;   /* host seconds of the last progress line (display only) */
+  int64_t predicted;    /* the plan's predicted cycles (0 = unknown), for the progress line */
+  double start;         /* host seconds when the run began (the ETA; display only) */
 } wf_run_observer;
 
 /* Installs the callback on s when there is something to observe (a trace, or progress on a
