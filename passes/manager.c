@@ -244,20 +244,27 @@ int wf_pipeline_run(const wf_pipeline *p, wf_module *m, const wf_pm_opts *opts) 
     n_run = i + 1;
     wf_arena_reset(scratch);
 
+    /* A pass that said what is wrong with the input (an unsupported op, a mesh too small)
+     * failed on the user's model: its errors are the whole story. A pass that failed
+     * without a word, or left IR the verifier rejects, has a bug: that is what a
+     * reproducer is for. */
+    int reported = wf_diag_error_count() != errors_before, internal = 0;
     if (prc != 0) {
-      wf_error(WF_LOC_NONE, "pass '%s' failed", info->name);
       rc = prc >= WF_EXIT_INPUT && prc <= WF_EXIT_IO ? prc : WF_EXIT_INPUT;
+      if (!reported) {
+        wf_error(WF_LOC_NONE, "pass '%s' failed", info->name);
+        internal = 1;
+      }
     } else if (opts->verify_each && wf_verify_module(m) != 0) {
       wf_error(WF_LOC_NONE, "module verification failed after pass '%s'", info->name);
       rc = WF_EXIT_INPUT;
-    } else if (wf_diag_error_count() != errors_before) {
-      /* A pass that reports an error but returns 0 still failed. */
-      wf_error(WF_LOC_NONE, "pass '%s' reported errors", info->name);
-      rc = WF_EXIT_INPUT;
+      internal = 1;
+    } else if (reported) {
+      rc = WF_EXIT_INPUT; /* a pass that reports an error but returns 0 still failed */
     }
     if (rc != WF_EXIT_OK) {
-      if (repro) write_reproducer(opts->dump_dir, repro);
-      else wf_note(WF_LOC_NONE, "rerun with --dump-dir=DIR to get a reproducer");
+      if (repro) write_reproducer(opts->dump_dir, repro); /* --dump-dir asked for one */
+      else if (internal) wf_note(WF_LOC_NONE, "rerun with --dump-dir=DIR to get a reproducer");
       free(repro);
       free(crash_path);
       break;

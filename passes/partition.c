@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "passes/decompose.h"
+#include "passes/partition.h"
 #include "passes/partition_pad.h"
 #include "waferc/pass.h"
 
@@ -202,6 +203,22 @@ static void vecmat_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   for (int d = 0; d + 1 < rt->rank; d++) rt->layout.dims[d].split = WF_AXIS_NONE;
 }
 
+int wf_partition_lowers(wf_opcode c) {
+  switch (c) {
+    case WF_OP_GEMM: /* wf_decompose_gemm turns it into the ops below */
+    case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_DIST_GEMM_T: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
+    case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG: case WF_OP_EXP: case WF_OP_LOG:
+    case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
+    case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
+    case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
+    case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
+    case WF_OP_RETURN:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   const wf_target *t = wf_pass_target(ctx);
   pctx c = {m, -1, t->mesh_w, t->mesh_h, 0};
@@ -230,25 +247,28 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);
   widen_computed_scalars(m, f);
-  /* Unsupported ops first, all at once, so a user sees the whole list. */
+  /* Unsupported ops first, all at once, so a user sees the whole list and what a mesh
+   * compile of the model would need. */
   int bad = 0;
+  unsigned char missing[WF_OP_COUNT] = {0};
   wf_func_foreach_op(f, op) {
-    switch (op->code) {
-      case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_DIST_GEMM_T: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
-      case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG: case WF_OP_EXP: case WF_OP_LOG:
-      case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
-      case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
-      case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
-      case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
-      case WF_OP_RETURN:
-        break;
-      default:
-        wf_error(op->loc, "partition: op '%s' is not supported by the phase-1 lowering",
-                 wf_opinfos[op->code].name);
-        bad++;
-    }
+    if (wf_partition_lowers(op->code) && op->code != WF_OP_GEMM) continue; /* gemm: decomposed above */
+    wf_error(op->loc, "op '%s' has no mesh lowering yet: it runs only in the reference interpreter "
+                      "(waferc --interpret)", wf_opinfos[op->code].name);
+    missing[op->code] = 1;
+    bad++;
   }
-  if (bad) return WF_EXIT_UNSUPPORTED;
+  if (bad) {
+    char need[1024] = "", have[2048] = "";
+    for (int c = 0; c < WF_OP_COUNT; c++) {
+      char *buf = missing[c] ? need : wf_partition_lowers((wf_opcode)c) && c != WF_OP_RETURN ? have : NULL;
+      size_t cap = buf == need ? sizeof need : sizeof have, n = buf ? strlen(buf) : 0;
+      if (buf && n < cap) snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", wf_opinfos[c].name);
+    }
+    wf_note(WF_LOC_NONE, "to compile this model for the mesh, waferc would need a mesh lowering of: %s "
+                         "(it lowers %s)", need, have);
+    return WF_EXIT_UNSUPPORTED;
+  }
 
   int64_t n = 0;
   char what[128];
