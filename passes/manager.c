@@ -260,7 +260,9 @@ int wf_pipeline_run(const wf_pipeline *p, wf_module *m, const wf_pm_opts *opts) 
       rc = WF_EXIT_INPUT;
       internal = 1;
     } else if (reported) {
-      rc = WF_EXIT_INPUT; /* a pass that reports an error but returns 0 still failed */
+      /* A pass that reports an error but returns 0 still failed. */
+      wf_error(WF_LOC_NONE, "pass '%s' reported errors", info->name);
+      rc = WF_EXIT_INPUT;
     }
     if (rc != WF_EXIT_OK) {
       if (repro) write_reproducer(opts->dump_dir, repro); /* --dump-dir asked for one */
