@@ -233,6 +233,16 @@ const char *wf_closest_name(const char *word, const char *const *names, int n) {
   return best;
 }
 
+int wf_exit_for_file(const char *path, int otherwise) {
+  return path && access(path, R_OK) != 0 ? WF_EXIT_IO : otherwise;
+}
+
+int wf_exit_for_target(const char *name) {
+  size_t n = strlen(name);
+  int is_path = strchr(name, '/') || (n >= 7 && !strcmp(name + n - 7, ".target")); /* as wf_target_load */
+  return is_path ? wf_exit_for_file(name, WF_EXIT_INPUT) : WF_EXIT_USAGE;
+}
+
 void wf_error_unknown_option(const char *tool, const char *arg, const char *const *options, int n) {
   char word[128];
   snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);

@@ -137,7 +137,7 @@ int wf_cli_load_passes(wf_cli *c) {
 }
 
 int wf_cli_load_target(wf_cli *c) {
-  if (wf_target_load(c->target_name, &c->target) != 0) return WF_EXIT_USAGE;
+  if (wf_target_load(c->target_name, &c->target) != 0) return wf_exit_for_target(c->target_name);
   if (c->mesh && wf_target_set_mesh(&c->target, c->mesh) != 0) return WF_EXIT_USAGE;
   c->pm.target = &c->target;
   return WF_EXIT_OK;

@@ -88,6 +88,13 @@ const char *wf_closest_name(const char *word, const char *const *names, int n);
  * closest of the tool's `options` (compared without any "=value"). */
 void wf_error_unknown_option(const char *tool, const char *arg, const char *const *options, int n);
 
+/* The exit code for a file a reader rejected: WF_EXIT_IO when `path` cannot be read at all
+ * (missing, no permission), else `otherwise` (its content was bad: WF_EXIT_INPUT). */
+int wf_exit_for_file(const char *path, int otherwise);
+/* The same for wf_target_load(name_or_path): a target file that cannot be read is
+ * WF_EXIT_IO, an unknown preset name WF_EXIT_USAGE, a bad target file WF_EXIT_INPUT. */
+int wf_exit_for_target(const char *name_or_path);
+
 unsigned wf_diag_error_count(void);
 void wf_diag_reset(void);
 /* Name printed before messages that have no location at all (e.g. "waferc"). */

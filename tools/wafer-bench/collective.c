@@ -63,7 +63,7 @@ int wf_bench_collective(int argc, char **argv) {
     }
   }
   wf_target t;
-  if (wf_target_load(tname, &t)) return WF_EXIT_INPUT;
+  if (wf_target_load(tname, &t)) return wf_exit_for_target(tname);
   char ms[64];
   snprintf(ms, sizeof ms, "%lldx%lld", (long long)W, (long long)H);
   if (wf_target_set_mesh(&t, ms)) return WF_EXIT_USAGE;

@@ -71,7 +71,7 @@ int wf_bench_gemm(int argc, char **argv) {
     }
   }
   wf_target t;
-  if (wf_target_load(target, &t)) return WF_EXIT_INPUT;
+  if (wf_target_load(target, &t)) return wf_exit_for_target(target);
   char mesh[64];
   snprintf(mesh, sizeof mesh, "%lldx%lld", W, H);
   if (wf_target_set_mesh(&t, mesh)) return WF_EXIT_NOFIT;

@@ -34,7 +34,8 @@ int wf_bench_gemv(int argc, char **argv) {
     return WF_EXIT_USAGE;
   }
   wf_target t;
-  if (wf_target_load(tname, &t) || wf_target_set_mesh(&t, mesh)) return WF_EXIT_USAGE;
+  if (wf_target_load(tname, &t)) return wf_exit_for_target(tname);
+  if (wf_target_set_mesh(&t, mesh)) return WF_EXIT_USAGE;
   char ir[2048];
   snprintf(ir, sizeof ir,
            "module @bench {\n  region @mesh = rect(0, 0, %lld, %lld)\n"

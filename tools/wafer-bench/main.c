@@ -36,7 +36,9 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "collective")) return wf_bench_collective(argc - 1, argv + 1);
   if (!strcmp(argv[1], "gemm")) return wf_bench_gemm(argc - 1, argv + 1);
   if (!strcmp(argv[1], "gemv")) return wf_bench_gemv(argc - 1, argv + 1);
-  fprintf(stderr, "wafer-bench: unknown subcommand '%s'\n", argv[1]);
-  usage(stderr);
+  static const char *const subs[] = {"collective", "gemm", "gemv"};
+  const char *near = wf_closest_name(argv[1], subs, 3);
+  if (near) wf_error_at("wafer-bench", "unknown subcommand '%s'; did you mean '%s'?", argv[1], near);
+  else wf_error_at("wafer-bench", "unknown subcommand '%s' (collective, gemm or gemv)", argv[1]);
   return WF_EXIT_USAGE;
 }

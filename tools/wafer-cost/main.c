@@ -95,8 +95,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--tree")) {
       tree = 1;
     } else {
-      wf_error_at("wafer-cost", "unknown option '%s'", a);
-      usage(stderr);
+      static const char *const own[] = {"--pes", "--len", "--algo", "--target", "--choose", "--tree"};
+      wf_error_unknown_option("wafer-cost", a, own, 6);
       return WF_EXIT_USAGE;
     }
   }
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
   wf_coll_params p = wf_coll_params_default();
   if (target) {
     wf_target t;
-    if (wf_target_load(target, &t) != 0) return WF_EXIT_INPUT;
+    if (wf_target_load(target, &t) != 0) return wf_exit_for_target(target);
     p = wf_coll_params_from_target(&t);
   }
   /* Auto-Gen's dynamic program is exact but O(P^4); allow it wherever it was asked for. */
@@ -125,7 +125,10 @@ int main(int argc, char **argv) {
   if (strcmp(algo, "all")) {
     only = wf_coll_algo_parse(algo);
     if (only < 0) {
-      wf_error_at("wafer-cost", "unknown algorithm '%s'", algo);
+      char valid[256] = "";
+      for (int k = 0; k < WF_COLL_N_ALGOS; k++)
+        snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s, ", wf_coll_algo_name((wf_coll_algo)k));
+      wf_error_at("wafer-cost", "unknown algorithm '%s' (valid: %sall)", algo, valid);
       return WF_EXIT_USAGE;
     }
   }

@@ -11,7 +11,8 @@ static void usage(FILE *out) {
   fprintf(out, "usage: wafer-npycmp A.npy B.npy [--atol X] [--rtol Y] [-q]\n"
                "Prints the max absolute error; exits 0 when every element satisfies\n"
                "|a-b| <= atol + rtol*|b| (defaults atol 1e-5, rtol 1e-4) and the shapes match,\n"
-               "1 on a mismatch or unreadable file, 2 on bad usage.\n");
+               "1 on a mismatch or a file that is not a valid .npy, 2 on bad usage, 6 when a file\n"
+               "cannot be read.\n");
 }
 
 int main(int argc, char **argv) {
@@ -40,9 +41,13 @@ int main(int argc, char **argv) {
       i++;
     } else if (argv[i][0] != '-' && nf < 2) {
       files[nf++] = argv[i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      static const char *const own[] = {"--atol", "--rtol", "-q", "--help", "--version"};
+      wf_error_unknown_option("wafer-npycmp", argv[i], own, 5);
+      return WF_EXIT_USAGE;
     } else {
       usage(stderr);
-      return 2;
+      return WF_EXIT_USAGE;
     }
   }
   if (nf != 2) {
@@ -52,7 +57,7 @@ int main(int argc, char **argv) {
   wf_tensor *a = wf_npy_read(files[0]), *b = a ? wf_npy_read(files[1]) : NULL;
   if (!a || !b) {
     wf_tensor_free(a);
-    return 1;
+    return wf_exit_for_file(files[a ? 1 : 0], WF_EXIT_INPUT);
   }
   int same_shape = a->rank == b->rank;
   for (int d = 0; same_shape && d < a->rank; d++) same_shape = a->dims[d] == b->dims[d];

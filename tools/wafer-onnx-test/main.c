@@ -4,9 +4,11 @@
  *   wafer-onnx-test /usr/share/libonnx-testdata/data/node/test_add       # one test
  *   wafer-onnx-test --batch /usr/share/libonnx-testdata/data/node --markdown CONFORMANCE.md
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runner.h"
 #include "waferc/diag.h"
@@ -23,7 +25,8 @@ static void usage(FILE *out) {
           "f16 1e-3 + 1e-3*|want|; bf16 1e-2 + 1e-2*|want|; integers and bools exactly) and prints\n"
           "  PASS|FAIL|SKIP name: reason (max abs err E)\n"
           "Exit 0 pass, 1 fail, 77 skip (the importer rejected an op outside the phase-2 scope\n"
-          "of tests/onnx/scope.txt; an in-scope op that is rejected or wrong is a FAIL), 2 usage.\n"
+          "of tests/onnx/scope.txt; an in-scope op that is rejected or wrong is a FAIL), 2 usage,\n"
+          "6 when DIR/model.onnx, --scope, --known or --markdown cannot be read.\n"
           "\n"
           "--batch runs every ROOT/test_* (each in a child process, so a crash is one FAIL) and,\n"
           "with --markdown, rewrites the generated results section of FILE (CONFORMANCE.md),\n"
@@ -68,6 +71,11 @@ int main(int argc, char **argv) {
       timeout_s = (int)t;
     } else if (a[0] != '-' && !dir) {
       dir = a;
+    } else if (a[0] == '-' && a[1]) {
+      static const char *const own[] = {"--verbose", "--batch", "--markdown", "--scope", "--known",
+                                        "--timeout", "--help", "--version"};
+      wf_error_unknown_option("wafer-onnx-test", a, own, 8);
+      return RT_EXIT_USAGE;
     } else {
       usage(stderr);
       return RT_EXIT_USAGE;
@@ -76,6 +84,18 @@ int main(int argc, char **argv) {
   if (!!dir == !!batch || (markdown && !batch)) {
     usage(stderr);
     return RT_EXIT_USAGE;
+  }
+  /* Files that cannot be read (or, for --markdown, rewritten) are exit 6 before any test
+   * runs: a batch takes minutes. */
+  const char *unreadable = scope_path && access(scope_path, R_OK) ? scope_path
+                           : markdown && access(markdown, R_OK | W_OK) ? markdown
+                           : known && access(known, R_OK) ? known : NULL;
+  char model[4200];
+  snprintf(model, sizeof model, "%s/model.onnx", dir ? dir : "");
+  if (!unreadable && dir && access(model, R_OK)) unreadable = model;
+  if (unreadable) {
+    wf_error_at(unreadable, "cannot read: %s", strerror(errno));
+    return WF_EXIT_IO;
   }
   scope sc;
   if (scope_load(&sc, scope_path, argv[0]) != 0) return RT_EXIT_USAGE;

@@ -3,8 +3,8 @@
  *
  *   wafer-pb2npy test_data_set_0/input_0.pb a.npy
  *
- * Exit codes (waferc/diag.h): 0 success, 1 (WF_EXIT_INPUT) unreadable tensor or unwritable
- * output, 2 (WF_EXIT_USAGE) bad arguments. */
+ * Exit codes (waferc/diag.h): 0 success, 1 (WF_EXIT_INPUT) not a valid TensorProto,
+ * 2 (WF_EXIT_USAGE) bad arguments, 6 (WF_EXIT_IO) a file that cannot be read or written. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +15,8 @@
 
 int main(int argc, char **argv) {
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    printf("usage: wafer-pb2npy IN.pb OUT.npy\nConverts an ONNX TensorProto to .npy.\n");
+    printf("usage: wafer-pb2npy IN.pb OUT.npy\nConverts an ONNX TensorProto to .npy.\n"
+           "exit codes: 0 ok, 1 not a valid TensorProto, 2 usage, 6 a file cannot be read or written\n");
     return 0;
   }
   if (argc == 2 && !strcmp(argv[1], "--version")) {
@@ -26,9 +27,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: wafer-pb2npy IN.pb OUT.npy\n");
     return WF_EXIT_USAGE;
   }
+  if (argv[1][0] == '-' || argv[2][0] == '-') {
+    static const char *const own[] = {"--help", "--version"};
+    wf_error_unknown_option("wafer-pb2npy", argv[1][0] == '-' ? argv[1] : argv[2], own, 2);
+    return WF_EXIT_USAGE;
+  }
   wf_tensor *t = wf_onnx_read_tensor(argv[1]);
-  if (!t) return WF_EXIT_INPUT;
-  int rc = wf_npy_write(argv[2], t) ? WF_EXIT_INPUT : 0;
+  if (!t) return wf_exit_for_file(argv[1], WF_EXIT_INPUT);
+  int rc = wf_npy_write(argv[2], t) ? WF_EXIT_IO : 0;
   wf_tensor_free(t);
   return rc;
 }

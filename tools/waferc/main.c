@@ -176,7 +176,7 @@ static int bind_inputs(wf_func *f, const options *o, wf_tensor **bound) {
     }
     wf_tensor *t = wf_npy_read(eq + 1);
     if (!t) {
-      rc = WF_EXIT_INPUT;
+      rc = wf_exit_for_file(eq + 1, WF_EXIT_INPUT);
       continue;
     }
     const wf_type *ty = wf_value_type(f, f->args[arg]);
@@ -214,7 +214,7 @@ static int shapes_from_inputs(options *o) {
       given |= strncmp(o->input_shapes[j], o->inputs[k], n) == 0 && o->input_shapes[j][n] == '=';
     if (given || o->n_input_shapes == MAX_INPUTS) continue;
     wf_tensor *t = wf_npy_read(eq + 1);
-    if (!t) return WF_EXIT_INPUT;
+    if (!t) return wf_exit_for_file(eq + 1, WF_EXIT_INPUT);
     size_t cap = n + 2 + (size_t)t->rank * 21;
     char *spec = malloc(cap);
     size_t len = (size_t)snprintf(spec, cap, "%.*s=", (int)n, o->inputs[k]);
