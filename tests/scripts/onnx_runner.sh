@@ -46,10 +46,11 @@ expect 1 '^FAIL test_add_truncated: ' "a truncated model fails cleanly"
 t "$node/test_det_2d" > "$tmp/out" 2>&1; rc=$?
 expect 77 '^SKIP test_det_2d: uses ops outside the phase-2 scope: Det$' "an out-of-scope op skips"
 
-# 5. A directory without a model: FAIL.
+# 5. A directory without a model: a file that cannot be read, exit 6 (README's table), naming
+#    it. (In --batch, the same test is one FAIL row.)
 mkdir -p "$tmp/test_empty"
 t "$tmp/test_empty" > "$tmp/out" 2>&1; rc=$?
-expect 1 '^FAIL test_empty: ' "a directory without model.onnx fails"
+expect 6 'test_empty/model.onnx: error: cannot read' "a directory without model.onnx is exit 6"
 
 # 6. --batch over a small root keeps the rest of the markdown file, and rerunning it replaces
 #    its section instead of appending a second one.
