@@ -319,6 +319,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;
   }
   if (wf_partition_check_padding(f, c.w, c.h)) return WF_EXIT_UNSUPPORTED;
+  wf_partition_warn_padding(m, f, c.w, c.h);
   wf_pass_stat_add(ctx, "values-partitioned", n);
   wf_pass_set_changed(ctx);
   return 0;

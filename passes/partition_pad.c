@@ -155,3 +155,89 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
   free(dirty);
   return errors;
 }
+
+/* ---- tensors that are mostly padding -------------------------------------------------- */
+
+/* Does side s divide every dim of t split along `axis`? */
+static int side_divides(const wf_type *t, int axis, int s) {
+  for (int d = 0; d < t->rank; d++)
+    if (t->layout.rank == t->rank && t->layout.dims[d].split == axis && t->dims[d] % s) return 0;
+  return 1;
+}
+
+static void shape_text(char *buf, size_t cap, const int64_t *dims, int rank) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (int d = 0; d < rank && n < cap; d++) n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)dims[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+typedef struct pad_walk {
+  int w, h;     /* the mesh */
+  int sw, sh;   /* the largest sides <= w, h dividing every split dim seen (the suggestion) */
+  int budget;   /* warnings left to print; 0 = only count */
+} pad_walk;
+
+/* Warns (while the budget lasts) when more than half of t's padded elements are padding;
+ * 1 when it is. With budget 0 it only narrows the suggested mesh. */
+static int warn_one(const wf_type *t, const char *what, wf_loc loc, pad_walk *pw) {
+  int w = pw->w, h = pw->h;
+  while (pw->sw > 1 && !side_divides(t, WF_AXIS_X, pw->sw)) pw->sw--;
+  while (pw->sh > 1 && !side_divides(t, WF_AXIS_Y, pw->sh)) pw->sh--;
+  if (t->layout.rank != t->rank || t->rank == 0) return 0;
+  int64_t pad[WF_MAX_RANK];
+  double real = 1, total = 1;
+  for (int d = 0; d < t->rank; d++) {
+    int64_t p = parts_of(t, d, w, h);
+    pad[d] = (t->dims[d] + p - 1) / p * p;
+    real *= (double)t->dims[d];
+    total *= (double)pad[d];
+  }
+  if (total <= 0 || real / total >= 0.5) return 0;
+  if (pw->budget <= 0) return 1;
+  pw->budget--;
+  char shape[160], padded_shape[160];
+  shape_text(shape, sizeof shape, t->dims, t->rank);
+  shape_text(padded_shape, sizeof padded_shape, pad, t->rank);
+  wf_warning(loc, "%s %s%s is padded to %s on the %dx%d mesh: %.0f%% of its elements are padding, "
+                  "memory and cycles spent on nothing; on --mesh=%dx%d, the largest mesh whose sides "
+                  "divide every split dim of the model, nothing is padded",
+             what, wf_dtype_name(t->dtype), shape, padded_shape, w, h, 100.0 * (1 - real / total), pw->sw, pw->sh);
+  return 1;
+}
+
+/* Visits every tensor of f once: arguments, constants, op results. */
+static int walk(wf_module *m, wf_func *f, pad_walk *pw) {
+  int n = 0;
+  char what[300];
+  for (int i = 0; i < f->n_args; i++) {
+    snprintf(what, sizeof what, "argument %%%s", wf_str(m, wf_value_get(f, f->args[i])->name));
+    n += warn_one(wf_value_type(f, f->args[i]), what, f->loc, pw);
+  }
+  unsigned char *seen = calloc((size_t)m->n_globals + 1, 1);
+  WF_ASSERT(seen);
+  wf_func_foreach_op(f, op) {
+    for (int i = 0; i < op->n_operands; i++) {
+      const wf_value_info *vi = wf_value_get(f, op->operands[i]);
+      if (vi->kind != WF_VAL_GLOBAL || seen[vi->index]++) continue;
+      const wf_global *g = &m->globals[vi->index];
+      snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
+      n += warn_one(&g->type, what, g->loc, pw);
+    }
+    for (int i = 0; i < op->n_results; i++) {
+      snprintf(what, sizeof what, "%s result %%%s", wf_opinfos[op->code].name,
+               wf_str(m, wf_value_get(f, op->results[i])->name));
+      n += warn_one(wf_value_type(f, op->results[i]), what, op->loc, pw);
+    }
+  }
+  free(seen);
+  return n;
+}
+
+void wf_partition_warn_padding(wf_module *m, wf_func *f, int w, int h) {
+  /* First pass: the one mesh to suggest, whose sides divide every split dim of the model. */
+  pad_walk pw = {w, h, w, h, 0};
+  if (!walk(m, f, &pw)) return;
+  pw.budget = 5;
+  int n = walk(m, f, &pw);
+  if (n > 5) wf_note(WF_LOC_NONE, "%d more tensors are mostly padding on the %dx%d mesh", n - 5, w, h);
+}

@@ -8,4 +8,9 @@
  * would mix a padded dim's padding into real elements. Returns the number of errors. */
 int wf_partition_check_padding(wf_func *f, int w, int h);
 
+/* Warns about each tensor of f (arguments, constants, results) of which more than half of
+ * the padded elements are padding on the w x h mesh, naming it, its shape, the padded
+ * shape and a mesh that would not pad it (the first five; a note counts the rest). */
+void wf_partition_warn_padding(wf_module *m, wf_func *f, int w, int h);
+
 #endif
