@@ -72,6 +72,7 @@ typedef struct ox_opdef {
   ox_import_fn fn;
   const char *note;   /* what is (not) supported, for --list-onnx-ops and CONFORMANCE.md */
   int takes_seq;      /* inputs may be sequences (OX_OP_SEQ); other ops get tensors only */
+  const char *ir_ops; /* the graph ops it becomes, "a,b"; "" = folded at import, "*" = its subgraph's */
 } ox_opdef;
 
 /* optable.c */

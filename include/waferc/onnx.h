@@ -44,8 +44,11 @@ int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out);
 wf_tensor *wf_onnx_read_tensor(const char *path);
 
 /* Prints the supported ONNX operators with their opset ranges and notes, as a Markdown
- * table (`waferc --list-onnx-ops`; CONFORMANCE.md's "Supported operators"). */
-void wf_onnx_list_ops(FILE *out);
+ * table (`waferc --list-onnx-ops`; CONFORMANCE.md's "Supported operators"). With
+ * `lowered` (1 when the named graph op has a mesh lowering, 0 when not, -1 for a name that
+ * is no op), a "runs on" column says for each whether it reaches the mesh, runs only in
+ * the reference interpreter, or is folded at import. */
+void wf_onnx_list_ops(FILE *out, int (*lowered)(const char *ir_op));
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #include "backend/gemm_algos.h"
 #include "passes/cli.h"
 #include "passes/fsutil.h"
+#include "passes/partition.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/onnx.h"
@@ -59,7 +60,8 @@ static void usage(FILE *out) {
         "  --input NAME=FILE.npy      bind argument NAME (repeatable; with --interpret)\n"
         "  --output-dir DIR           where --interpret writes <result>.npy\n"
         "  --input-shape NAME=1x128   fixes the dynamic dims of ONNX input NAME (repeatable)\n"
-        "  --list-onnx-ops            list the supported ONNX operators and opsets\n"
+        "  --list-onnx-ops            list the supported ONNX operators, their opsets, and\n"
+        "                             whether each runs on the mesh or only in the interpreter\n"
         "  --list-targets             list the target presets\n"
         "  --gemm-algo=A              dist.gemm algorithm: meshgemm, cannon, summa, allgather or\n"
         "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
@@ -290,6 +292,13 @@ static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flag
   return rc;
 }
 
+/* --list-onnx-ops: what the partition pass takes to the mesh (passes/partition.h). */
+static int mesh_lowers(const char *ir_op) {
+  wf_opcode c;
+  if (wf_opcode_lookup(ir_op, &c) != 0) return -1;
+  return wf_partition_lowers(c);
+}
+
 static int parse_count(const char *opt, const char *v, int min, int *out) {
   char *end;
   long n = strtol(v, &end, 10);
@@ -478,7 +487,11 @@ int main(int argc, char **argv) {
   int rc = parse_args(&c, &o, argc, argv);
   if (rc) return rc;
   if (o.list_onnx_ops) {
-    wf_onnx_list_ops(stdout);
+    wf_onnx_list_ops(stdout, mesh_lowers);
+    puts("\n\"runs on\" follows each op's graph ops (include/waferc/ops.def) and the ops the partition\n"
+         "pass takes to the mesh. An op marked interpreter only can still reach the mesh when the\n"
+         "raise pass folds the pattern it is part of into an op that has a lowering (an Erf GELU\n"
+         "becomes gelu: docs/raise.md), or when it folds away on constants.");
     return WF_EXIT_OK;
   }
   if (c.list_targets) {
