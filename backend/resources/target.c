@@ -1,7 +1,7 @@
 /* Target presets: `key = value` text files (docs/targets.md), searched on a path.
  *
- * Every key of wf_target is required, so a preset can never silently inherit a default
- * that belongs to another device. */
+ * Every key of wf_target is required but bank_conflict_cycles (0 = not modelled, the
+ * default), so a preset can never silently inherit a default that belongs to another device. */
 #include "waferc/target.h"
 
 #include <ctype.h>
