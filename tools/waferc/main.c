@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/gemm_algos.h"
+#include "backend/gemm/gemm_algos.h"
+#include "ir/support/fsutil.h"
 #include "passes/cli.h"
-#include "passes/fsutil.h"
 #include "passes/partition.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
