@@ -35,13 +35,14 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
   }
   if (L->region < 0) L->region = t->layout.region;
   if (t->layout.region != L->region) {
-    wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: one region per plan in "
-                  "phase 1", name, wf_str(L->m, L->m->regions[t->layout.region].name),
+    wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: a plan holds one region "
+                  "(give every tensor the same region, as the partition pass does)", name, wf_str(L->m, L->m->regions[t->layout.region].name),
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
   if (t->dtype != WF_F32) {
-    wf_error(loc, "%s has dtype %s; the phase-1 backend lowers f32 only", name, wf_dtype_name(t->dtype));
+    wf_error(loc, "%s has dtype %s: the mesh computes in f32 only (the reference interpreter, "
+                  "waferc --interpret, runs other dtypes)", name, wf_dtype_name(t->dtype));
     return -2;
   }
   return 0;
