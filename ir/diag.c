@@ -139,8 +139,16 @@ static const char *source_text(const char *file, size_t *len) {
     free(g_cached.text);
     g_cached.text = NULL;
     g_cached.file = file;
+    /* Binary inputs (an ONNX model's locations are node indices) have no lines to show,
+     * and a model's weights are not worth reading for one. */
+    size_t fl = strlen(file);
+    if (fl >= 5 && !strcmp(file + fl - 5, ".onnx")) return NULL;
     FILE *f = fopen(file, "rb");
     if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || ftell(f) > (1L << 28) || fseek(f, 0, SEEK_SET) != 0) {
+      fclose(f); /* over 256 MB, or not seekable (a pipe): no snippet */
+      return NULL;
+    }
     size_t cap = 1 << 16, n = 0, k;
     char *buf = malloc(cap);
     while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {

@@ -93,7 +93,10 @@ int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
     wf_sim_scatter(s, t, (const float *)x->data);
     return 0;
   }
-  wf_error_at(name, "the plan has no input of this name");
+  char names[1024] = "";
+  for (int i = 0; i < p->n_inputs; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", p->inputs[i].name);
+  wf_error_at(name, "the plan has no input of this name (its inputs: %s)", p->n_inputs ? names : "none");
   return -1;
 }
 

@@ -83,7 +83,9 @@ waferc "$M/control_flow.onnx" --emit=ir --pass-pipeline=canonicalize >"$TMP/cf.w
 [ "$(grep -c ' = mul(' "$TMP/cf.wir")" = 7 ] || fail "control_flow: expected 7 muls: $(cat "$TMP/cf.wir")"
 waferc "$M/dynamic.onnx" --input-shape x=2x4 --emit=ir --pass-pipeline=canonicalize | grep -q "%x: f32\[2, 4\]" \
   || fail "--input-shape x=2x4 did not fix the input"
-waferc --list-onnx-ops | grep -q "^| Einsum | 12-" || fail "--list-onnx-ops lacks Einsum"
+# (into a file: grep -q would stop reading early, and pipefail would see waferc's SIGPIPE)
+waferc --list-onnx-ops >"$TMP/ops.md" || fail "--list-onnx-ops exited $?"
+grep -q "^| Einsum | 12-" "$TMP/ops.md" || fail "--list-onnx-ops lacks Einsum"
 
 # the external data file is found relative to the model, from any working directory
 (cd "$TMP" && waferc "$M/external.onnx" --interpret --input x="$M/external.in.x.npy" --output-dir ext) || fail "external data from another cwd"

@@ -166,8 +166,12 @@ static int bind_inputs(wf_func *f, const options *o, wf_tensor **bound) {
       if (strlen(name) == n && strncmp(name, o->inputs[k], n) == 0) arg = a;
     }
     if (arg < 0) {
-      wf_error(WF_LOC_NONE, "--input '%.*s': function @%s has no argument %%%.*s", (int)n, o->inputs[k],
-               wf_str(m, f->name), (int)n, o->inputs[k]);
+      char args[1024] = "";
+      for (int a = 0; a < f->n_args; a++)
+        snprintf(args + strlen(args), sizeof args - strlen(args), "%s%%%s", a ? ", " : "",
+                 wf_str(m, wf_value_get(f, f->args[a])->name));
+      wf_error(WF_LOC_NONE, "--input '%.*s': function @%s has no argument %%%.*s (its arguments: %s)", (int)n,
+               o->inputs[k], wf_str(m, f->name), (int)n, o->inputs[k], f->n_args ? args : "none");
       rc = WF_EXIT_USAGE;
       continue;
     }
