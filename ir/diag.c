@@ -203,26 +203,24 @@ static void print_snippet(wf_loc loc) {
 
 /* ---- "did you mean" ---------------------------------------------------------------------- */
 
-/* Levenshtein distance, capped: anything past `cap` is just "far". */
+/* Edit distance with adjacent transpositions ("inptu" is one edit from "input"; optimal
+ * string alignment), capped: anything past `cap` is just "far". */
 static size_t edit_distance(const char *a, const char *b, size_t cap) {
   size_t la = strlen(a), lb = strlen(b);
-  if ((la > lb ? la - lb : lb - la) > cap || lb > 255) return cap + 1;
-  size_t row[256];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0], best = row[0] = i;
+  if ((la > lb ? la - lb : lb - la) > cap || la > 63 || lb > 63) return cap + 1;
+  size_t d[64][64];
+  for (size_t i = 0; i <= la; i++) d[i][0] = i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++)
     for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t v = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < v) v = up + 1;
-      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-      row[j] = v;
-      diag = up;
-      if (v < best) best = v;
+      size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
     }
-    if (best > cap) return cap + 1;
-  }
-  return row[lb];
+  return d[la][lb] > cap ? cap + 1 : d[la][lb];
 }
 
 const char *wf_closest_name(const char *word, const char *const *names, int n) {
@@ -252,13 +250,21 @@ int wf_exit_for_target(const char *name) {
 }
 
 void wf_error_unknown_option(const char *tool, const char *arg, const char *const *options, int n) {
+  /* Compared without the dashes, which every option shares ("--help" is not "--keep"). */
   char word[128];
-  snprintf(word, sizeof word, "%.*s", (int)strcspn(arg, "="), arg);
-  const char *near = wf_closest_name(word, options, n);
+  const char *a = arg + strspn(arg, "-");
+  snprintf(word, sizeof word, "%.*s", (int)strcspn(a, "="), a);
+  const char *bare[256];
+  int k = 0;
+  for (int i = 0; i < n && k < 256; i++) bare[k++] = options[i] + strspn(options[i], "-");
+  const char *near = wf_closest_name(word, bare, k);
+  for (int i = 0; near && i < k; i++)
+    if (bare[i] == near) near = options[i], i = k; /* the option as written, dashes and all */
+  int tool_len = (int)strcspn(tool, " "); /* "wafer-bench gemm": wafer-bench has the --help */
   if (near)
-    wf_error_at(tool, "unknown option '%s'; did you mean '%s'? (see %s --help)", arg, near, tool);
+    wf_error_at(tool, "unknown option '%s'; did you mean '%s'? (see %.*s --help)", arg, near, tool_len, tool);
   else
-    wf_error_at(tool, "unknown option '%s' (see %s --help)", arg, tool);
+    wf_error_at(tool, "unknown option '%s' (see %.*s --help)", arg, tool_len, tool);
 }
 
 static void emit(wf_severity sev, wf_loc loc, const char *where, const char *msg) {

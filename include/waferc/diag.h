@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* Exit codes shared by every waferc tool (documented in README.md and docs/exit-codes.md). */
+/* Exit codes shared by every waferc tool (documented in README.md, "Exit codes"). */
 enum {
   WF_EXIT_OK = 0,          /* success */
   WF_EXIT_INPUT = 1,       /* bad input: malformed file, verifier failure, corrupt plan */

@@ -125,7 +125,7 @@ if command -v script >/dev/null; then
   ms=$((($(date +%s%N) - t0) / 1000000))
   grep -q "^cycles: " "$TMP/progress.out" || fail "progress: the run under script(1) failed"
   if grep -aq "simulating" "$TMP/progress.out"; then
-    grep -aEq "simulating: cycle [0-9]+ of ~$predicted predicted \([0-9]+%\), ETA [0-9]+ s" "$TMP/progress.out" ||
+    grep -aEq "simulating: cycle [0-9]+ of ~$predicted predicted \([0-9]+%\), ETA [0-9]+ (s|min)" "$TMP/progress.out" ||
       { grep -a simulating "$TMP/progress.out"; fail "progress: no predicted total ($predicted) or ETA"; }
     n=$((n + 1))
   elif [ "$ms" -gt 2000 ]; then

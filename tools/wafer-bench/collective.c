@@ -29,7 +29,9 @@ int wf_bench_collective(int argc, char **argv) {
     else if (!strcmp(argv[i], "--timing")) functional = 0;
     else if (!strcmp(argv[i], "--functional")) functional = 1;
     else {
-      fprintf(stderr, "wafer-bench collective: unknown option '%s'\n", argv[i]);
+      static const char *const own[] = {"--algo", "--op", "--target", "--keep", "--mesh", "--pes", "--len",
+                                        "--dims", "--timing", "--functional"};
+      wf_error_unknown_option("wafer-bench collective", argv[i], own, 10);
       return WF_EXIT_USAGE;
     }
   }

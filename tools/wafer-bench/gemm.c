@@ -64,9 +64,10 @@ int wf_bench_gemm(int argc, char **argv) {
     else if ((v = wf_bench_opt(a, "k"))) { if ((K = wf_bench_int("k", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "n"))) { if ((N = wf_bench_int("n", v)) < 0) return WF_EXIT_USAGE; }
     else {
-      fprintf(stderr, "wafer-bench gemm: unknown option '%s'\n"
-                      "usage: wafer-bench gemm --algo=meshgemm|cannon|summa|allgather|auto --mesh=S|WxH "
-                      "--m=M --k=K --n=N [--target=T] [--keep=PLAN_DIR]\n", a);
+      static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n"};
+      wf_error_unknown_option("wafer-bench gemm", a, own, 7);
+      fprintf(stderr, "usage: wafer-bench gemm --algo=meshgemm|cannon|summa|allgather|auto --mesh=S|WxH "
+                      "--m=M --k=K --n=N [--target=T] [--keep=PLAN_DIR]\n");
       return WF_EXIT_USAGE;
     }
   }

@@ -23,7 +23,9 @@ int wf_bench_gemv(int argc, char **argv) {
     else if ((v = wf_bench_opt(argv[i], "levels"))) { if ((levels = wf_bench_int("levels", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(argv[i], "groups"))) { if ((groups = wf_bench_int("groups", v)) < 0) return WF_EXIT_USAGE; }
     else {
-      fprintf(stderr, "wafer-bench gemv: unknown option '%s'\n", argv[i]);
+      static const char *const own[] = {"--allreduce", "--target", "--mesh", "--keep", "--k", "--n",
+                                        "--levels", "--groups"};
+      wf_error_unknown_option("wafer-bench gemv", argv[i], own, 8);
       return WF_EXIT_USAGE;
     }
   }

@@ -29,6 +29,11 @@ int main(int argc, char **argv) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? WF_EXIT_USAGE : 0;
   }
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { /* wafer-bench gemm --help */
+      usage(stdout);
+      return 0;
+    }
   if (!strcmp(argv[1], "--version")) {
     printf("wafer-bench (waferc) %s\n", WF_VERSION_STRING);
     return 0;

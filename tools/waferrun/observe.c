@@ -2,6 +2,7 @@
  * line; it never reaches a cycle count, a report or the trace. */
 #include "observe.h"
 
+#include <stdio.h>
 #include <time.h>
 
 #include "waferc/diag.h"
@@ -23,11 +24,18 @@ static void on_event(const wf_sim_event *ev, void *user) {
   /* The ETA assumes host time per simulated cycle stays what it has been so far. */
   long long c = (long long)ev->cycle, p = (long long)o->predicted;
   double per_cycle = c > 0 ? (now - o->start) / (double)c : 0;
-  if (p <= 0) wf_progress("simulating: cycle %lld", c);
-  else if (c < p)
-    wf_progress("simulating: cycle %lld of ~%lld predicted (%.0f%%), ETA %.0f s", c, p, 100.0 * (double)c / (double)p,
-                per_cycle * (double)(p - c));
-  else wf_progress("simulating: cycle %lld, past the %lld predicted", c, p);
+  if (p <= 0) {
+    wf_progress("simulating: cycle %lld", c);
+  } else if (c < p) {
+    long long eta = (long long)(per_cycle * (double)(p - c) + 0.5);
+    char t[32];
+    if (eta < 120) snprintf(t, sizeof t, "%lld s", eta);
+    else if (eta < 7200) snprintf(t, sizeof t, "%lld min %lld s", eta / 60, eta % 60);
+    else snprintf(t, sizeof t, "%lld h %lld min", eta / 3600, eta / 60 % 60);
+    wf_progress("simulating: cycle %lld of ~%lld predicted (%.0f%%), ETA %s", c, p, 100.0 * (double)c / (double)p, t);
+  } else {
+    wf_progress("simulating: cycle %lld, past the %lld predicted", c, p);
+  }
 }
 
 void wf_run_observe(wf_sim *s, wf_run_observer *o) {
