@@ -105,6 +105,23 @@ static int parse_generator(const char *spec, int *is_random, uint64_t *seed, dou
   return 1;
 }
 
+int wf_run_check_input_spec(const wf_plan_tensor *t, const char *spec) {
+  int is_random;
+  double v;
+  uint64_t seed;
+  int g = parse_generator(spec, &is_random, &seed, &v);
+  if (g < 0) {
+    wf_error_at("waferrun", "--input %s=%s: expected random:SEED (a non-negative integer) or splat:V "
+                            "(a number)", t->name, spec);
+    return WF_EXIT_USAGE;
+  }
+  if (g == 0 && access(spec, R_OK) != 0) {
+    wf_error_at(spec, "cannot read --input %s: %s", t->name, strerror(errno));
+    return WF_EXIT_IO;
+  }
+  return 0;
+}
+
 wf_tensor *wf_run_make_input(const wf_plan_tensor *t, const char *spec, int *rc) {
   int is_random = 0;
   double v = 0;

@@ -189,14 +189,14 @@ int main(int argc, char **argv) {
   /* Usage and paths first: a run must not simulate for minutes and then fail to write. */
   rc = wf_run_check_input_names(p, in, n_in, so.mode != WF_SIM_TIMING); /* timing mode needs no data */
   if (!rc) rc = wf_run_check_outputs(out_dir, report, trace_path, heat_dir);
-  wf_tensor *in_data[WF_RUN_MAX_INPUTS] = {0};
+  int in_index[WF_RUN_MAX_INPUTS];
   for (int i = 0; i < n_in && !rc; i++) {
-    int k = 0;
-    while (strcmp(p->inputs[k].name, in[i].name)) k++; /* checked above */
-    in_data[i] = wf_run_make_input(&p->inputs[k], in[i].spec, &rc);
+    in_index[i] = 0;
+    while (strcmp(p->inputs[in_index[i]].name, in[i].name)) in_index[i]++; /* checked above */
+    rc = wf_run_check_input_spec(&p->inputs[in_index[i]], in[i].spec);
   }
   if (rc) {
-    for (int i = 0; i < n_in; i++) free(in[i].name), wf_tensor_free(in_data[i]);
+    for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);
     return rc;
   }
@@ -214,9 +214,10 @@ int main(int argc, char **argv) {
   wf_run_observer obs = {.trace = NULL, .predicted = p->predicted_total};
   if (trace_path) obs.trace = wf_trace_new(s, p, trace_limit);
   wf_run_observe(s, &obs);
-  for (int i = 0; i < n_in; i++) {
-    if (!rc && wf_sim_set_input(s, in[i].name, in_data[i])) rc = WF_EXIT_INPUT;
-    wf_tensor_free(in_data[i]);
+  for (int i = 0; i < n_in && !rc; i++) { /* one at a time: inputs can be large */
+    wf_tensor *t = wf_run_make_input(&p->inputs[in_index[i]], in[i].spec, &rc);
+    if (t && wf_sim_set_input(s, in[i].name, t)) rc = WF_EXIT_INPUT;
+    wf_tensor_free(t);
   }
   if (!rc) {
     rc = wf_sim_run(s);

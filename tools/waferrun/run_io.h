@@ -29,6 +29,10 @@ int wf_run_check_outputs(const char *out_dir, const char *report, const char *tr
  * once. WF_EXIT_USAGE if any, else 0. */
 int wf_run_check_input_names(const wf_plan *p, const wf_run_input *in, int n, int need_all);
 
+/* Checks an --input SPEC before the run: a generator's syntax, or that the file can be read.
+ * 0, or (reported) WF_EXIT_USAGE / WF_EXIT_IO. */
+int wf_run_check_input_spec(const wf_plan_tensor *t, const char *spec);
+
 /* The tensor for one --input of plan input `t`: read from the .npy file, or generated
  * (random:SEED, splat:V; docs in waferrun --help). NULL and *rc set (WF_EXIT_IO when the
  * file cannot be read, WF_EXIT_INPUT when it is not a valid .npy, WF_EXIT_USAGE for a bad
