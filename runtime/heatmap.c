@@ -153,6 +153,8 @@ typedef struct map {
   double *v;            /* [w*h] */
   unsigned char *has;   /* [w*h]: 1 = a value, 0 = no PE or no link there */
   unsigned char *pe;    /* [w*h]: 1 = a PE runs a program (CSV rows) */
+  const wf_sim *sim;    /* for the CSV's extra columns */
+  int dir;              /* link maps: WF_DIR_*; -1 = the PE map */
 } map;
 
 static void fmt_value(const map *m, double v, char *buf, size_t cap) {
@@ -233,13 +235,23 @@ static int write_map(const map *m, int w, int h, const char *dir) {
     wf_error_at(path, "cannot write the heatmap data: %s", strerror(errno));
     return WF_EXIT_IO;
   }
-  fprintf(f, "x,y,value\n");
+  /* The PE map's CSV also gives each PE's cycle classes, which add up to `cycles`. */
+  if (m->dir < 0) fprintf(f, "x,y,value,cycles,compute,communication,stall,idle,overlap\n");
+  else fprintf(f, "x,y,value\n");
+  int64_t total = wf_sim_cycles(m->sim);
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       int i = y * w + x;
       if (!m->pe[i]) continue;
-      if (m->integer) fprintf(f, "%d,%d,%.0f\n", x, y, m->v[i]);
-      else fprintf(f, "%d,%d,%.3f\n", x, y, m->v[i]);
+      if (m->integer) fprintf(f, "%d,%d,%.0f", x, y, m->v[i]);
+      else fprintf(f, "%d,%d,%.3f", x, y, m->v[i]);
+      if (m->dir < 0) {
+        wf_sim_pe_stats st;
+        wf_sim_pe_stats_at(m->sim, x, y, &st);
+        fprintf(f, ",%lld,%lld,%lld,%lld,%lld,%lld", (long long)total, (long long)st.compute,
+                (long long)st.comm, (long long)st.stall, (long long)st.idle, (long long)st.overlap);
+      }
+      fputc('\n', f);
     }
   if (fclose(f)) {
     wf_error_at(path, "cannot write the heatmap data: %s", strerror(errno));
@@ -269,7 +281,7 @@ int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir) {
   int rc = WF_EXIT_OK;
   for (int k = -1; k < 4 && !rc; k++) {
     map m = {k < 0 ? "pe_busy" : dir_file[k], "", k >= 0, calloc(cells, sizeof(double)),
-             calloc(cells, 1), pe};
+             calloc(cells, 1), pe, s, k};
     WF_ASSERT(m.v && m.has);
     if (k < 0) snprintf(m.title, sizeof m.title, "PE busy %% of %lld cycles", (long long)total);
     else snprintf(m.title, sizeof m.title, "wavelets sent %s per link", dir_word[k]);

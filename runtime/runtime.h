@@ -124,9 +124,17 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out);
 typedef struct wf_sim_pe_stats {
   int present;          /* 1 if a program class is placed on this PE */
   int cls;              /* index into plan->classes, -1 if none */
-  int64_t compute;      /* cycles spent in compute instructions */
-  int64_t comm;         /* cycles a wavelet was sent or received (fabric instructions) */
-  int64_t stall;        /* cycles a fabric instruction waited (backpressure, empty queue) */
+  /* Every cycle of the run is in exactly one of compute, comm, stall, idle (after a finished
+   * run they add up to wf_sim_cycles; docs/cycle-model.md, "Accounting"). */
+  int64_t compute;      /* cycles inside a compute instruction */
+  int64_t comm;         /* other cycles in which a wavelet was sent or received (the main
+                           thread's fabric instruction or an async stream) or a control
+                           item went down the ramp */
+  int64_t stall;        /* other cycles the PE waited with work pending (backpressure, an
+                           empty queue, a `wait`, async streams that could not move) */
+  int64_t idle;         /* the rest: wf_sim_cycles - compute - comm - stall */
+  int64_t overlap;      /* compute cycles in which an async stream also moved a wavelet
+                           (part of compute, not added to it) */
   int64_t busy;         /* compute + comm: cycles the PE did useful work */
   int64_t finish;       /* first cycle after the PE's last work (0 if it never ran) */
   int64_t ctl_wavelets; /* control wavelets delivered to this PE */

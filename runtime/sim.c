@@ -132,13 +132,11 @@ static void settle_sleepers(wf_sim *s) {
 }
 
 /* Charges the cycles p slept through up to and including `upto`: asleep inside a task (a
- * receive, a send on a full ramp, a `wait`) they are stalls; asleep with nothing to do, idle. */
+ * receive, a send on a full ramp, a `wait`) or with async streams pending they are stalls
+ * (no stream moves while it sleeps); asleep with nothing to do, idle. */
 static void charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
-  if (p->state != WF_PE_IDLE && upto >= p->sleep_start) {
-    int64_t d = upto - p->sleep_start + 1;
-    p->stall += d;
-    s->ops[p->op].stall += d;
-  }
+  if ((p->state != WF_PE_IDLE || p->n_async) && upto >= p->sleep_start)
+    wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 
 static int timer_before(const wf_pe *a, const wf_pe *b) {
@@ -629,7 +627,9 @@ int wf_sim_pe_stats_at(const wf_sim *s, int x, int y, wf_sim_pe_stats *out) {
   out->compute = p->compute;
   out->comm = p->comm;
   out->stall = p->stall;
+  out->overlap = p->overlap;
   out->busy = p->compute + p->comm;
+  out->idle = s->total - p->compute - p->comm - p->stall;
   out->finish = p->finish;
   out->ctl_wavelets = p->ctl_in;
   return 0;
