@@ -152,6 +152,9 @@ int64_t wf_sim_link_wavelets(const wf_sim *s, int x, int y, int dir);
 int64_t wf_sim_link_stalls(const wf_sim *s, int x, int y, int dir);
 /* Wavelets PE (x, y) put down its ramp into its router. */
 int64_t wf_sim_ramp_down(const wf_sim *s, int x, int y);
+/* IR op `op`'s mesh-wide extent, as in the report: the first cycle a PE entered it and the
+ * cycle after the last PE's last work in it. Returns 0, or -1 if no PE entered it. */
+int wf_sim_op_extent(const wf_sim *s, int op, int64_t *start, int64_t *end);
 
 /* Events, delivered in simulation order (deterministic: cycle, then row-major PE order).
  * Instruction events cover costed instructions only (compute and fabric); `dur` is known at
@@ -164,7 +167,9 @@ typedef enum wf_sim_event_kind {
   WF_SIM_EV_OP_END,      /* the PE leaves op `op` (next marker or end of program) */
   WF_SIM_EV_INSTR_BEGIN,
   WF_SIM_EV_INSTR_END,
-  WF_SIM_EV_PE_DONE      /* the PE finished its program */
+  WF_SIM_EV_PE_DONE,     /* the PE finished its program */
+  WF_SIM_EV_ASYNC_BEGIN, /* an async fabric stream (asend, arecv, ...) starts on `engine` */
+  WF_SIM_EV_ASYNC_END    /* ... and moved its last wavelet in this cycle */
 } wf_sim_event_kind;
 
 typedef struct wf_sim_event {
@@ -177,7 +182,9 @@ typedef struct wf_sim_event {
   int task;                 /* task index into the class's tasks */
   const char *task_name;    /* the task's name (owned by the plan) */
   int pc;                   /* INSTR_*: instruction index in the class's code, else -1 */
-  const wf_pe_instr *instr; /* INSTR_*: the instruction (wf_pe_instr_synopsis prints it) */
+  const wf_pe_instr *instr; /* INSTR_*, ASYNC_*: the instruction (wf_pe_instr_synopsis prints it) */
+  int engine;               /* ASYNC_*: the PE's async engine (0..3), else -1 */
+  int64_t wavelets;         /* fabric INSTR_* and ASYNC_*: wavelets the stream moves, else -1 */
 } wf_sim_event;
 
 typedef void (*wf_sim_event_fn)(const wf_sim_event *ev, void *user);

@@ -189,8 +189,8 @@ void wf_sim_wake_pe(wf_sim *s, wf_pe *p) {
   p->rt->pe_wait = 0;
 }
 
-void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
-  if (!s->ev_fn) return;
+static void emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur, int engine,
+                 int64_t wavelets) {
   wf_sim_event ev;
   memset(&ev, 0, sizeof ev);
   ev.kind = kind;
@@ -204,7 +204,17 @@ void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
   ev.task_name = p->task >= 0 ? p->cls->tasks[p->task].name : "";
   ev.pc = pc;
   ev.instr = pc >= 0 ? &p->cls->code[pc] : NULL;
+  ev.engine = engine;
+  ev.wavelets = wavelets;
   s->ev_fn(&ev, s->ev_user);
+}
+
+void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
+  if (s->ev_fn) emit(s, p, kind, pc, dur, -1, -1);
+}
+
+void wf_sim_emit_stream(wf_sim *s, const wf_pe *p, int kind, int pc, int engine, int64_t wavelets) {
+  if (s->ev_fn) emit(s, p, kind, pc, -1, engine, wavelets);
 }
 
 void wf_sim_set_event_callback(wf_sim *s, wf_sim_event_fn fn, void *user) {
@@ -645,6 +655,13 @@ int64_t wf_sim_link_stalls(const wf_sim *s, int x, int y, int dir) {
   if (!inside(s, x, y) || dir < 0 || dir >= WF_DIR_COUNT) return 0;
   const wf_router *r = s->routers[(size_t)y * s->w + x];
   return r ? r->out_stall[dir] : 0;
+}
+
+int wf_sim_op_extent(const wf_sim *s, int op, int64_t *start, int64_t *end) {
+  if (op < 0 || op >= s->plan->n_ops || s->ops[op].start == INT64_MAX) return -1;
+  *start = s->ops[op].start;
+  *end = s->ops[op].end;
+  return 0;
 }
 
 int64_t wf_sim_ramp_down(const wf_sim *s, int x, int y) {

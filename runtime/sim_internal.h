@@ -229,6 +229,8 @@ static inline void wf_sim_drained(wf_sim *s, wf_fifo *f, struct wf_router *prod)
   }
 }
 void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur);
+/* A fabric stream's event: its instruction, async engine (-1: the main thread), wavelets. */
+void wf_sim_emit_stream(wf_sim *s, const wf_pe *p, int kind, int pc, int engine, int64_t wavelets);
 float *wf_sim_pe_mem(wf_sim *s, wf_pe *p); /* allocates on first use; NULL in timing mode */
 static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
   (void)s;

@@ -252,6 +252,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
           p->as[k].in = NULL;
         } else {
           p->n_async++;
+          wf_sim_emit_stream(s, p, WF_SIM_EV_ASYNC_BEGIN, p->pc - 1, k, p->as[k].need);
         }
         s->progress = 1;
         continue;
@@ -288,7 +289,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         p->pc++;
         if (p->cur.need == 0) continue;
         p->state = WF_PE_FABRIC;
-        wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, -1);
+        wf_sim_emit_stream(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, -1, p->cur.need);
         return 0; /* the first wavelet moves in this cycle (wf_pe_step) */
       }
       default: {
@@ -321,7 +322,7 @@ static void main_stream(wf_sim *s, wf_pe *p) {
   p->cy = WF_CY_COMM;
   worked(s, p, s->now + 1);
   if (st->prog < st->need) return;
-  wf_sim_emit(s, p, WF_SIM_EV_INSTR_END, (int)(st->in - p->cls->code), -1);
+  wf_sim_emit_stream(s, p, WF_SIM_EV_INSTR_END, (int)(st->in - p->cls->code), -1, st->need);
   /* The last element of an input stream is stored (or its result leaves) in the next cycle;
    * the pipeline lets the next instruction start in that cycle. */
   if (is_input(st->in->op)) worked(s, p, s->now + 2);
@@ -337,6 +338,7 @@ static int async_streams(wf_sim *s, wf_pe *p) {
     moved = 1;
     worked(s, p, s->now + (is_input(st->in->op) ? 2 : 1));
     if (st->prog == st->need) {
+      wf_sim_emit_stream(s, p, WF_SIM_EV_ASYNC_END, (int)(st->in - p->cls->code), k, st->need);
       p->t_active |= 1u << st->task;
       st->in = NULL;
       p->n_async--;

@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
     wf_progress_done();
     /* A failed run's trace is still written: it shows where the PEs stalled. */
     if (obs.trace) {
-      int trc = wf_trace_write(obs.trace, trace_path);
+      int trc = wf_trace_write(obs.trace, trace_path, rc);
       if (!rc) rc = trc;
     }
   }
