@@ -51,6 +51,7 @@ typedef struct wf_plan_op {
   char op[32];
   char result[64];
   char loc[128];
+  char lowering[32]; /* manifest "lowering" (e.g. "cannon-ring"); "" when absent */
   int64_t predicted;
 } wf_plan_op;
 

@@ -23,6 +23,14 @@ waferrun "$TMP/plan" --input x="$x" --trace "$TMP/small.json" --trace-limit 10 >
   fail "limited run exited $?"
 waferrun "$TMP/plan" -q --input x="$x" --trace "$TMP/bad.json" --trace-limit 0 2>/dev/null \
   && fail "--trace-limit 0 accepted"
+# --heatmap-scale: a fixed scale of the user's (the colours move, the data stays), and
+# malformed scales refused at the command line.
+waferrun "$TMP/plan" -q --input x="$x" --heatmap "$TMP/heat_half" --heatmap-scale=0:50 || fail "--heatmap-scale=0:50 exited $?"
+for bad in 50:10 0:200 -5:10 abc 10 "0:50x"; do
+  rc=0; waferrun "$TMP/plan" -q --input x="$x" --heatmap "$TMP/heat_bad" --heatmap-scale="$bad" 2>"$TMP/err" || rc=$?
+  [ $rc = 2 ] && grep -q "heatmap-scale" "$TMP/err" || fail "--heatmap-scale=$bad: expected exit 2 naming the option, got $rc"
+  [ ! -e "$TMP/heat_bad" ] || fail "--heatmap-scale=$bad: heatmaps written anyway"
+done
 
 # A run stopped by --max-cycles writes its trace, marked neither finished nor complete.
 rc=0; waferrun "$TMP/plan" -q --input x="$x" --trace "$TMP/stopped.json" --max-cycles 40 2>/dev/null || rc=$?
@@ -56,46 +64,53 @@ assert meta["limit"] == 10 and meta["dropped_events"] > 0
 assert meta["complete"] is False and meta["run_finished"] is True
 assert printed_events(os.path.join(tmp, "small.txt")) == meta["events"], "printed event count differs from the file"
 
-def png_size(path):
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", path + ": not a PNG"
-    pos, idat, size = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        crc, = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
-        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, path + ": bad CRC in " + kind.decode()
-        if kind == b"IHDR":
-            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
-            assert depth == 8 and ctype == 2, path + ": expected 8-bit RGB"
-            size = (w, h)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h = size
-    assert len(zlib.decompress(idat)) == h * (1 + 3 * w), path + ": pixel data does not match IHDR"
-    return size
+from png_check import read_png, colormap, colours
 
-heat = os.path.join(tmp, "heat1")
-stems = ["pe_busy", "link_n", "link_e", "link_s", "link_w"]
-assert sorted(os.listdir(heat)) == sorted([s + ".png" for s in stems] + [s + ".csv" for s in stems])
-sizes = {png_size(os.path.join(heat, s + ".png")) for s in stems}
-assert len(sizes) == 1, "heatmaps of one mesh differ in size: %r" % sizes
-w, h = sizes.pop()
-assert w >= 4 * 48 and h >= 4 * 48, "a 4x4 mesh must be scaled up (48 px per PE), got %dx%d" % (w, h)
-for s in stems:
-    rows = open(os.path.join(heat, s + ".csv")).read().splitlines()
-    assert rows[0].split(",")[:3] == ["x", "y", "value"], s + ": bad CSV header"
-    cells = [tuple(r.split(",")) for r in rows[1:]]
-    assert len(cells) == pes, "%s.csv: %d rows for %d PEs" % (s, len(cells), pes)
-    assert len({(c[0], c[1]) for c in cells}) == pes, s + ": duplicate PE rows"
-    vals = [float(c[2]) for c in cells]
-    if s == "pe_busy":
-        assert all(0 <= v <= 100 for v in vals) and max(vals) > 0, "busy % out of range"
-    else:
-        assert all(v >= 0 for v in vals)
-total_link = sum(float(r.split(",")[2]) for s in stems[1:] for r in open(os.path.join(heat, s + ".csv")).read().splitlines()[1:])
-assert total_link == report["links"]["wavelet_hops"], "link CSVs sum to %g, report says %d hops" % (total_link, report["links"]["wavelet_hops"])
+def near(seen, want):
+    """want's colour (within rounding of the 3-decimal CSV value) fills a PE's block (47x47
+    pixels on a 4x4 mesh): far more than the colour bar's few rows of any one colour."""
+    return sum(n for c, n in seen.items() if all(abs(c[k] - want[k]) <= 1 for k in range(3))) >= 1000
+
+def check_heat(heat, lo, hi):
+    stems = ["pe_busy", "link_n", "link_e", "link_s", "link_w"]
+    assert sorted(os.listdir(heat)) == sorted([s + ".png" for s in stems] + [s + ".csv" for s in stems])
+    imgs = {s: read_png(os.path.join(heat, s + ".png")) for s in stems}
+    sizes = {im[:2] for im in imgs.values()}
+    assert len(sizes) == 1, "heatmaps of one mesh differ in size: %r" % sizes
+    w, h = sizes.pop()
+    assert w >= 4 * 48 and h >= 4 * 48, "a 4x4 mesh must be scaled up (48 px per PE), got %dx%d" % (w, h)
+    total_link = 0
+    for s in stems:
+        rows = open(os.path.join(heat, s + ".csv")).read().splitlines()
+        want = ["x", "y", "value"] + (["cycles", "compute", "communication", "stall", "idle", "overlap"]
+                                      if s == "pe_busy" else ["wavelets"])
+        assert rows[0].split(",") == want, s + ": bad CSV header " + rows[0]
+        cells = [r.split(",") for r in rows[1:]]
+        assert len(cells) == pes, "%s.csv: %d rows for %d PEs" % (s, len(cells), pes)
+        assert len({(c[0], c[1]) for c in cells}) == pes, s + ": duplicate PE rows"
+        vals = [float(c[2]) for c in cells]
+        if s == "pe_busy":
+            assert all(0 <= v <= 100 for v in vals) and max(vals) > 0, "busy % out of range"
+            scaled = [v / 100.0 for v in vals]
+        else:
+            # wavelets per cycle of link capacity: 0..1, the count over the run's cycles
+            assert all(0 <= v <= 1 for v in vals), s + ": a link over its capacity"
+            for c in cells:
+                assert abs(float(c[2]) - int(c[3]) / cycles) < 1e-6, s + ": value is not wavelets / cycles: %r" % c
+                total_link += int(c[3])
+            scaled = vals
+        # the fixed scale: each PE's colour is its value's place between lo and hi percent
+        seen = colours(imgs[s][2])
+        for c, v in zip(cells, scaled):
+            if s != "pe_busy" and int(c[3]) == 0:
+                continue  # an edge port without a link is grey, not zero
+            t = (100 * v - lo) / (hi - lo)
+            assert near(seen, colormap(t)), "%s: PE (%s,%s) = %s is not coloured on the %g:%g scale" % (s, c[0], c[1], c[2], lo, hi)
+    assert total_link == report["links"]["wavelet_hops"], "link CSVs sum to %d, report says %d hops" % (total_link, report["links"]["wavelet_hops"])
+
+check_heat(os.path.join(tmp, "heat1"), 0, 100)
+check_heat(os.path.join(tmp, "heat_half"), 0, 50)
+assert open(os.path.join(tmp, "heat1", "pe_busy.csv")).read() == open(os.path.join(tmp, "heat_half", "pe_busy.csv")).read()
 PY
 
 # Above 256 PEs the trace has one counter track per row.
