@@ -47,6 +47,12 @@ for o in r["ops"]:
     for k in ("compute", "communication", "stall", "idle", "overlap"):
         if o[k] < 0:
             errs.append("report: op %d %s = %d" % (o["index"], k, o[k]))
+    # an op's classes fit in its span on every PE: idle is what is left, never clamped
+    left = o["cycles"] * count - o["compute"] - o["communication"] - o["stall"]
+    if o["idle"] != left:
+        errs.append("report: op %d: idle %d, but span x PEs minus the classes is %d" % (o["index"], o["idle"], left))
+    if o["overlap"] > o["compute"]:
+        errs.append("report: op %d: overlap %d > compute %d" % (o["index"], o["overlap"], o["compute"]))
 rows = open(os.path.join(d, "h", "pe_busy.csv")).read().splitlines()
 head = rows[0].split(",")
 if head != ["x", "y", "value", "cycles", "compute", "communication", "stall", "idle", "overlap"]:
