@@ -210,24 +210,28 @@ static void draw_line(canvas *c, int x, int y, const char *s, int scale) {
 /* x coordinates above the mesh and y coordinates left of it, each at its PE's centre, with a
  * tick; every xstep-th / ystep-th PE, and the last one when it has room after the one before. */
 static void draw_axes(canvas *c, const layout *L, int w, int h) {
-  int cw = CHAR_W * L->scale;
+  int cw = CHAR_W * L->scale, prev = 0;
   char num[16];
   for (int x = 0; x < w; x++) {
-    int last = x == w - 1 && (x % L->xstep) * L->block >= L->xneed;
-    if (x % L->xstep && !last) continue;
     int cx = L->mx + x * L->block + L->block / 2;
+    if (x % L->xstep && !(x == w - 1 && cx - prev >= L->xneed)) continue;
+    prev = cx;
     snprintf(num, sizeof num, "%d", x);
     int tw = (int)strlen(num) * cw - L->scale;
     draw_text(c, cx - tw / 2, L->my - 3 - L->line_h + 2, num, L->scale, C_TEXT);
     fill_rect(c, cx, L->my - 3, 1, 2, C_FRAME);
   }
   for (int y = 0; y < h; y++) {
-    int last = y == h - 1 && (y % L->ystep) * L->block >= L->yneed;
-    if (y % L->ystep && !last) continue;
     int cy = L->my + y * L->block + L->block / 2;
+    /* centred on the row, kept within the mesh's height (1-pixel rows at the edges) */
+    int ty = cy - 7 * L->scale / 2;
+    if (ty < L->my) ty = L->my;
+    if (ty > L->my + L->mh - 7 * L->scale) ty = L->my + L->mh - 7 * L->scale;
+    if (y % L->ystep && !(y == h - 1 && ty - prev >= L->yneed)) continue;
+    prev = ty;
     snprintf(num, sizeof num, "%d", y);
     int tw = (int)strlen(num) * cw - L->scale;
-    draw_text(c, L->mx - 5 - tw, cy - 7 * L->scale / 2, num, L->scale, C_TEXT);
+    draw_text(c, L->mx - 5 - tw, ty, num, L->scale, C_TEXT);
     fill_rect(c, L->mx - 3, cy, 2, 1, C_FRAME);
   }
 }
