@@ -553,6 +553,9 @@ wf_plan *wf_plan_load(const char *dir) {
       if (cJSON_IsString(r)) snprintf(p->ops[i].result, sizeof p->ops[i].result, "%s", r->valuestring);
       const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "loc");
       if (cJSON_IsString(l)) snprintf(p->ops[i].loc, sizeof p->ops[i].loc, "%s", l->valuestring);
+      const cJSON *lw = cJSON_GetObjectItemCaseSensitive(o, "lowering");
+      if (cJSON_IsString(lw))
+        snprintf(p->ops[i].lowering, sizeof p->ops[i].lowering, "%s", lw->valuestring);
       if (load_colls(&c, p, o, i, where)) goto fail;
     }
     for (int k = 0; k < p->n_colls; k++)

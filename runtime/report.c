@@ -39,13 +39,14 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddNumberToObject(root, "tokens_per_second", (double)p->tokens_per_run / seconds);
   }
 
-  int64_t comp = 0, comm = 0, stall = 0;
+  int64_t comp = 0, comm = 0, stall = 0, overlap = 0;
   size_t cells = (size_t)s->w * (size_t)s->h;
   for (size_t i = 0; i < cells; i++)
     if (s->pes[i]) {
       comp += s->pes[i]->compute;
       comm += s->pes[i]->comm;
       stall += s->pes[i]->stall;
+      overlap += s->pes[i]->overlap;
     }
   int64_t pe_cycles = s->total * s->n_pes;
   cJSON *pe = cJSON_AddObjectToObject(root, "pes");
@@ -53,8 +54,11 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddItemToObject(pe, "compute_cycles", num(comp));
   cJSON_AddItemToObject(pe, "communication_cycles", num(comm));
   cJSON_AddItemToObject(pe, "stall_cycles", num(stall));
+  /* Each PE-cycle is in exactly one of the four classes (wf_pe_charge), so idle >= 0. */
   cJSON_AddItemToObject(pe, "idle_cycles", num(pe_cycles - comp - comm - stall));
+  cJSON_AddItemToObject(pe, "overlap_cycles", num(overlap));
   cJSON_AddNumberToObject(pe, "utilization", pe_cycles ? (double)comp / (double)pe_cycles : 0.0);
+  cJSON_AddNumberToObject(pe, "busy", pe_cycles ? (double)(comp + comm) / (double)pe_cycles : 0.0);
 
   cJSON *ops = cJSON_AddArrayToObject(root, "ops");
   for (int i = 0; i < p->n_ops; i++) {
@@ -74,6 +78,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddItemToObject(o, "stall", num(st->stall));
     int64_t idle = span * s->n_pes - st->compute - st->comm - st->stall;
     cJSON_AddItemToObject(o, "idle", num(idle > 0 ? idle : 0));
+    cJSON_AddItemToObject(o, "overlap", num(st->overlap));
     cJSON *cs = NULL;
     for (int k = 0; k < p->n_colls; k++) {
       const wf_plan_coll *pc = &p->colls[k];

@@ -51,6 +51,7 @@ typedef struct wf_plan_op {
   char op[32];
   char result[64];
   char loc[128];
+  char lowering[32]; /* manifest "lowering" (e.g. "cannon-ring"); "" when absent */
   int64_t predicted;
 } wf_plan_op;
 
@@ -124,9 +125,17 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out);
 typedef struct wf_sim_pe_stats {
   int present;          /* 1 if a program class is placed on this PE */
   int cls;              /* index into plan->classes, -1 if none */
-  int64_t compute;      /* cycles spent in compute instructions */
-  int64_t comm;         /* cycles a wavelet was sent or received (fabric instructions) */
-  int64_t stall;        /* cycles a fabric instruction waited (backpressure, empty queue) */
+  /* Every cycle of the run is in exactly one of compute, comm, stall, idle (after a finished
+   * run they add up to wf_sim_cycles; docs/cycle-model.md, "Accounting"). */
+  int64_t compute;      /* cycles inside a compute instruction */
+  int64_t comm;         /* other cycles in which a wavelet was sent or received (the main
+                           thread's fabric instruction or an async stream) or a control
+                           item went down the ramp */
+  int64_t stall;        /* other cycles the PE waited with work pending (backpressure, an
+                           empty queue, a `wait`, async streams that could not move) */
+  int64_t idle;         /* the rest: wf_sim_cycles - compute - comm - stall */
+  int64_t overlap;      /* compute cycles in which an async stream also moved a wavelet
+                           (part of compute, not added to it) */
   int64_t busy;         /* compute + comm: cycles the PE did useful work */
   int64_t finish;       /* first cycle after the PE's last work (0 if it never ran) */
   int64_t ctl_wavelets; /* control wavelets delivered to this PE */
@@ -144,6 +153,9 @@ int64_t wf_sim_link_wavelets(const wf_sim *s, int x, int y, int dir);
 int64_t wf_sim_link_stalls(const wf_sim *s, int x, int y, int dir);
 /* Wavelets PE (x, y) put down its ramp into its router. */
 int64_t wf_sim_ramp_down(const wf_sim *s, int x, int y);
+/* IR op `op`'s mesh-wide extent, as in the report: the first cycle a PE entered it and the
+ * cycle after the last PE's last work in it. Returns 0, or -1 if no PE entered it. */
+int wf_sim_op_extent(const wf_sim *s, int op, int64_t *start, int64_t *end);
 
 /* Events, delivered in simulation order (deterministic: cycle, then row-major PE order).
  * Instruction events cover costed instructions only (compute and fabric); `dur` is known at
@@ -156,7 +168,9 @@ typedef enum wf_sim_event_kind {
   WF_SIM_EV_OP_END,      /* the PE leaves op `op` (next marker or end of program) */
   WF_SIM_EV_INSTR_BEGIN,
   WF_SIM_EV_INSTR_END,
-  WF_SIM_EV_PE_DONE      /* the PE finished its program */
+  WF_SIM_EV_PE_DONE,     /* the PE finished its program */
+  WF_SIM_EV_ASYNC_BEGIN, /* an async fabric stream (asend, arecv, ...) starts on `engine` */
+  WF_SIM_EV_ASYNC_END    /* ... and moved its last wavelet in this cycle */
 } wf_sim_event_kind;
 
 typedef struct wf_sim_event {
@@ -169,7 +183,9 @@ typedef struct wf_sim_event {
   int task;                 /* task index into the class's tasks */
   const char *task_name;    /* the task's name (owned by the plan) */
   int pc;                   /* INSTR_*: instruction index in the class's code, else -1 */
-  const wf_pe_instr *instr; /* INSTR_*: the instruction (wf_pe_instr_synopsis prints it) */
+  const wf_pe_instr *instr; /* INSTR_*, ASYNC_*: the instruction (wf_pe_instr_synopsis prints it) */
+  int engine;               /* ASYNC_*: the PE's async engine (0..3), else -1 */
+  int64_t wavelets;         /* fabric INSTR_* and ASYNC_*: wavelets the stream moves, else -1 */
 } wf_sim_event;
 
 typedef void (*wf_sim_event_fn)(const wf_sim_event *ev, void *user);

@@ -132,13 +132,11 @@ static void settle_sleepers(wf_sim *s) {
 }
 
 /* Charges the cycles p slept through up to and including `upto`: asleep inside a task (a
- * receive, a send on a full ramp, a `wait`) they are stalls; asleep with nothing to do, idle. */
+ * receive, a send on a full ramp, a `wait`) or with async streams pending they are stalls
+ * (no stream moves while it sleeps); asleep with nothing to do, idle. */
 static void charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
-  if (p->state != WF_PE_IDLE && upto >= p->sleep_start) {
-    int64_t d = upto - p->sleep_start + 1;
-    p->stall += d;
-    s->ops[p->op].stall += d;
-  }
+  if ((p->state != WF_PE_IDLE || p->n_async) && upto >= p->sleep_start)
+    wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 
 static int timer_before(const wf_pe *a, const wf_pe *b) {
@@ -191,8 +189,8 @@ void wf_sim_wake_pe(wf_sim *s, wf_pe *p) {
   p->rt->pe_wait = 0;
 }
 
-void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
-  if (!s->ev_fn) return;
+static void emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur, int engine,
+                 int64_t wavelets) {
   wf_sim_event ev;
   memset(&ev, 0, sizeof ev);
   ev.kind = kind;
@@ -206,7 +204,17 @@ void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
   ev.task_name = p->task >= 0 ? p->cls->tasks[p->task].name : "";
   ev.pc = pc;
   ev.instr = pc >= 0 ? &p->cls->code[pc] : NULL;
+  ev.engine = engine;
+  ev.wavelets = wavelets;
   s->ev_fn(&ev, s->ev_user);
+}
+
+void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur) {
+  if (s->ev_fn) emit(s, p, kind, pc, dur, -1, -1);
+}
+
+void wf_sim_emit_stream(wf_sim *s, const wf_pe *p, int kind, int pc, int engine, int64_t wavelets) {
+  if (s->ev_fn) emit(s, p, kind, pc, -1, engine, wavelets);
 }
 
 void wf_sim_set_event_callback(wf_sim *s, wf_sim_event_fn fn, void *user) {
@@ -629,7 +637,9 @@ int wf_sim_pe_stats_at(const wf_sim *s, int x, int y, wf_sim_pe_stats *out) {
   out->compute = p->compute;
   out->comm = p->comm;
   out->stall = p->stall;
+  out->overlap = p->overlap;
   out->busy = p->compute + p->comm;
+  out->idle = s->total - p->compute - p->comm - p->stall;
   out->finish = p->finish;
   out->ctl_wavelets = p->ctl_in;
   return 0;
@@ -645,6 +655,13 @@ int64_t wf_sim_link_stalls(const wf_sim *s, int x, int y, int dir) {
   if (!inside(s, x, y) || dir < 0 || dir >= WF_DIR_COUNT) return 0;
   const wf_router *r = s->routers[(size_t)y * s->w + x];
   return r ? r->out_stall[dir] : 0;
+}
+
+int wf_sim_op_extent(const wf_sim *s, int op, int64_t *start, int64_t *end) {
+  if (op < 0 || op >= s->plan->n_ops || s->ops[op].start == INT64_MAX) return -1;
+  *start = s->ops[op].start;
+  *end = s->ops[op].end;
+  return 0;
 }
 
 int64_t wf_sim_ramp_down(const wf_sim *s, int x, int y) {

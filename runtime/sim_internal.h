@@ -134,8 +134,18 @@ typedef struct wf_pe {
   int active;                      /* in the active PE list */
   int64_t key;                     /* position in the active PE list (sorted by key) */
   int64_t finish;                  /* first cycle after its last work */
-  int64_t compute, comm, stall, ctl_in;
+  /* Cycle classes (docs/cycle-model.md, "Accounting"): every cycle of the run is at most one
+   * of compute, comm, stall (idle is the rest); overlap counts compute cycles in which an
+   * async stream moved a wavelet, inside compute, never added to it. */
+  int64_t compute, comm, stall, overlap, ctl_in;
+  int64_t acct_to;                 /* first cycle not yet classified (charges only go forward) */
+  int cy;                          /* WF_CY_*: what the main thread did in this cycle's step */
 } wf_pe;
+
+/* A PE cycle's class, in order of precedence: a compute instruction covers it; else a wavelet
+ * moved (main stream, control item or async stream); else the PE waited with work pending
+ * (a blocked main-thread instruction, or async streams that could not move); else idle. */
+enum { WF_CY_NONE, WF_CY_COMPUTE, WF_CY_COMM, WF_CY_STALL };
 
 /* A collective inside an op: first cycle a PE entered it, last cycle one left it, and how
  * many times PEs entered it (runs = entries / PEs). */
@@ -145,7 +155,8 @@ typedef struct wf_coll_stat {
 
 typedef struct wf_op_stat {
   int64_t start, end;              /* first cycle a PE entered the op, last cycle one left it */
-  int64_t compute, comm, stall;    /* PE-cycles */
+  int64_t compute, comm, stall;    /* PE-cycles, each in one class (wf_pe) */
+  int64_t overlap;                 /* compute PE-cycles with async fabric activity */
 } wf_op_stat;
 
 /* Per class: color -> local index. */
@@ -218,6 +229,8 @@ static inline void wf_sim_drained(wf_sim *s, wf_fifo *f, struct wf_router *prod)
   }
 }
 void wf_sim_emit(wf_sim *s, const wf_pe *p, int kind, int pc, int64_t dur);
+/* A fabric stream's event: its instruction, async engine (-1: the main thread), wavelets. */
+void wf_sim_emit_stream(wf_sim *s, const wf_pe *p, int kind, int pc, int engine, int64_t wavelets);
 float *wf_sim_pe_mem(wf_sim *s, wf_pe *p); /* allocates on first use; NULL in timing mode */
 static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
   (void)s;
@@ -258,6 +271,24 @@ void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PE
 WF_SIM_HIDDEN void wf_sim_timer_sleep(wf_sim *s, wf_pe *p);
 
 /* sim_pe.c */
+/* Classifies cycles [from, from + n) of p as cls (WF_CY_COMPUTE, COMM or STALL) and charges
+ * them to its current op. Charges are made in time order and never overlap: a cycle counted
+ * twice is a simulator bug, caught here. */
+static inline void wf_pe_charge(wf_sim *s, wf_pe *p, int cls, int64_t from, int64_t n) {
+  WF_ASSERT(from >= p->acct_to && n > 0);
+  p->acct_to = from + n;
+  wf_op_stat *o = &s->ops[p->op];
+  if (cls == WF_CY_COMPUTE) {
+    p->compute += n;
+    o->compute += n;
+  } else if (cls == WF_CY_COMM) {
+    p->comm += n;
+    o->comm += n;
+  } else {
+    p->stall += n;
+    o->stall += n;
+  }
+}
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
 WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near); /* as above */
 void wf_pe_start(wf_sim *s, wf_pe *p);

@@ -225,8 +225,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
       case WF_PECOST_TASK: {
         if (in->op == WF_PEOP_WAIT) { /* a join: the task holds until its streams are done */
           if (p->n_async) {
-            p->stall++;
-            s->ops[p->op].stall++;
+            p->cy = WF_CY_STALL;
             return 0;
           }
           p->pc++;
@@ -243,8 +242,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         int k = 0;
         while (k < WF_SIM_ASYNC && p->as[k].in) k++;
         if (k == WF_SIM_ASYNC) { /* every engine busy: wait for one */
-          p->stall++;
-          s->ops[p->op].stall++;
+          p->cy = WF_CY_STALL;
           return 0;
         }
         if (stream_begin(s, p, in, &p->as[k])) return 0;
@@ -254,6 +252,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
           p->as[k].in = NULL;
         } else {
           p->n_async++;
+          wf_sim_emit_stream(s, p, WF_SIM_EV_ASYNC_BEGIN, p->pc - 1, k, p->as[k].need);
         }
         s->progress = 1;
         continue;
@@ -262,8 +261,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         int lc = s->ci[p->cls_i].lidx[in->args[0].term.k];
         wf_fifo *f = ramp_slot(s, p, lc);
         if (!f) {
-          p->stall++;
-          s->ops[p->op].stall++;
+          p->cy = WF_CY_STALL;
           return 0;
         }
         wf_wv w = {0.0f, WF_WV_CTL, 0, 0, 0, s->now + s->T_R};
@@ -280,8 +278,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         ramp_push(s, p, f, w);
         wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc, 1);
         p->pc++;
-        p->comm++;
-        s->ops[p->op].comm++;
+        p->cy = WF_CY_COMM;
         p->state = WF_PE_COMPUTE;
         p->busy_until = s->now + 1;
         worked(s, p, s->now + 1);
@@ -292,7 +289,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         p->pc++;
         if (p->cur.need == 0) continue;
         p->state = WF_PE_FABRIC;
-        wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, -1);
+        wf_sim_emit_stream(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, -1, p->cur.need);
         return 0; /* the first wavelet moves in this cycle (wf_pe_step) */
       }
       default: {
@@ -303,8 +300,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
         wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc - 1, cyc);
         p->state = WF_PE_COMPUTE;
         p->busy_until = s->now + cyc;
-        p->compute += cyc;
-        s->ops[p->op].compute += cyc;
+        wf_pe_charge(s, p, WF_CY_COMPUTE, s->now, cyc);
         worked(s, p, s->now + cyc);
         return 0;
       }
@@ -320,34 +316,53 @@ static int fetch(wf_sim *s, wf_pe *p) {
 static void main_stream(wf_sim *s, wf_pe *p) {
   wf_stream *st = &p->cur;
   if (!stream_unit(s, p, st)) {
-    p->stall++;
-    s->ops[p->op].stall++;
+    p->cy = WF_CY_STALL;
     return;
   }
-  p->comm++;
-  s->ops[p->op].comm++;
+  p->cy = WF_CY_COMM;
   worked(s, p, s->now + 1);
   if (st->prog < st->need) return;
-  wf_sim_emit(s, p, WF_SIM_EV_INSTR_END, (int)(st->in - p->cls->code), -1);
+  wf_sim_emit_stream(s, p, WF_SIM_EV_INSTR_END, (int)(st->in - p->cls->code), -1, st->need);
   /* The last element of an input stream is stored (or its result leaves) in the next cycle;
    * the pipeline lets the next instruction start in that cycle. */
   if (is_input(st->in->op)) worked(s, p, s->now + 2);
   p->state = WF_PE_FETCH;
 }
 
-static void async_streams(wf_sim *s, wf_pe *p) {
+/* One cycle of every background stream. Returns 1 if any moved a wavelet. */
+static int async_streams(wf_sim *s, wf_pe *p) {
+  int moved = 0;
   for (int k = 0; k < WF_SIM_ASYNC; k++) {
     wf_stream *st = &p->as[k];
     if (!st->in || !stream_unit(s, p, st)) continue;
-    p->comm++;
-    s->ops[p->op].comm++;
+    moved = 1;
     worked(s, p, s->now + (is_input(st->in->op) ? 2 : 1));
     if (st->prog == st->need) {
+      wf_sim_emit_stream(s, p, WF_SIM_EV_ASYNC_END, (int)(st->in - p->cls->code), k, st->need);
       p->t_active |= 1u << st->task;
       st->in = NULL;
       p->n_async--;
     }
   }
+  return moved;
+}
+
+/* Classifies this cycle of p once (wf_pe_charge): the main thread's compute instruction was
+ * charged when it started and covers the cycle, async wavelets moved under it are overlap;
+ * otherwise a wavelet moved by anyone makes it a communication cycle, a blocked main thread
+ * or pending async streams a stall, and nothing at all leaves it idle (uncharged). */
+static void account(wf_sim *s, wf_pe *p, int async_moved) {
+  int cy = p->cy;
+  if (cy == WF_CY_NONE && p->state == WF_PE_COMPUTE && p->busy_until > s->now) {
+    if (async_moved) {
+      p->overlap++;
+      s->ops[p->op].overlap++;
+    }
+    return;
+  }
+  if (async_moved) cy = WF_CY_COMM;
+  else if (cy == WF_CY_NONE && p->n_async) cy = WF_CY_STALL;
+  if (cy != WF_CY_NONE) wf_pe_charge(s, p, cy, s->now, 1);
 }
 
 /* What a stream waits for if it cannot move next cycle: 1 a delivery into its input queue,
@@ -444,6 +459,7 @@ void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near) {
 }
 
 void wf_pe_step(wf_sim *s, wf_pe *p) {
+  p->cy = WF_CY_NONE;
   for (int spins = 0; spins < 2 && !s->failed; spins++) {
     if (p->state == WF_PE_IDLE && !schedule(s, p)) break;
     if (p->state == WF_PE_COMPUTE) {
@@ -462,8 +478,11 @@ void wf_pe_step(wf_sim *s, wf_pe *p) {
       break;
     }
   }
-  if (p->n_async) async_streams(s, p);
-  if (!s->failed) maybe_sleep(s, p);
+  int moved = p->n_async ? async_streams(s, p) : 0;
+  if (!s->failed) {
+    account(s, p, moved);
+    maybe_sleep(s, p);
+  }
 }
 
 void wf_pe_start(wf_sim *s, wf_pe *p) {

@@ -4,7 +4,7 @@
 void wf_summary_print_usage(const wf_sim *s, FILE *out) {
   int w = wf_sim_mesh_w(s), h = wf_sim_mesh_h(s);
   int64_t total = wf_sim_cycles(s);
-  int64_t compute = 0, comm = 0, stall = 0, pes = 0;
+  int64_t compute = 0, comm = 0, stall = 0, idle = 0, overlap = 0, pes = 0;
   int64_t best = -1;
   int bx = 0, by = 0, bd = 0;
   for (int y = 0; y < h; y++)
@@ -15,6 +15,8 @@ void wf_summary_print_usage(const wf_sim *s, FILE *out) {
       compute += st.compute;
       comm += st.comm;
       stall += st.stall;
+      idle += st.idle;
+      overlap += st.overlap;
       /* first maximum in row-major, N E S W order: deterministic */
       for (int d = 0; d < WF_DIR_RAMP; d++) {
         int64_t n = wf_sim_link_wavelets(s, x, y, d);
@@ -28,9 +30,13 @@ void wf_summary_print_usage(const wf_sim *s, FILE *out) {
     }
   double cap = (double)pes * (double)total;
   if (cap <= 0) return;
-  fprintf(out, "PEs:    %.1f%% busy (compute %.1f%%, fabric %.1f%%), %.1f%% stalled\n",
+  /* The four classes partition every PE-cycle (runtime.h), so they add up to 100%. */
+  fprintf(out, "PEs:    %.1f%% busy (compute %.1f%%, fabric %.1f%%), %.1f%% stalled, %.1f%% idle\n",
           100.0 * (double)(compute + comm) / cap, 100.0 * (double)compute / cap,
-          100.0 * (double)comm / cap, 100.0 * (double)stall / cap);
+          100.0 * (double)comm / cap, 100.0 * (double)stall / cap, 100.0 * (double)idle / cap);
+  if (overlap)
+    fprintf(out, "        async fabric overlapped compute in %.1f%% of PE-cycles\n",
+            100.0 * (double)overlap / cap);
   if (best > 0)
     fprintf(out, "links:  busiest (%d,%d) %s, %lld wavelets (%.1f%% of cycles)\n", bx, by,
             wf_dir_names[bd], (long long)best, 100.0 * (double)best / (double)total);

@@ -34,6 +34,8 @@ static void usage(FILE *out) {
           "  --trace FILE            write a Chrome Trace Event file (open it in Perfetto)\n"
           "  --trace-limit N         keep at most N trace events (default 500000)\n"
           "  --heatmap DIR           write PNG heatmaps (PE busy %%, link use N/E/S/W) + CSVs\n"
+          "  --heatmap-scale=LO:HI   the heatmaps' colour scale in %% (default 0:100; links: %% of\n"
+          "                          one wavelet per cycle), or auto (each map's own range)\n"
           "  --no-jit                interpret compute instructions instead of JIT-compiling\n"
           "                          the plan's kernels (same outputs and cycles)\n"
           "  --mode=functional|timing  data and cycles (default), or cycles only: no PE memory,\n"
@@ -94,6 +96,7 @@ int main(int argc, char **argv) {
   wf_diag_set_program("waferrun");
   const char *plan_dir = NULL, *out_dir = NULL, *report = NULL, *trace_path = NULL, *heat_dir = NULL;
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
+  wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
   wf_run_input in[WF_RUN_MAX_INPUTS];
   int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0, describe = 0;
@@ -142,6 +145,11 @@ int main(int argc, char **argv) {
       if (parse_count("--trace-limit", val, &trace_limit)) return WF_EXIT_USAGE;
       if (trace_limit == 0) {
         wf_error_at("waferrun", "--trace-limit must be at least 1");
+        return WF_EXIT_USAGE;
+      }
+    } else if (OPTVAL("--heatmap-scale")) {
+      if (wf_heatmap_parse_scale(val, &heat_opts)) {
+        wf_error_at("waferrun", "--heatmap-scale expects LO:HI with 0 <= LO < HI <= 100 (percent), or auto; got '%s'", val);
         return WF_EXIT_USAGE;
       }
     } else if (OPTVAL("--heatmap")) {
@@ -224,11 +232,11 @@ int main(int argc, char **argv) {
     wf_progress_done();
     /* A failed run's trace is still written: it shows where the PEs stalled. */
     if (obs.trace) {
-      int trc = wf_trace_write(obs.trace, trace_path);
+      int trc = wf_trace_write(obs.trace, trace_path, rc);
       if (!rc) rc = trc;
     }
   }
-  if (!rc && heat_dir) rc = wf_heatmap_write(s, p, heat_dir);
+  if (!rc && heat_dir) rc = wf_heatmap_write(s, p, heat_dir, &heat_opts);
   if (!rc && out_dir && so.mode == WF_SIM_TIMING) {
     wf_warning(WF_LOC_NONE, "--mode=timing computes no data: --output-dir %s is not written", out_dir);
     out_dir = NULL;
