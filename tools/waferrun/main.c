@@ -168,8 +168,8 @@ int main(int argc, char **argv) {
     } else if (a[0] == '-') {
       static const char *const own[] = {
           "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
-          "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap", "--mode",
-          "--max-cycles", "--deadlock-cycles"};
+          "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
+          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (!plan_dir) {
