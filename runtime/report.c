@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
 static cJSON *num(int64_t v) { return cJSON_CreateNumber((double)v); }

@@ -9,7 +9,7 @@
  * The count depends on addresses and sizes only, so timing mode charges the same. */
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
   return wf_pe_arg_int(&in->args[a], &p->env);

@@ -4,25 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
-
-int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a, int64_t words,
-                   float **ptr, int64_t *off) {
-  const wf_pe_sym *sym = &p->cls->syms[in->args[a].sym];
-  int64_t o = wf_pe_arg_off(&in->args[a], &p->env);
-  if (words < 0 || o < 0 || o + words > sym->bytes / 4) {
-    wf_sim_rt_error(s, p, in,
-                    "%s operand %d reaches past the end of %s (%lld words at +%lld, symbol holds %lld)",
-                    wf_peops[in->op].name, a + 1, sym->name, (long long)words, (long long)o,
-                    (long long)(sym->bytes / 4));
-    return -1;
-  }
-  *off = sym->offset / 4 + o;
-  float *m = wf_sim_pe_mem(s, p);
-  if (ptr) *ptr = m ? m + *off : NULL;
-  return 0;
-}
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {
   return wf_pe_arg_int(&in->args[a], &p->env);

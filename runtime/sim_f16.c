@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h" /* wf_f16_to_f32, wf_f32_to_f16 (round to nearest even) */
 

@@ -5,7 +5,7 @@
  * Otherwise it waits where it is (backpressure). */
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
 static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};

@@ -2,7 +2,7 @@
  * launch and after completion, which the cycle model does not charge (docs/cycle-model.md). */
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
 /* Copies the block at `origin` between the row-major host tensor and the PE's contiguous

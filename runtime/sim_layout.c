@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
 #define LINE 64

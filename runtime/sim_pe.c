@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
 static int64_t ival(const wf_pe *p, const wf_pe_instr *in, int a) {

@@ -1,12 +1,13 @@
-/* waferc runtime — simulator state shared by the cycle engine (sim.c), the fabric
- * (sim_fabric.c), the PEs (sim_pe.c, sim_exec.c), deadlock reports (sim_deadlock.c), scatter
- * and gather (sim_io.c) and report.c. Not a public interface: observers use runtime.h.
+/* waferc runtime — simulator state shared by the cycle engine (sim.c), the services its steps
+ * share (sim_sched.c), the fabric (sim_fabric.c), the PEs (sim_pe.c, sim_exec.c), deadlock
+ * reports (sim_deadlock.c), scatter and gather (sim_io.c) and report.c. Not a public
+ * interface: observers use runtime.h.
  *
  * Memory is spent only where the plan uses it: a router holds state for the colors its
  * class declares (not all 24), a FIFO's buffer is allocated on its first wavelet, and a PE's
  * SRAM on its first access (never in timing mode). */
-#ifndef WAFERC_RUNTIME_SIM_INTERNAL_H
-#define WAFERC_RUNTIME_SIM_INTERNAL_H
+#ifndef WAFERC_RUNTIME_SIM_SCHED_H
+#define WAFERC_RUNTIME_SIM_SCHED_H
 
 #include "runtime/runtime.h"
 #include "waferc/diag.h"
@@ -213,7 +214,7 @@ struct wf_sim {
   void *cp_user;
 };
 
-/* sim.c */
+/* sim_sched.c: the services the steps share */
 void wf_sim_rt_error(wf_sim *s, const wf_pe *p, const wf_pe_instr *in, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 WF_SIM_HIDDEN void wf_sim_wake_pe(wf_sim *s, wf_pe *p);
@@ -267,8 +268,15 @@ WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int n
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
 
-/* sim.c: puts a PE inside a compute instruction to sleep until it ends. */
+/* sim_sched.c: puts a PE inside a compute instruction to sleep until it ends (the timer
+ * heap, ordered by timer_before; sim.c pops it). */
 WF_SIM_HIDDEN void wf_sim_timer_sleep(wf_sim *s, wf_pe *p);
+static inline int wf_sim_timer_before(const wf_pe *a, const wf_pe *b) {
+  return a->busy_until < b->busy_until || (a->busy_until == b->busy_until && a->key < b->key);
+}
+/* sim_sched.c: credits a sleeping router's skipped visits up to cycle `upto`. */
+WF_SIM_HIDDEN void wf_sim_rt_credit(wf_sim *s, wf_router *r, int64_t upto);
+
 
 /* sim_pe.c */
 /* Classifies cycles [from, from + n) of p as cls (WF_CY_COMPUTE, COMM or STALL) and charges
@@ -289,6 +297,13 @@ static inline void wf_pe_charge(wf_sim *s, wf_pe *p, int cls, int64_t from, int6
     o->stall += n;
   }
 }
+/* Charges the cycles p slept through up to and including `upto`: asleep inside a task (a
+ * receive, a send on a full ramp, a `wait`) or with async streams pending they are stalls
+ * (no stream moves while it sleeps); asleep with nothing to do, idle. */
+static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
+  if ((p->state != WF_PE_IDLE || p->n_async) && upto >= p->sleep_start)
+    wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
+}
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
 WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near); /* as above */
 void wf_pe_start(wf_sim *s, wf_pe *p);
@@ -298,9 +313,25 @@ int wf_pe_quiescent(const wf_pe *p);
 WF_SIM_HIDDEN int wf_sim_execute(wf_sim *s, wf_pe *p, const wf_pe_instr *in);
 WF_SIM_HIDDEN int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in);
 /* Memory operand a of `in`, checked to hold `words` words: 0 and its word offset in SRAM
- * (and *ptr, NULL in timing mode), or -1 after reporting. */
-WF_SIM_HIDDEN int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a,
-                                 int64_t words, float **ptr, int64_t *off);
+ * (and *ptr, NULL in timing mode), or -1 after reporting. Inline: every operand of every
+ * instruction goes through it (sim_exec.c, sim_f16.c). */
+static inline int wf_sim_operand(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int a,
+                                 int64_t words,
+                   float **ptr, int64_t *off) {
+  const wf_pe_sym *sym = &p->cls->syms[in->args[a].sym];
+  int64_t o = wf_pe_arg_off(&in->args[a], &p->env);
+  if (words < 0 || o < 0 || o + words > sym->bytes / 4) {
+    wf_sim_rt_error(s, p, in,
+                    "%s operand %d reaches past the end of %s (%lld words at +%lld, symbol holds %lld)",
+                    wf_peops[in->op].name, a + 1, sym->name, (long long)words, (long long)o,
+                    (long long)(sym->bytes / 4));
+    return -1;
+  }
+  *off = sym->offset / 4 + o;
+  float *m = wf_sim_pe_mem(s, p);
+  if (ptr) *ptr = m ? m + *off : NULL;
+  return 0;
+}
 
 /* sim_f16.c: the fp16 SIMD instructions (cost SIMD16): checks operands and, when fn is
  * set, performs `in`. 0, or -1 after reporting. */
