@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
-#include "runtime/sim_internal.h"
+#include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 #include "wf_test.h"
 #include "wf_test_plan.h"
