@@ -368,7 +368,17 @@ static void print_data(const printer *p, const wf_global *g) {
   int64_t n = g->kind == WF_DATA_SPLAT ? 1 : wf_type_numel(&g->type);
   int64_t limit = p->opts.elide_elements_above;
   if (g->kind == WF_DATA_ELIDED || !g->data || (g->kind == WF_DATA_INLINE && limit >= 0 && n > limit)) {
-    fputs("dense<elided>", out);
+    /* A side file keeps the bytes exactly (a raw file<> reads them back as they were). */
+    int64_t off = -1;
+    if (g->kind == WF_DATA_INLINE && g->data && p->opts.store)
+      off = p->opts.store(p->opts.store_user, g->data, wf_type_bytes(&g->type));
+    if (off < 0) {
+      fputs("dense<elided>", out);
+      return;
+    }
+    fputs("file<", out);
+    print_string(out, p->opts.store_file);
+    fprintf(out, ", offset = %lld>", (long long)off);
     return;
   }
   fputs(g->kind == WF_DATA_SPLAT ? "dense<" : "dense<[", out);

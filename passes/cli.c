@@ -12,6 +12,7 @@ void wf_cli_init(wf_cli *c, const char *tool) {
   c->tool = tool;
   c->target_name = "test4x4";
   wf_pm_opts_init(&c->pm);
+  c->pm.print_opts.elide_elements_above = WF_CLI_ELIDE_DEFAULT; /* dumps stay readable */
   wf_diag_set_program(tool);
 }
 
@@ -95,6 +96,10 @@ int wf_cli_parse_common(wf_cli *c, int argc, char **argv, int *i) {
       if (c->quiet) wf_progress_set_quiet(1);
       return 1;
     }
+  if (strcmp(a, "--print-constants") == 0) {
+    c->pm.print_opts.elide_elements_above = -1;
+    return 1;
+  }
   if (strcmp(a, "--no-verify") == 0) {
     c->pm.verify_each = 0;
     return 1;
@@ -216,6 +221,8 @@ void wf_cli_print_common_help(FILE *out) {
         "  --timing                   report wall time and statistics per pass (stderr)\n"
         "  --statistics               report pass statistics (stderr)\n"
         "  --elide-elements-above=N   print inline constants of more than N elements as dense<elided>\n"
+        "                             (default 16) in dumps, reproducers and --emit=ir\n"
+        "  --print-constants          print every constant in full (no dense<elided>)\n"
         "  --print-debuginfo          print op locations loc(\"file\":line:col)\n"
         "Target:\n"
         "  --target=NAME              device preset (default test4x4) or a .target file\n"

@@ -19,6 +19,9 @@
 #include "waferc/pass.h"
 
 #define WF_CLI_MAX_PLUGINS 64
+/* Inline constants of more elements print as dense<elided> unless --elide-elements-above or
+ * --print-constants says otherwise (docs/ir-text-format.md). */
+#define WF_CLI_ELIDE_DEFAULT 16
 
 typedef struct wf_cli {
   const char *tool;                          /* "waferc", "wafer-opt" */

@@ -291,8 +291,14 @@ const char *wf_op_str(const wf_func *f, const wf_op *op, const char *name, const
 typedef struct wf_print_opts {
   int64_t elide_elements_above; /* inline constants with more elements print as dense<elided>; <0 = never */
   int print_locations;          /* append loc("file":line:col) to ops */
+  /* Where elided constants go instead of dense<elided> (the pass manager's --dump-dir): when
+   * set, the printer hands each one's bytes to `store`, which returns their byte offset in
+   * the raw file `store_file` (or -1 on failure), and prints file<"store_file", offset = N>. */
+  int64_t (*store)(void *user, const void *data, size_t bytes);
+  void *store_user;
+  const char *store_file;
 } wf_print_opts;
-#define WF_PRINT_OPTS_DEFAULT ((wf_print_opts){-1, 0})
+#define WF_PRINT_OPTS_DEFAULT ((wf_print_opts){-1, 0, NULL, NULL, NULL})
 
 void wf_print_module(FILE *out, const wf_module *m, const wf_print_opts *opts);
 char *wf_print_module_str(const wf_module *m, const wf_print_opts *opts); /* malloc'd */

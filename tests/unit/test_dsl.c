@@ -41,7 +41,9 @@ static void expect_error(const char *text, const char *diag) {
 /* ---- round trip --------------------------------------------------------------------- */
 
 static char *print_with(const wf_module *m, int64_t elide, int locs) {
-  wf_print_opts o = {elide, locs};
+  wf_print_opts o = WF_PRINT_OPTS_DEFAULT;
+  o.elide_elements_above = elide;
+  o.print_locations = locs;
   return wf_print_module_str(m, &o);
 }
 
