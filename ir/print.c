@@ -499,6 +499,51 @@ void wf_print_type(FILE *out, const wf_module *m, const wf_type *t) {
   printer_free(&p);
 }
 
+/* ---- names for other outputs --------------------------------------------------------- */
+
+struct wf_value_names {
+  uint32_t n;
+  char **name; /* with the sigil; NULL = not named */
+};
+
+wf_value_names *wf_value_names_new(const wf_func *f) {
+  printer p = {.out = NULL, .m = f->module, .opts = WF_PRINT_OPTS_DEFAULT};
+  name_symbols(&p);
+  name_values(&p, f);
+  wf_value_names *n = malloc(sizeof *n);
+  WF_ASSERT(n != NULL);
+  n->n = f->n_values;
+  n->name = calloc((size_t)f->n_values + 1, sizeof *n->name);
+  WF_ASSERT(n->name != NULL);
+  for (uint32_t v = 1; v < f->n_values; v++) {
+    const wf_value_info *vi = &f->values[v];
+    const char *s = NULL, *sigil = "%";
+    if (vi->kind == WF_VAL_GLOBAL && vi->index >= 0 && vi->index < p.m->n_globals) {
+      s = p.globals[vi->index];
+      sigil = "@";
+    } else if (vi->kind != WF_VAL_GLOBAL) {
+      s = p.values[v];
+    }
+    if (!s) continue;
+    size_t len = strlen(s) + 2;
+    n->name[v] = malloc(len);
+    WF_ASSERT(n->name[v] != NULL);
+    snprintf(n->name[v], len, "%s%s", sigil, s);
+  }
+  printer_free(&p);
+  return n;
+}
+
+const char *wf_value_names_get(const wf_value_names *n, wf_value v) {
+  return n && v != WF_NO_VALUE && v < n->n ? n->name[v] : NULL;
+}
+
+void wf_value_names_free(wf_value_names *n) {
+  if (!n) return;
+  free_names(n->name, n->n);
+  free(n);
+}
+
 /* One op, without indentation or newline, named as in a dump of its whole function. */
 void wf_print_op(FILE *out, const wf_func *f, const wf_op *op) {
   printer p = {.out = out, .m = f->module, .opts = WF_PRINT_OPTS_DEFAULT};
