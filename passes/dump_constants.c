@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/support/fsutil.h"
 #include "passes/dump_constants.h"
-#include "passes/fsutil.h"
 
 typedef struct stored {
   uint64_t hash;

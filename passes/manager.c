@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ir/support/fsutil.h"
 #include "passes/dump_constants.h"
-#include "passes/fsutil.h"
 #include "passes/pass_internal.h"
 
 void wf_pm_opts_init(wf_pm_opts *o) {
