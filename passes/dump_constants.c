@@ -51,6 +51,10 @@ static int same_bytes(wf_const_store *s, int64_t offset, const void *data, size_
 static int64_t put(void *user, const void *data, size_t bytes) {
   wf_const_store *s = user;
   if (s->failed) return -1;
+  if (!s->f && !(s->f = fopen(s->path, "w+b"))) { /* created by the first elided constant */
+    fail(s);
+    return -1;
+  }
   uint64_t h = fnv1a(data, bytes);
   for (size_t i = 0; i < s->n; i++)
     if (s->v[i].hash == h && s->v[i].bytes == bytes && same_bytes(s, s->v[i].offset, data, bytes))
@@ -73,9 +77,9 @@ wf_const_store *wf_const_store_open(const char *dir) {
   wf_const_store *s = calloc(1, sizeof *s);
   WF_ASSERT(s != NULL);
   s->path = wf_path_join(dir, WF_DUMP_CONSTANTS_FILE);
-  s->f = fopen(s->path, "w+b");
-  if (!s->f) {
-    wf_error_at(s->path, "cannot open for writing: %s", strerror(errno));
+  /* One from an earlier run would outlive the dumps that referred to it. */
+  if (remove(s->path) != 0 && errno != ENOENT) {
+    wf_error_at(s->path, "cannot remove the previous run's constants: %s", strerror(errno));
     free(s->path);
     free(s);
     return NULL;
@@ -93,7 +97,7 @@ wf_print_opts wf_const_store_print_opts(wf_const_store *s, const wf_print_opts *
 
 int wf_const_store_close(wf_const_store *s) {
   if (!s) return 0;
-  if (fclose(s->f) != 0) fail(s);
+  if (s->f && fclose(s->f) != 0) fail(s);
   int rc = s->failed;
   free(s->v);
   free(s->path);

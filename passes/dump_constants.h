@@ -14,7 +14,8 @@
 
 typedef struct wf_const_store wf_const_store;
 
-/* Creates (or empties) DIR/constants.bin. NULL after reporting when it cannot. */
+/* Removes an earlier DIR/constants.bin; the first elided constant creates it anew. NULL after
+ * reporting when it cannot. */
 wf_const_store *wf_const_store_open(const char *dir);
 /* Print options that send elided constants to the store (copy of `base` otherwise). */
 wf_print_opts wf_const_store_print_opts(wf_const_store *s, const wf_print_opts *base);
