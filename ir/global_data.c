@@ -97,7 +97,9 @@ int wf_global_load(wf_module *m, int global) {
   WF_ASSERT(global >= 0 && global < m->n_globals);
   wf_global *g = &m->globals[global];
   if (g->kind == WF_DATA_ELIDED) {
-    wf_error(g->loc, "constant @%s was elided in this dump; its data is not available",
+    wf_error(g->loc,
+             "constant @%s was elided in this dump; its data is not available (write the dump "
+             "with --print-constants to keep every constant)",
              wf_str(m, g->name));
     return -1;
   }

@@ -368,7 +368,17 @@ static void print_data(const printer *p, const wf_global *g) {
   int64_t n = g->kind == WF_DATA_SPLAT ? 1 : wf_type_numel(&g->type);
   int64_t limit = p->opts.elide_elements_above;
   if (g->kind == WF_DATA_ELIDED || !g->data || (g->kind == WF_DATA_INLINE && limit >= 0 && n > limit)) {
-    fputs("dense<elided>", out);
+    /* A side file keeps the bytes exactly (a raw file<> reads them back as they were). */
+    int64_t off = -1;
+    if (g->kind == WF_DATA_INLINE && g->data && p->opts.store)
+      off = p->opts.store(p->opts.store_user, g->data, wf_type_bytes(&g->type));
+    if (off < 0) {
+      fputs("dense<elided>", out);
+      return;
+    }
+    fputs("file<", out);
+    print_string(out, p->opts.store_file);
+    fprintf(out, ", offset = %lld>", (long long)off);
     return;
   }
   fputs(g->kind == WF_DATA_SPLAT ? "dense<" : "dense<[", out);
@@ -487,6 +497,51 @@ void wf_print_type(FILE *out, const wf_module *m, const wf_type *t) {
   name_symbols(&p);
   print_type_p(&p, t);
   printer_free(&p);
+}
+
+/* ---- names for other outputs --------------------------------------------------------- */
+
+struct wf_value_names {
+  uint32_t n;
+  char **name; /* with the sigil; NULL = not named */
+};
+
+wf_value_names *wf_value_names_new(const wf_func *f) {
+  printer p = {.out = NULL, .m = f->module, .opts = WF_PRINT_OPTS_DEFAULT};
+  name_symbols(&p);
+  name_values(&p, f);
+  wf_value_names *n = malloc(sizeof *n);
+  WF_ASSERT(n != NULL);
+  n->n = f->n_values;
+  n->name = calloc((size_t)f->n_values + 1, sizeof *n->name);
+  WF_ASSERT(n->name != NULL);
+  for (uint32_t v = 1; v < f->n_values; v++) {
+    const wf_value_info *vi = &f->values[v];
+    const char *s = NULL, *sigil = "%";
+    if (vi->kind == WF_VAL_GLOBAL && vi->index >= 0 && vi->index < p.m->n_globals) {
+      s = p.globals[vi->index];
+      sigil = "@";
+    } else if (vi->kind != WF_VAL_GLOBAL) {
+      s = p.values[v];
+    }
+    if (!s) continue;
+    size_t len = strlen(s) + 2;
+    n->name[v] = malloc(len);
+    WF_ASSERT(n->name[v] != NULL);
+    snprintf(n->name[v], len, "%s%s", sigil, s);
+  }
+  printer_free(&p);
+  return n;
+}
+
+const char *wf_value_names_get(const wf_value_names *n, wf_value v) {
+  return n && v != WF_NO_VALUE && v < n->n ? n->name[v] : NULL;
+}
+
+void wf_value_names_free(wf_value_names *n) {
+  if (!n) return;
+  free_names(n->name, n->n);
+  free(n);
 }
 
 /* One op, without indentation or newline, named as in a dump of its whole function. */

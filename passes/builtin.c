@@ -4,6 +4,8 @@
 
 extern const wf_pass_info wf_pass_canonicalize;
 extern const wf_pass_info wf_pass_dce;
+extern const wf_pass_info wf_pass_cse;
+extern const wf_pass_info wf_pass_symbol_dce;
 extern const wf_pass_info wf_pass_partition;
 extern const wf_pass_info wf_pass_lower_gemm;
 extern const wf_pass_info wf_pass_raise_rmsnorm;
@@ -17,6 +19,8 @@ extern const wf_pass_info wf_pass_raise;
 static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_canonicalize,
     &wf_pass_dce,
+    &wf_pass_cse,
+    &wf_pass_symbol_dce,
     &wf_pass_partition,
     &wf_pass_lower_gemm,
     &wf_pass_raise_rmsnorm,

@@ -12,6 +12,8 @@ void wf_cli_init(wf_cli *c, const char *tool) {
   c->tool = tool;
   c->target_name = "test4x4";
   wf_pm_opts_init(&c->pm);
+  c->pm.print_opts.elide_elements_above = WF_CLI_ELIDE_DEFAULT; /* dumps stay readable */
+  c->output_whole = strcmp(tool, "wafer-opt") == 0; /* its output is the transformed model */
   wf_diag_set_program(tool);
 }
 
@@ -64,7 +66,10 @@ int wf_cli_parse_common(wf_cli *c, int argc, char **argv, int *i) {
   WITH_VALUE("--print-ir-before", c->pm.print_before = v)
   WITH_VALUE("--print-ir-after", c->pm.print_after = v)
   WITH_VALUE("--dump-dir", c->pm.dump_dir = v)
-  WITH_VALUE("--elide-elements-above", return parse_count("--elide-elements-above", v, &c->pm.print_opts.elide_elements_above))
+  WITH_VALUE("--elide-elements-above", {
+    c->elide_given = 1;
+    return parse_count("--elide-elements-above", v, &c->pm.print_opts.elide_elements_above);
+  })
   WITH_VALUE("--target", {
     c->target_name = v;
     c->target_given = 1;
@@ -95,6 +100,11 @@ int wf_cli_parse_common(wf_cli *c, int argc, char **argv, int *i) {
       if (c->quiet) wf_progress_set_quiet(1);
       return 1;
     }
+  if (strcmp(a, "--print-constants") == 0) {
+    c->pm.print_opts.elide_elements_above = -1;
+    c->elide_given = 1;
+    return 1;
+  }
   if (strcmp(a, "--no-verify") == 0) {
     c->pm.verify_each = 0;
     return 1;
@@ -186,8 +196,10 @@ wf_module *wf_cli_read_module(const char *path, int *rc) {
 }
 
 int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
+  wf_print_opts o = c->pm.print_opts;
+  if (c->output_whole && !c->elide_given) o.elide_elements_above = -1;
   if (!path || strcmp(path, "-") == 0) {
-    wf_print_module(stdout, m, &c->pm.print_opts);
+    wf_print_module(stdout, m, &o);
     return fflush(stdout) == 0 ? WF_EXIT_OK : WF_EXIT_IO;
   }
   FILE *f = fopen(path, "w");
@@ -195,7 +207,7 @@ int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
     wf_error_at(path, "cannot open for writing: %s", strerror(errno));
     return WF_EXIT_IO;
   }
-  wf_print_module(f, m, &c->pm.print_opts);
+  wf_print_module(f, m, &o);
   if (ferror(f) | (fclose(f) != 0)) {
     wf_error_at(path, "cannot write: %s", strerror(errno));
     return WF_EXIT_IO;
@@ -235,6 +247,8 @@ void wf_cli_print_common_help(FILE *out) {
         "  --timing                   report wall time and statistics per pass (stderr)\n"
         "  --statistics               report pass statistics (stderr)\n"
         "  --elide-elements-above=N   print inline constants of more than N elements as dense<elided>\n"
+        "                             (default 16) in dumps, reproducers and waferc --emit=ir\n"
+        "  --print-constants          print every constant in full (no dense<elided>)\n"
         "  --print-debuginfo          print op locations loc(\"file\":line:col)\n"
         "Target:\n"
         "  --target=NAME              device preset (default test4x4) or a .target file\n"

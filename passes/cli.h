@@ -19,6 +19,9 @@
 #include "waferc/pass.h"
 
 #define WF_CLI_MAX_PLUGINS 64
+/* Inline constants of more elements print as dense<elided> unless --elide-elements-above or
+ * --print-constants says otherwise (docs/ir-text-format.md). */
+#define WF_CLI_ELIDE_DEFAULT 16
 
 typedef struct wf_cli {
   const char *tool;                          /* "waferc", "wafer-opt" */
@@ -33,6 +36,9 @@ typedef struct wf_cli {
   int list_targets;                          /* --list-targets */
   int print_pipeline;                        /* --print-pipeline */
   int quiet;                                 /* -q */
+  int elide_given;                           /* --elide-elements-above or --print-constants */
+  int output_whole;                          /* the tool's output keeps every constant unless
+                                                elide_given (wafer-opt: it is the model) */
   wf_target target;                          /* loaded by wf_cli_load_target */
 } wf_cli;
 
@@ -60,7 +66,8 @@ wf_pipeline *wf_cli_parse_pipeline(wf_cli *c, const char *text);
 /* Reads a .wir module from a path, or from standard input for "-". NULL (reported) on error,
  * with *rc set to WF_EXIT_IO (cannot read) or WF_EXIT_INPUT (does not parse). */
 wf_module *wf_cli_read_module(const char *path, int *rc);
-/* Prints m to `path` (NULL or "-" = standard output) with c's print options. WF_EXIT_* code. */
+/* Prints m to `path` (NULL or "-" = standard output) with c's print options (every constant
+ * in full when c->output_whole and no elision flag was given). WF_EXIT_* code. */
 int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m);
 
 /* Reports an unknown option of c->tool, suggesting the closest of the shared options and

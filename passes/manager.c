@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ir/support/fsutil.h"
+#include "passes/dump_constants.h"
 #include "passes/pass_internal.h"
 
 void wf_pm_opts_init(wf_pm_opts *o) {
@@ -200,13 +201,23 @@ int wf_pipeline_run(const wf_pipeline *p, wf_module *m, const wf_pm_opts *opts) 
   }
 
   if (opts->dump_dir && wf_mkdir_p(opts->dump_dir) != 0) return WF_EXIT_IO;
+  /* Files in the dump directory keep elided constants in DIR/constants.bin; what goes to the
+   * print stream elides them as dense<elided>. */
+  wf_const_store *store = NULL;
+  wf_print_opts dump_popts = *popts;
+  if (opts->dump_dir) {
+    if (!(store = wf_const_store_open(opts->dump_dir))) return WF_EXIT_IO;
+    dump_popts = wf_const_store_print_opts(store, popts);
+  }
+  const wf_print_opts *fopts = store ? &dump_popts : popts; /* the text of `before`/`after` */
 
   /* `before` is the module text going into the current pass: needed for change detection,
    * numbered dumps and reproducers. */
   int need_before = opts->print_after_change || opts->dump_dir;
-  char *before = need_before ? wf_print_module_str(m, popts) : NULL;
+  char *before = need_before ? wf_print_module_str(m, fopts) : NULL;
   if (opts->dump_dir && write_dump(opts->dump_dir, 0, "input", before) != 0) {
     free(before);
+    wf_const_store_close(store);
     return WF_EXIT_IO;
   }
 
@@ -274,9 +285,13 @@ int wf_pipeline_run(const wf_pipeline *p, wf_module *m, const wf_pm_opts *opts) 
 
     int want_after = opts->print_after_all || in_list(opts->print_after, info->name);
     char *after = NULL;
-    if (need_before || want_after) after = wf_print_module_str(m, popts);
+    if (need_before || want_after) after = wf_print_module_str(m, fopts);
     int changed = ctx.changed || (before && strcmp(before, after) != 0);
-    if (want_after || (opts->print_after_change && changed)) print_dump(out, "After", info->name, after);
+    if (want_after || (opts->print_after_change && changed)) {
+      char *shown = store ? wf_print_module_str(m, popts) : NULL;
+      print_dump(out, "After", info->name, shown ? shown : after);
+      free(shown);
+    }
     if (opts->dump_dir && write_dump(opts->dump_dir, i + 1, info->name, after) != 0) rc = WF_EXIT_IO;
     free(before);
     before = need_before ? after : NULL;
@@ -290,5 +305,6 @@ int wf_pipeline_run(const wf_pipeline *p, wf_module *m, const wf_pm_opts *opts) 
   free(rec);
   free(before);
   wf_arena_free(scratch);
+  if (wf_const_store_close(store) != 0 && rc == WF_EXIT_OK) rc = WF_EXIT_IO;
   return rc;
 }

@@ -261,6 +261,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
     wf_error_at(mpath, "cannot remove the old manifest: %s", strerror(errno));
     return WF_EXIT_IO;
   }
+  L.names = wf_value_names_new(f);
   int rc = lower_func(&L);
   if (!rc) wf_lower_close_tasks(&L);
   if (!rc) rc = wf_lower_plan_memory(&L);
@@ -290,6 +291,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(L.ops);
   free(L.sym_of);
   free(L.consts);
+  wf_value_names_free(L.names);
   wf_pe_class_free(L.cls);
   return rc;
 }

@@ -66,9 +66,11 @@ typedef struct wf_lower {
    * of MeshGEMM / Cannon on W x H (wf_gemm_rect_k_pad, which the plan writer sets here so
    * that the blocks, the lowerings and the manifest agree); NULL = never padded. */
   int64_t (*dim_pad)(const wf_func *f, wf_value v, int d, int w, int h);
+  wf_value_names *names; /* the IR dumps' value names: symbols and the manifest's op results */
 } wf_lower;
 
-/* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */
+/* Symbol text of a value, as the IR dumps print it (%name, %N or @global; L->names), so the
+ * manifest, waferrun's summary and trace and the dumps say the same; shortened past 63 bytes. */
 void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
 /* The value's whole name as the IR prints it (%x, @w, %3), not shortened: for the manifest's
  * tensor names, which users type (--input NAME=...). */

@@ -26,7 +26,10 @@ void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
   enum { SYM_MAX = 63 };
   WF_ASSERT(cap > SYM_MAX);
   char full[512];
-  value_name(L, v, full, sizeof full);
+  /* The dumps' name; value_name only for values the lowering made after L->names. */
+  const char *shown = wf_value_names_get(L->names, v);
+  if (shown) snprintf(full, sizeof full, "%s", shown);
+  else value_name(L, v, full, sizeof full);
   if (strlen(full) <= SYM_MAX) {
     snprintf(buf, cap, "%s", full);
     return;

@@ -291,13 +291,30 @@ const char *wf_op_str(const wf_func *f, const wf_op *op, const char *name, const
 typedef struct wf_print_opts {
   int64_t elide_elements_above; /* inline constants with more elements print as dense<elided>; <0 = never */
   int print_locations;          /* append loc("file":line:col) to ops */
+  /* Where elided constants go instead of dense<elided> (the pass manager's --dump-dir): when
+   * set, the printer hands each one's bytes to `store`, which returns their byte offset in
+   * the raw file `store_file` (or -1 on failure), and prints file<"store_file", offset = N>. */
+  int64_t (*store)(void *user, const void *data, size_t bytes);
+  void *store_user;
+  const char *store_file;
 } wf_print_opts;
-#define WF_PRINT_OPTS_DEFAULT ((wf_print_opts){-1, 0})
+#define WF_PRINT_OPTS_DEFAULT ((wf_print_opts){-1, 0, NULL, NULL, NULL})
 
 void wf_print_module(FILE *out, const wf_module *m, const wf_print_opts *opts);
 char *wf_print_module_str(const wf_module *m, const wf_print_opts *opts); /* malloc'd */
 void wf_print_type(FILE *out, const wf_module *m, const wf_type *t);
 void wf_print_op(FILE *out, const wf_func *f, const wf_op *op);
+
+/* The names a dump gives f's values ("%x", "%3", "@w": sanitized, made unique, anonymous
+ * ones numbered), for other outputs that name values (a plan's manifest, and through it the
+ * simulator's summary and trace) to say exactly what the IR says. Computed once; valid while
+ * f's body and the module's constants are unchanged. */
+typedef struct wf_value_names wf_value_names;
+wf_value_names *wf_value_names_new(const wf_func *f);
+/* v's name with its sigil, or NULL if v is neither an argument, a result of an op in the body,
+ * nor a constant (a value created after the names were computed). */
+const char *wf_value_names_get(const wf_value_names *n, wf_value v);
+void wf_value_names_free(wf_value_names *n);
 
 /* Parses the text form; errors are reported as path:line:col: error: ... and NULL returned.
  * File references in the text are resolved relative to the file's directory. */

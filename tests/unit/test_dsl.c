@@ -41,7 +41,9 @@ static void expect_error(const char *text, const char *diag) {
 /* ---- round trip --------------------------------------------------------------------- */
 
 static char *print_with(const wf_module *m, int64_t elide, int locs) {
-  wf_print_opts o = {elide, locs};
+  wf_print_opts o = WF_PRINT_OPTS_DEFAULT;
+  o.elide_elements_above = elide;
+  o.print_locations = locs;
   return wf_print_module_str(m, &o);
 }
 
@@ -298,6 +300,17 @@ static void test_printer_sanitizes_names(void) {
   CHECK(strstr(s, "@onnx__MatMul_7") && strstr(s, "%_h.0_in") && strstr(s, "%h.1 = exp(%h)") &&
             strstr(s, "%0 = exp(%h.1) {note = \"true\"}"),
         "sanitized names:\n%s", s);
+  /* wf_value_names (the plan writer's names) says what the dump says. */
+  wf_value_names *names = wf_value_names_new(f);
+  const char *nx = wf_value_names_get(names, x), *nw = wf_value_names_get(names, w);
+  const char *na = wf_value_names_get(names, a->results[0]), *nb = wf_value_names_get(names, b->results[0]);
+  const char *nc = wf_value_names_get(names, c->results[0]);
+  CHECK(nx && !strcmp(nx, "%_h.0_in") && nw && !strcmp(nw, "@onnx__MatMul_7") && na && !strcmp(na, "%h") &&
+            nb && !strcmp(nb, "%h.1") && nc && !strcmp(nc, "%0"),
+        "value names: %s %s %s %s %s", nx, nw, na, nb, nc);
+  CHECK(wf_value_names_get(names, WF_NO_VALUE) == NULL && wf_value_names_get(names, f->n_values) == NULL,
+        "no name outside the table");
+  wf_value_names_free(names);
   wf_module *m2 = parse_quiet(s);
   CHECK(m2 != NULL, "sanitized print parses:\n%s\n%s", g_diags, s);
   if (m2) {

@@ -23,7 +23,7 @@
 
 /* The default pipeline; passes not registered in this build (e.g. partition before the
  * backend lands) are left out. --interpret runs the graph unpartitioned. */
-static const char *const default_passes[] = {"canonicalize", "raise", "dce", "partition", "lower-gemm"};
+static const char *const default_passes[] = {"canonicalize", "raise", "cse", "dce", "partition", "lower-gemm", "symbol-dce"};
 
 #define MAX_INPUTS 256
 
@@ -78,7 +78,7 @@ static void usage(FILE *out) {
         "  --help, --version\n",
         out);
   wf_cli_print_common_help(out);
-  fputs("The default pipeline is canonicalize,raise,dce,partition,lower-gemm (without the last two for --interpret and --emit=ir).\n", out);
+  fputs("The default pipeline is canonicalize,raise,cse,dce,partition,lower-gemm,symbol-dce (without partition and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
 static char *default_pipeline(int interpret, const char *gemm_algo) {
