@@ -183,7 +183,13 @@ static const char *const purpose_text[WF_COLOR_ROLES] = {
     "meshgemm INTERLEAVE ring along x (A blocks)",
     "meshgemm INTERLEAVE ring along y (B blocks)", "cannon ring along x (A blocks)",
     "cannon ring along y (B blocks)", "meshgemm virtual INTERLEAVE ring along x, westbound hops (A tiles)",
-    "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)"};
+    "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)",
+    "meshgemm ring along x, second color", "meshgemm ring along y, second color",
+    "meshgemm ring along x, third color", "meshgemm ring along y, third color",
+    "cannon ring along x, second color", "cannon ring along y, second color",
+    "cannon ring along x, third color", "cannon ring along y, third color",
+    "meshgemm virtual ring along x, westbound hops, second color",
+    "meshgemm virtual ring along y, northbound hops, second color"};
 
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   if (L->color[purpose] >= 0) return L->color[purpose];
@@ -242,11 +248,36 @@ static void flood_positions(wf_lower *L, const wf_pe_guard *g, int col) {
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
   if (wf_peops[op].cost == WF_PECOST_FABRIC || wf_peops[op].cost == WF_PECOST_ASYNC) {
     int col = args[0].term.k;
+    for (int i = 0; i < L->n_ring_ch; i++) {
+      const wf_ring_ch *ch = &L->ring_ch[i];
+      if (ch->col[0] != col) continue;
+      /* a ring line's stream: one per color, on the PEs that send (receive) on it */
+      WF_ASSERT(op == WF_PEOP_ASEND || op == WF_PEOP_ARECV || op == WF_PEOP_ARECVADD);
+      for (int k = 0; k < ch->n; k++) {
+        int set = op == WF_PEOP_ASEND ? ch->send_set[k] : ch->recv_set[k];
+        if (set == -1) continue;
+        wf_pe_guard g2 = g ? *g : wf_guard0();
+        if (set >= 0) {
+          WF_ASSERT(g2.n < WF_PE_MAX_GUARD);
+          wf_guard_add_in(&g2, ch->coord, set);
+        }
+        wf_pe_arg a2[WF_PE_MAX_ARGS];
+        memcpy(a2, args, strlen(wf_peops[op].sig) * sizeof *a2);
+        a2[0].term.k = ch->col[k];
+        emit_raw(L, &g2, op, a2);
+      }
+      return;
+    }
     int flood = col == L->color[WF_COLOR_ROW_BCAST] || col == L->color[WF_COLOR_COL_BCAST];
     /* only plain sends broadcast on these colors (receives need no more than the position) */
     WF_ASSERT(!flood || op == WF_PEOP_SEND || op == WF_PEOP_RECV || op == WF_PEOP_RECVADD ||
               op == WF_PEOP_RECVMAX);
-    if (flood && op == WF_PEOP_SEND) flood_positions(L, g, col);
+    /* a send right after a send of the same root on the color continues its broadcast */
+    const wf_pe_instr *prev = L->cls->n_code ? &L->cls->code[L->cls->n_code - 1] : NULL;
+    wf_pe_guard g0 = g ? *g : wf_guard0();
+    int cont = prev && prev->op == WF_PEOP_SEND && prev->args[0].term.k == col &&
+               prev->guard.n == g0.n && !memcmp(prev->guard.c, g0.c, (size_t)g0.n * sizeof g0.c[0]);
+    if (flood && op == WF_PEOP_SEND && !cont) flood_positions(L, g, col);
   }
   emit_raw(L, g, op, args);
 }
