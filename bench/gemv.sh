@@ -4,7 +4,7 @@
 # `wafer-bench gemv`. Results: BENCHMARKS.md "MeshGEMV".
 #   bench/gemv.sh                 # S = 8 16 32 64
 #   MESHES="8 16" BLOCK=32 bench/gemv.sh
-# Ring: the ring-allreduce GEMV baseline (Reduce paper §6.2; backend/lower_collective_ring.c).
+# Ring: the ring-allreduce GEMV baseline (Reduce paper §6.2; backend/collectives/lower_collective_ring.c).
 set -euo pipefail
 MESHES=${MESHES:-"8 16 32 64"}
 BLOCK=${BLOCK:-64}

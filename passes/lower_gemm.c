@@ -4,12 +4,12 @@
  * `algo=auto` (the default) takes the algorithm with the lowest predicted cycles among those
  * that can lower the matmul, each predicted as its lowering will report it (all matrices of a
  * batch; MeshGEMM and Cannon on W x H with K padded to lcm tiles where the operands allow it:
- * backend/gemm_choose.c); a named algorithm is used as given. matmul(A, transpose(B))
+ * backend/gemm/gemm_choose.c); a named algorithm is used as given. matmul(A, transpose(B))
  * becomes dist.gemm_t(A, B) (option gemm-t). Runs after partition: the blocks come from the
  * layouts. */
 #include <string.h>
 
-#include "backend/gemm_choose.h"
+#include "backend/gemm/gemm_choose.h"
 #include "waferc/pass.h"
 
 static const wf_pass_option lower_gemm_opts[] = {

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "passes/fsutil.h"
+#include "ir/support/fsutil.h"
 #include "passes/pass_internal.h"
 
 void wf_pm_opts_init(wf_pm_opts *o) {

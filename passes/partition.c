@@ -71,7 +71,7 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
 }
 
 /* Records which arguments or results (indices) were rank-0 scalars before they became [1]:
- * the module attribute `name` (the plan's interface keeps them rank 0: backend/manifest.c). */
+ * the module attribute `name` (the plan's interface keeps them rank 0: backend/plan/manifest.c). */
 static void note_scalars(wf_module *m, const char *name, int n, int64_t *idx) {
   if (n) wf_module_set_attr(m, (wf_attr){wf_intern(m, name), WF_ATTR_INTS, {.ints = {n, idx}}});
 }
@@ -173,7 +173,7 @@ static void widen_computed_scalars(wf_module *m, wf_func *f) {
 /* A reduction keeps the split of every dim it does not reduce (without keepdims its result
  * [M] of X[M, N] {M_y, N_x} is {M_y}, not the default rank-1 {M_x}; with them the kept dims
  * follow X even when X's layout is not the default one), so its PE block is exactly the
- * statistic of X's block (backend/lower_reduce_ops.c). */
+ * statistic of X's block (backend/ops/lower_reduce_ops.c). */
 static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   const wf_type *in = wf_value_type(f, op->operands[0]);
   const wf_attr *axes = wf_op_attr(f, op, "axes");

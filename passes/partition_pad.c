@@ -128,7 +128,7 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
       }
       case WF_OP_SOFTMAX: case WF_OP_LAYERNORM: case WF_OP_RMSNORM:
       case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX:
-        /* Their statistics read only real elements (backend/lower_reduce.c masks a padded
+        /* Their statistics read only real elements (backend/ops/lower_reduce.c masks a padded
          * axis by the PE's coordinate), whatever the padding holds; what they write into
          * the result's padding is not zero (exp, x - mean, a max of nothing = -inf). */
         m = all_padded(rt, w, h);

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/llvm_kernels.h"
-#include "passes/fsutil.h"
+#include "ir/pe/kernel_abi.h"
+#include "ir/support/fsutil.h"
 #include "runtime/jit.h"
 #include "waferc/diag.h"
 

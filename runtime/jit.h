@@ -1,5 +1,5 @@
 /* waferc runtime — JIT compilation of a plan's compute kernels (kernels/<class>.ll, written
- * by backend/llvm_kernels.c) through LLVM's ORC LLJIT.
+ * by backend/plan/llvm_kernels.c) through LLVM's ORC LLJIT.
  *
  *   char why[256];
  *   wf_jit *j = wf_jit_load(plan, why, sizeof why);

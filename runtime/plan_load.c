@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/fsutil.h"
+#include "ir/support/fsutil.h"
 #include "runtime/plan_routes.h"
 #include "runtime/runtime.h"
 #include "waferc/diag.h"

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backend/pe_program.h"
+#include "ir/pe/pe_program.h"
 #include "waferc/target.h"
 #include "waferc/tensor.h"
 

@@ -1,4 +1,4 @@
-/* fp16 SIMD instructions (the h* rows of backend/peops.def): IEEE binary16 data in PE SRAM,
+/* fp16 SIMD instructions (the h* rows of ir/pe/peops.def): IEEE binary16 data in PE SRAM,
  * two bytes per element, operand offsets counted in f16 elements. Numerics
  * (docs/cycle-model.md, "fp16"): hadd/hsub/hmul/hmax compute in f32 and round once to f16
  * (round to nearest even). f32 carries 24 >= 2*11+2 significand bits, so this double rounding

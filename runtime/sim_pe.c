@@ -1,6 +1,6 @@
 /* The PE: a task scheduler, one instruction stream (the running task) and up to
  * WF_SIM_ASYNC background fabric streams (docs/cycle-model.md, "PE"). Costs come from the
- * instruction table (backend/peops.def) and the target; nothing depends on host time. */
+ * instruction table (ir/pe/peops.def) and the target; nothing depends on host time. */
 #include <stddef.h>
 #include <string.h>
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "dsl_internal.h"
-#include "passes/fsutil.h"
+#include "ir/support/fsutil.h"
 
 static wf_module *parse(const char *text, size_t len, const char *name, const char *base_dir) {
   wf_dsl_state s;

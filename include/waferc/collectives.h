@@ -104,7 +104,7 @@ double wf_coll_two_phase(int64_t P, int64_t B, int64_t S, const wf_coll_params *
 double wf_coll_two_phase_lemma54(int64_t P, int64_t B, const wf_coll_params *p);
 int64_t wf_coll_two_phase_group(int64_t P); /* the default S: nearest integer to sqrt(P) */
 double wf_coll_ring(int64_t P, int64_t B, const wf_coll_params *p);    /* Lemma 6.1 */
-/* The ring allreduce as backend/lower_collective_ring.c runs it: 2(P-1) rounds of
+/* The ring allreduce as backend/collectives/lower_collective_ring.c runs it: 2(P-1) rounds of
  * c = ceil(B/P) words, each round's chunk leaving one cycle after the previous round's last
  * word arrived (the async receive's store cycle overlaps the next round's issue), so a round
  * costs c + 2T_R plus its link's hops; the rounds' critical path crosses 2(P-1) consecutive
@@ -139,7 +139,7 @@ int wf_coll_tree_two_phase(int n, int S, wf_reduce_tree *t);
 int wf_coll_tree_measure(wf_reduce_tree *t);
 /* The model's terms of a reduce of B wavelets over the tree. */
 wf_coll_terms wf_coll_tree_terms(const wf_reduce_tree *t, int64_t B);
-/* Cycles of the reduce the lowering emits for the tree (backend/lower_collective.c), derived
+/* Cycles of the reduce the lowering emits for the tree (backend/collectives/lower_collective.c), derived
  * from the cycle model without contention for links: a leaf's message reaches its parent
  * 2T_R + d hop after it starts (d = hops), a streamed one (addsend) 1 cycle later; a PE
  * reads its children one after the other, those at lower positions first and each side

@@ -85,7 +85,7 @@ for how in ["ktree", "pipeline", "ring"]:
     got = C.read_npy(os.path.join(out, os.listdir(out)[0]))
     want = [sum(x[k] * w[k * N + n] for k in range(K)) for n in range(N)]
     if got != want: fails.append("gemv %s: got %s want %s" % (how, got, want))
-# Ring allreduce (Reduce paper §6.2, backend/lower_collective_ring.c): values checked, and
+# Ring allreduce (Reduce paper §6.2, backend/collectives/lower_collective_ring.c): values checked, and
 # predicted = simulated = the lowered ring's time (ring_lowered above: Lemma 6.1's rounds
 # without the store cycle each round overlaps, with whole chunks and the ring's real hops)
 # + the local work (two rotations of B words and the zeroed padding of the last chunk).
@@ -98,7 +98,7 @@ for P, B in [(2, 64), (5, 7), (8, 1), (8, 256), (13, 40)]:
     if j["predicted_cycles"] != want: fails.append(tag + ": predicted %d, the lowered ring's formula gives %d" % (j["predicted_cycles"], want))
     if j["simulated_cycles"] != want: fails.append(tag + ": simulated %d, the lowered ring's formula gives %d" % (j["simulated_cycles"], want))
     if j["algo"] != "ring": fails.append(tag + ": lowered " + j["algo"])
-# Snake reduce (§7.3, backend/lower_collective_snake.c): the chain along a boustrophedon
+# Snake reduce (§7.3, backend/collectives/lower_collective_snake.c): the chain along a boustrophedon
 # path, so its time is Lemma 5.2's for P = w h: B + (2 T_R + 2)(P - 1), exactly (the chain is
 # exact in this simulator); the allreduce adds the 2D broadcast from the snake's end.
 for pes, B in [(16, 1), (16, 32), (6, 7), (9, 5)]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dist.gemm{algo=meshgemm|cannon} on W x H regions with W != H: the lcm virtual grid
-# (backend/lower_gemm_rect.c, docs/gemm.md "MeshGEMM and Cannon on W x H"). Checked four ways:
+# (backend/gemm/lower_gemm_rect.c, docs/gemm.md "MeshGEMM and Cannon on W x H"). Checked four ways:
 #  1. ONNX MatMul/Gemm node tests, on meshes where their K cuts in lcm(W, H) tiles, 1-wide
 #     meshes (where every K does) and meshes where it does not (test_matmul_2d's K = 4 on 2x3
 #     and 3x2: both operands are graph inputs, so K is padded to 6 for them): the plan's output

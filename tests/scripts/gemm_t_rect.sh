@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist.gemm_t (C = A·Bᵀ, B as stored) on W×H meshes (backend/lower_gemm_t.c, lower_rect):
+# dist.gemm_t (C = A·Bᵀ, B as stored) on W×H meshes (backend/gemm/lower_gemm_t.c, lower_rect):
 #  1. ONNX's test_gemm_transposeB (B a graph input, so the transpose is not folded) on
 #     non-square and 1-wide meshes: matches output_0.pb and the interpreter, and the manifest
 #     shows a dist.gemm_t.

@@ -158,7 +158,7 @@ def candidates(explain):
 # the row allreduce added the product W times); the transpose of an A held whole into a
 # result split along x ([16, 1] {M_y, N} on 3x1 -> [1, 16] {M, N_x}, and [1, 12] on 1x4) was
 # lowered as a local transpose overflowing the result's block (then exit 3, unable; now a
-# vector re-split over the fabric, backend/lower_movement.c); a 1-D . 1-D MatMul (a rank-0
+# vector re-split over the fabric, backend/ops/lower_movement.c); a 1-D . 1-D MatMul (a rank-0
 # result, refused until partition widened computed scalars to [1]) and Gemm transA with
 # M = 1 and with K = 1 on meshes larger than one PE (the same re-split). None of these
 # may exit 3 any more.

@@ -38,7 +38,7 @@ echo "plan_scale: the default plans take $sa bytes on 8x8 and $sb on 256x256"
 # Distributed GEMM: every --gemm-algo's program has as many lines on a large region as on a
 # small one (square: 8x8 and 128x128; W x H: 8x12 and 16x24, the same lcm grid per PE and,
 # for SUMMA, the same pattern of K cuts per period, docs/gemm.md), besides its `.set` lines:
-# the rings' link colors group the PEs of a line into coordinate sets (backend/ring_links.c),
+# the rings' link colors group the PEs of a line into coordinate sets (backend/gemm/ring_links.c),
 # whose members, like Auto-Gen's below, grow with the line's length.
 for d in 128 96; do
   cat > "$TMP/mm$d.wir" <<EOF2

@@ -4,7 +4,7 @@
 #     product), reduce_sum / reduce_max over every axis without keepdims, and products and
 #     quotients of them. Results that were rank 0 stay rank-0 .npy files. Against the
 #     interpreter on 1x1, 2x3, 3x2, 4x4 and 5x2.
-#  2. A vector whose split moves to the other axis (backend/lower_movement.c, vector
+#  2. A vector whose split moves to the other axis (backend/ops/lower_movement.c, vector
 #     re-split): the transpose Gemm(transA) makes of a one-column A ([13, 1] {K_y} ->
 #     [1, 13] {K_x}) or a one-row A ([1, 11] {M_x} -> [11, 1] {M_y}), and a reshape [12] ->
 #     [12, 1]. Against the interpreter with every --gemm-algo on seven meshes; the re-split's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Liveness-based SRAM planning (backend/lower_memory.c): a chain of six ops over a 1 KiB
+# Liveness-based SRAM planning (backend/resources/lower_memory.c): a chain of six ops over a 1 KiB
 # block needs 7 KiB if every value keeps its own block but only 2 KiB when dead values'
 # memory is reused, so it fits a 4 KiB PE only thanks to reuse; on a 1.5 KiB PE it does
 # not fit at all and the error names the tensor, the class, the bytes missing and a fix.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The on-mesh transpose on W×H meshes with W != H (backend/lower_relayout.c, the two-phase
+# The on-mesh transpose on W×H meshes with W != H (backend/collectives/lower_relayout.c, the two-phase
 # relayout; docs/partition.md "Transpose over the fabric"):
 #  1. ONNX Gemm with transA=1 and a graph-input A (so the transpose runs on the mesh):
 #     test_gemm_transposeA and test_gemm_all_attributes on 5 meshes with every --gemm-algo

@@ -1,9 +1,9 @@
-/* Color allocation (backend/colors.c): disjoint routes share a color, overlapping ones do
+/* Color allocation (backend/resources/colors.c): disjoint routes share a color, overlapping ones do
  * not, phases free colors, the budget and reserved colors hold, failures say what to do. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/colors.h"
+#include "backend/resources/colors.h"
 #include "wf_test.h"
 
 /* A route along row y from x0 to x1 (eastward), live over [t0, t1). */

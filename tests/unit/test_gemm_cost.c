@@ -1,4 +1,4 @@
-/* The dist.gemm cost models (backend/gemm_cost.c, gemm_cost_rect.c) as --gemm-algo=auto uses
+/* The dist.gemm cost models (backend/gemm/gemm_cost.c, gemm_cost_rect.c) as --gemm-algo=auto uses
  * them: every algorithm with a lowering has a prediction (allgather included), none is
  * cheaper than the compute alone or than moving its own bytes, auto takes the minimum;
  * Cannon's wrap link is paid as the PEs wait for it (not every step: below the paper's
@@ -6,7 +6,8 @@
  * followed PE by PE give a hand-computed value on 2x2 (the one waferrun measures). */
 #include <stdlib.h>
 
-#include "backend/gemm_algos.h"
+#include "backend/gemm/gemm_algos.h"
+#include "backend/gemm/gemm_kcut.h"
 #include "wf_test.h"
 
 int main(void) {

@@ -1,10 +1,10 @@
-/* INTERLEAVE (WaferLLM Alg. 1) and the MeshGEMM schedule (backend/interleave.c): the ring
+/* INTERLEAVE (WaferLLM Alg. 1) and the MeshGEMM schedule (backend/gemm/interleave.c): the ring
  * is one cycle with every neighbour <= 2 hops apart, and an abstract simulation of the tile
  * movement (alignment, then L compute-shift steps) gives every C tile every k exactly once. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mesh_algos.h"
+#include "backend/gemm/mesh_algos.h"
 #include "wf_test.h"
 
 static int iabs(int v) { return v < 0 ? -v : v; }

@@ -1,4 +1,4 @@
-/* The compute-kernel JIT (backend/llvm_kernels.c + runtime/jit.c): every covered PE
+/* The compute-kernel JIT (backend/plan/llvm_kernels.c + runtime/jit.c): every covered PE
  * instruction, in every broadcast mode, compiled through ORC LLJIT, must give the same bits as
  * the interpreter's C loop (written out here as the reference, in the interpreter's order).
  * Also: out-of-bounds operands fall back to the interpreter, the .ll carries no fast-math or
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/llvm_kernels.h"
+#include "backend/plan/llvm_kernels.h"
 #include "runtime/jit.h"
 
 #include "wf_test.h"

@@ -1,10 +1,10 @@
-/* The K-tree allreduce of MeshGEMV (backend/ktree.c): every PE's value reaches the root
+/* The K-tree allreduce of MeshGEMV (backend/gemm/ktree.c): every PE's value reaches the root
  * exactly once, levels run in order, group sizes follow K or the group count, and the
  * model prefers it to the chain (the pipeline allreduce) on long lines. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/mesh_algos.h"
+#include "backend/gemm/mesh_algos.h"
 #include "wf_test.h"
 
 /* Simulates the levels: at level l every PE sending at l passes all it holds to its

@@ -1,9 +1,9 @@
-/* SRAM planning (backend/memplan.c): symbols live at different times share space,
+/* SRAM planning (backend/resources/memplan.c): symbols live at different times share space,
  * overlapping lifetimes never overlap in memory, alignment holds, peak <= sum, and an
  * over-budget plan names the symbol and the bytes missing. */
 #include <stdlib.h>
 
-#include "backend/memplan.h"
+#include "backend/resources/memplan.h"
 #include "wf_test.h"
 
 static void no_conflicts(const wf_mem_sym *s, int n, const wf_mem_plan *m) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/pe_program.h"
+#include "ir/pe/pe_program.h"
 
 #include "wf_test.h"
 

@@ -1,4 +1,4 @@
-/* Programs by shape (wf_shapes, backend/lower_collective_shapes.c): sets of PEs along a line
+/* Programs by shape (wf_shapes, backend/collectives/lower_collective_shapes.c): sets of PEs along a line
  * come back as guards that select exactly those PEs, a set that repeats (a binary tree's
  * level, every other PE between group leaders) as one guard, and steps in an order every
  * PE's own sequence agrees with; sequences that disagree are refused. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/lower_collective.h"
+#include "backend/collectives/lower_collective.h"
 
 #include "wf_test.h"
 

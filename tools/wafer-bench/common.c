@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
-#include "passes/fsutil.h"
+#include "ir/support/fsutil.h"
 #include "tools/wafer-bench/bench.h"
 #include "waferc/backend.h"
 #include "waferc/diag.h"

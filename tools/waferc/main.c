@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "passes/cli.h"
-#include "passes/fsutil.h"
+#include "ir/support/fsutil.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/onnx.h"

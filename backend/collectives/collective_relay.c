@@ -1,0 +1,119 @@
+/* Relay reduce: past the color budget, a reduce along a line relayed through its PEs on
+ * ONE color (see lower_collective.h).
+ *
+ * Every PE of the line receives its far neighbour's partial sums and streams them on, each
+ * combined with its own block, to its near neighbour (addsend / maxsend with the same color
+ * in and out): a hop ends at the next PE's ramp, so no router forwards anything and one
+ * color serves the whole line. The router of a PE on the low side of the root takes the
+ * color from the low side to its ramp and from its ramp to the high side (the reverse above
+ * the root): two rules on different ports of one switch position, the general table form
+ * docs/pe-programs.md allows. The root receives the low side, then (swset) the high side:
+ * both arrive on one color and one input queue, so the high side waits at the root's router
+ * until the low side is in. Each hop pays both ramps (2 T_R) and a link: the chain of
+ * Lemma 5.2 per side, whatever tree was asked for, and nothing passes through a router, so
+ * the color is free again at a PE as soon as that PE is done (it can be lent on). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/collectives/lower_collective.h"
+#include "waferc/diag.h"
+
+static wf_pe_guard span(const wf_coll_line *ln, int a, int b) {
+  wf_pe_term t = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  wf_pe_guard g = ln->fixed;
+  if (a == b) {
+    wf_guard_add(&g, t, WF_CMP_EQ, wf_term_int(a));
+  } else {
+    if (a > 0) wf_guard_add(&g, t, WF_CMP_GE, wf_term_int(a));
+    if (b < ln->n - 1) wf_guard_add(&g, t, WF_CMP_LE, wf_term_int(b));
+  }
+  return g;
+}
+
+double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len) {
+  if (n <= 1) return 0;
+  wf_coll_params p = wf_coll_params_from_target(L->t);
+  /* Each side is a chain into the root (Lemma 5.2, exact in the simulator). With both sides
+   * the root reads the low one, swsets, and only then does the high side's stream (held at
+   * its router) climb the ramp: its B words follow the swset down and the first wavelet up. */
+  double lo = root > 0 ? wf_coll_chain(root + 1, len, &p) : 0;
+  double hi = root < n - 1 ? wf_coll_chain(n - root, len, &p) : 0;
+  if (!lo || !hi) return lo + hi;
+  double after = lo + 1 + 2 * p.ramp + (double)len;
+  return after > hi ? after : hi;
+}
+
+int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
+                          wf_peop combine, const char *what, wf_loc loc) {
+  int n = ln->n;
+  if (n <= 1) return 0;
+  WF_ASSERT(root >= 0 && root < n && ln->fixed.n + 2 <= WF_PE_MAX_GUARD);
+  int two = root > 0 && root < n - 1; /* both sides: the root switches between them */
+  wf_coll_key key = {WF_COLL_KEY_RELAY, ln->axis, n, root, ln->fixed, NULL, 0};
+  int nc = 0, col, pos = 0, routes = 0;
+  const int *cached = wf_coll_cache_find(L, &key, &nc);
+  const char *ax = ln->axis == WF_AXIS_Y ? "y" : "x";
+  if (cached) {
+    col = cached[0];
+  } else {
+    routes = 1;
+    col = wf_lower_color_try(L, "relay reduce (store-and-forward through PEs)");
+    char users[256] = "";
+    if (col < 0) {
+      col = wf_coll_cache_borrow_color(L, &key, two ? 2 : 1, 0, &pos);
+      if (col < 0) return wf_lower_color_exhausted(L, what, 1, loc);
+      wf_coll_cache_users(L, col, users, sizeof users);
+    }
+    double cyc = wf_relay_reduce_cycles(L, n, root, len);
+    if (users[0])
+      wf_warning(loc, "target '%s' is out of colors: the %s is relayed through PEs along %s into "
+                      "coordinate %d on color %d at switch position %d, after the %s (a chain: "
+                      "2 ramps per hop, %.0f cycles predicted)",
+                 L->t->name, what, ax, root, col, pos, users, cyc);
+    else
+      wf_warning(loc, "target '%s' is out of colors: the %s is relayed through PEs along %s into "
+                      "coordinate %d on color %d (a chain: 2 ramps per hop, %.0f cycles predicted)",
+                 L->t->name, what, ax, root, col, cyc);
+    wf_coll_cache_fallback(L, col, pos, 1, what, loc);
+    wf_coll_cache_add(L, &key, &col, 1, !two);
+  }
+  wf_coll_cache_set_relay(L, wf_relay_reduce_cycles(L, n, root, len));
+  wf_coll_cache_note(L, 0, "relayed through PEs on c%d", col);
+  pos = wf_coll_cache_base(L, col);
+  wf_coll_cache_enter(L, ln);
+  int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
+  unsigned R = 1u << WF_DIR_RAMP;
+  wf_peop stream = combine == WF_PEOP_RECVMAX ? WF_PEOP_MAXSEND : WF_PEOP_ADDSEND;
+  for (int side = 0; side < 2; side++) {
+    int m = side == 0 ? root : n - 1 - root; /* PEs on this side */
+    if (!m) continue;
+    int leaf = side == 0 ? 0 : n - 1;
+    int in = side == 0 ? lo : hi, out = side == 0 ? hi : lo; /* from the far side, toward the root */
+    wf_pe_guard gl = span(ln, leaf, leaf);
+    wf_pe_guard gm = side == 0 ? span(ln, 1, root - 1) : span(ln, root + 1, n - 2);
+    if (routes) {
+      wf_pe_class_add_route_pos(L->cls, &gl, col, pos, WF_DIR_RAMP, 1u << out);
+      if (m > 1) {
+        wf_pe_class_add_route_pos(L->cls, &gm, col, pos, in, R);
+        wf_pe_class_add_route_pos(L->cls, &gm, col, pos, WF_DIR_RAMP, 1u << out);
+      }
+    }
+    wf_emit(L, &gl, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+    if (m > 1)
+      wf_emit(L, &gm, stream,
+              (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+  }
+  wf_pe_guard gr = span(ln, root, root);
+  if (routes) {
+    if (root > 0) wf_pe_class_add_route_pos(L->cls, &gr, col, pos, lo, R);
+    if (root < n - 1) wf_pe_class_add_route_pos(L->cls, &gr, col, pos + two, hi, R);
+  }
+  wf_pe_arg rargs[3] = {wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)};
+  wf_emit(L, &gr, combine, rargs);
+  if (two) {
+    wf_emit(L, &gr, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(pos + 1)});
+    wf_emit(L, &gr, combine, rargs);
+  }
+  return 0;
+}

@@ -1,0 +1,78 @@
+/* waferc backend — distributed GEMM algorithms (dist.gemm, docs/gemm.md): names, the cost
+ * formulas `--gemm-algo=auto` ranks them by, and the lowering entry points.
+ *
+ *   wf_gemm_algo a;
+ *   wf_gemm_algo_parse("meshgemm", &a);
+ *   int64_t c = wf_gemm_predict(t, a, 8, 8, 64, 64, 64); // 8x8 mesh, 64x64 blocks
+ */
+#ifndef WAFERC_BACKEND_GEMM_ALGOS_H
+#define WAFERC_BACKEND_GEMM_ALGOS_H
+
+#include <stdint.h>
+
+#include "waferc/target.h"
+
+typedef enum wf_gemm_algo {
+  WF_GEMM_MESHGEMM,  /* WaferLLM §5: cyclic shift over INTERLEAVE two-hop rings */
+  WF_GEMM_CANNON,    /* the same shifts over the plain ring (wrap link N-1 hops long) */
+  WF_GEMM_SUMMA,     /* per k-step row and column broadcasts */
+  WF_GEMM_ALLGATHER, /* gather the whole A row panel and B column panel, then compute */
+  WF_GEMM_COUNT
+} wf_gemm_algo;
+
+extern const char *const wf_gemm_algo_names[WF_GEMM_COUNT];
+/* 0 and *out set, or -1 for an unknown name. */
+int wf_gemm_algo_parse(const char *name, wf_gemm_algo *out);
+
+/* Predicted cycles of one dist.gemm on a w x h region whose PEs hold A blocks m x k and
+ * B blocks k x n (C blocks m x n). -1 when the algorithm cannot lower that shape. */
+int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_t m, int64_t k,
+                        int64_t n);
+/* SUMMA on a w x h region with A blocks m x ka and B blocks kb x n (ka = ceil(K/w), kb =
+ * ceil(K/h)): what wf_gemm_predict returns for SUMMA with kb derived from ka, and what the
+ * lowering reports with its real kb. -1 on a bad shape. */
+int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                           int64_t n);
+/* MeshGEMM (meshgemm = 1) or Cannon on a w x h region (w = h too, w h > 1), A blocks m x ka,
+ * B blocks kb x n (the lowering's and the chooser's prediction; wf_gemm_predict derives kb =
+ * ceil(ka w / h)); -1 when ka is not a multiple of lcm(w, h) / w (gemm_cost_rect.c). */
+int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
+                                int64_t kb, int64_t n);
+/* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
+ * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
+ * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or
+ * re-cut; for SUMMA w or h is 1 along an axis whose K is not split). K whole (K = 1) and a
+ * 1x1 region lower to a local product and need none of these. 0 = not allocated. */
+typedef struct wf_gemm_bufs {
+  int64_t a0, a1, b0, b1; /* meshgemm/cannon: $gemm_a0/a1/b0/b1; summa: $a_recv (a0), $a_tile
+                           * (a1), $b_recv (b0); allgather: the panels (a0, b0) */
+  int64_t c;              /* meshgemm/cannon on W x H: $gemm_c, C's tiles (0: C in place) */
+  int sx, sy;             /* meshgemm/cannon on W x H: tile slots per row of buffer 0 */
+} wf_gemm_bufs;
+void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                     wf_gemm_bufs *out);
+/* Tile slots per row of buffer 0 on an axis of v positions per PE, len PEs long: renaming
+ * Cannon (v + 1, v on a 1-PE axis) and renaming MeshGEMM (v + 2; 2 for v = 1). */
+int wf_gemm_rect_cannon_slots(int v, int len);
+/* wf_gemm_buffers of MeshGEMM (meshgemm = 1) or Cannon on w x h, w != h (gemm_cost_rect.c). */
+void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+                          wf_gemm_bufs *out);
+int wf_gemm_rect_mesh_slots(int v);
+/* The algorithm with the lowest prediction (ties: table order). */
+wf_gemm_algo wf_gemm_auto(const wf_target *t, int w, int h, int64_t m, int64_t k, int64_t n);
+/* Cannon on w x h (w != h): the number of steps its unrolled loop body holds when the steps
+ * rename tile slots instead of copying the tiles that stay on a PE (lcm of v_x + 1 and
+ * v_y + 1, v for a 1-PE axis), or 0 when that body would pass WF_GEMM_RECT_MAX_UNROLL
+ * multiplies and the steps copy (gemm_cost_rect.c, lower_gemm_rect.c). */
+#define WF_GEMM_RECT_MAX_UNROLL 1024
+/* MeshGEMM and Cannon on w x h: the most virtual positions a PE stands for along an axis
+ * (lcm(w, h) / w or / h); the program is unrolled over them (lower_gemm_rect.c refuses more,
+ * and the chooser leaves the two algorithms out). */
+#define WF_GEMM_RECT_MAX_V 16
+int wf_gemm_rect_cannon_period(int w, int h);
+/* The same for MeshGEMM on w x h: its steps rename slots along INTERLEAVE's even and odd
+ * chains of a PE (lower_gemm_rect.c); *turns = 1 when the ends of a line copy their turning
+ * tile (the smaller program) instead of renaming it too; 0: the steps copy. */
+int wf_gemm_rect_meshgemm_period(int w, int h, int *turns);
+
+#endif

@@ -1,0 +1,19 @@
+/* dist.gemm: a batched product (lower_gemm_batched.c) or one matrix (lower_gemm_matrix.c),
+ * and the alternatives `auto` weighed, for the manifest (docs/gemm.md). */
+#include <string.h>
+
+#include "backend/gemm/gemm_choose.h"
+#include "backend/gemm/lower_gemm.h"
+#include "waferc/diag.h"
+
+int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  const wf_type *ta = wf_value_type(L->f, op->operands[0]), *tb = wf_value_type(L->f, op->operands[1]);
+  /* Batch dims or a 1-D A: the rank-2 algorithm once per matrix (lower_gemm_batched.c). */
+  int rc = ta->rank != 2 || tb->rank != 2 ? wf_lower_gemm_batched(L, op, out) : wf_lower_gemm_matrix(L, op, out);
+  if (rc || tb->rank < 2) return rc;
+  /* The alternatives, as `auto` weighed them: the manifest's explain */
+  wf_gemm_choice ch;
+  wf_gemm_choose(L->t, L->f, op, L->w, L->h, &ch);
+  wf_gemm_choice_text(&ch, out->explain, sizeof out->explain);
+  return 0;
+}

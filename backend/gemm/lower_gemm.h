@@ -1,0 +1,76 @@
+/* waferc backend — internal to the dist.gemm lowerings (backend/lower_gemm*.c).
+ *
+ * MeshGEMM and Cannon are one algorithm over two rings: cyclic shifts of A along x and B
+ * along y, after an alignment (skew) that gives every PE matching k indices. A ring says
+ * how its routes look and which PEs shift in which alignment iteration; lower_gemm_shift.c
+ * does the rest. Every role is a guard over x, y and loop variables: the program is one
+ * class whatever the mesh size. */
+#ifndef WAFERC_BACKEND_LOWER_GEMM_H
+#define WAFERC_BACKEND_LOWER_GEMM_H
+
+#include "backend/gemm/gemm_algos.h"
+#include "backend/gemm/gemm_kcut.h"
+#include "backend/resources/lower.h"
+
+
+/* One line of the ring (a row for A, a column for B). `coord` is the PE's position along
+ * the line (x or y), `lo` / `hi` the ports toward lower / higher coordinates, `len` the
+ * line's length (known at compile time). */
+typedef struct wf_ring_line {
+  wf_pe_term coord;
+  int lo, hi;
+  int len;
+} wf_ring_line;
+
+#define WF_RING_MAX_GUARDS 4
+typedef struct wf_ring_align {
+  int iters;                                 /* alignment loop: u in [0, iters) */
+  wf_pe_guard from0[WF_RING_MAX_GUARDS];     /* shift buffer 0 -> 1 in iteration u */
+  int n0;
+  wf_pe_guard from1[WF_RING_MAX_GUARDS];     /* shift buffer 1 -> 0 */
+  int n1;
+  wf_pe_guard fixup[WF_RING_MAX_GUARDS];     /* after alignment the block sits in buffer 1 */
+  int nf;
+} wf_ring_align;
+
+typedef struct wf_ring {
+  const char *name;
+  int link_hops; /* the longest ring link, for the report */
+  /* The PE that PE i of a line of `len` passes its block to (one ring position forward). */
+  int (*dest)(int i, int len);
+  /* Alignment of the blocks of line `other` (the row index for A, the column for B): the
+   * number of forward shifts is a function of that index; u is the loop variable. */
+  void (*align)(wf_ring_align *out, wf_pe_term other, int len, wf_pe_term u);
+} wf_ring;
+
+extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
+/* ring_links.c: the colors a line's links need when links that meet at a PE differ (PE i
+ * sends to dest[i], -1: none); and the links' routes on palette `pal` (at least that many
+ * colors), the line registered so that wf_emit splits the streams on pal[0] by color.
+ * Returns the colors used. */
+int wf_ring_link_colors(int len, const int *dest);
+int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *pal,
+                  int n_pal);
+/* The line's links (PE i sends to dest[i]; or ring->dest) on the colors of `purpose` (a ring
+ * color, x or y) and its further ones, allocated as the line needs them. Returns 0, or -1
+ * after reporting that the target has no color left. */
+int wf_ring_dest_links(wf_lower *L, int purpose, const wf_ring_line *line, const int *dest, wf_loc loc);
+int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc);
+extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
+
+/* lower_gemm_allgather.c: gather the row and column panels, then multiply locally. */
+int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+
+/* lower_gemm_batched.c: a dist.gemm with batch dims or a 1-D A, one rank-2 lowering per
+ * matrix of the broadcast batch on views of the operands' blocks. */
+int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm_matrix.c: a rank-2 dist.gemm (or one matrix's view) by its algo attribute. */
+int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+
+int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
+                        wf_gemm_algo algo);
+/* lower_gemm_rect.c: MeshGEMM / Cannon on a W x H region, W != H (the lcm virtual grid);
+ * wf_lower_gemm_shift calls it for such regions. */
+int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo);
+
+#endif

@@ -1,0 +1,62 @@
+/* MeshGEMM's ring (WaferLLM §5.2, Alg. 1): INTERLEAVE orders a line of n PEs as
+ * 0, 2, 4, ..., then the odd positions back down, so every logical neighbour is at most two
+ * hops away. Even positions pass their block two hops toward higher coordinates, odd ones
+ * two hops toward lower, the ends turn around (backend/gemm/interleave.c, wf_interleave: the
+ * routes follow it).
+ *
+ * Alignment: with pos() the ring position, the block at line index r must move (-pos(r))
+ * mod n positions forward (wf_meshgemm_k in mesh_algos.h). pos(r) = r/2 for even r and
+ * n - (r+1)/2 for odd r, so even r > 0 shift n - r/2 times and odd r (r+1)/2 times. With u
+ * running over [0, 2n): even r shift at even u >= r, odd r at even u < r. The shift's own
+ * index q decides the buffer it reads (q even: buffer 0); q's parity is a function of u % 4
+ * and r % 4, which guards can test. r may be a virtual index (`3*y+1`, the W x H lowering):
+ * every condition on it is written with wf_gadd_mod or compares the whole term. */
+#include "backend/gemm/lower_gemm.h"
+#include "backend/gemm/mesh_algos.h"
+
+/* Even positions pass their block two hops toward higher coordinates, odd ones two hops
+ * toward lower, the ends turn around (wf_interleave). Every PE sends, receives and forwards
+ * one two-hop link: ring_links.c puts them on three colors, by the lower end modulo 3. */
+static int interleave_dest(int i, int len) {
+  int s, r;
+  wf_interleave(i, len, &s, &r);
+  return s;
+}
+
+static void interleave_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
+  a->iters = 2 * len;
+  a->n0 = a->n1 = a->nf = 0;
+  wf_pe_term u4 = wf_gterm(u, 4, 0);
+  for (int q = 0; q < 2; q++) { /* q: parity of the shift's index = the buffer it reads */
+    wf_pe_guard *g = q ? a->from1 : a->from0;
+    int *n = q ? &a->n1 : &a->n0;
+    wf_pe_guard e0 = wf_guard0(), e2 = wf_guard0(), od = wf_guard0();
+    /* even r, r % 4 == 0: q even iff u % 4 == 0 (u - r = 4j) */
+    wf_gadd_mod(&e0, r, 4, 0);
+    wf_gadd(&e0, r, WF_CMP_GT, wf_term_int(0));
+    wf_gadd(&e0, u, WF_CMP_GE, r);
+    wf_gadd(&e0, u4, WF_CMP_EQ, wf_term_int(q ? 2 : 0));
+    /* even r, r % 4 == 2: q even iff u % 4 == 2 */
+    wf_gadd_mod(&e2, r, 4, 2);
+    wf_gadd(&e2, u, WF_CMP_GE, r);
+    wf_gadd(&e2, u4, WF_CMP_EQ, wf_term_int(q ? 0 : 2));
+    /* odd r: shifts at u = 0, 2, .., q = u / 2 */
+    wf_gadd_mod(&od, r, 2, 1);
+    wf_gadd(&od, u, WF_CMP_LT, r);
+    wf_gadd(&od, u4, WF_CMP_EQ, wf_term_int(q ? 2 : 0));
+    g[(*n)++] = e0;
+    g[(*n)++] = e2;
+    g[(*n)++] = od;
+  }
+  /* An odd number of shifts leaves the block in buffer 1: odd r with (r+1)/2 odd, i.e.
+   * r % 4 == 1; even r > 0 with len - r/2 odd. */
+  wf_pe_guard f = wf_guard0();
+  wf_gadd_mod(&f, r, 4, 1);
+  a->fixup[a->nf++] = f;
+  f = wf_guard0();
+  wf_gadd_mod(&f, r, 4, len % 2 ? 0 : 2);
+  wf_gadd(&f, r, WF_CMP_GT, wf_term_int(0));
+  a->fixup[a->nf++] = f;
+}
+
+const wf_ring wf_ring_interleave = {"interleave", 2, interleave_dest, interleave_align};

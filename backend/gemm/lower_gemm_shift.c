@@ -1,0 +1,135 @@
+/* Cyclic-shift GEMM (MeshGEMM and Cannon), C = A B on an N x N region.
+ *
+ * Layouts (partition): A {M_y, K_x}, B {K_y, N_x}, C {M_y, N_x}: PE (x, y) starts with A's
+ * block (y, x) and B's block (y, x). Every shift passes A one ring position forward along
+ * its row and B along its column; the ring (wf_ring) fixes the routes and the alignment.
+ *
+ *   alignment   loop u: the rows / columns whose guards hold shift A / B once (async send
+ *               and receive between buffers 0 and 1, then `wait`); a final copy brings the
+ *               blocks of rows that shifted an odd number of times back to buffer 0
+ *   steps       loop s in [0, N): step s multiplies buffers s % 2 while the next blocks
+ *               stream into the other pair (double buffering); the last step does not shift
+ *
+ * Both blocks leave through the PE's one ramp, so a shift costs m k + k n cycles plus the
+ * latency of the longest ring link: 2 hops on INTERLEAVE's ring, N - 1 on Cannon's. */
+#include "backend/gemm/lower_gemm.h"
+#include "waferc/diag.h"
+
+typedef struct shift_ctx {
+  wf_lower *L;
+  int ca, cb;       /* ring colors along x (A) and y (B) */
+  int a[2], b[2];   /* buffers */
+  int64_t na, nb;   /* wavelets per block */
+  int done;         /* completion task */
+} shift_ctx;
+
+/* One shift of a block: receive the predecessor's into `to`, send `from` to the successor;
+ * both in the background. */
+static void shift(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to, int64_t n) {
+  wf_lower *L = s->L;
+  wf_emit(L, g, WF_PEOP_ARECV,
+          (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(to), wf_arg_int(n), wf_arg_int(s->done)});
+  wf_emit(L, g, WF_PEOP_ASEND,
+          (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(from), wf_arg_int(n), wf_arg_int(s->done)});
+}
+
+static void align(shift_ctx *s, const wf_ring *ring, int N) {
+  wf_lower *L = s->L;
+  int u = wf_lower_var(L, "u");
+  wf_pe_term tu = wf_term_var(u, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_ring_align ra, rb;
+  ring->align(&ra, ty, N, tu); /* A: row y shifts along x */
+  ring->align(&rb, tx, N, tu); /* B: column x shifts along y */
+  WF_ASSERT(ra.iters == rb.iters);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(ra.iters)});
+  for (int i = 0; i < ra.n0; i++) shift(s, &ra.from0[i], s->ca, s->a[0], s->a[1], s->na);
+  for (int i = 0; i < ra.n1; i++) shift(s, &ra.from1[i], s->ca, s->a[1], s->a[0], s->na);
+  for (int i = 0; i < rb.n0; i++) shift(s, &rb.from0[i], s->cb, s->b[0], s->b[1], s->nb);
+  for (int i = 0; i < rb.n1; i++) shift(s, &rb.from1[i], s->cb, s->b[1], s->b[0], s->nb);
+  wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  for (int i = 0; i < ra.nf; i++)
+    wf_emit(L, &ra.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->a[0]), wf_arg_sym(s->a[1]), wf_arg_int(s->na)});
+  for (int i = 0; i < rb.nf; i++)
+    wf_emit(L, &rb.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->b[0]), wf_arg_sym(s->b[1]), wf_arg_int(s->nb)});
+}
+
+int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
+                        wf_gemm_algo algo) {
+  wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
+  if (ta->layout.dims[ta->rank - 1].split == WF_AXIS_NONE && tb->layout.dims[tb->rank - 2].split == WF_AXIS_NONE) {
+    /* K whole on every PE (partition never splits a dim of 1): C's block is local; shifting
+     * would add the same product once per step */
+    int64_t m, k, n;
+    wf_lower_block(L, a, &m, &k);
+    wf_lower_block(L, b, &k, &n);
+    int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+    int sc = wf_lower_sym(L, c);
+    out->lowering = "local";
+    out->predicted = m * n + (m * k * n + f - 1) / f;
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_sym(wf_lower_sym(L, b)),
+                          wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
+    return 0;
+  }
+  if (L->w != L->h) return wf_lower_gemm_rect(L, op, out, algo); /* the lcm virtual grid */
+  int N = L->w;
+  int64_t m, k, kb, n, r, cc;
+  wf_lower_block(L, a, &m, &k);
+  wf_lower_block(L, b, &kb, &n);
+  wf_lower_block(L, c, &r, &cc);
+  WF_ASSERT(k == kb && r == m && cc == n);
+  shift_ctx s = {L, -1, -1, {0, 0}, {0, 0}, m * k, kb * n, 0};
+  int sc = wf_lower_sym(L, c);
+  out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
+  out->predicted = wf_gemm_predict(L->t, algo, L->w, L->h, m, k, n);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+  if (N == 1) {
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_sym(wf_lower_sym(L, b)),
+                          wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
+    return 0;
+  }
+  int purpose_x = algo == WF_GEMM_MESHGEMM ? WF_COLOR_MESH_RING_X : WF_COLOR_CANNON_RING_X;
+  if (L->color[purpose_x] < 0) { /* the routes come with the colors, once per class */
+    wf_ring_line lx = {wf_term(WF_TERM_X, 0), WF_DIR_W, WF_DIR_E, L->w};
+    wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
+    if (wf_ring_line_colors(L, ring, purpose_x, &lx, op->loc) ||
+        wf_ring_line_colors(L, ring, purpose_x + 1, &ly, op->loc))
+      return WF_EXIT_NOFIT;
+  }
+  /* the streams go out on each line's first color; wf_emit gives each PE its own */
+  s.ca = L->color[purpose_x];
+  s.cb = L->color[purpose_x + 1];
+  s.done = wf_lower_done_task(L);
+  /* Buffer 0 is a copy of the operand: the operand itself may be used again later. */
+  wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
+  wf_gemm_buffers(algo, L->w, L->h, m, k, kb, n, &bf);
+  s.a[0] = wf_lower_temp(L, "$gemm_a0", bf.a0 * 4);
+  s.a[1] = wf_lower_temp(L, "$gemm_a1", bf.a1 * 4);
+  s.b[0] = wf_lower_temp(L, "$gemm_b0", bf.b0 * 4);
+  s.b[1] = wf_lower_temp(L, "$gemm_b1", bf.b1 * 4);
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.a[0]), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_int(s.na)});
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.b[0]), wf_arg_sym(wf_lower_sym(L, b)), wf_arg_int(s.nb)});
+  align(&s, ring, N);
+
+  int sv = wf_lower_var(L, "s");
+  wf_pe_term ts = wf_term_var(sv, 0);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(ts), wf_arg_int(0), wf_arg_int(N)});
+  for (int p = 0; p < 2; p++) {
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, wf_gterm(ts, 2, 0), WF_CMP_EQ, wf_term_int(p));
+    wf_pe_guard gs = g;
+    wf_gadd(&gs, ts, WF_CMP_LT, wf_term_int(N - 1));
+    shift(&s, &gs, s.ca, s.a[p], s.a[1 - p], s.na);
+    shift(&s, &gs, s.cb, s.b[p], s.b[1 - p], s.nb);
+    wf_emit(L, &g, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(s.a[p]), wf_arg_sym(s.b[p]), wf_arg_int(m),
+                          wf_arg_int(k), wf_arg_int(n)});
+  }
+  wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  return 0;
+}

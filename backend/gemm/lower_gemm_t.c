@@ -1,0 +1,236 @@
+/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T on an N x N or W x H region, B kept as stored (WaferLLM
+ * §5.4: the attention score Q K^T needs no transpose of K over the fabric).
+ *
+ * Layouts (partition): A {M_y, K_x}, B {N_y, K_x}, C {M_y, N_x}. PE (x, y) holds A[y][x]
+ * and B[y][x]; C[y][j] = sum_x A[y][x] B[j][x]^T lives on PE (j, y). Round j of N: PE
+ * (x, j) multicasts its B block down column x (the SUMMA column color), every PE
+ * transposes the B block it has locally (n x k -> k x n, n k cycles on the PE, no fabric
+ * traffic) and multiplies, and the partials are summed along the row by the library
+ * allreduce; PE (j, y) keeps the sum as its C block.
+ *
+ * WaferLLM moves B by cyclic shifts along y and reduces to a root that changes with the
+ * step ((y + s) mod N). Our guards compare one term (a PE coordinate or a loop variable plus
+ * a constant) with another, so that root is not expressible in one class; the broadcast
+ * makes the sender and the root of round j both "coordinate == j", and the allreduce
+ * replaces the rooted reduce (every PE receives the sum; only one keeps it). */
+#include "backend/gemm/lower_gemm.h"
+#include "ir/support/intmath.h"
+
+#include <stdlib.h>
+
+#include "waferc/diag.h"
+
+/* The operand symbols and scratch of one dist.gemm_t. */
+typedef struct gt_syms {
+  int a, b, bt, brecv, part;
+} gt_syms;
+
+/* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0)
+ * and everyone transposes the block it has, multiplies it with its A block into `part`,
+ * and sums `part` along the row. The allreduce's predicted cycles are added to *ar. When K
+ * is whole on every PE (partition does not split K = 1), `part` is already the sum: no
+ * allreduce (it would add the same product W times). */
+static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
+                      const gt_syms *s, int64_t m, int64_t k, int64_t nb, int k_split, wf_loc loc,
+                      int64_t *ar, int64_t *spread) {
+  if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(nb * k)});
+  wf_emit(L, own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->b), wf_arg_int(nb), wf_arg_int(k)});
+  if (ccol >= 0) {
+    wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(nb * k)});
+    wf_emit(L, recv, WF_PEOP_TRANSPOSE,
+            (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->brecv), wf_arg_int(nb), wf_arg_int(k)});
+  }
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_int(m * nb)});
+  wf_emit(L, NULL, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_sym(s->a), wf_arg_sym(s->bt), wf_arg_int(m), wf_arg_int(k),
+                        wf_arg_int(nb)});
+  return k_split ? wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar, spread) : 0;
+}
+
+/* K is split along x (A's last dim; B's is cut the same way). */
+static int k_split(const wf_lower *L, wf_value a) {
+  const wf_type *t = wf_value_type(L->f, a);
+  return t->layout.dims[t->rank - 1].split == WF_AXIS_X;
+}
+
+/* W x H (W != H): B's N is cut in H blocks of nb (over y) but C's in W blocks of nc (over x),
+ * so round j's partial C[y][j-th B block] (m x nb, summed along the row as above) spans
+ * parts of several C column blocks: in round j, each PE x whose columns [x nc, (x+1) nc)
+ * meet [j nb, (j+1) nb) copies that slice of the sum into its C block with a strided copy.
+ * The cuts repeat every lcm(nb, nc) columns (round j + lcm/nb copies to PE x + lcm/nc what
+ * round j copies to x), so whole periods that repeat the first one are one loop whose
+ * rounds and PEs are terms of its variable; the rest is unrolled. The program grows with
+ * the blocks' ratio, not with W or H. Padding: B's rows past N are zero, so are their
+ * partial columns; C's columns past N are dropped by the host; K is cut over x for both
+ * operands, as on a square region. */
+
+/* One group of the W x H walk, in emission order: round j (x < 0) or its copy to PE x. */
+typedef struct gt_item {
+  int j, x;
+  int64_t s0, s1; /* the copied columns (C's), a copy only */
+} gt_item;
+
+static int gt_items(int H, int W, int64_t nb, int64_t nc, int c_split, gt_item *it) {
+  int n = 0;
+  for (int j = 0; j < H; j++) {
+    it[n++] = (gt_item){j, -1, 0, 0};
+    int64_t lo = (int64_t)j * nb, hi = lo + nb;
+    for (int x = 0; x < (c_split ? W : 1); x++) {
+      int64_t clo = (int64_t)x * nc, chi = clo + nc;
+      int64_t s0 = lo > clo ? lo : clo, s1 = hi < chi ? hi : chi;
+      if (s0 < s1) it[n++] = (gt_item){j, x, s0, s1};
+    }
+  }
+  return n;
+}
+
+/* Whether b is a, d periods later (sj rounds, sx PEs, pn columns further). */
+static int gt_same(const gt_item *a, const gt_item *b, int64_t d, int64_t sj, int64_t sx, int64_t pn) {
+  if (b->j != a->j + d * sj || (a->x < 0) != (b->x < 0)) return 0;
+  return a->x < 0 || (b->x == a->x + d * sx && b->s0 == a->s0 + d * pn && b->s1 == a->s1 + d * pn);
+}
+
+static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  int W = L->w, H = L->h;
+  int64_t m, k, nb, kb, r, nc;
+  wf_lower_block(L, a, &m, &k);
+  wf_lower_block(L, b, &nb, &kb);
+  wf_lower_block(L, c, &r, &nc);
+  WF_ASSERT(k == kb && r == m);
+  /* C's N is whole on every PE when partition does not split it (N = 1): every PE keeps
+   * the slice of each round's sum, not only the PE whose column block it would be. */
+  int c_split = wf_value_type(L->f, c)->layout.dims[1].split == WF_AXIS_X;
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+  int64_t mac = (m * k * nb + f - 1) / f;
+  int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
+  if (ccol < 0) return WF_EXIT_NOFIT;
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_bt", k * nb * 4), wf_lower_temp(L, "$gemmt_brecv", nb * k * 4),
+                wf_lower_temp(L, "$gemmt_part", m * nb * 4)};
+  wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
+  gt_item *it = calloc((size_t)H * ((size_t)W + 1) + 1, sizeof *it);
+  WF_ASSERT(it);
+  int n = gt_items(H, W, nb, nc, c_split, it);
+  /* The loop: periods q0 .. q1 - 1 of pn columns, each repeating the first one. */
+  int64_t pn = wf_lcm(nb, nc), sj = pn / nb, sx = pn / nc, q1 = (int64_t)H / sj, q0 = 0;
+  int k0 = n, per = 0, k1 = n;
+  if (sj <= WF_PE_MAX_SCALE && sx <= WF_PE_MAX_SCALE)
+    for (q0 = 0; q0 + 2 <= q1; q0++) {
+      int s = 0;
+      while (s < n && it[s].j < q0 * sj) s++;
+      int per0 = 0;
+      while (s + per0 < n && it[s + per0].j < (q0 + 1) * sj) per0++;
+      int e = s, ok = per0 > 0;
+      while (ok && e < n && it[e].j < q1 * sj) {
+        ok = gt_same(&it[s + (e - s) % per0], &it[e], (e - s) / per0, sj, sx, pn);
+        e++;
+      }
+      if (ok && e - s == per0 * (q1 - q0)) {
+        k0 = s, per = per0, k1 = e;
+        break;
+      }
+    }
+  int qv = per ? wf_lower_var(L, "gq") : -1;
+  int64_t pred = m * nc, ar = 0, spread = 0, widest = 0;
+  for (int i = 0; i < n; i++) {
+    const gt_item *x = &it[i];
+    int emit = i < k0 || i >= k1 || i < k0 + per, in_loop = i >= k0 && i < k0 + per;
+    if (per && i == k0)
+      wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
+    if (x->x < 0) {
+      if (i) pred += 2 * nb * k + mac + m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
+      widest = 0;
+      if (emit) {
+        wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
+        wf_pe_guard own = wf_guard0(), recv = wf_guard0();
+        wf_gadd(&own, ty, WF_CMP_EQ, tj);
+        wf_gadd(&recv, ty, WF_CMP_NE, tj);
+        ar = 0; /* every round's allreduce is the same: its prediction serves the unrolled ones */
+        int rc = round_body(L, &own, &recv, H > 1 ? ccol : -1, &gs, m, k, nb, k_split(L, a), op->loc, &ar,
+                            &spread);
+        if (rc) {
+          free(it);
+          return rc;
+        }
+      }
+    } else {
+      int64_t lo = (int64_t)x->j * nb, clo = (int64_t)x->x * nc;
+      if (emit) {
+        wf_pe_guard at = wf_guard0();
+        wf_gadd(&at, tx, WF_CMP_EQ, wf_term_affine(in_loop ? qv : -1, in_loop ? sx : 0, x->x - (in_loop ? sx * q0 : 0)));
+        wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(gs.part);
+        dst.off = (int32_t)(x->s0 - clo);
+        src.off = (int32_t)(x->s0 - lo);
+        wf_emit(L, c_split ? &at : NULL, WF_PEOP_COPY2D,
+                (wf_pe_arg[]){dst, src, wf_arg_int(m), wf_arg_int(x->s1 - x->s0), wf_arg_int(nc), wf_arg_int(nb)});
+      }
+      if (x->s1 - x->s0 > widest) widest = x->s1 - x->s0;
+    }
+    if (per && i == k0 + per - 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  }
+  /* Per round: the swset that sets the column broadcast's positions (lower_util.c), the B
+   * block through the ramp, its transpose, the multiply, the row allreduce and the widest
+   * slice copied. */
+  pred += 2 * nb * k + mac + m * nb + ar + m * widest + (H > 1);
+  free(it);
+  out->lowering = "gemm_t-bcast-allreduce";
+  out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
+  return 0;
+}
+
+int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
+  const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
+  if (ta->rank != 2 || tb->rank != 2) {
+    wf_error(op->loc, "dist.gemm_t lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  if (L->w != L->h) return lower_rect(L, op, out);
+  int N = L->w;
+  int64_t m, k, nb, kb, r, n;
+  wf_lower_block(L, a, &m, &k);
+  wf_lower_block(L, b, &nb, &kb);
+  wf_lower_block(L, c, &r, &n);
+  WF_ASSERT(k == kb && r == m && nb == n);
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
+  int64_t mac = (m * k * n + f - 1) / f;
+  int bt = wf_lower_temp(L, "$gemmt_bt", k * n * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+  if (N == 1) {
+    wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(n), wf_arg_int(k)});
+    wf_emit(L, NULL, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
+                          wf_arg_int(n)});
+    out->lowering = "local";
+    out->predicted = m * n + n * k + mac;
+    return 0;
+  }
+  int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
+  if (ccol < 0) return WF_EXIT_NOFIT;
+  gt_syms gs = {sa, sb, bt, wf_lower_temp(L, "$gemmt_brecv", n * k * 4), wf_lower_temp(L, "$gemmt_part", m * n * 4)};
+  int part = gs.part;
+  int j = wf_lower_var(L, "jt");
+  wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
+  wf_gadd(&own, ty, WF_CMP_EQ, tj);
+  wf_gadd(&recv, ty, WF_CMP_NE, tj);
+  wf_gadd(&root, tx, WF_CMP_EQ, tj);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(N)});
+  int64_t ar = 0, spread = 0;
+  int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, k_split(L, a), op->loc, &ar, &spread);
+  if (rc) return rc;
+  wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  out->lowering = "gemm_t-bcast-allreduce";
+  /* Per round: the broadcast's swset (1), the B block through the ramp (n k), its local
+   * transpose (n k), the multiply,
+   * the allreduce of the m n partial, the copy (m n); between rounds the allreduce's spread
+   * (the next round's reduce waits for the PEs its broadcast reached last); the column
+   * broadcast's farthest-PE latency once (the rounds pipeline, as SUMMA's). */
+  out->predicted = m * n + (int64_t)N * (1 + 2 * n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
+                   (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
+  return 0;
+}

@@ -1,0 +1,183 @@
+/* Elementwise ops: purely local on matching blocks. Broadcast operands are held by every PE
+ * that needs them (the partition replicates size-1 dims): a bias [N] {N_x} against
+ * [M, N] {M_y, N_x} is one row of the PE's columns, a statistic [M, 1] one column of its
+ * rows, a scale [1] one value, a statistic [1, M, N] or [B, 1, N] of a reduction over
+ * another axis one slab per leading index — so broadcasting costs no communication. */
+#include <string.h>
+
+#include "backend/resources/lower.h"
+#include "waferc/diag.h"
+
+static int unary_peop(const wf_lower *L, const wf_op *op, wf_peop *out) {
+  switch (op->code) {
+    case WF_OP_NEG: *out = WF_PEOP_NEG; return 0;
+    case WF_OP_EXP: *out = WF_PEOP_EXP; return 0;
+    case WF_OP_LOG: *out = WF_PEOP_LOG; return 0;
+    case WF_OP_SQRT: *out = WF_PEOP_SQRT; return 0;
+    case WF_OP_RSQRT: *out = WF_PEOP_RSQRT; return 0;
+    case WF_OP_RECIPROCAL: *out = WF_PEOP_RECIP; return 0;
+    case WF_OP_TANH: *out = WF_PEOP_TANH; return 0;
+    case WF_OP_SIGMOID: *out = WF_PEOP_SIGMOID; return 0;
+    case WF_OP_RELU: *out = WF_PEOP_RELU; return 0;
+    case WF_OP_SILU: *out = WF_PEOP_SILU; return 0;
+    case WF_OP_GELU: {
+      const char *approx = wf_op_str(L->f, op, "approximate", "none");
+      *out = !strcmp(approx, "tanh") ? WF_PEOP_GELU_TANH : WF_PEOP_GELU;
+      return 0;
+    }
+    default: return -1;
+  }
+}
+
+static int binary_peop(wf_opcode code, wf_peop *out, int *commutes) {
+  *commutes = 1;
+  switch (code) {
+    case WF_OP_ADD: *out = WF_PEOP_ADD; return 0;
+    case WF_OP_MUL: *out = WF_PEOP_MUL; return 0;
+    case WF_OP_MAXIMUM: *out = WF_PEOP_MAX; return 0;
+    case WF_OP_MINIMUM: *out = WF_PEOP_MIN; return 0;
+    case WF_OP_SUB: *out = WF_PEOP_SUB; *commutes = 0; return 0;
+    case WF_OP_DIV: *out = WF_PEOP_DIV; *commutes = 0; return 0;
+    default: return -1;
+  }
+}
+
+/* How an operand's block lines up with the result's m x n block (numpy broadcasting,
+ * dims aligned from the right): the same block, one row of n values (mode j), one column of
+ * m values (mode i), or one value. Every dim the operand does not broadcast must carry the
+ * result's split, so both blocks hold the same indices. */
+enum { FIT_NONE, FIT_SAME, FIT_ROW, FIT_COL, FIT_SCALAR, FIT_BCAST };
+
+static int fit(const wf_lower *L, wf_value v, wf_value r) {
+  const wf_type *vt = wf_value_type(L->f, v), *rt = wf_value_type(L->f, r);
+  int same = 1, row = 1, col = 1, scalar = 1, bcast = 1, off = rt->rank - vt->rank;
+  if (off < 0) return FIT_NONE;
+  for (int d = 0; d < rt->rank; d++) {
+    int64_t vd = d < off ? 1 : vt->dims[d - off];
+    int vs = d < off ? WF_AXIS_NONE : vt->layout.dims[d - off].split;
+    int match = vd == rt->dims[d] && vs == rt->layout.dims[d].split;
+    int last = d == rt->rank - 1;
+    same &= match;
+    scalar &= vd == 1;
+    row &= last ? match : vd == 1;
+    col &= last ? vd == 1 : match;
+    bcast &= match || vd == 1;
+  }
+  /* A [.., M, N] block folds its leading dims into rows: a column operand must hold all
+   * of them, which `match` on every non-last dim ensures. */
+  return same ? FIT_SAME : scalar ? FIT_SCALAR : row ? FIT_ROW : col ? FIT_COL : bcast ? FIT_BCAST : FIT_NONE;
+}
+
+static wf_pe_arg at(int sym, int64_t off) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)off;
+  return a;
+}
+
+/* d = a op b over r's block, b broadcast along any of its size-1 dims (FIT_BCAST: a
+ * statistic [B, 1, N] of a softmax over axis -2, [1, M, N] over a leading axis). The block
+ * is row-major; runs of neighbouring dims that b broadcasts (or not) merge. The innermost
+ * two runs are one instruction — b a row (mode j) or a column (mode i) of that [P x Q]
+ * slab — repeated for every index of the dims before them. */
+static void emit_bcast(wf_lower *L, wf_peop pop, int d, int a, int b, wf_value bv, wf_value r) {
+  const wf_type *vt = wf_value_type(L->f, bv), *rt = wf_value_type(L->f, r);
+  int64_t rb[WF_MAX_RANK], rs[WF_MAX_RANK], bs[WF_MAX_RANK];
+  int isb[WF_MAX_RANK], off = rt->rank - vt->rank;
+  wf_lower_block_dims(L, rt, rb);
+  for (int i = 0; i < rt->rank; i++) isb[i] = i < off || vt->dims[i - off] == 1;
+  int64_t sr = 1, sb = 1;
+  for (int i = rt->rank - 1; i >= 0; i--) {
+    rs[i] = sr;
+    bs[i] = isb[i] ? 0 : sb;
+    sr *= rb[i];
+    sb *= isb[i] ? 1 : rb[i];
+  }
+  /* The innermost run [k1, rank) and the one before it [k0, k1), skipping extents of 1. */
+  int k1 = rt->rank, k0;
+  while (k1 > 0 && rb[k1 - 1] == 1) k1--;
+  int inner_b = k1 > 0 && isb[k1 - 1];
+  while (k1 > 0 && (rb[k1 - 1] == 1 || isb[k1 - 1] == inner_b)) k1--;
+  k0 = k1;
+  while (k0 > 0 && (rb[k0 - 1] == 1 || isb[k0 - 1] != inner_b)) k0--;
+  int64_t q = 1, p = 1, outer = 1;
+  for (int i = k1; i < rt->rank; i++) q *= rb[i];
+  for (int i = k0; i < k1; i++) p *= rb[i];
+  for (int i = 0; i < k0; i++) outer *= rb[i];
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t ro = 0, bo = 0, rest = o;
+    for (int i = k0 - 1; i >= 0; i--) {
+      int64_t idx = rest % rb[i];
+      rest /= rb[i];
+      ro += idx * rs[i];
+      bo += idx * bs[i];
+    }
+    wf_emit(L, NULL, pop,
+            (wf_pe_arg[]){at(d, ro), at(a, ro), at(b, bo), wf_arg_int(p), wf_arg_int(q),
+                          wf_arg_int(inner_b ? WF_BMODE_I : WF_BMODE_J)});
+  }
+}
+
+/* d = a op b[fit] over the m x n block of r (bv: b's value). */
+static void emit_fit(wf_lower *L, wf_peop pop, int d, int a, int b, int how, int64_t m, int64_t n,
+                     wf_value bv, wf_value r) {
+  if (how == FIT_BCAST) {
+    emit_bcast(L, pop, d, a, b, bv, r);
+    return;
+  }
+  int64_t rows = m, cols = n;
+  int mode = how == FIT_SAME ? WF_BMODE_IJ : how == FIT_ROW ? WF_BMODE_J : WF_BMODE_I;
+  if (how == FIT_SCALAR) { /* the block as (m*n) x 1: mode j reads b[0] for every element */
+    rows = m * n;
+    cols = 1;
+    mode = WF_BMODE_J;
+  }
+  wf_emit(L, NULL, pop,
+          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(rows), wf_arg_int(cols),
+                        wf_arg_int(mode)});
+}
+
+int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_value r = op->results[0];
+  int64_t m, n;
+  wf_lower_block(L, r, &m, &n);
+  int sr = wf_lower_sym(L, r);
+  wf_peop pop;
+  out->lowering = "local";
+  if (op->n_operands == 1) {
+    if (unary_peop(L, op, &pop)) goto unsupported;
+    if (fit(L, op->operands[0], r) != FIT_SAME) goto layouts;
+    int sa = wf_lower_sym(L, op->operands[0]);
+    wf_emit(L, NULL, pop, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sa), wf_arg_int(m * n)});
+    out->predicted = m * n * wf_lower_elem_cost(L->t, pop);
+    return 0;
+  }
+  int commutes;
+  if (op->n_operands != 2 || binary_peop(op->code, &pop, &commutes)) goto unsupported;
+  wf_value a = op->operands[0], b = op->operands[1];
+  int fa = fit(L, a, r), fb = fit(L, b, r);
+  if (fa == FIT_NONE || fb == FIT_NONE || (fa != FIT_SAME && fb != FIT_SAME)) goto layouts;
+  int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b);
+  out->predicted = m * n * wf_lower_elem_cost(L->t, pop);
+  if (fa == FIT_SAME) {
+    emit_fit(L, pop, sr, sa, sb, fb, m, n, b, r);
+  } else if (commutes) {
+    emit_fit(L, pop, sr, sb, sa, fa, m, n, a, r);
+  } else if (pop == WF_PEOP_SUB) { /* a - b = -(b - a) */
+    emit_fit(L, WF_PEOP_SUB, sr, sb, sa, fa, m, n, a, r);
+    wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sr), wf_arg_int(m * n)});
+    out->predicted += m * n;
+  } else { /* a / b = (1 / b) * a */
+    wf_emit(L, NULL, WF_PEOP_RECIP, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sb), wf_arg_int(m * n)});
+    emit_fit(L, WF_PEOP_MUL, sr, sr, sa, fa, m, n, a, r);
+    out->predicted += m * n;
+  }
+  return 0;
+layouts:
+  wf_error(op->loc, "'%s': operand layouts do not line up with the result's (each operand must "
+                    "have the result's shape and splits, or broadcast along its size-1 dims); a "
+                    "relayout is not implemented", wf_opinfos[op->code].name);
+  return WF_EXIT_UNSUPPORTED;
+unsupported:
+  wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
+  return WF_EXIT_UNSUPPORTED;
+}

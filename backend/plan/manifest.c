@@ -1,0 +1,279 @@
+/* plan/manifest.json, format_version 1 (docs/plan-format.md). Key order is fixed, so the
+ * same compile writes the same bytes. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/plan/llvm_kernels.h"
+#include "backend/collectives/lower_collective.h"
+#include "backend/gemm/lower_gemm.h"
+#include "backend/plan/manifest.h"
+#include "waferc/diag.h"
+#include "waferc/version.h"
+
+static cJSON *pair(int a, int b) {
+  cJSON *arr = cJSON_CreateArray();
+  cJSON_AddItemToArray(arr, cJSON_CreateNumber(a));
+  cJSON_AddItemToArray(arr, cJSON_CreateNumber(b));
+  return arr;
+}
+
+static cJSON *target_json(const wf_target *t) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", t->name);
+  cJSON_AddStringToObject(o, "description", t->description);
+  cJSON_AddItemToObject(o, "fabric", pair(t->fabric_w, t->fabric_h));
+  cJSON_AddItemToObject(o, "program", pair(t->program_w, t->program_h));
+  cJSON_AddNumberToObject(o, "sram_bytes", (double)t->sram_bytes);
+  cJSON_AddNumberToObject(o, "sram_banks", t->sram_banks);
+  cJSON_AddNumberToObject(o, "clock_hz", t->clock_hz);
+  cJSON_AddNumberToObject(o, "fmac_per_cycle", t->fmac_per_cycle);
+  cJSON_AddNumberToObject(o, "fp16_simd", t->fp16_simd);
+  cJSON_AddNumberToObject(o, "wavelet_bits", t->wavelet_bits);
+  cJSON_AddNumberToObject(o, "hop_cycles", t->hop_cycles);
+  cJSON_AddNumberToObject(o, "ramp_cycles", t->ramp_cycles);
+  cJSON_AddNumberToObject(o, "colors", t->colors);
+  cJSON *res = cJSON_AddArrayToObject(o, "reserved_colors");
+  for (int c = 0; c < WF_MAX_COLORS; c++)
+    if (t->reserved_colors >> c & 1) cJSON_AddItemToArray(res, cJSON_CreateNumber(c));
+  cJSON_AddNumberToObject(o, "switch_positions", t->switch_positions);
+  cJSON_AddNumberToObject(o, "route_code_bits", t->route_code_bits);
+  cJSON_AddNumberToObject(o, "queue_depth", t->queue_depth);
+  cJSON_AddNumberToObject(o, "exp_cycles", t->exp_cycles);
+  cJSON_AddNumberToObject(o, "div_cycles", t->div_cycles);
+  cJSON_AddNumberToObject(o, "bank_conflict_cycles", t->bank_conflict_cycles);
+  return o;
+}
+
+/* Index i is listed in the module's ints attribute `name`: partition's `scalar_args` and
+ * `scalar_results`, the model's rank-0 arguments and results, held as [1] tensors. */
+static int listed(const wf_module *m, const char *name, int i) {
+  for (int a = 0; a < m->attrs.n; a++) {
+    const wf_attr *at = &m->attrs.v[a];
+    if (at->kind != WF_ATTR_INTS || strcmp(wf_str(m, at->name), name)) continue;
+    for (int k = 0; k < at->u.ints.n; k++)
+      if (at->u.ints.v[k] == i) return 1;
+  }
+  return 0;
+}
+
+/* name, symbol, dtype, shape, layout text, split per dim, region. `scalar`: the model's
+ * interface has it rank 0 (its [1] block is the one element). */
+static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name, int scalar) {
+  wf_type st;
+  const wf_type *t = wf_value_type(L->f, v);
+  if (scalar && t->rank == 1 && t->dims[0] == 1) {
+    st = *t;
+    st.rank = st.layout.rank = 0;
+    t = &st;
+  }
+  cJSON *o = cJSON_CreateObject();
+  char sym[64];
+  wf_lower_value_name(L, v, sym, sizeof sym);
+  /* A lowering may let a result share its operand's block (an in-place collective). */
+  if ((int)v < L->n_sym_of && L->sym_of[v] >= 0)
+    snprintf(sym, sizeof sym, "%s", L->cls->syms[L->sym_of[v]].name);
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "symbol", sym);
+  cJSON_AddStringToObject(o, "dtype", wf_dtype_name(t->dtype));
+  cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+  cJSON *split = cJSON_CreateArray();
+  char layout[128] = "{";
+  for (int d = 0; d < t->rank; d++) {
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->dims[d]));
+    const wf_layout_dim *ld = &t->layout.dims[d];
+    const char *ax = ld->split == WF_AXIS_X ? "x" : ld->split == WF_AXIS_Y ? "y" : "-";
+    cJSON_AddItemToArray(split, cJSON_CreateString(ax));
+    size_t n = strlen(layout);
+    snprintf(layout + n, sizeof layout - n, "%s%s%s%s", d ? ", " : "", wf_str(L->m, ld->label),
+             ld->split ? "_" : "", ld->split ? ax : "");
+  }
+  strncat(layout, "}", sizeof layout - strlen(layout) - 1);
+  cJSON_AddStringToObject(o, "layout", layout);
+  cJSON_AddItemToObject(o, "split", split);
+  /* Dims the region does not divide are padded with zeros to whole blocks. */
+  int64_t pad[WF_MAX_RANK];
+  int any = 0;
+  for (int d = 0; d < t->rank; d++) {
+    int s = t->layout.rank == t->rank ? t->layout.dims[d].split : WF_AXIS_NONE;
+    int64_t p = s == WF_AXIS_X ? L->w : s == WF_AXIS_Y ? L->h : 1;
+    int64_t k = p > 1 ? wf_gemm_rect_k_pad(L->f, v, d, L->w, L->h) : 0; /* the W x H shifts' K */
+    pad[d] = k ? k : (t->dims[d] + p - 1) / p * p;
+    any |= pad[d] != t->dims[d];
+  }
+  if (any) {
+    cJSON *ps = cJSON_AddArrayToObject(o, "padded_shape");
+    for (int d = 0; d < t->rank; d++) cJSON_AddItemToArray(ps, cJSON_CreateNumber((double)pad[d]));
+  }
+  cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[L->region].name));
+  return o;
+}
+
+static int all_digits(const char *s) {
+  if (!*s) return 1;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
+                      const char *path) {
+  const wf_pe_class *c = L->cls;
+  const wf_region *reg = &L->m->regions[L->region];
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddNumberToObject(root, "format_version", 1);
+  cJSON *comp = cJSON_AddObjectToObject(root, "compiler");
+  cJSON_AddStringToObject(comp, "name", "waferc");
+  cJSON_AddStringToObject(comp, "version", WF_VERSION_STRING);
+  cJSON_AddStringToObject(comp, "flags", flags ? flags : "");
+  cJSON_AddStringToObject(root, "function", wf_str(L->m, L->f->name));
+  cJSON_AddItemToObject(root, "target", target_json(L->t));
+  cJSON_AddItemToObject(root, "mesh", pair(L->t->mesh_w, L->t->mesh_h));
+
+  cJSON *regions = cJSON_AddArrayToObject(root, "regions");
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "name", wf_str(L->m, reg->name));
+  cJSON *rect = cJSON_AddArrayToObject(r, "rect");
+  int rv[4] = {reg->x, reg->y, reg->w, reg->h};
+  for (int i = 0; i < 4; i++) cJSON_AddItemToArray(rect, cJSON_CreateNumber(rv[i]));
+  cJSON *classes = cJSON_AddArrayToObject(r, "classes");
+  cJSON *cl = cJSON_CreateObject();
+  cJSON_AddStringToObject(cl, "name", c->name);
+  cJSON_AddItemToObject(cl, "rect", cJSON_Duplicate(rect, 1));
+  char prog[128];
+  snprintf(prog, sizeof prog, "programs/%s.wpe", c->name);
+  cJSON_AddStringToObject(cl, "program", prog);
+  cJSON_AddNumberToObject(cl, "memory_bytes", (double)c->mem_bytes);
+  cJSON *mem = cJSON_AddArrayToObject(cl, "memory");
+  for (int i = 0; i < c->n_syms; i++) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "symbol", c->syms[i].name);
+    cJSON_AddNumberToObject(s, "offset", (double)c->syms[i].offset);
+    cJSON_AddNumberToObject(s, "bytes", (double)c->syms[i].bytes);
+    cJSON_AddItemToArray(mem, s);
+  }
+  /* the colors this class's routers use and, past the budget, how many collectives were
+   * serialized onto lent colors or relayed through PEs (each listed under its color) */
+  cJSON *ccols = cJSON_AddArrayToObject(cl, "colors");
+  for (int i = 0; i < c->n_colors; i++) cJSON_AddItemToArray(ccols, cJSON_CreateNumber(c->colors[i].color));
+  int n_fb = wf_coll_cache_n_fallbacks(L), n_relayed = 0;
+  for (int i = 0; i < n_fb; i++) n_relayed += wf_coll_cache_get_fallback(L, i)->relayed;
+  if (n_fb) {
+    cJSON *fo = cJSON_AddObjectToObject(cl, "color_fallbacks");
+    cJSON_AddNumberToObject(fo, "serialized", n_fb - n_relayed);
+    cJSON_AddNumberToObject(fo, "relayed", n_relayed);
+  }
+  cJSON_AddItemToArray(classes, cl);
+  cJSON_AddItemToArray(regions, r);
+
+  cJSON *colors = cJSON_AddArrayToObject(root, "colors");
+  for (int i = 0; i < c->n_colors; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "color", c->colors[i].color);
+    cJSON_AddStringToObject(o, "purpose", c->colors[i].purpose);
+    /* past the budget, later phases of another pattern were serialized onto this color */
+    int ser = wf_coll_cache_shared(L, c->colors[i].color);
+    for (int k = 0; k < wf_coll_cache_n_fallbacks(L); k++) {
+      const wf_coll_fallback *fb = wf_coll_cache_get_fallback(L, k);
+      ser |= fb->color == c->colors[i].color && !fb->relayed;
+    }
+    if (ser) cJSON_AddTrueToObject(o, "serialized");
+    cJSON *fl = NULL;
+    for (int k = 0; k < wf_coll_cache_n_fallbacks(L); k++) {
+      const wf_coll_fallback *fb = wf_coll_cache_get_fallback(L, k);
+      if (fb->color != c->colors[i].color) continue;
+      if (!fl) fl = cJSON_AddArrayToObject(o, "fallbacks");
+      cJSON *fo = cJSON_CreateObject();
+      cJSON_AddStringToObject(fo, "collective", fb->what);
+      if (fb->loc[0]) cJSON_AddStringToObject(fo, "loc", fb->loc);
+      cJSON_AddStringToObject(fo, "how", fb->relayed ? "relayed" : "serialized");
+      cJSON_AddNumberToObject(fo, "position", fb->pos);
+      cJSON_AddItemToArray(fl, fo);
+    }
+    cJSON_AddItemToArray(colors, o);
+  }
+
+  cJSON *inputs = cJSON_AddArrayToObject(root, "inputs");
+  for (int i = 0; i < L->f->n_args; i++) {
+    wf_value v = L->f->args[i];
+    char name[256];
+    wf_lower_value_text(L, v, name, sizeof name);
+    cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1, listed(L->m, "scalar_args", i)));
+  }
+  /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
+  cJSON *outputs = cJSON_AddArrayToObject(root, "outputs");
+  const wf_op *ret = wf_func_return(L->f);
+  for (int i = 0; ret && i < ret->n_operands; i++) {
+    wf_value v = ret->operands[i];
+    const char *vn = wf_str(L->m, L->f->values[v].name);
+    int taken = 0;
+    for (int j = 0; j < i; j++) taken |= ret->operands[j] == v;
+    char name[256];
+    if (!all_digits(vn) && !taken && !strchr(vn, '/')) snprintf(name, sizeof name, "%s", vn);
+    else snprintf(name, sizeof name, "output_%d", i);
+    cJSON_AddItemToArray(outputs, tensor_json(L, v, name, listed(L->m, "scalar_results", i)));
+  }
+
+  cJSON *weights = cJSON_AddObjectToObject(root, "weights");
+  cJSON_AddStringToObject(weights, "file", "weights.bin");
+  cJSON_AddNumberToObject(weights, "bytes", (double)w->total);
+  cJSON *wt = cJSON_AddArrayToObject(weights, "tensors");
+  for (int i = 0; i < w->n; i++) {
+    const wf_value_info *vi = &L->f->values[w->values[i]];
+    cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name), 0);
+    cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
+    cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
+    cJSON_AddItemToArray(wt, o);
+  }
+
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  int64_t total = 0;
+  for (int i = 0; i < L->n_ops; i++) {
+    const wf_lowered_op *lo = &L->ops[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", i);
+    cJSON_AddStringToObject(o, "op", wf_opinfos[lo->op->code].name);
+    cJSON_AddStringToObject(o, "result", lo->result);
+    if (lo->op->loc.file) {
+      char loc[512];
+      snprintf(loc, sizeof loc, "%s:%u:%u", lo->op->loc.file, lo->op->loc.line, lo->op->loc.col);
+      cJSON_AddStringToObject(o, "loc", loc);
+    }
+    cJSON_AddStringToObject(o, "lowering", lo->lowering ? lo->lowering : "");
+    if (lo->explain[0]) cJSON_AddStringToObject(o, "explain", lo->explain);
+    cJSON_AddNumberToObject(o, "predicted_cycles", (double)lo->predicted);
+    if (lo->n_colls) {
+      cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
+      for (int j = 0; j < lo->n_colls; j++) {
+        const wf_lowered_coll *lc = &lo->colls[j];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", lc->index);
+        cJSON_AddStringToObject(e, "collective", lc->axis == WF_AXIS_X ? "allreduce-x" : "allreduce-y");
+        cJSON_AddStringToObject(e, "algo", wf_coll_algo_name((wf_coll_algo)lc->algo));
+        cJSON_AddNumberToObject(e, "pes", lc->pes);
+        cJSON_AddNumberToObject(e, "words", (double)lc->words);
+        cJSON_AddNumberToObject(e, "predicted_cycles", (double)(int64_t)(lc->predicted + 0.5));
+        if (lc->lowered > 0) cJSON_AddNumberToObject(e, "lowered_cycles", (double)(int64_t)(lc->lowered + 0.5));
+        cJSON_AddItemToArray(cs, e);
+      }
+    }
+    cJSON_AddItemToArray(ops, o);
+    total += lo->predicted;
+  }
+  cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
+  /* Compute kernels per class (backend/plan/llvm_kernels.h); a plan without any is interpreted. */
+  cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
+  cJSON *k = wf_llvm_kernels_manifest(c);
+  if (k) cJSON_AddItemToArray(kernels, k);
+
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  FILE *f = fopen(path, "w");
+  int rc = 0;
+  if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) rc = WF_EXIT_IO;
+  if (f && fclose(f)) rc = WF_EXIT_IO;
+  if (rc) wf_error_at(path, "cannot write the manifest: %s", strerror(errno));
+  free(text);
+  return rc;
+}

@@ -1,0 +1,200 @@
+/* waferc backend — lowering a partitioned function to SPMD program classes. Internal to the
+ * backend: emit.c drives it, lower_*.c lower one op family each, cost.c predicts cycles. */
+#ifndef WAFERC_BACKEND_LOWER_H
+#define WAFERC_BACKEND_LOWER_H
+
+#include "ir/pe/pe_program.h"
+#include "waferc/ir.h"
+#include "waferc/target.h"
+
+/* Colors by purpose; allocated on first use from the target's usable colors. */
+enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
+       /* dist.gemm rings, x then y (routes by lower_gemm_meshgemm.c / lower_gemm_cannon.c) */
+       WF_COLOR_MESH_RING_X, WF_COLOR_MESH_RING_Y, WF_COLOR_CANNON_RING_X, WF_COLOR_CANNON_RING_Y,
+       /* W x H meshgemm (lower_gemm_rect.c): the lower-bound one-hop links of the virtual
+        * INTERLEAVE ring on an axis holding several virtual positions per PE; the rings'
+        * colors above then carry the higher-bound ones */
+       WF_COLOR_MESH_HOP_X_LO, WF_COLOR_MESH_HOP_Y_LO,
+       /* the rings' further colors (backend/gemm/ring_links.c): a WSE router holds one rx set ->
+        * one tx set per color, so the links of one ring line that meet at a PE take
+        * different colors, up to three per line (x then y, as above) */
+       WF_COLOR_MESH_RING_X2, WF_COLOR_MESH_RING_Y2, WF_COLOR_MESH_RING_X3, WF_COLOR_MESH_RING_Y3,
+       WF_COLOR_CANNON_RING_X2, WF_COLOR_CANNON_RING_Y2, WF_COLOR_CANNON_RING_X3, WF_COLOR_CANNON_RING_Y3,
+       WF_COLOR_MESH_HOP_X_LO2, WF_COLOR_MESH_HOP_Y_LO2,
+       WF_COLOR_ROLES };
+
+/* One ring line's links on up to three colors (backend/gemm/ring_links.c). A lowering emits its
+ * async streams on `col[0]`; wf_emit splits each into one stream per color, guarded by the
+ * set of PEs that send (receive) on that color. */
+#define WF_RING_MAX_COLORS 3
+typedef struct wf_ring_ch {
+  wf_pe_term coord;                    /* x or y */
+  int n;                               /* colors used */
+  int col[WF_RING_MAX_COLORS];
+  int send_set[WF_RING_MAX_COLORS];    /* class set of the PEs sending on col[k]; -1 none, -2 all */
+  int recv_set[WF_RING_MAX_COLORS];
+} wf_ring_ch;
+#define WF_MAX_RING_CH 8
+
+/* A collective inside an op (the allreduces of a softmax, a norm, a reduction, dist.gemm_t):
+ * its program is bracketed by `coll index` ... `coll -1`, and the report gives its
+ * simulated cycles beside these (manifest ops[i].collectives). */
+#define WF_LOWER_MAX_COLLS 8
+typedef struct wf_lowered_coll {
+  int index;             /* its number in the plan, as the `coll` markers give it */
+  int axis;              /* WF_AXIS_X / WF_AXIS_Y */
+  int algo;              /* wf_coll_algo */
+  int pes;               /* along the line */
+  int64_t words;         /* per PE */
+  double predicted;      /* the model's equation, which chose it */
+  double lowered;        /* as lowered (tree schedule and broadcast), or 0 when not known */
+} wf_lowered_coll;
+
+typedef struct wf_lowered_op {
+  const wf_op *op;
+  char result[64];       /* symbol of its (first) result */
+  const char *lowering;  /* "summa-broadcast", "local", ... */
+  int64_t predicted;     /* cycles, cost model */
+  char text[48];         /* storage a lowering may point `lowering` at */
+  char explain[256];     /* collectives: the model's choice and why (manifest "explain") */
+  wf_lowered_coll colls[WF_LOWER_MAX_COLLS]; /* its inner collectives, in program order */
+  int n_colls;
+} wf_lowered_op;
+
+typedef struct wf_lower {
+  wf_module *m;
+  wf_func *f;
+  const wf_target *t;
+  int region;            /* index of the region every value lives on */
+  int w, h;              /* its size in PEs */
+  wf_pe_class *cls;      /* phase 1: one class covers the whole region */
+  int *sym_of;           /* value -> symbol index, -1 = none yet */
+  int color[WF_COLOR_ROLES]; /* -1 = not allocated */
+  wf_lowered_op *ops; int n_ops;
+  int n_sym_of;          /* entries of sym_of (values created while lowering grow it) */
+  wf_value *consts; int n_consts; /* constants the lowering created (scalars), for weights.bin */
+  /* The user's collective choices (wf_plan_opts): reduce_algo -2 = each op's own (the dist
+   * ops' algo attribute; the model's choice for the allreduces inside other ops), -1 = auto,
+   * else a wf_coll_algo; gemv_how NULL = the op's own; gemv_k, gemv_groups -1 = the op's. */
+  int reduce_algo;
+  const char *gemv_how;
+  int gemv_k, gemv_groups;
+  struct wf_coll_cache *coll_cache; /* lower_collective.c: colors reused across phases */
+  int n_colls;           /* inner collectives numbered so far (wf_lowered_coll.index) */
+  wf_ring_ch ring_ch[WF_MAX_RING_CH]; /* ring lines whose streams wf_emit splits by color */
+  int n_ring_ch;
+  /* The padded extent of dim d of v when it is not partition's ceil(D/p) cut, else 0: the K
+   * of MeshGEMM / Cannon on W x H (wf_gemm_rect_k_pad, which the plan writer sets here so
+   * that the blocks, the lowerings and the manifest agree); NULL = never padded. */
+  int64_t (*dim_pad)(const wf_func *f, wf_value v, int d, int w, int h);
+} wf_lower;
+
+/* Symbol text of a value: %name, %N (canonical numbering as the printer's) or @global. */
+void wf_lower_value_name(const wf_lower *L, wf_value v, char *buf, size_t cap);
+/* The value's whole name as the IR prints it (%x, @w, %3), not shortened: for the manifest's
+ * tensor names, which users type (--input NAME=...). */
+void wf_lower_value_text(const wf_lower *L, wf_value v, char *buf, size_t cap);
+/* Symbol holding v's local block (created on first use). */
+int wf_lower_sym(wf_lower *L, wf_value v);
+/* Makes `sym` v's symbol: v is a view of another value's block (lower_gemm_batched.c
+ * rebases the offsets of what it emits through v). */
+void wf_lower_alias(wf_lower *L, wf_value v, int sym);
+/* A scratch symbol shared by all ops, at least `bytes` large. */
+int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes);
+/* The class's loop variable `name`, declared on first use. A class holds at most 8 (the PE
+ * environment's size): past that it is an internal error, never an index of -1. */
+int wf_lower_var(wf_lower *L, const char *name);
+/* The color for a purpose, allocating it and its routes on first use; -1 (reported) if the
+ * target has no color left. */
+int wf_lower_color(wf_lower *L, int purpose, wf_loc loc);
+/* Local block of a value: rows x cols (rank 1: 1 x cols). */
+void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols);
+
+/* Instruction helpers: guard may be NULL. */
+void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
+wf_pe_arg wf_arg_sym(int sym);
+wf_pe_arg wf_arg_int(int64_t v);
+wf_pe_arg wf_arg_term(wf_pe_term t);
+
+/* A one-element constant [1] holding v, replicated on every PE (a global added to the
+ * module and to weights.bin); returns its symbol. */
+int wf_lower_scalar(wf_lower *L, float v);
+
+/* lower_reduce.c: reductions over one axis of a PE block. The block is row-major over the
+ * tensor's dims; along the axis it is [outer][len][inner]. */
+typedef struct wf_axis_view {
+  int64_t outer, len, inner; /* block extents: the dims before the axis, the axis, the dims after */
+  int64_t full;              /* the axis' length in the tensor (past it: padding) */
+  int split;                 /* wf_axis the axis is split along; WF_AXIS_NONE when whole here */
+  int parts;                 /* PEs it is split over (1 when whole) */
+} wf_axis_view;
+/* Per-dim block extents of a partitioned type: ceil(D/p) along split dims. */
+void wf_lower_block_dims(const wf_lower *L, const wf_type *t, int64_t *b);
+/* The view of `axis` of a block with per-dim extents b (wf_lower_block_dims, with dims a
+ * multi-axis reduction already reduced set to 1). */
+wf_axis_view wf_lower_axis_view(const wf_lower *L, const wf_type *t, const int64_t *b, int axis);
+/* dst[outer x inner] = sum / max over the axis of src's real elements (padding excluded by
+ * guards on the PE's coordinate), then the allreduce along the axis when it is split. */
+int wf_lower_axis_stat(wf_lower *L, int dst, int src, const wf_axis_view *v, int is_max, wf_loc loc,
+                       int64_t *cycles);
+/* dst = a <op> stat over the whole block, stat (outer x inner) broadcast along the axis;
+ * returns its cycles. */
+int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, const wf_axis_view *v);
+/* The manifest's `lowering` of a statistic: "local", "local+masked+allreduce-xy", ...
+ * (axes: bit WF_AXIS_X / WF_AXIS_Y set for each allreduce; masked: a padded axis). */
+const char *wf_lower_stat_name(wf_lower *L, unsigned axes, int masked, wf_lowered_op *out);
+/* Allreduce of sym[0..len) along axis (WF_AXIS_X / WF_AXIS_Y), sum or max, through the
+ * collectives library: the model's choice for its P and B unless waferc --reduce-algo forces
+ * one. Adds its predicted cycles to *cycles; *spread (may be NULL) gets how much later its
+ * last PE is done than its first (a reduce-then-broadcast's root is done when its broadcast
+ * leaves, the farthest PE hops later), which a loop of rounds pays again in each round: the
+ * next round's reduce waits for the PEs that finished last. */
+int wf_lower_allreduce(wf_lower *L, int sym, int64_t len, int axis, int is_max, wf_loc loc,
+                       int64_t *cycles, int64_t *spread);
+/* Per-element cost of a PE op (exp_cycles, div_cycles or 1). */
+int64_t wf_lower_elem_cost(const wf_target *t, wf_peop op);
+
+/* route_check.c: every PE's (color, switch position) pairs within the target's
+ * 2^route_code_bits; reports and returns WF_EXIT_NOFIT if not. */
+int wf_lower_check_route_codes(const wf_lower *L);
+/* lower_memory.c: liveness-based SRAM placement of the class's symbols (memplan.c);
+ * reports an over-budget tensor. Returns 0 or WF_EXIT_NOFIT. */
+int wf_lower_plan_memory(wf_lower *L);
+
+/* Op families; each returns 0 or a WF_EXIT_* code after reporting. */
+int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm.c: dist.gemm by its algo attribute (backend/gemm/gemm_algos.h). */
+int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm_t.c: dist.gemm_t, C = A B^T with B as stored. */
+int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* Guard-term helpers (lower_util.c). */
+wf_pe_term wf_gterm(wf_pe_term t, int mod, int k); /* t's base modulo mod, plus k */
+void wf_gadd(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
+/* Adds `r % mod == v` for a line index r that may carry an offset (a virtual index `3*y+1`:
+ * wf_term_scaled), v in [0, mod). */
+void wf_gadd_mod(wf_pe_guard *g, wf_pe_term r, int mod, int v);
+
+/* The index of an empty local task that async streams activate when they end (created by
+ * wf_lower_close_tasks once the code is complete). Makes the implicit main task explicit. */
+int wf_lower_done_task(wf_lower *L);
+
+/* Appends the completion task async streams name (lower_util.c); call once the code
+ * is complete. */
+void wf_lower_close_tasks(wf_lower *L);
+int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
+int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
+int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_transpose.c: transpose of the last two dims of a split matrix (any region; W != H
+ * through lower_relayout.c). */
+int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
+int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */
+int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+
+/* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
+int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);
+
+#endif

@@ -1,0 +1,112 @@
+/* Per-PE SRAM planning of a lowered class: liveness over the program, then P1's placement
+ * (memplan.c). A symbol is live from its first to its last reference in program order;
+ * a reference inside a loop counts for the whole outermost loop (it runs every
+ * iteration). Inputs and weights are written at launch (live from 0), outputs are read at
+ * the end (live to the end). A class with tasks (asynchronous code, format 2) runs in no
+ * fixed order, so its symbols are all kept live for the whole program. Over budget: an
+ * error naming the tensor that ends highest, the class, the bytes missing, and what to do. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/resources/lower.h"
+#include "backend/resources/memplan.h"
+#include "waferc/diag.h"
+
+static void touch(int *first, int *last, int sym, int lo, int hi) {
+  if (first[sym] < 0 || lo < first[sym]) first[sym] = lo;
+  if (hi > last[sym]) last[sym] = hi;
+}
+
+
+/* Where the error about symbol `sym` points: the op that defines its value (an ONNX
+ * node, a .wir line), else the function. */
+static wf_loc sym_loc(wf_lower *L, int sym) {
+  for (int v = 0; v < L->n_sym_of; v++) {
+    if (L->sym_of[v] != sym) continue;
+    wf_func_foreach_op(L->f, op) {
+      for (int r = 0; r < op->n_results; r++)
+        if (op->results[r] == (wf_value)v && op->loc.file) return op->loc;
+    }
+  }
+  return L->f->loc;
+}
+
+int wf_lower_plan_memory(wf_lower *L) {
+  wf_pe_class *c = L->cls;
+  /* Arguments and results the code never touches (an input returned as it is, a constant
+   * output) still need their blocks: the host scatters and gathers them. */
+  for (int i = 0; i < L->f->n_args; i++) wf_lower_sym(L, L->f->args[i]);
+  const wf_op *ret = wf_func_return(L->f);
+  for (int i = 0; ret && i < ret->n_operands; i++) wf_lower_sym(L, ret->operands[i]);
+  int n = c->n_syms, end = c->n_code + 1;
+  if (!n) return 0;
+  int *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
+  wf_mem_sym *ms = calloc((size_t)n, sizeof *ms);
+  WF_ASSERT(first && last && ms);
+  for (int i = 0; i < n; i++) first[i] = last[i] = -1;
+  int async = c->n_tasks > 0;
+  for (int i = 0; i < c->n_code; i++) async |= wf_peops[c->code[i].op].cost == WF_PECOST_ASYNC;
+  /* Outermost loop extent of each instruction. */
+  int depth = 0, open = 0;
+  for (int i = 0; i < c->n_code; i++) {
+    const wf_pe_instr *in = &c->code[i];
+    if (in->op == WF_PEOP_LOOP && depth++ == 0) open = i;
+    int lo = depth ? open : i, hi = i;
+    if (depth) hi = c->code[open].match; /* LOOP's match: its ENDLOOP */
+    if (in->op == WF_PEOP_ENDLOOP && --depth < 0) depth = 0;
+    const char *sig = wf_peops[in->op].sig;
+    for (int a = 0; sig[a]; a++)
+      if (sig[a] == 'd' || sig[a] == 's') touch(first, last, in->args[a].sym, lo, hi);
+  }
+  /* Launch-time data (arguments, constants) and results. */
+  for (int i = 0; i < L->f->n_args; i++) touch(first, last, wf_lower_sym(L, L->f->args[i]), 0, 0);
+  for (int i = 0; i < n; i++)
+    if (c->syms[i].name[0] == '@') touch(first, last, i, 0, 0);
+  for (int i = 0; ret && i < ret->n_operands; i++)
+    touch(first, last, wf_lower_sym(L, ret->operands[i]), end, end);
+  for (int i = 0; i < n; i++) {
+    if (first[i] < 0) first[i] = last[i] = 0;
+    if (async) first[i] = 0, last[i] = end;
+    ms[i] = (wf_mem_sym){c->syms[i].name, c->syms[i].bytes, 16, first[i], last[i]};
+  }
+  wf_mem_plan p;
+  int r = wf_memplan(ms, n, L->t->sram_bytes, &p);
+  /* Scratch whose size does not shrink with the blocks gets its own advice. */
+  static const struct { const char *prefix, *advice; } scratch[] = {
+      {"$rl_", "the W x H transpose gathers X's whole columns on every PE (a panel that a "
+               "larger mesh does not shrink much); on a square mesh (--mesh=NxN) it needs two "
+               "blocks per PE"},
+      {"$gemm_apanel", "allgather GEMM keeps whole row and column panels: another --gemm-algo "
+                       "(summa, meshgemm, cannon) keeps a few blocks"},
+      {"$gemm_bpanel", "allgather GEMM keeps whole row and column panels: another --gemm-algo "
+                       "(summa, meshgemm, cannon) keeps a few blocks"},
+      {"$vr_panel", "a vector re-split gathers the whole vector on every PE: a shorter vector or "
+                    "a split op"},
+  };
+  int rc = 0;
+  if (r < 0) {
+    wf_error(L->f->loc, "internal: SRAM planning of class '%s' failed", c->name);
+    rc = WF_EXIT_NOFIT;
+  } else {
+    for (int i = 0; i < n; i++) c->syms[i].offset = p.offset[i];
+    c->mem_bytes = p.peak;
+    if (r == 1) {
+      const wf_pe_sym *s = &c->syms[p.over];
+      const char *advice = "use a larger mesh (--mesh; the blocks shrink with the PE count) or split the op";
+      for (size_t k = 0; k < sizeof scratch / sizeof *scratch; k++)
+        if (!strncmp(s->name, scratch[k].prefix, strlen(scratch[k].prefix))) advice = scratch[k].advice;
+      wf_error(sym_loc(L, p.over),
+               "tensor '%s' (%lld bytes per PE) of class '%s' does not fit the %lld-byte SRAM of a "
+               "'%s' PE: %lld bytes missing after reusing the memory of dead values (%lld bytes "
+               "needed, %lld without reuse); %s",
+               s->name, (long long)s->bytes, c->name, (long long)L->t->sram_bytes, L->t->name,
+               (long long)p.missing, (long long)p.peak, (long long)p.sum, advice);
+      rc = WF_EXIT_NOFIT;
+    }
+    wf_mem_plan_free(&p);
+  }
+  free(first);
+  free(last);
+  free(ms);
+  return rc;
+}
