@@ -52,6 +52,7 @@ typedef struct {
   const wf_pe_class *c;
   const wf_plan_region *reg;
   const char *path;
+  int strict;
   int nr, n_words;
   /* per (color, position, rx): tx set + 1 (0: no rule), and the rule that set it */
   uint8_t tx[32][WF_PE_MAX_POS][WF_DIR_COUNT];
@@ -116,10 +117,11 @@ static int check_pe(chk *k, const uint64_t *on, unsigned live, int x, int y) {
         snprintf(rules + l, sizeof rules - l, "%s%s -> %s (line %d)", l ? ", " : "", wf_dir_names[d], txs,
                  c->routes[k->rule[col][pos][d]].line);
       }
-      wf_error(wf_loc_make(k->path, (uint32_t)c->routes[k->rule[col][pos][first]].line, 1),
-          "PE (%d,%d) of class '%s': color c%d, switch position p%d has per-input rules %s; a "
-          "WSE router holds one rx set -> one tx set per color and position", k->reg->x + x,
-          k->reg->y + y, c->name, col, pos, rules);
+      wf_loc at = wf_loc_make(k->path, (uint32_t)c->routes[k->rule[col][pos][first]].line, 1);
+      (k->strict ? wf_error : wf_warning)(
+          at, "PE (%d,%d) of class '%s': color c%d, switch position p%d has per-input rules %s; a "
+              "WSE router holds one rx set -> one tx set per color and position",
+          k->reg->x + x, k->reg->y + y, c->name, col, pos, rules);
       return -1;
     }
   return 0;
@@ -152,13 +154,14 @@ static uint64_t *coord_sets(const chk *k, const wf_pe_guard *part, int along_y, 
 }
 
 int wf_plan_check_routes(const wf_pe_class *c, const wf_plan_region *reg, const wf_plan_place *pl,
-                         const char *path) {
+                         const char *path, int strict) {
   if (!c->n_routes) return 0;
   chk *k = calloc(1, sizeof *k);
   WF_ASSERT(k);
   k->c = c;
   k->reg = reg;
   k->path = path;
+  k->strict = strict;
   k->nr = c->n_routes;
   k->n_words = (k->nr + 63) / 64;
   int nr = k->nr, nw = k->n_words, rc = 0, separable = 1;

@@ -69,4 +69,25 @@ for op in reduce allreduce broadcast; do
     done
   done
 done
+# Past the color budget waferc relays a reduce through the PEs on one color (addsend in and
+# out on it: per-input rules) and records it in the class's color_fallbacks: such a plan
+# loads with a warning naming the router; without that record it is refused.
+T=$(sed -e 's/^colors = .*/colors = 4/' -e 's/^reserved_colors = .*/reserved_colors = 1,2,3/' \
+  "$SRC/targets/test4x4.target")
+printf '%s\n' "$T" >"$TMP/few1.target"
+waferc "$SRC/tests/e2e_dist/norms.wir" -o "$TMP/relay" --target="$TMP/few1.target" --mesh=4x4 -q \
+  --reduce-algo=chain 2>/dev/null || fail "relay: waferc exited $?"
+grep -q '"color_fallbacks"' "$TMP/relay/manifest.json" || fail "relay: no color_fallbacks in the manifest"
+waferrun "$TMP/relay" --disasm >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; fail "relay: refused"; }
+grep -q "main.wpe:[0-9]*:1: warning: PE ([0-9]*,[0-9]*) of class 'main': color c0, switch position p[0-9] has per-input rules" \
+  "$TMP/err" || { cat "$TMP/err" >&2; fail "relay: no warning naming the router"; }
+python3 - "$TMP/relay/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for r in m["regions"]:
+    for c in r["classes"]:
+        c.pop("color_fallbacks", None)
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect_refused "$TMP/relay" "PE ([0-9]*,[0-9]*) of class 'main': color c0, switch position p[0-9] has per-input rules"
 echo "routes_strict: $n checks passed"
