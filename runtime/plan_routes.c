@@ -1,7 +1,8 @@
 /* The hardware rule for routes, checked at load: per color and switch position a WSE router
  * has one rx set and one tx set. A class whose rules give some PE, in one position of one
  * color, rx ports with different tx sets (`RAMP -> W` with `E -> RAMP`) describes a router
- * no wafer can be configured as, so its plan is refused.
+ * no wafer can be configured as, so its plan is refused (plan_load.c; a class that records
+ * color fallbacks gets a warning instead).
  *
  * What a PE's router holds is what wf_router_setup (sim_fabric.c) builds: for each (color,
  * position, rx) the last matching rule, its tx directions that leave the region dropped.
@@ -13,9 +14,10 @@
  * Route guards cannot name loop variables, and their conditions nearly always compare a term
  * of x, or of y, with a constant. Then the rules holding on PE (x, y) are those whose x part
  * holds on x and y part on y, and the router depends only on the pair (column's rules and
- * edges, row's rules and edges): each distinct pair is checked once, as backend/route_check.c
- * counts route codes, so a 750x994 region costs a few columns and rows of guard evaluations,
- * not 745,500 PEs'. A class with a condition tying x to y is checked PE by PE, skipping a PE
+ * edges, row's rules and edges): each distinct pair is checked once, as
+ * backend/resources/route_check.c counts route codes, so a 750x994 region costs a few
+ * columns and rows of guard evaluations, not 745,500 PEs'. A class with a condition tying x
+ * to y is checked PE by PE, skipping a PE
  * whose rules and edges equal its left neighbour's. */
 #include "runtime/plan_routes.h"
 
@@ -25,9 +27,6 @@
 #include "waferc/diag.h"
 
 enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
-
-/* Ports a wavelet can arrive on: bits of WF_DIR_*. */
-#define LIVE_ALL ((1u << WF_DIR_COUNT) - 1)
 
 static int term_axes(const wf_pe_term *t) {
   return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
