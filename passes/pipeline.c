@@ -19,94 +19,12 @@
 
 #include "passes/pass_internal.h"
 
-const char *wf_opt_kind_name(wf_opt_kind kind) {
-  switch (kind) {
-  case WF_OPT_INT: return "int";
-  case WF_OPT_BOOL: return "bool";
-  case WF_OPT_STRING: return "string";
-  case WF_OPT_FLOAT: return "float";
-  }
-  return "?";
-}
-
 static char *xstrndup(const char *s, size_t n) {
   char *p = malloc(n + 1);
   WF_ASSERT(p);
   memcpy(p, s, n);
   p[n] = '\0';
   return p;
-}
-
-/* Resolves a quoted string's escapes. Returns NULL if `text` is not a well-formed string. */
-static char *unquote(const char *text) {
-  size_t n = strlen(text);
-  if (n < 2 || text[0] != '"' || text[n - 1] != '"') return NULL;
-  char *out = malloc(n), *o = out;
-  WF_ASSERT(out);
-  for (size_t i = 1; i + 1 < n; i++) {
-    char c = text[i];
-    if (c == '"') goto fail;
-    if (c == '\\') {
-      if (i + 2 >= n) goto fail;
-      c = text[++i];
-      if (c == 'n') c = '\n';
-      else if (c != '"' && c != '\\') goto fail;
-    }
-    *o++ = c;
-  }
-  *o = '\0';
-  return out;
-fail:
-  free(out);
-  return NULL;
-}
-
-int wf_opt_value_parse(wf_opt_kind kind, const char *text, wf_opt_value *out, char *why) {
-  memset(out, 0, sizeof *out);
-  why[0] = '\0';
-  int quoted = text[0] == '"';
-  char *end = NULL;
-  switch (kind) {
-  case WF_OPT_INT:
-    errno = 0;
-    out->i = quoted || !*text ? 0 : strtoll(text, &end, 10);
-    if (quoted || !*text || *end || errno) {
-      snprintf(why, 128, "expects an int");
-      return 1;
-    }
-    break;
-  case WF_OPT_FLOAT:
-    errno = 0;
-    out->f = quoted || !*text ? 0 : strtod(text, &end);
-    if (quoted || !*text || *end || errno || !isfinite(out->f)) {
-      snprintf(why, 128, "expects a float");
-      return 1;
-    }
-    break;
-  case WF_OPT_BOOL:
-    if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0) out->i = 1;
-    else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0) out->i = 0;
-    else {
-      snprintf(why, 128, "expects a bool (true or false)");
-      return 1;
-    }
-    break;
-  case WF_OPT_STRING:
-    out->str = quoted ? unquote(text) : xstrndup(text, strlen(text));
-    if (!out->str) {
-      snprintf(why, 128, "has a malformed string");
-      return 1;
-    }
-    break;
-  }
-  out->text = xstrndup(text, strlen(text));
-  return 0;
-}
-
-void wf_opt_value_clear(wf_opt_value *v) {
-  free(v->text);
-  free(v->str);
-  memset(v, 0, sizeof *v);
 }
 
 /* ---- parser ------------------------------------------------------------------------ */
