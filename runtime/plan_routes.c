@@ -17,8 +17,7 @@
  * edges, row's rules and edges): each distinct pair is checked once, as
  * backend/resources/route_check.c counts route codes, so a 750x994 region costs a few
  * columns and rows of guard evaluations, not 745,500 PEs'. A class with a condition tying x
- * to y is checked PE by PE, skipping a PE
- * whose rules and edges equal its left neighbour's. */
+ * to y is checked PE by PE, skipping a PE whose rules and edges equal its left neighbour's. */
 #include "runtime/plan_routes.h"
 
 #include <stdlib.h>
