@@ -83,6 +83,9 @@ typedef struct wf_plan {
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
 } wf_plan;
 
+/* A program whose routes no WSE router can hold (per color and switch position, rx ports
+ * with different tx sets) is refused, naming the PE, the color, the position and the rules
+ * (docs/cycle-model.md). */
 wf_plan *wf_plan_load(const char *dir);
 void wf_plan_free(wf_plan *p);
 

@@ -6,9 +6,10 @@
  * in and out): a hop ends at the next PE's ramp, so no router forwards anything and one
  * color serves the whole line. The router of a PE on the low side of the root takes the
  * color from the low side to its ramp and from its ramp to the high side (the reverse above
- * the root): two rules on different ports of one switch position, the general table form
- * docs/pe-programs.md allows. The root receives the low side, then (swset) the high side:
- * both arrive on one color and one input queue, so the high side waits at the root's router
+ * the root): two rules on different ports of one switch position: per-input rules
+ * that no WSE router holds (docs/cycle-model.md, "The hardware rule"); waferrun loads such a
+ * plan only because its manifest records the relay (color_fallbacks), with a warning. The
+ * root receives the low side, then (swset) the high side: both arrive on one color and one input queue, so the high side waits at the root's router
  * until the low side is in. Each hop pays both ramps (2 T_R) and a link: the chain of
  * Lemma 5.2 per side, whatever tree was asked for, and nothing passes through a router, so
  * the color is free again at a PE as soon as that PE is done (it can be lent on). */

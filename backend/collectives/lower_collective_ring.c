@@ -3,9 +3,12 @@
  * The ring visits the even coordinates upward, then the odd ones downward (0 2 4 .. 5 3 1),
  * so every ring link is one or two hops and the whole ring uses both directions of the
  * line's links once. Ring position q sends to q-1 (position 0 to P-1) and receives from q+1.
- * Westward messages (evens to the even below, the top odd to the top even when P is even)
- * use one color, eastward ones (odds to the odd above, 0 to 1, the top odd to the top even
- * when P is odd) another; a PE between the two ends of a 2-hop link forwards it.
+ * A PE between the two ends of a 2-hop link forwards it. A WSE router holds one rx set -> one
+ * tx set per color, so two messages on one color may not meet at a PE (one's forward is the
+ * other's send or receive, or both would share a link or a queue): each message spans an
+ * interval of one to three PEs, every PE is in at most three, and the messages are colored
+ * first-fit in order of their lower end — optimal for intervals, three colors for P > 2
+ * (two for P = 2), where a ring whose rules only split westward and eastward took two.
  *
  * The vector of len words is cut into P chunks of c = ceil(len/P) words. The PE at ring
  * position q first copies it rotated left by q chunks into a scratch buffer, so its slot j
@@ -112,34 +115,37 @@ static void add_rule(ring_rule *r, int *n, int col, int pos, int rx, unsigned tx
   }
 }
 
-/* Past the budget (fewer than 2 free colors): the ring keeps its routes on colors lent by
+static const char *const ring_purpose[3] = {"ring allreduce (links, first color)",
+                                            "ring allreduce (links, second color)",
+                                            "ring allreduce (links, third color)"};
+
+/* Past the budget (fewer free colors than the ring's): the ring keeps its routes on colors lent by
  * earlier collectives of the other axis (serialized; *west / *east set, returns 1), or the
  * allreduce is relayed through the PEs: a relay reduce into the middle of the line, then the
  * flooding broadcast back (each serialized or relayed in turn). Returns 0 when relayed (the
  * allreduce is lowered), -WF_EXIT_* on failure (reported). */
 static int ring_fallback(wf_lower *L, const wf_coll_line *ln, const wf_coll_key *key, int fresh,
-                         int sym, int64_t len, wf_loc loc, int *west, int *east) {
-  int P = ln->n, pos[2] = {0, 0}, col[2] = {-1, -1}, ok = 1;
+                         int sym, int64_t len, wf_loc loc, int nk, int *cols) {
+  int P = ln->n, pos[3] = {0, 0, 0}, col[3] = {-1, -1, -1}, ok = 1;
   const char *ax = ln->axis == WF_AXIS_Y ? "y" : "x";
   char what[96];
   snprintf(what, sizeof what, "ring allreduce along %s over %d PEs", ax, P);
-  for (int i = fresh; i < 2 && ok; i++) {
+  for (int i = fresh; i < nk && ok; i++) {
     col[i] = wf_coll_cache_borrow_color(L, key, 1, 0, &pos[i]);
     ok = col[i] >= 0;
   }
   if (ok) {
     char users[256];
-    for (int i = fresh; i < 2; i++) {
+    for (int i = fresh; i < nk; i++) {
       wf_coll_cache_users(L, col[i], users, sizeof users);
-      wf_warning(loc, "target '%s' is out of colors: the %s (2 colors, %d free) is serialized on "
+      wf_warning(loc, "target '%s' is out of colors: the %s (%d colors, %d free) is serialized on "
                       "color %d at switch position %d after the %s (one swset per PE and phase)",
-                 L->t->name, what, fresh, col[i], pos[i], users);
+                 L->t->name, what, nk, fresh, col[i], pos[i], users);
       wf_coll_cache_fallback(L, col[i], pos[i], 0, what, loc);
       wf_coll_cache_note(L, 0, "ring serialized on c%d p%d", col[i], pos[i]);
     }
-    if (fresh) col[0] = wf_lower_color_fresh(L, "ring allreduce (toward lower coordinates)", loc);
-    *west = col[0];
-    *east = col[1];
+    for (int i = 0; i < fresh; i++) col[i] = wf_lower_color_fresh(L, ring_purpose[i], loc);
+    for (int i = 0; i < nk; i++) cols[i] = col[i];
     return 1;
   }
   wf_coll_cache_unborrow(L);
@@ -167,32 +173,47 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     return WF_EXIT_NOFIT;
   }
   wf_coll_key key = {WF_COLL_KEY_RING, ln->axis, P, 0, ln->fixed, NULL, 0};
-  int nc = 0, west = -1, east = -1; /* set by every path below that goes on */
+  int nk = P > 2 ? 3 : 2, nc = 0, cols[3] = {-1, -1, -1}, base[3]; /* set below */
   const int *cached = wf_coll_cache_find(L, &key, &nc);
   if (cached) {
-    west = cached[0];
-    east = cached[1];
+    WF_ASSERT(nc == nk);
+    for (int i = 0; i < nk; i++) cols[i] = cached[i];
   } else {
     int fresh = wf_lower_color_free(L);
-    if (fresh < 2) {
-      int rc = ring_fallback(L, ln, &key, fresh, sym, len, loc, &west, &east);
+    if (fresh < nk) {
+      int rc = ring_fallback(L, ln, &key, fresh, sym, len, loc, nk, cols);
       if (rc <= 0) return -rc;
     } else {
-      west = wf_lower_color_fresh(L, "ring allreduce (toward lower coordinates)", loc);
-      east = wf_lower_color_fresh(L, "ring allreduce (toward higher coordinates)", loc);
+      for (int i = 0; i < nk; i++) cols[i] = wf_lower_color_fresh(L, ring_purpose[i], loc);
     }
-    wf_coll_cache_add(L, &key, (int[]){west, east}, 2, 1);
+    wf_coll_cache_add(L, &key, cols, nk, 1);
   }
-  int pw = wf_coll_cache_base(L, west), pe = wf_coll_cache_base(L, east);
+  for (int i = 0; i < nk; i++) base[i] = wf_coll_cache_base(L, cols[i]);
   wf_coll_cache_enter(L, ln);
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   unsigned R = 1u << WF_DIR_RAMP;
-  int *q_of = calloc((size_t)P, sizeof *q_of);
-  if (!q_of) {
+  int *q_of = calloc((size_t)P, sizeof *q_of), *mc = calloc((size_t)P, sizeof *mc);
+  if (!q_of || !mc) {
+    free(q_of), free(mc);
     wf_error(loc, "out of memory lowering a ring allreduce");
     return WF_EXIT_NOFIT;
   }
   for (int q = 0; q < P; q++) q_of[ring_x(P, q)] = q;
+  /* mc[x]: the color index of x's message (to its ring predecessor), first-fit by lower end */
+  for (int lo_end = 0; lo_end < P; lo_end++)
+    for (int x = 0; x < P; x++) {
+      int to = ring_x(P, (q_of[x] + P - 1) % P), a = x < to ? x : to, b = x < to ? to : x;
+      if (a != lo_end) continue;
+      unsigned busy = 0;
+      for (int u = 0; u < P; u++) { /* colored messages meeting [a, b] */
+        int tu = ring_x(P, (q_of[u] + P - 1) % P), au = u < tu ? u : tu, bu = u < tu ? tu : u;
+        int done = au < a || (au == a && u < x);
+        if (done && au <= b && a <= bu) busy |= 1u << mc[u];
+      }
+      mc[x] = 0;
+      while (busy >> mc[x] & 1) mc[x]++;
+      WF_ASSERT(mc[x] < nk);
+    }
   /* Routes: each message from x to its successor's coordinate, forwarded in between;
    * collected per PE, then written once per progression of PEs with the same rules. */
   ring_rule(*rules)[RING_MAX_RULES] = calloc((size_t)P, sizeof *rules);
@@ -200,14 +221,14 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
   int *seen = calloc((size_t)P, sizeof *seen), *gk = malloc((size_t)P * sizeof *gk);
   wf_pe_guard *gs = malloc((size_t)P * sizeof *gs);
   if (!rules || !nr || !kind || !seen || !gk || !gs) {
-    free(rules), free(nr), free(kind), free(seen), free(gk), free(gs), free(q_of);
+    free(rules), free(nr), free(kind), free(seen), free(gk), free(gs), free(q_of), free(mc);
     wf_error(loc, "out of memory lowering a ring allreduce");
     return WF_EXIT_NOFIT;
   }
   for (int x = 0; x < P && !cached; x++) {
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P);
-    int col = to < x ? west : east, tx = to < x ? lo : hi, rxd = to < x ? hi : lo;
-    int pos = to < x ? pw : pe;
+    int col = cols[mc[x]], tx = to < x ? lo : hi, rxd = to < x ? hi : lo;
+    int pos = base[mc[x]];
     add_rule(rules[x], &nr[x], col, pos, WF_DIR_RAMP, 1u << tx);
     int step = to < x ? -1 : 1;
     for (int u = x + step; u != to; u += step) add_rule(rules[u], &nr[u], col, pos, rxd, 1u << tx);
@@ -241,8 +262,8 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
   rotate_all(L, ln, v, sym, tmp, len, c, P, 0);
   /* Kinds of PE by (send color, receive color), written as arithmetic progressions. */
   for (int x = 0; x < P; x++) {
-    int q = q_of[x], to = ring_x(P, (q + P - 1) % P), from = ring_x(P, (q + 1) % P);
-    kind[x] = (to < x) * 2 + (from > x); /* bit 1: sends west; bit 0: receives the west color */
+    int from = ring_x(P, (q_of[x] + 1) % P);
+    kind[x] = mc[x] * 3 + mc[from]; /* (send color, receive color) */
   }
   int ng = ap_groups(ln, P, kind, 0, seen, gs, gk); /* inside loops guarded by it */
   /* Rounds: reduce-scatter r in [0, P-1) receives-adds slot r+1 and sends slot r; allgather
@@ -257,7 +278,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
     if (part == 1) ss.off = (int32_t)((int64_t)(P - 1) * c);
     else ss.term = wf_term_affine(v, c, part == 0 ? 0 : -c);
     for (int i = 0; i < ng; i++) {
-      int cs = gk[i] & 2 ? west : east, cr = gk[i] & 1 ? west : east;
+      int cs = cols[gk[i] / 3], cr = cols[gk[i] % 3];
       wf_emit(L, &gs[i], part == 0 ? WF_PEOP_ARECVADD : WF_PEOP_ARECV,
               (wf_pe_arg[]){wf_arg_int(cr), rs, wf_arg_int(c), wf_arg_int(done)});
       wf_emit(L, &gs[i], WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(cs), ss, wf_arg_int(c), wf_arg_int(done)});
@@ -267,6 +288,6 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
   }
   rotate_all(L, ln, v, sym, tmp, len, c, P, 1);
   free(kind), free(seen), free(gs), free(gk);
-  free(q_of);
+  free(q_of), free(mc);
   return WF_EXIT_OK;
 }

@@ -125,10 +125,11 @@ static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, i
     wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), lin_at(panel, j, blk, 0), wf_arg_int(blk)});
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  /* The copy; then H rounds, each the block through the sender's ramp and one hop to the
-   * next round's sender (the rounds pipeline); the farthest PE's latency once. */
+  /* The copy; then H rounds, each a swset for the broadcast's positions (lower_util.c), the
+   * block through the sender's ramp and one hop to the next round's sender (the rounds
+   * pipeline); the farthest PE's latency once. */
   if (H == 1) return max64(rpan - H * t->rb, 0) * t->cb + blk;
-  return max64(rpan - H * t->rb, 0) * t->cb + blk + (int64_t)H * wf_cost_bcast(L->t, blk, 1) +
+  return max64(rpan - H * t->rb, 0) * t->cb + blk + (int64_t)H * (wf_cost_bcast(L->t, blk, 1) + 1) +
          (int64_t)(H - 2) * L->t->hop_cycles;
 }
 
@@ -319,8 +320,9 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
   for (int k = 0; k < np; k++) {
     const rl_pair *p = &pairs[k];
     if (p->src == piece) cut[p->yc] = max64(cut[p->yc], W * p->chunk); /* a row's senders cut at once */
-    /* Round i of row y: its W − 1 chunks through the ramp and one hop to the next sender. */
-    if (W > 1) row[p->yc] += wf_cost_bcast(L->t, (W - 1) * p->chunk, 1);
+    /* Round i of row y: the swset for its positions, its W − 1 chunks through the ramp and
+     * one hop to the next sender. */
+    if (W > 1) row[p->yc] += wf_cost_bcast(L->t, (W - 1) * p->chunk, 1) + 1;
     row[p->yc] += p->chunk; /* the transpose of what a PE kept */
   }
   int64_t slowest = 0;
@@ -376,7 +378,7 @@ static int64_t reblock_cost(const wf_target *t, int P, const wf_relayout_reblock
   int J = reblock_blocks(r);
   for (int j = 0; j < J; j++) {
     reblock_widest(P, j, r, &widest);
-    if (reblock_sends(P, j, J, r)) pred += wf_cost_bcast(t, blk, 1);
+    if (reblock_sends(P, j, J, r)) pred += wf_cost_bcast(t, blk, 1) + 1; /* + the swset */
     pred += widest;
   }
   /* The farthest PE's latency once (the rounds pipeline hop by hop). */

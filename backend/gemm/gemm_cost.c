@@ -60,6 +60,7 @@ int64_t wf_gemm_predict(const wf_target *t, wf_gemm_algo a, int w, int h, int64_
  * T(x, y). The root's send puts `words` wavelets down its ramp; a receiver d hops away has
  * the last one at the root's start + words - 1 + lat(d) (docs/cycle-model.md, a message), and
  * cannot be done before its own start + words (one wavelet per cycle off its queue).
+ * Each PE of the line spends one cycle first on the swset that gives its router its role.
  * Along x the root of each row is PE (root, y); along y, PE (x, root).
  *
  * Every PE starts at the same time and the work between broadcasts is the same on every PE,
@@ -73,6 +74,9 @@ typedef struct bcast_state {
 } bcast_state;
 
 static void bcast_line(const wf_target *t, int64_t *v, int len, int root, int64_t words) {
+  /* every PE of the line first sets its router to its role for this root (one swset cycle,
+   * lower_util.c's flood_positions) */
+  for (int i = 0; i < len; i++) v[i] += 1;
   int64_t r = v[root];
   for (int i = 0; i < len; i++) {
     if (i == root) continue;

@@ -36,14 +36,26 @@ typedef struct wf_ring_align {
 typedef struct wf_ring {
   const char *name;
   int link_hops; /* the longest ring link, for the report */
-  /* Routes of color `col` carrying one block one ring position forward along `line`. */
-  void (*routes)(wf_pe_class *c, int col, const wf_ring_line *line);
+  /* The PE that PE i of a line of `len` passes its block to (one ring position forward). */
+  int (*dest)(int i, int len);
   /* Alignment of the blocks of line `other` (the row index for A, the column for B): the
    * number of forward shifts is a function of that index; u is the loop variable. */
   void (*align)(wf_ring_align *out, wf_pe_term other, int len, wf_pe_term u);
 } wf_ring;
 
 extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
+/* ring_links.c: the colors a line's links need when links that meet at a PE differ (PE i
+ * sends to dest[i], -1: none); and the links' routes on palette `pal` (at least that many
+ * colors), the line registered so that wf_emit splits the streams on pal[0] by color.
+ * Returns the colors used. */
+int wf_ring_link_colors(int len, const int *dest);
+int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *pal,
+                  int n_pal);
+/* The line's links (PE i sends to dest[i]; or ring->dest) on the colors of `purpose` (a ring
+ * color, x or y) and its further ones, allocated as the line needs them. Returns 0, or -1
+ * after reporting that the target has no color left. */
+int wf_ring_dest_links(wf_lower *L, int purpose, const wf_ring_line *line, const int *dest, wf_loc loc);
+int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc);
 extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
 
 /* lower_gemm_allgather.c: gather the row and column panels, then multiply locally. */

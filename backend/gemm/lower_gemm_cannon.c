@@ -4,17 +4,9 @@
  * moves left by i, column j of B up by j): the shift in iteration u < r reads buffer u % 2. */
 #include "backend/gemm/lower_gemm.h"
 
-static void plain_routes(wf_pe_class *c, int col, const wf_ring_line *l) {
-  unsigned R = 1u << WF_DIR_RAMP, LO = 1u << l->lo, HI = 1u << l->hi;
-  wf_pe_guard first = wf_guard0(), last = wf_guard0();
-  wf_gadd(&first, l->coord, WF_CMP_EQ, wf_term_int(0));
-  wf_gadd(&last, l->coord, WF_CMP_EQ, wf_term_int(l->len - 1));
-  wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, LO);
-  wf_pe_class_add_route(c, NULL, col, l->hi, R);
-  wf_pe_class_add_route(c, NULL, col, l->lo, HI); /* the wrap-around passes through */
-  wf_pe_class_add_route(c, &first, col, WF_DIR_RAMP, HI);
-  wf_pe_class_add_route(c, &last, col, l->lo, R);
-}
+/* PE i passes its block to i - 1, PE 0 to the far end (ring_links.c colors the one-hop links
+ * by parity and the wrap-around on a third color). */
+static int plain_dest(int i, int len) { return i > 0 ? i - 1 : len - 1; }
 
 static void plain_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
   a->iters = len;
@@ -31,4 +23,4 @@ static void plain_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
   a->fixup[a->nf++] = f;
 }
 
-const wf_ring wf_ring_plain = {"plain", -1, plain_routes, plain_align};
+const wf_ring wf_ring_plain = {"plain", -1, plain_dest, plain_align};

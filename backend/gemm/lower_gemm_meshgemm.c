@@ -1,8 +1,8 @@
 /* MeshGEMM's ring (WaferLLM §5.2, Alg. 1): INTERLEAVE orders a line of n PEs as
  * 0, 2, 4, ..., then the odd positions back down, so every logical neighbour is at most two
  * hops away. Even positions pass their block two hops toward higher coordinates, odd ones
- * two hops toward lower, the ends turn around (backend/gemm/interleave.c is the same order as a
- * pure function; tests/unit/test_gemm.c checks the routes below reproduce it).
+ * two hops toward lower, the ends turn around (backend/gemm/interleave.c, wf_interleave: the
+ * routes follow it).
  *
  * Alignment: with pos() the ring position, the block at line index r must move (-pos(r))
  * mod n positions forward (wf_meshgemm_k in mesh_algos.h). pos(r) = r/2 for even r and
@@ -12,27 +12,15 @@
  * and r % 4, which guards can test. r may be a virtual index (`3*y+1`, the W x H lowering):
  * every condition on it is written with wf_gadd_mod or compares the whole term. */
 #include "backend/gemm/lower_gemm.h"
+#include "backend/gemm/mesh_algos.h"
 
-static void interleave_routes(wf_pe_class *c, int col, const wf_ring_line *l) {
-  unsigned R = 1u << WF_DIR_RAMP, LO = 1u << l->lo, HI = 1u << l->hi;
-  wf_pe_guard even = wf_guard0(), odd = wf_guard0(), first = wf_guard0(), last = wf_guard0();
-  wf_gadd(&even, wf_gterm(l->coord, 2, 0), WF_CMP_EQ, wf_term_int(0));
-  wf_gadd(&odd, wf_gterm(l->coord, 2, 0), WF_CMP_EQ, wf_term_int(1));
-  wf_gadd(&first, l->coord, WF_CMP_EQ, wf_term_int(0));
-  wf_gadd(&last, l->coord, WF_CMP_EQ, wf_term_int(l->len - 1));
-  /* even: receive from two below, send two above, pass the odd PEs' traffic downward */
-  wf_pe_class_add_route(c, &even, col, l->lo, R);
-  wf_pe_class_add_route(c, &even, col, WF_DIR_RAMP, HI);
-  wf_pe_class_add_route(c, &even, col, l->hi, LO);
-  /* odd: pass the even PEs' traffic upward, send two below, receive from two above */
-  wf_pe_class_add_route(c, &odd, col, l->lo, HI);
-  wf_pe_class_add_route(c, &odd, col, WF_DIR_RAMP, LO);
-  wf_pe_class_add_route(c, &odd, col, l->hi, R);
-  /* the turn-arounds: position 0 receives from 1; the last PE from its neighbour (n even) or
-   * sends to it (n odd) */
-  wf_pe_class_add_route(c, &first, col, l->hi, R);
-  if (l->len % 2 == 0) wf_pe_class_add_route(c, &last, col, l->lo, R);
-  else wf_pe_class_add_route(c, &last, col, WF_DIR_RAMP, LO);
+/* Even positions pass their block two hops toward higher coordinates, odd ones two hops
+ * toward lower, the ends turn around (wf_interleave). Every PE sends, receives and forwards
+ * one two-hop link: ring_links.c puts them on three colors, by the lower end modulo 3. */
+static int interleave_dest(int i, int len) {
+  int s, r;
+  wf_interleave(i, len, &s, &r);
+  return s;
 }
 
 static void interleave_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
@@ -71,4 +59,4 @@ static void interleave_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term
   a->fixup[a->nf++] = f;
 }
 
-const wf_ring wf_ring_interleave = {"interleave", 2, interleave_routes, interleave_align};
+const wf_ring wf_ring_interleave = {"interleave", 2, interleave_dest, interleave_align};

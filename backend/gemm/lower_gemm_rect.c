@@ -36,6 +36,7 @@
  * round per PE along the operand's K axis, into scratch). On a 1-wide region one operand holds the whole K and is cut like the
  * other, so every K fits. M and N need not divide: ragged tiles are zero padded locally, and
  * only C's real rows and columns are copied back. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/gemm/lower_gemm.h"
@@ -529,22 +530,25 @@ static void rotate_align_line(wf_lower *L, const rect_axis *a, const rect_axis *
  * for the PEs whose I mod S is e. */
 static int rotate_slot(const rect_axis *a, int i, int e) { return ((i - e) % slots(a) + slots(a)) % slots(a); }
 
-/* Routes of the axis's channels (once per class, with the colors). */
-static void axis_routes(wf_pe_class *c, const rect_axis *ax, int meshgemm, int lo, int hi) {
-  wf_ring_line line = {ax->coord, lo, hi, ax->len};
-  if (!meshgemm) {
-    wf_ring_plain.routes(c, ax->col[0], &line);
-  } else if (ax->v == 1) {
-    wf_ring_interleave.routes(c, ax->col[0], &line);
-  } else {
-    unsigned R = 1u << WF_DIR_RAMP;
-    wf_pe_class_add_route(c, NULL, ax->col[0], WF_DIR_RAMP, 1u << hi); /* one hop up */
-    wf_pe_class_add_route(c, NULL, ax->col[0], lo, R);
-    wf_pe_class_add_route(c, NULL, ax->col[1], WF_DIR_RAMP, 1u << lo); /* one hop down */
-    wf_pe_class_add_route(c, NULL, ax->col[1], hi, R);
+/* Routes of the axis's channels and their colors (once per class): the square rings' links
+ * (v = 1, or Cannon), or with v >= 2 MeshGEMM's two channels of one-hop links, up (east or
+ * south) on the ring's colors and down on the hop colors, each line's links by parity
+ * (ring_links.c). Returns 0, or -1 after reporting the target has no color left. */
+static int axis_routes(wf_lower *L, const rect_axis *ax, int meshgemm, int purpose, int d, wf_loc loc) {
+  wf_ring_line line = {ax->coord, d ? WF_DIR_N : WF_DIR_W, d ? WF_DIR_S : WF_DIR_E, ax->len};
+  if (!meshgemm) return wf_ring_line_colors(L, &wf_ring_plain, purpose, &line, loc);
+  if (ax->v == 1) return wf_ring_line_colors(L, &wf_ring_interleave, purpose, &line, loc);
+  int *up = malloc((size_t)ax->len * sizeof *up), *down = malloc((size_t)ax->len * sizeof *down), rc;
+  WF_ASSERT(up && down);
+  for (int i = 0; i < ax->len; i++) {
+    up[i] = i + 1 < ax->len ? i + 1 : -1;
+    down[i] = i > 0 ? i - 1 : -1;
   }
+  rc = wf_ring_dest_links(L, purpose, &line, up, loc) ||
+       wf_ring_dest_links(L, WF_COLOR_MESH_HOP_X_LO + d, &line, down, loc);
+  free(up), free(down);
+  return rc ? -1 : 0;
 }
-
 
 /* Rows (or columns) of tile i of size sz that lie in a block of `len`: sz, fewer for the
  * last, <= 0 past the end. */
@@ -667,14 +671,10 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     else plain_acts(a);
     if (a->len == 1) continue;
     int purpose = (meshgemm ? WF_COLOR_MESH_RING_X : WF_COLOR_CANNON_RING_X) + d;
-    int fresh = L->color[purpose] < 0; /* the routes come with the color, once per class */
-    a->col[0] = wf_lower_color(L, purpose, op->loc);
-    if (a->col[0] < 0) return WF_EXIT_NOFIT;
-    if (meshgemm && a->v > 1) {
-      a->col[1] = wf_lower_color(L, WF_COLOR_MESH_HOP_X_LO + d, op->loc);
-      if (a->col[1] < 0) return WF_EXIT_NOFIT;
-    }
-    if (fresh) axis_routes(L->cls, a, meshgemm, d ? WF_DIR_N : WF_DIR_W, d ? WF_DIR_S : WF_DIR_E);
+    /* the routes come with the colors, once per class */
+    if (L->color[purpose] < 0 && axis_routes(L, a, meshgemm, purpose, d, op->loc)) return WF_EXIT_NOFIT;
+    a->col[0] = L->color[purpose];
+    if (meshgemm && a->v > 1) a->col[1] = L->color[WF_COLOR_MESH_HOP_X_LO + d];
   }
   ax.done = ay.done = wf_lower_done_task(L);
   /* Cannon's steps rename instead of copying when the unrolled period is small: buffer 0

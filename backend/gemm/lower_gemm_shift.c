@@ -93,16 +93,16 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
     return 0;
   }
   int purpose_x = algo == WF_GEMM_MESHGEMM ? WF_COLOR_MESH_RING_X : WF_COLOR_CANNON_RING_X;
-  int fresh = L->color[purpose_x] < 0; /* the routes come with the color, once per class */
-  s.ca = wf_lower_color(L, purpose_x, op->loc);
-  s.cb = wf_lower_color(L, purpose_x + 1, op->loc);
-  if (s.ca < 0 || s.cb < 0) return WF_EXIT_NOFIT;
-  if (fresh) {
+  if (L->color[purpose_x] < 0) { /* the routes come with the colors, once per class */
     wf_ring_line lx = {wf_term(WF_TERM_X, 0), WF_DIR_W, WF_DIR_E, L->w};
     wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
-    ring->routes(L->cls, s.ca, &lx);
-    ring->routes(L->cls, s.cb, &ly);
+    if (wf_ring_line_colors(L, ring, purpose_x, &lx, op->loc) ||
+        wf_ring_line_colors(L, ring, purpose_x + 1, &ly, op->loc))
+      return WF_EXIT_NOFIT;
   }
+  /* the streams go out on each line's first color; wf_emit gives each PE its own */
+  s.ca = L->color[purpose_x];
+  s.cb = L->color[purpose_x + 1];
   s.done = wf_lower_done_task(L);
   /* Buffer 0 is a copy of the operand: the operand itself may be used again later. */
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */

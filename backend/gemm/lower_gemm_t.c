@@ -140,7 +140,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     if (per && i == k0)
       wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
     if (x->x < 0) {
-      if (i) pred += 2 * nb * k + mac + m * nb + ar + spread + m * widest; /* the previous round */
+      if (i) pred += 2 * nb * k + mac + m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
       widest = 0;
       if (emit) {
         wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
@@ -170,9 +170,10 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     }
     if (per && i == k0 + per - 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  /* Per round: the B block through the ramp, its transpose, the multiply, the row
-   * allreduce and the widest slice copied. */
-  pred += 2 * nb * k + mac + m * nb + ar + m * widest;
+  /* Per round: the swset that sets the column broadcast's positions (lower_util.c), the B
+   * block through the ramp, its transpose, the multiply, the row allreduce and the widest
+   * slice copied. */
+  pred += 2 * nb * k + mac + m * nb + ar + m * widest + (H > 1);
   free(it);
   out->lowering = "gemm_t-bcast-allreduce";
   out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
@@ -224,11 +225,12 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   out->lowering = "gemm_t-bcast-allreduce";
-  /* Per round: the B block through the ramp (n k), its local transpose (n k), the multiply,
+  /* Per round: the broadcast's swset (1), the B block through the ramp (n k), its local
+   * transpose (n k), the multiply,
    * the allreduce of the m n partial, the copy (m n); between rounds the allreduce's spread
    * (the next round's reduce waits for the PEs its broadcast reached last); the column
    * broadcast's farthest-PE latency once (the rounds pipeline, as SUMMA's). */
-  out->predicted = m * n + (int64_t)N * (2 * n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
+  out->predicted = m * n + (int64_t)N * (1 + 2 * n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
                    (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
   return 0;
 }

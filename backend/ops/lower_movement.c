@@ -78,7 +78,8 @@ static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int
     wf_emit(L, &rcv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot, wf_arg_int(bs)});
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
     /* the rounds pipeline as the transpose's gather does (lower_relayout.c) */
-    pred += (int64_t)pa * wf_cost_bcast(L->t, bs, 1) + (pa > 2 ? (int64_t)(pa - 2) * L->t->hop_cycles : 0);
+    /* each round: a swset on every PE (the broadcast color's position), then the broadcast */
+    pred += (int64_t)pa * (wf_cost_bcast(L->t, bs, 1) + 1) + (pa > 2 ? (int64_t)(pa - 2) * L->t->hop_cycles : 0);
   }
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), mine, wf_arg_int(bd)});
   out->lowering = "vector-resplit";

@@ -112,6 +112,7 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   out->lowering = "bcast-transpose";
-  out->predicted = count * L->w * (2 * wf_cost_bcast(L->t, mn, L->w - 1) + mn);
+  /* per step: two broadcasts, each after a swset on every PE (lower_util.c), then the copy */
+  out->predicted = count * L->w * (2 * wf_cost_bcast(L->t, mn, L->w - 1) + mn + 2);
   return 0;
 }

@@ -15,7 +15,26 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
         * INTERLEAVE ring on an axis holding several virtual positions per PE; the rings'
         * colors above then carry the higher-bound ones */
        WF_COLOR_MESH_HOP_X_LO, WF_COLOR_MESH_HOP_Y_LO,
+       /* the rings' further colors (backend/gemm/ring_links.c): a WSE router holds one rx set ->
+        * one tx set per color, so the links of one ring line that meet at a PE take
+        * different colors, up to three per line (x then y, as above) */
+       WF_COLOR_MESH_RING_X2, WF_COLOR_MESH_RING_Y2, WF_COLOR_MESH_RING_X3, WF_COLOR_MESH_RING_Y3,
+       WF_COLOR_CANNON_RING_X2, WF_COLOR_CANNON_RING_Y2, WF_COLOR_CANNON_RING_X3, WF_COLOR_CANNON_RING_Y3,
+       WF_COLOR_MESH_HOP_X_LO2, WF_COLOR_MESH_HOP_Y_LO2,
        WF_COLOR_ROLES };
+
+/* One ring line's links on up to three colors (backend/gemm/ring_links.c). A lowering emits its
+ * async streams on `col[0]`; wf_emit splits each into one stream per color, guarded by the
+ * set of PEs that send (receive) on that color. */
+#define WF_RING_MAX_COLORS 3
+typedef struct wf_ring_ch {
+  wf_pe_term coord;                    /* x or y */
+  int n;                               /* colors used */
+  int col[WF_RING_MAX_COLORS];
+  int send_set[WF_RING_MAX_COLORS];    /* class set of the PEs sending on col[k]; -1 none, -2 all */
+  int recv_set[WF_RING_MAX_COLORS];
+} wf_ring_ch;
+#define WF_MAX_RING_CH 8
 
 /* A collective inside an op (the allreduces of a softmax, a norm, a reduction, dist.gemm_t):
  * its program is bracketed by `coll index` ... `coll -1`, and the report gives its
@@ -62,6 +81,8 @@ typedef struct wf_lower {
   int gemv_k, gemv_groups;
   struct wf_coll_cache *coll_cache; /* lower_collective.c: colors reused across phases */
   int n_colls;           /* inner collectives numbered so far (wf_lowered_coll.index) */
+  wf_ring_ch ring_ch[WF_MAX_RING_CH]; /* ring lines whose streams wf_emit splits by color */
+  int n_ring_ch;
   /* The padded extent of dim d of v when it is not partition's ceil(D/p) cut, else 0: the K
    * of MeshGEMM / Cannon on W x H (wf_gemm_rect_k_pad, which the plan writer sets here so
    * that the blocks, the lowerings and the manifest agree); NULL = never padded. */

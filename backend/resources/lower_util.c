@@ -155,21 +155,28 @@ int wf_lower_var(wf_lower *L, const char *name) {
   return v;
 }
 
+/* The switch positions of a broadcast color: the PE's place relative to the root. */
+enum { FLOOD_AFTER, FLOOD_ROOT, FLOOD_BEFORE };
+
 /* Router configuration per purpose, written once for every PE: the loader drops the
  * directions that leave the region, which derives the edge roles. */
 static void add_routes(wf_pe_class *c, int purpose, int col) {
   enum { N = 1u << WF_DIR_N, E = 1u << WF_DIR_E, S = 1u << WF_DIR_S, W = 1u << WF_DIR_W,
          R = 1u << WF_DIR_RAMP };
   switch (purpose) {
-    case WF_COLOR_ROW_BCAST: /* flooding broadcast along the row from whichever PE sends */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, E | W);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_E, W | R);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_W, E | R);
+    /* Broadcast along the row from whichever PE sends. A router holds one rx set -> one tx
+     * set per position, so the three roles are three positions, which wf_emit sets before
+     * every send on the color (flood_positions): p0 east of the root (the launch position),
+     * p1 the root, p2 west of it. */
+    case WF_COLOR_ROW_BCAST:
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_AFTER, WF_DIR_W, E | R);
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_ROOT, WF_DIR_RAMP, E | W);
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_BEFORE, WF_DIR_E, W | R);
       break;
-    case WF_COLOR_COL_BCAST: /* the same along the column */
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_RAMP, N | S);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_N, S | R);
-      wf_pe_class_add_route(c, NULL, col, WF_DIR_S, N | R);
+    case WF_COLOR_COL_BCAST: /* the same along the column: p0 south of the root */
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_AFTER, WF_DIR_N, S | R);
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_ROOT, WF_DIR_RAMP, N | S);
+      wf_pe_class_add_route_pos(c, NULL, col, FLOOD_BEFORE, WF_DIR_S, N | R);
       break;
   }
 }
@@ -179,7 +186,13 @@ static const char *const purpose_text[WF_COLOR_ROLES] = {
     "meshgemm INTERLEAVE ring along x (A blocks)",
     "meshgemm INTERLEAVE ring along y (B blocks)", "cannon ring along x (A blocks)",
     "cannon ring along y (B blocks)", "meshgemm virtual INTERLEAVE ring along x, westbound hops (A tiles)",
-    "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)"};
+    "meshgemm virtual INTERLEAVE ring along y, northbound hops (B tiles)",
+    "meshgemm ring along x, second color", "meshgemm ring along y, second color",
+    "meshgemm ring along x, third color", "meshgemm ring along y, third color",
+    "cannon ring along x, second color", "cannon ring along y, second color",
+    "cannon ring along x, third color", "cannon ring along y, third color",
+    "meshgemm virtual ring along x, westbound hops, second color",
+    "meshgemm virtual ring along y, northbound hops, second color"};
 
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   if (L->color[purpose] >= 0) return L->color[purpose];
@@ -199,7 +212,80 @@ int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   return -1;
 }
 
+static void emit_raw(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
+
+/* Before a send on a broadcast color (guard `[x==T, rest]` on the row color, `y` on the
+ * column's), every PE of the line sets its router to its role for this root: T itself to
+ * FLOOD_ROOT, `[x<T, rest]` to FLOOD_BEFORE, `[x>T, rest]` to FLOOD_AFTER. A swset goes down
+ * the ramp behind the PE's earlier wavelets of the color and after its earlier receives, so
+ * it never turns a router while the previous broadcast still passes it; a wavelet that
+ * arrives before its router turns waits for it. One cycle per PE and broadcast. */
+static void flood_positions(wf_lower *L, const wf_pe_guard *g, int col) {
+  int axis = col == L->color[WF_COLOR_ROW_BCAST] ? WF_TERM_X : WF_TERM_Y;
+  int at = -1, root_on_b = 0;
+  for (int i = 0; g && i < g->n && at < 0; i++) {
+    const wf_pe_cond *c = &g->c[i];
+    if (c->cmp != WF_CMP_EQ) continue;
+    for (int side = 0; side < 2; side++) {
+      const wf_pe_term *t = side ? &c->b : &c->a;
+      if (t->kind == axis && t->mul <= 1 && t->mul >= 0 && !t->mod && !t->k) {
+        at = i;
+        root_on_b = !side;
+        break;
+      }
+    }
+  }
+  WF_ASSERT(at >= 0); /* a broadcast has one root per line, named by `x == T` */
+  const wf_pe_cond *rc = &g->c[at];
+  wf_pe_term self = root_on_b ? rc->a : rc->b, root = root_on_b ? rc->b : rc->a;
+  static const int cmp[3] = {WF_CMP_GT, WF_CMP_EQ, WF_CMP_LT}; /* FLOOD_AFTER, _ROOT, _BEFORE */
+  for (int p = 0; p < 3; p++) {
+    wf_pe_guard r = *g;
+    r.c[at].a = self;
+    r.c[at].b = root;
+    r.c[at].cmp = (uint8_t)cmp[p];
+    emit_raw(L, &r, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(p)});
+  }
+}
+
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
+  if (wf_peops[op].cost == WF_PECOST_FABRIC || wf_peops[op].cost == WF_PECOST_ASYNC) {
+    int col = args[0].term.k;
+    for (int i = 0; i < L->n_ring_ch; i++) {
+      const wf_ring_ch *ch = &L->ring_ch[i];
+      if (ch->col[0] != col) continue;
+      /* a ring line's stream: one per color, on the PEs that send (receive) on it */
+      WF_ASSERT(op == WF_PEOP_ASEND || op == WF_PEOP_ARECV || op == WF_PEOP_ARECVADD);
+      for (int k = 0; k < ch->n; k++) {
+        int set = op == WF_PEOP_ASEND ? ch->send_set[k] : ch->recv_set[k];
+        if (set == -1) continue;
+        wf_pe_guard g2 = g ? *g : wf_guard0();
+        if (set >= 0) {
+          WF_ASSERT(g2.n < WF_PE_MAX_GUARD);
+          wf_guard_add_in(&g2, ch->coord, set);
+        }
+        wf_pe_arg a2[WF_PE_MAX_ARGS];
+        memcpy(a2, args, strlen(wf_peops[op].sig) * sizeof *a2);
+        a2[0].term.k = ch->col[k];
+        emit_raw(L, &g2, op, a2);
+      }
+      return;
+    }
+    int flood = col == L->color[WF_COLOR_ROW_BCAST] || col == L->color[WF_COLOR_COL_BCAST];
+    /* only plain sends broadcast on these colors (receives need no more than the position) */
+    WF_ASSERT(!flood || op == WF_PEOP_SEND || op == WF_PEOP_RECV || op == WF_PEOP_RECVADD ||
+              op == WF_PEOP_RECVMAX);
+    /* a send right after a send of the same root on the color continues its broadcast */
+    const wf_pe_instr *prev = L->cls->n_code ? &L->cls->code[L->cls->n_code - 1] : NULL;
+    wf_pe_guard g0 = g ? *g : wf_guard0();
+    int cont = prev && prev->op == WF_PEOP_SEND && prev->args[0].term.k == col &&
+               prev->guard.n == g0.n && !memcmp(prev->guard.c, g0.c, (size_t)g0.n * sizeof g0.c[0]);
+    if (flood && op == WF_PEOP_SEND && !cont) flood_positions(L, g, col);
+  }
+  emit_raw(L, g, op, args);
+}
+
+static void emit_raw(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
   wf_pe_instr in;
   memset(&in, 0, sizeof in);
   in.op = op;

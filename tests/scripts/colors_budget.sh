@@ -1,7 +1,7 @@
 #!/bin/sh
 # Collectives past the color budget (docs/collectives-lowering.md, "Past the budget"): on
-# copies of test4x4 with 1..3 usable colors the norms/softmax graph, which needs 6 colors
-# (10 with rings) on test4x4, still compiles with every --reduce-algo: each collective that
+# copies of test4x4 with 1..4 usable colors the norms/softmax graph, which needs 6 colors
+# (12 with rings) on test4x4, still compiles with every --reduce-algo: each collective that
 # finds no free color is serialized on a color in use (at a free switch position, or beside
 # the reduce into its root) or relayed through the PEs, with a warning naming it and saying
 # which, and the manifest records it per color and per class. The plans run and match the
@@ -48,10 +48,10 @@ def matches(tag, plan):
         r = subprocess.run(["wafer-npycmp", os.path.join(plan + ".out", name), os.path.join(ref, name), "--atol", "1e-5", "--rtol", "1e-4"], capture_output=True)
         if r.returncode: fails.append(tag + ": %s differs from the interpreter" % name)
 
-# 1. Every algorithm on 1 usable color, some on 2 and 3 (ring: the rings pin their two
-#    colors, so 3 is the least it fits in; with 2 see 4 below).
+# 1. Every algorithm on 1 usable color, some on 2, 3 and 4 (ring: the rings pin their three
+#    colors, so 4 is the least it fits in; with 3 see 4 below).
 for usable, algos in ((1, ("star", "chain", "tree", "two_phase", "autogen", "snake")),
-                      (2, ("star", "two_phase", "snake")), (3, ("tree", "ring"))):
+                      (2, ("star", "two_phase", "snake")), (3, ("tree",)), (4, ("ring",))):
     tgt = target(usable)
     for algo in algos:
         tag = "%s on %d colors" % (algo, usable)
@@ -135,16 +135,16 @@ r = waferc(os.path.join(tmp, "rc"), target(1, {"route_code_bits": "1"}), "--redu
 if r.returncode != 4 or "route codes" not in r.stderr:
     fails.append("route_code_bits=1 past the budget: exit %d %s" % (r.returncode, r.stderr[-300:]))
 
-# 4. Truly out of colors: the two rings take both colors and never free them (wavelets may
-#    still pass a PE that finished its ring), so nothing else fits: exit 4, naming the
-#    collective and every color in use.
-r = waferc(os.path.join(tmp, "none"), target(2), "--reduce-algo=ring")
-if r.returncode != 4 or "no free color left for the" not in r.stderr or "c0 (ring along x)" not in r.stderr:
-    fails.append("rings on 2 colors: exit %d %s" % (r.returncode, r.stderr[:400]))
+# 4. Truly out of colors: the rings along x take all three colors and never free them
+#    (wavelets may still pass a PE that finished its ring), so nothing else fits: exit 4,
+#    naming the collective and every color in use.
+r = waferc(os.path.join(tmp, "none"), target(3), "--reduce-algo=ring")
+if r.returncode != 4 or "no free color left for the" not in r.stderr or "c2 (ring along x)" not in r.stderr:
+    fails.append("rings on 3 colors: exit %d %s" % (r.returncode, r.stderr[:400]))
 
 # 5. Colors suffice: no warning, and the programs are byte-identical to test4x4's (the
 #    manifest differs only in the target's color fields).
-for algo, need in (("star", 6), ("ring", 10)):
+for algo, need in (("star", 6), ("ring", 12)):
     a, b = os.path.join(tmp, "w24_" + algo), os.path.join(tmp, "wfit_" + algo)
     ra = subprocess.run(["waferc", model, "-o", a, "--target=test4x4", "--mesh=4x4", "-q", "--reduce-algo=" + algo], capture_output=True, text=True)
     rb = waferc(b, target(need), "--reduce-algo=" + algo)
