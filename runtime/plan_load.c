@@ -386,15 +386,10 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
       }
       p->places[p->n_places++] = (wf_plan_place){idx, i, (int)cr[0], (int)cr[1], (int)cr[2], (int)cr[3]};
       /* Routes a WSE router can hold, on every PE of this placement (the region's size and
-         edges decide which rules hold and which ports face a neighbour). A class whose
-         collectives waferc serialized or relayed past the color budget (color_fallbacks)
-         may still hold per-input rules (a relay streams in and out on one color): named in
-         a warning, simulated as written. */
+         edges decide which rules hold and which ports face a neighbour). */
       char ppath[2048];
       snprintf(ppath, sizeof ppath, "%s/%s", p->dir, prog);
-      int fallback = cJSON_GetObjectItemCaseSensitive(cl, "color_fallbacks") != NULL;
-      if (wf_plan_check_routes(p->classes[idx], &p->regions[i], &p->places[p->n_places - 1], ppath,
-                               !fallback) && !fallback) {
+      if (wf_plan_check_routes(p->classes[idx], &p->regions[i], &p->places[p->n_places - 1], ppath)) {
         c->errors++;
         return -1;
       }

@@ -1,8 +1,8 @@
 /* The hardware rule for routes, checked at load: per color and switch position a WSE router
  * has one rx set and one tx set. A class whose rules give some PE, in one position of one
  * color, rx ports with different tx sets (`RAMP -> W` with `E -> RAMP`) describes a router
- * no wafer can be configured as, so its plan is refused (plan_load.c; a class that records
- * color fallbacks gets a warning instead).
+ * no wafer can be configured as, so its plan is refused (plan_load.c), whatever made it
+ * (the color-budget fallbacks too: backend/collectives/collective_relay.c).
  *
  * What a PE's router holds is what wf_router_setup (sim_fabric.c) builds: for each (color,
  * position, rx) the last matching rule, its tx directions that leave the region dropped.
@@ -50,7 +50,6 @@ typedef struct {
   const wf_pe_class *c;
   const wf_plan_region *reg;
   const char *path;
-  int strict;
   int nr, n_words;
   /* per (color, position, rx): tx set + 1 (0: no rule), and the rule that set it */
   uint8_t tx[32][WF_PE_MAX_POS][WF_DIR_COUNT];
@@ -116,7 +115,7 @@ static int check_pe(chk *k, const uint64_t *on, unsigned live, int x, int y) {
                  c->routes[k->rule[col][pos][d]].line);
       }
       wf_loc at = wf_loc_make(k->path, (uint32_t)c->routes[k->rule[col][pos][first]].line, 1);
-      (k->strict ? wf_error : wf_warning)(
+      wf_error(
           at, "PE (%d,%d) of class '%s': color c%d, switch position p%d has per-input rules %s; a "
               "WSE router holds one rx set -> one tx set per color and position",
           k->reg->x + x, k->reg->y + y, c->name, col, pos, rules);
@@ -152,14 +151,13 @@ static uint64_t *coord_sets(const chk *k, const wf_pe_guard *part, int along_y, 
 }
 
 int wf_plan_check_routes(const wf_pe_class *c, const wf_plan_region *reg, const wf_plan_place *pl,
-                         const char *path, int strict) {
+                         const char *path) {
   if (!c->n_routes) return 0;
   chk *k = calloc(1, sizeof *k);
   WF_ASSERT(k);
   k->c = c;
   k->reg = reg;
   k->path = path;
-  k->strict = strict;
   k->nr = c->n_routes;
   k->n_words = (k->nr + 63) / 64;
   int nr = k->nr, nw = k->n_words, rc = 0, separable = 1;

@@ -10,8 +10,8 @@
  * `pl` (region `reg`), the rules of class `c` that hold there give each (color, position)
  * one tx set for all the rx ports a wavelet can arrive on. Returns 0, or -1 after reporting
  * the first PE that breaks the rule at `path`:line, naming the PE, the color, the position
- * and the rules: as an error when `strict`, else as a warning. */
+ * and the rules, as an error. */
 int wf_plan_check_routes(const wf_pe_class *c, const wf_plan_region *reg, const wf_plan_place *pl,
-                         const char *path, int strict);
+                         const char *path);
 
 #endif

@@ -35,6 +35,7 @@ typedef struct cache_entry {
   int base[32]; /* switch position this pattern's routes start at, per color */
   int n;
   int switches; /* the pattern leaves routers at switch position 1 */
+  int width;    /* switch positions its rules take (from base) */
   int clean;    /* no router is left at position 1: reusable */
   int done;     /* its last use is over on every PE once the PE got past it (a broadcast,
                  * or a tree whose allreduce's broadcast followed): lendable */
@@ -59,6 +60,7 @@ struct wf_coll_cache {
   double extra;              /* predicted cycles the fallbacks added, for the current op */
   char note[160];            /* what they were, for the op's explain */
   double relay_cycles;       /* the last tree reduce was relayed: its prediction, else -1 */
+  int reserve;               /* free colors the next tree reduce leaves (its broadcast's) */
   wf_coll_fallback *fb;      /* every fallback, for the manifest */
   int n_fb, cap_fb;
 };
@@ -204,6 +206,9 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
   e->n = n;
   e->switches = !clean;
   e->clean = clean;
+  /* a relay whose PEs between leaf and root forward takes 2 positions even when it leaves
+   * no router switched (they swset back; collective_relay.c) */
+  e->width = e->switches || (k->kind == WF_COLL_KEY_RELAY && (k->root > 1 || k->root < k->n - 2)) ? 2 : 1;
   e->done = done_at_end(k->kind);
   c->allocated += n;
   if (k->kind == WF_COLL_KEY_TREE || k->kind == WF_COLL_KEY_RELAY) c->last_tree = c->n;
@@ -242,9 +247,9 @@ void wf_coll_cache_users(const wf_lower *L, int color, char *buf, size_t cap) {
                             : c->e[i].key.axis == WF_AXIS_Y ? "y" : "x");
 }
 
-int wf_coll_cache_borrow_color(wf_lower *L, const wf_coll_key *k, int need, uint32_t avoid, int *pos) {
-  struct wf_coll_cache *c = cache(L);
-  if (!c) return -1;
+/* The color `k` could take `need` switch positions on (the lowest free position wins), or -1. */
+static int borrow_scan(wf_lower *L, struct wf_coll_cache *c, const wf_coll_key *k, int need, uint32_t avoid,
+                       int *pos) {
   int best = -1, best_pos = 0;
   for (int col = 0; col < 32; col++) {
     if ((avoid >> col & 1) || (c->pend >> col & 1)) continue;
@@ -255,18 +260,31 @@ int wf_coll_cache_borrow_color(wf_lower *L, const wf_coll_key *k, int need, uint
       if (j < 0) continue;
       any = 1;
       ok = (e->done || roots_only(&e->key, k)) && compatible(&e->key, k);
-      int top = e->base[j] + (e->switches ? 2 : 1);
+      int top = e->base[j] + e->width;
       if (top > next) next = top;
     }
     for (int p = 0; p < WF_COLOR_ROLES; p++) ok &= L->color[p] != col;
     if (!any || !ok || next + need > L->t->switch_positions) continue;
     if (best < 0 || next < best_pos) best = col, best_pos = next;
   }
-  if (best < 0) return -1;
-  c->pend |= 1u << best;
-  c->pend_base[best] = best_pos;
   *pos = best_pos;
   return best;
+}
+
+int wf_coll_cache_borrow_color(wf_lower *L, const wf_coll_key *k, int need, uint32_t avoid, int *pos) {
+  struct wf_coll_cache *c = cache(L);
+  if (!c) return -1;
+  int best = borrow_scan(L, c, k, need, avoid, pos);
+  if (best < 0) return -1;
+  c->pend |= 1u << best;
+  c->pend_base[best] = *pos;
+  return best;
+}
+
+int wf_coll_cache_can_borrow(wf_lower *L, const wf_coll_key *k, int need) {
+  struct wf_coll_cache *c = cache(L);
+  int pos;
+  return c && borrow_scan(L, c, k, need, 0, &pos) >= 0;
 }
 
 void wf_coll_cache_unborrow(wf_lower *L) {
@@ -416,6 +434,13 @@ double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap) {
   return x;
 }
 
+void wf_coll_cache_reserve(wf_lower *L, int n) {
+  struct wf_coll_cache *c = cache(L);
+  if (c) c->reserve = n;
+}
+
+int wf_coll_cache_reserved(const wf_lower *L) { return L->coll_cache ? L->coll_cache->reserve : 0; }
+
 void wf_coll_cache_set_relay(wf_lower *L, double cycles) {
   struct wf_coll_cache *c = cache(L);
   if (c) c->relay_cycles = cycles;
@@ -435,6 +460,35 @@ uint32_t wf_coll_cache_take_touched(wf_lower *L) {
   uint32_t t = c->touched;
   c->touched = 0;
   return t;
+}
+
+int wf_coll_cache_holdable(const wf_lower *L, int color, const wf_pe_route *rules, int n, unsigned posm) {
+  const wf_pe_class *cls = L->cls;
+  for (int y = 0; y < L->h; y++)
+    for (int x = 0; x < L->w; x++) {
+      wf_pe_env env = wf_pe_env_at(cls, x, y, L->w, L->h);
+      /* the ports a wavelet can arrive on: the ramp and links from neighbours in the region */
+      unsigned live = 1u << WF_DIR_RAMP | (x > 0 ? 1u << WF_DIR_W : 0) | (x < L->w - 1 ? 1u << WF_DIR_E : 0) |
+                      (y > 0 ? 1u << WF_DIR_N : 0) | (y < L->h - 1 ? 1u << WF_DIR_S : 0);
+      for (int p = 0; p < WF_PE_MAX_POS; p++) {
+        if (!(posm >> p & 1)) continue;
+        int tx[WF_DIR_COUNT]; /* per rx: tx set + 1, the last matching rule's (0: none) */
+        memset(tx, 0, sizeof tx);
+        for (int i = 0; i < cls->n_routes; i++) {
+          const wf_pe_route *r = &cls->routes[i];
+          if (r->color == color && r->pos == p && wf_guard_eval(&r->guard, &env)) tx[r->rx] = (int)(r->tx & live) + 1;
+        }
+        for (int i = 0; i < n; i++)
+          if (wf_guard_eval(&rules[i].guard, &env)) tx[rules[i].rx] = (int)(rules[i].tx & live) + 1;
+        int first = 0;
+        for (int d = 0; d < WF_DIR_COUNT; d++) {
+          if (tx[d] <= 1 || !(live >> d & 1)) continue; /* no rule, or nothing leaves: not rx */
+          if (!first) first = tx[d];
+          else if (tx[d] != first) return 0;
+        }
+      }
+    }
+  return 1;
 }
 
 int wf_coll_cache_ports_free(const wf_lower *L, int color, const wf_pe_route *rules, int n) {

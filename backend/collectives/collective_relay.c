@@ -1,18 +1,25 @@
 /* Relay reduce: past the color budget, a reduce along a line relayed through its PEs on
- * ONE color (see lower_collective.h).
+ * ONE color (see lower_collective.h), store-and-forward.
  *
- * Every PE of the line receives its far neighbour's partial sums and streams them on, each
- * combined with its own block, to its near neighbour (addsend / maxsend with the same color
- * in and out): a hop ends at the next PE's ramp, so no router forwards anything and one
- * color serves the whole line. The router of a PE on the low side of the root takes the
- * color from the low side to its ramp and from its ramp to the high side (the reverse above
- * the root): two rules on different ports of one switch position: per-input rules
- * that no WSE router holds (docs/cycle-model.md, "The hardware rule"); waferrun loads such a
- * plan only because its manifest records the relay (color_fallbacks), with a warning. The
- * root receives the low side, then (swset) the high side: both arrive on one color and one input queue, so the high side waits at the root's router
- * until the low side is in. Each hop pays both ramps (2 T_R) and a link: the chain of
- * Lemma 5.2 per side, whatever tree was asked for, and nothing passes through a router, so
- * the color is free again at a PE as soon as that PE is done (it can be lent on). */
+ * Every PE of the line receives its far neighbour's partial sums into its own block
+ * (recvadd / recvmax), then sends the block on to its near neighbour: a hop ends at the
+ * next PE's ramp, so no router forwards anything and one color serves the whole line. A WSE
+ * router holds one rx set -> one tx set per color and switch position (docs/cycle-model.md,
+ * "The hardware rule"), so "far side -> ramp" and "ramp -> near side" are two positions: a
+ * PE between the leaf and the root receives at position p, swsets to p+1, sends, and swsets
+ * back to p (in order down the ramp behind its last wavelet, so the router returns to p only
+ * once the block has left). Its near neighbour's router, still at p, takes the block into
+ * its ramp. A leaf only sends (at p). The root receives the low side at p, then (swset) the
+ * high side at p+1: both arrive on one color and one input queue, so the high side waits at
+ * the root's router until the low side is in.
+ *
+ * Store-and-forward does not pipeline: a PE sends only once its whole block is in, so each
+ * hop costs B + 2 T_R + hop + 1 instead of the streaming chain's 2 T_R + 2 (Lemma 5.2). Streaming
+ * on one color (addsend in and out) would need per-input rules; two colors by parity would
+ * stream, but the relay runs when a collective found too few colors, and a second color for
+ * it is exactly what is missing. Whatever tree was asked for, nothing passes through a
+ * router, so the color is free again at a PE as soon as that PE is done (it can be lent
+ * on). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +39,21 @@ static wf_pe_guard span(const wf_coll_line *ln, int a, int b) {
   return g;
 }
 
+/* One side of m PEs beside the root, store-and-forward: every hop is a message over 2 PEs
+ * (B + 2 T_R + hop + 1: B - 1 after the first wavelet, both ramps, the link, the store). The
+ * swset of a forwarding PE costs nothing on the path: it goes down the ramp in the store
+ * cycle of the block's last word, before the block's first wavelet. */
+static double side_cycles(int m, int64_t len, const wf_coll_params *p) {
+  return m > 0 ? m * ((double)len + 2 * p->ramp + p->hop + 1) : 0;
+}
+
 double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len) {
   if (n <= 1) return 0;
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  /* Each side is a chain into the root (Lemma 5.2, exact in the simulator). With both sides
-   * the root reads the low one, swsets, and only then does the high side's stream (held at
-   * its router) climb the ramp: its B words follow the swset down and the first wavelet up. */
-  double lo = root > 0 ? wf_coll_chain(root + 1, len, &p) : 0;
-  double hi = root < n - 1 ? wf_coll_chain(n - root, len, &p) : 0;
+  /* With both sides the root reads the low one, swsets, and only then does the high side's
+   * block (held at its router) climb the ramp: its B words follow the swset down and the
+   * first wavelet up. */
+  double lo = side_cycles(root, len, &p), hi = side_cycles(n - 1 - root, len, &p);
   if (!lo || !hi) return lo + hi;
   double after = lo + 1 + 2 * p.ramp + (double)len;
   return after > hi ? after : hi;
@@ -51,6 +65,7 @@ int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym
   if (n <= 1) return 0;
   WF_ASSERT(root >= 0 && root < n && ln->fixed.n + 2 <= WF_PE_MAX_GUARD);
   int two = root > 0 && root < n - 1; /* both sides: the root switches between them */
+  int mid = root > 1 || root < n - 2;  /* a PE between a leaf and the root: it switches */
   wf_coll_key key = {WF_COLL_KEY_RELAY, ln->axis, n, root, ln->fixed, NULL, 0};
   int nc = 0, col, pos = 0, routes = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
@@ -62,19 +77,19 @@ int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym
     col = wf_lower_color_try(L, "relay reduce (store-and-forward through PEs)");
     char users[256] = "";
     if (col < 0) {
-      col = wf_coll_cache_borrow_color(L, &key, two ? 2 : 1, 0, &pos);
+      col = wf_coll_cache_borrow_color(L, &key, two || mid ? 2 : 1, 0, &pos);
       if (col < 0) return wf_lower_color_exhausted(L, what, 1, loc);
       wf_coll_cache_users(L, col, users, sizeof users);
     }
     double cyc = wf_relay_reduce_cycles(L, n, root, len);
     if (users[0])
       wf_warning(loc, "target '%s' is out of colors: the %s is relayed through PEs along %s into "
-                      "coordinate %d on color %d at switch position %d, after the %s (a chain: "
-                      "2 ramps per hop, %.0f cycles predicted)",
+                      "coordinate %d on color %d at switch position %d, after the %s (store-and-forward: "
+                      "B + 2 ramps per hop, %.0f cycles predicted)",
                  L->t->name, what, ax, root, col, pos, users, cyc);
     else
       wf_warning(loc, "target '%s' is out of colors: the %s is relayed through PEs along %s into "
-                      "coordinate %d on color %d (a chain: 2 ramps per hop, %.0f cycles predicted)",
+                      "coordinate %d on color %d (store-and-forward: B + 2 ramps per hop, %.0f cycles predicted)",
                  L->t->name, what, ax, root, col, cyc);
     wf_coll_cache_fallback(L, col, pos, 1, what, loc);
     wf_coll_cache_add(L, &key, &col, 1, !two);
@@ -85,7 +100,6 @@ int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym
   wf_coll_cache_enter(L, ln);
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   unsigned R = 1u << WF_DIR_RAMP;
-  wf_peop stream = combine == WF_PEOP_RECVMAX ? WF_PEOP_MAXSEND : WF_PEOP_ADDSEND;
   for (int side = 0; side < 2; side++) {
     int m = side == 0 ? root : n - 1 - root; /* PEs on this side */
     if (!m) continue;
@@ -97,13 +111,16 @@ int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym
       wf_pe_class_add_route_pos(L->cls, &gl, col, pos, WF_DIR_RAMP, 1u << out);
       if (m > 1) {
         wf_pe_class_add_route_pos(L->cls, &gm, col, pos, in, R);
-        wf_pe_class_add_route_pos(L->cls, &gm, col, pos, WF_DIR_RAMP, 1u << out);
+        wf_pe_class_add_route_pos(L->cls, &gm, col, pos + 1, WF_DIR_RAMP, 1u << out);
       }
     }
     wf_emit(L, &gl, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
-    if (m > 1)
-      wf_emit(L, &gm, stream,
-              (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+    if (m > 1) {
+      wf_emit(L, &gm, combine, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+      wf_emit(L, &gm, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(pos + 1)});
+      wf_emit(L, &gm, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(sym), wf_arg_int(len)});
+      wf_emit(L, &gm, WF_PEOP_SWSET, (wf_pe_arg[]){wf_arg_int(col), wf_arg_int(pos)});
+    }
   }
   wf_pe_guard gr = span(ln, root, root);
   if (routes) {

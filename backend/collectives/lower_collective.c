@@ -438,6 +438,13 @@ static int tree_fallback(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     ok = phys[i] >= 0;
     if (ok) lent |= 1u << phys[i];
   }
+  /* an allreduce's broadcast that will find no free color must still be able to borrow one
+   * beside the serialized tree (the tree's own colors are not done until it has passed);
+   * else relay, whose color the broadcast can take at the next position */
+  if (ok && wf_coll_cache_reserved(L) > wf_lower_color_free(L) - fresh) {
+    wf_coll_key bk = {WF_COLL_KEY_BCAST, ln->axis, ln->n, tree_root(t), ln->fixed, NULL, 0};
+    ok = wf_coll_cache_can_borrow(L, &bk, 1);
+  }
   if (ok) {
     char users[256], what[96];
     snprintf(what, sizeof what, "reduce tree along %s over %d PEs", ax, ln->n);
@@ -507,7 +514,8 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     memcpy(phys, cached, (size_t)used * sizeof *phys);
     routes = 0; /* an identical tree earlier: its colors and routes serve this phase too */
   } else {
-    int fresh = wf_lower_color_free(L);
+    int fresh = wf_lower_color_free(L) - wf_coll_cache_reserved(L);
+    if (fresh < 0) fresh = 0;
     if (fresh < used) { /* past the budget: serialize onto lent colors, else relay */
       rc = tree_fallback(L, ln, t, used, fresh, clean, &key, phys, sym, len, combine, loc);
       if (rc <= 0) {

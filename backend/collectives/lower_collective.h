@@ -149,6 +149,11 @@ uint32_t wf_coll_cache_take_touched(wf_lower *L);
 /* 1 if no PE's router holds a rule on `color` (any position) for an rx port one of `rules`
  * (guard and rx are read) needs at that PE: the exact, per-PE form of the port test. */
 int wf_coll_cache_ports_free(const wf_lower *L, int color, const wf_pe_route *rules, int n);
+/* 1 if, with `rules` (guard, rx, tx are read) added to `color` at every switch position of
+ * `posm`, every PE's router still holds one rx set -> one tx set per position (the hardware
+ * rule, checked again at load by runtime/plan_routes.c): no rx port that a wavelet can arrive
+ * on has a tx set different from another's. */
+int wf_coll_cache_holdable(const wf_lower *L, int color, const wf_pe_route *rules, int n, unsigned posm);
 /* Switch positions that rules on `color` use (bit p = position p). */
 unsigned wf_coll_cache_positions(const wf_lower *L, int color);
 /* The flooding broadcast's form of the above: one color, with the warning. -1 when none. */
@@ -175,6 +180,15 @@ double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap);
  * who knows what the tree was predicted at (`orig`), turns the difference into extra cycles
  * with wf_coll_cache_relay_extra (nothing when no relay happened). */
 void wf_coll_cache_set_relay(wf_lower *L, double cycles);
+/* An allreduce's broadcast needs a color of its own (its rules cannot join the reduce's in
+ * one switch position: docs/cycle-model.md, "The hardware rule"): the reduce tree lowered
+ * while `n` is set leaves n free colors, falling back (serialized or relayed) when the rest
+ * do not suffice. 0 clears it. */
+void wf_coll_cache_reserve(wf_lower *L, int n);
+/* 1 if `k` could borrow a color for `need` positions now, besides the colors already
+ * borrowed for the next add (nothing is borrowed). */
+int wf_coll_cache_can_borrow(wf_lower *L, const wf_coll_key *k, int need);
+int wf_coll_cache_reserved(const wf_lower *L);
 int wf_coll_cache_relay_extra(wf_lower *L, double orig); /* 1 if it was relayed */
 
 /* Relay reduce (collective_relay.c): the reduce along the line into `root` as a chain on ONE

@@ -148,7 +148,9 @@ int wf_lower_coll_allreduce(wf_lower *L, const wf_coll_line *ln, int algo, int s
   int root = (int)c.root, colors = 0;
   if (root < 0 || root >= ln->n) root = 0;
   double sched = -1;
+  wf_coll_cache_reserve(L, ln->n > 1); /* a color for the broadcast */
   rc = reduce_on(L, ln, c.algo, root, sym, len, combine, loc, &colors, &sched);
+  wf_coll_cache_reserve(L, 0);
   if (!rc) rc = wf_lower_coll_bcast(L, ln, root, sym, len, loc);
   int resets = rc ? 0 : wf_coll_cache_reset_last(L, ln);
   fill(out, &c, root, colors + (ln->n > 1));
@@ -263,6 +265,7 @@ static int bcast_2d_merge(wf_lower *L, int rx, int ry, uint32_t reduce_colors, w
   for (int col = 0; col < 32; col++) {
     if (!(reduce_colors >> col & 1) || !wf_coll_cache_ports_free(L, col, r, n)) continue;
     *posm = wf_coll_cache_positions(L, col);
+    if (!wf_coll_cache_holdable(L, col, r, n, *posm)) continue; /* per-input rules somewhere */
     int lo = 0;
     while (!(*posm >> lo & 1)) lo++;
     wf_warning(loc, "target '%s' is out of colors: the 2D flooding broadcast from (%d, %d) is "

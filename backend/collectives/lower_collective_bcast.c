@@ -3,16 +3,47 @@
  * color budget it rides the color of the reduce that ended at the same root, or an earlier
  * collective's color at a free switch position (collective_cache.c). */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/collectives/lower_collective.h"
 #include "waferc/diag.h"
 
+/* The flood's rules from `root` on the line: at the root, below it, above it. */
+static int flood_rules(const wf_coll_line *ln, int root, wf_pe_route *r) {
+  int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
+  wf_pe_term xc = wf_term(ln->axis == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  static const int cmp[3] = {WF_CMP_EQ, WF_CMP_LT, WF_CMP_GT};
+  unsigned R = 1u << WF_DIR_RAMP;
+  const int rx[3] = {WF_DIR_RAMP, hi, lo};
+  const unsigned tx[3] = {(1u << lo) | (1u << hi), (1u << lo) | R, (1u << hi) | R};
+  for (int i = 0; i < 3; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    r[i].guard = ln->fixed;
+    wf_guard_add(&r[i].guard, xc, cmp[i], wf_term_int(root));
+    r[i].rx = rx[i];
+    r[i].tx = tx[i];
+  }
+  return 3;
+}
+
 /* Past the budget: the broadcast on the color of the tree that reduced into its root (see
  * wf_coll_cache_merge); its rules join the tree's at both of the tree's positions when the
- * tree switches, so they hold wherever a router was left. No swset, no cycles added. */
-static int bcast_merge(wf_lower *L, const wf_coll_key *key, wf_loc loc, int *both, int *routes) {
+ * tree switches, so they hold wherever a router was left. No swset, no cycles added. Only
+ * where every router still holds one rx set -> one tx set per position: a reduce's routers
+ * take wavelets from the far side (or the ramp) toward the root and the flood's from the
+ * root's side away from it, so at a PE that has reduce rules in a position the two tx sets
+ * differ, and the merge is refused (the broadcast is then serialized at a free position). */
+static int bcast_merge(wf_lower *L, const wf_coll_line *ln, int root, const wf_coll_key *key, wf_loc loc,
+                       int *both, int *routes) {
   int pos = 0, have = 0, col = wf_coll_cache_merge(L, key, &pos, both, &have);
   if (col < 0) return -1;
+  wf_pe_route r[3];
+  int n = flood_rules(ln, root, r);
+  if (!have && !wf_coll_cache_holdable(L, col, r, n, (*both ? 3u : 1u) << pos)) {
+    wf_coll_cache_unborrow(L);
+    *both = 0;
+    return -1;
+  }
   *routes = !have;
   wf_coll_cache_note(L, 0, "broadcast on the reduce's c%d", col);
   if (have) return col; /* warned when first merged */
@@ -40,7 +71,7 @@ int wf_lower_coll_bcast(wf_lower *L, const wf_coll_line *ln, int root, int sym, 
     col = wf_lower_color_try(L, "flooding broadcast");
     /* past the budget: on the color of the tree that reduced into this root, else
      * serialized after an earlier collective of the other axis */
-    if (col < 0) col = bcast_merge(L, &key, loc, &both, &routes);
+    if (col < 0) col = bcast_merge(L, ln, root, &key, loc, &both, &routes);
     if (col < 0) col = wf_coll_cache_borrow(L, &key, "flooding broadcast", loc);
     if (col < 0) col = wf_lower_color_fresh(L, "flooding broadcast", loc); /* the error */
     if (col < 0) return WF_EXIT_NOFIT;

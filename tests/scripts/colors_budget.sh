@@ -1,13 +1,17 @@
 #!/bin/sh
 # Collectives past the color budget (docs/collectives-lowering.md, "Past the budget"): on
-# copies of test4x4 with 1..4 usable colors the norms/softmax graph, which needs 6 colors
+# copies of test4x4 with 2..5 usable colors the norms/softmax graph, which needs 6 colors
 # (12 with rings) on test4x4, still compiles with every --reduce-algo: each collective that
-# finds no free color is serialized on a color in use (at a free switch position, or beside
-# the reduce into its root) or relayed through the PEs, with a warning naming it and saying
-# which, and the manifest records it per color and per class. The plans run and match the
-# interpreter. Relays are predicted with their hops (wafer-bench: simulated vs predicted),
-# the route-code limit R is still checked, a case that truly does not fit is exit 4 naming
-# the colors in use, and with enough colors the plan is byte-identical to test4x4's.
+# finds no free color is serialized on a color in use (at a free switch position) or
+# relayed through the PEs (store-and-forward), with a warning naming it and saying which,
+# and the manifest records it per color and per class. The plans load under the strict
+# router check (one rx set -> one tx set per color and position, docs/cycle-model.md), run
+# and match the interpreter. On 1 usable color the graph does not fit (the relays and
+# broadcasts of both axes need more switch positions than one color has): exit 4 naming
+# the colors in use. Relays are predicted with their hops (wafer-bench: simulated vs
+# predicted), the route-code limit R is still checked, a case that truly does not fit is
+# exit 4 naming the colors in use, and with enough colors the plan is byte-identical to
+# test4x4's.
 set -eu
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -48,10 +52,15 @@ def matches(tag, plan):
         r = subprocess.run(["wafer-npycmp", os.path.join(plan + ".out", name), os.path.join(ref, name), "--atol", "1e-5", "--rtol", "1e-4"], capture_output=True)
         if r.returncode: fails.append(tag + ": %s differs from the interpreter" % name)
 
-# 1. Every algorithm on 1 usable color, some on 2, 3 and 4 (ring: the rings pin their three
-#    colors, so 4 is the least it fits in; with 3 see 4 below).
-for usable, algos in ((1, ("star", "chain", "tree", "two_phase", "autogen", "snake")),
-                      (2, ("star", "two_phase", "snake")), (3, ("tree",)), (4, ("ring",))):
+# 1. Every algorithm on 2 usable colors, some on 3 and 5 (ring: the rings pin their three
+#    colors, and the y allreduce's relay and broadcast plus the x reduces need two more; with
+#    3 see 4 below). On 1 usable color: exit 4, naming the colors in use and their users.
+ALGOS = ("star", "chain", "tree", "two_phase", "autogen", "snake")
+for algo in ALGOS:
+    r = waferc(os.path.join(tmp, "one_" + algo), target(1), "--reduce-algo=" + algo)
+    if r.returncode != 4 or "no free color left for the" not in r.stderr or "c0 (relay reduce along x" not in r.stderr:
+        fails.append("%s on 1 color: exit %d %s" % (algo, r.returncode, r.stderr[-400:]))
+for usable, algos in ((2, ALGOS), (3, ("tree",)), (5, ("ring",))):
     tgt = target(usable)
     for algo in algos:
         tag = "%s on %d colors" % (algo, usable)
@@ -88,8 +97,8 @@ for usable, algos in ((1, ("star", "chain", "tree", "two_phase", "autogen", "sna
             fails.append(tag + ": no op explains its fallback")
         matches(tag, d)
 
-# 2. A relayed reduce is predicted with its hops: a chain of 2 ramps and a link per hop
-#    (Lemma 5.2, exact in the simulator); an allreduce relayed into an inner root within 5%.
+# 2. A relayed reduce is predicted with its hops: store-and-forward, B + 2 ramps + a link + a
+#    store per hop (exact in the simulator); an allreduce relayed into an inner root within 5%.
 big = target(1, {"fabric": "40x40", "program": "40x40"})
 for op, P, B, tol in (("reduce", 16, 32, 0.0), ("allreduce", 9, 16, 0.05), ("allreduce", 25, 7, 0.05)):
     r = subprocess.run(["wafer-bench", "collective", "--algo=tree", "--op=" + op, "--pes=%d" % P, "--len=%d" % B, "--target=" + big],
@@ -129,9 +138,9 @@ for how in ("ktree", "pipeline", "ring"):
     if r.returncode or subprocess.run(["wafer-npycmp", os.path.join(d + ".out", "y.npy"), os.path.join(gref, "y.npy"), "--atol", "1e-5", "--rtol", "1e-4"], capture_output=True).returncode:
         fails.append(tag + ": run exit %d or y differs from the interpreter %s" % (r.returncode, r.stderr[:200]))
 
-# 3. Route codes per PE stay within R: the 1-color plan keeps up to 4 switch positions of one
+# 3. Route codes per PE stay within R: the 2-color plan keeps several switch positions of a
 #    color on a PE, so a router that tells apart 2 routes rejects it (exit 4, naming a PE).
-r = waferc(os.path.join(tmp, "rc"), target(1, {"route_code_bits": "1"}), "--reduce-algo=star")
+r = waferc(os.path.join(tmp, "rc"), target(2, {"route_code_bits": "1"}), "--reduce-algo=star")
 if r.returncode != 4 or "route codes" not in r.stderr:
     fails.append("route_code_bits=1 past the budget: exit %d %s" % (r.returncode, r.stderr[-300:]))
 
