@@ -37,8 +37,7 @@ static snake_role role_at(int w, int h, int x, int y) {
   return r;
 }
 
-static int snake_fallback(wf_lower *L, const wf_coll_key *key, int sym, int64_t len, wf_peop combine,
-                          wf_loc loc);
+static int snake_fallback(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_loc loc);
 static int snake_emit(wf_lower *L, const int *col, int routes, int sym, int64_t len, wf_peop combine,
                       wf_loc loc);
 
@@ -49,11 +48,7 @@ int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_l
   wf_coll_key key = {WF_COLL_KEY_SNAKE, WF_AXIS_X, w, h, wf_guard0(), NULL, 0};
   int nc = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
-  if (!cached && wf_lower_color_free(L) < 2) { /* past the budget: the snake on one color */
-    key.kind = WF_COLL_KEY_SNAKE_RELAY;
-    cached = wf_coll_cache_find(L, &key, &nc);
-    if (!cached) return snake_fallback(L, &key, sym, len, combine, loc);
-  }
+  if (!cached && wf_lower_color_free(L) < 2) return snake_fallback(L, sym, len, combine, loc);
   if (cached) {
     col[0] = cached[0];
     col[1] = cached[nc > 1];
@@ -65,24 +60,14 @@ int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_l
   return snake_emit(L, col, !cached, sym, len, combine, loc);
 }
 
-/* The snake on one color (every PE receives from its predecessor and sends to its successor
- * on it: two rules on different ports of one position, nothing passes a router), or, with
- * no color free, the X-Y reduce relayed through the PEs: every row into x = w-1, then column
- * w-1 into y = h-1, each a relay reduce that can take a lent color. */
-static int snake_fallback(wf_lower *L, const wf_coll_key *key, int sym, int64_t len, wf_peop combine,
-                          wf_loc loc) {
+/* Too few colors for the snake's two: the X-Y reduce relayed through the PEs, every row
+ * into x = w-1, then column w-1 into y = h-1, each a relay reduce on one color (a free one,
+ * else one lent). The snake cannot run on one color alone: a PE receiving from its
+ * predecessor and sending to its successor on it would need two rules on different ports of
+ * one switch position, which no WSE router holds (docs/cycle-model.md, "The hardware rule"). */
+static int snake_fallback(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_loc loc) {
   int w = L->w, h = L->h;
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  int col = wf_lower_color_try(L, "snake reduce relayed on one color");
-  if (col >= 0) {
-    wf_warning(loc, "target '%s' is out of colors: the snake reduce over %dx%d PEs is relayed "
-                    "through PEs on color %d alone (each PE receives and re-sends on it; cycles "
-                    "as predicted)", L->t->name, w, h, col);
-    wf_coll_cache_fallback(L, col, 0, 1, "snake reduce", loc);
-    wf_coll_cache_note(L, 0, "snake relayed on c%d", col);
-    wf_coll_cache_add(L, key, &col, 1, 1);
-    return snake_emit(L, (int[]){col, col}, 1, sym, len, combine, loc);
-  }
   double xy = wf_relay_reduce_cycles(L, w, w - 1, len) + wf_relay_reduce_cycles(L, h, h - 1, len);
   double snake = wf_coll_snake(w, h, len, &p);
   wf_warning(loc, "target '%s' is out of colors: the snake reduce over %dx%d PEs is relayed through "
