@@ -200,7 +200,7 @@ int wf_coll_cache_relay_extra(wf_lower *L, double orig); /* 1 if it was relayed 
 int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
                           wf_peop combine, const char *what, wf_loc loc);
 /* Predicted cycles of that relay (both sides' chains into the root, and its swset). */
-double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len);
+double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len, int parity);
 /* Number of colors wf_lower_color_try could still hand out (collective_colors.c). */
 int wf_lower_color_free(const wf_lower *L);
 /* The "no free color" error naming the collective and every color in use; WF_EXIT_NOFIT. */

@@ -68,7 +68,8 @@ int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_l
 static int snake_fallback(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_loc loc) {
   int w = L->w, h = L->h;
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  double xy = wf_relay_reduce_cycles(L, w, w - 1, len) + wf_relay_reduce_cycles(L, h, h - 1, len);
+  /* fewer than two colors are free: both relays go store-and-forward on one */
+  double xy = wf_relay_reduce_cycles(L, w, w - 1, len, 0) + wf_relay_reduce_cycles(L, h, h - 1, len, 0);
   double snake = wf_coll_snake(w, h, len, &p);
   wf_warning(loc, "target '%s' is out of colors: the snake reduce over %dx%d PEs is relayed through "
                   "PEs along every row into x=%d, then along that column (%.0f cycles predicted "
