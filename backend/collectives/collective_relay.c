@@ -1,25 +1,24 @@
-/* Relay reduce: past the color budget, a reduce along a line relayed through its PEs on
- * ONE color (see lower_collective.h), store-and-forward.
+/* Relay reduce: past the color budget, a reduce along a line relayed through its PEs (see
+ * lower_collective.h). Every hop ends at the next PE's ramp, so no router forwards anything
+ * and the colors are free again at a PE as soon as that PE is done (they can be lent on).
  *
- * Every PE of the line receives its far neighbour's partial sums into its own block
- * (recvadd / recvmax), then sends the block on to its near neighbour: a hop ends at the
- * next PE's ramp, so no router forwards anything and one color serves the whole line. A WSE
- * router holds one rx set -> one tx set per color and switch position (docs/cycle-model.md,
- * "The hardware rule"), so "far side -> ramp" and "ramp -> near side" are two positions: a
- * PE between the leaf and the root receives at position p, swsets to p+1, sends, and swsets
- * back to p (in order down the ramp behind its last wavelet, so the router returns to p only
- * once the block has left). Its near neighbour's router, still at p, takes the block into
- * its ramp. A leaf only sends (at p). The root receives the low side at p, then (swset) the
- * high side at p+1: both arrive on one color and one input queue, so the high side waits at
- * the root's router until the low side is in.
+ * A WSE router holds one rx set -> one tx set per color and switch position
+ * (docs/cycle-model.md, "The hardware rule"), so a PE cannot take the far side's wavelets
+ * into its ramp and send its own toward the root on one color in one position. Two ways:
  *
- * Store-and-forward does not pipeline: a PE sends only once its whole block is in, so each
- * hop costs B + 2 T_R + hop + 1 instead of the streaming chain's 2 T_R + 2 (Lemma 5.2). Streaming
- * on one color (addsend in and out) would need per-input rules; two colors by parity would
- * stream, but the relay runs when a collective found too few colors, and a second color for
- * it is exactly what is missing. Whatever tree was asked for, nothing passes through a
- * router, so the color is free again at a PE as soon as that PE is done (it can be lent
- * on). */
+ * - By parity, when two colors are free: the PE at distance d from the root receives on
+ *   color d % 2 and streams its sums on (addsend / maxsend) on color (d - 1) % 2. At each
+ *   router each color has one rx port; the cost is the streaming chain's (Lemma 5.2).
+ * - Store-and-forward on one color: a PE between the leaf and the root receives its far
+ *   neighbour's block into its own (recvadd / recvmax) at position p, swsets to p+1, sends,
+ *   and swsets back to p (in order down the ramp behind its last wavelet, so the router
+ *   returns to p only once the block has left). Its near neighbour's router, still at p,
+ *   takes the block into its ramp. A leaf only sends (at p). A PE sends only once its whole
+ *   block is in, so each hop costs B + 2 T_R + hop + 1 instead of the chain's 2 T_R + 2.
+ *
+ * The root receives the low side, then (swset) the high side at the next position: both
+ * arrive on one color and one input queue, so the high side waits at the root's router until
+ * the low side is in. Whatever tree was asked for, the relay is a chain per side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

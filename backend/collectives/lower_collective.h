@@ -180,26 +180,29 @@ double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap);
  * who knows what the tree was predicted at (`orig`), turns the difference into extra cycles
  * with wf_coll_cache_relay_extra (nothing when no relay happened). */
 void wf_coll_cache_set_relay(wf_lower *L, double cycles);
+int wf_coll_cache_relay_extra(wf_lower *L, double orig); /* 1 if it was relayed */
 /* An allreduce's broadcast needs a color of its own (its rules cannot join the reduce's in
  * one switch position: docs/cycle-model.md, "The hardware rule"): the reduce tree lowered
  * while `n` is set leaves n free colors, falling back (serialized or relayed) when the rest
  * do not suffice. 0 clears it. */
 void wf_coll_cache_reserve(wf_lower *L, int n);
+int wf_coll_cache_reserved(const wf_lower *L);
 /* 1 if `k` could borrow a color for `need` positions now, besides the colors already
  * borrowed for the next add (nothing is borrowed). */
 int wf_coll_cache_can_borrow(wf_lower *L, const wf_coll_key *k, int need);
-int wf_coll_cache_reserved(const wf_lower *L);
-int wf_coll_cache_relay_extra(wf_lower *L, double orig); /* 1 if it was relayed */
 
-/* Relay reduce (collective_relay.c): the reduce along the line into `root` as a chain on ONE
- * color, every PE receiving its far neighbour's partial sums and streaming them on with its
- * own (addsend) — a store-and-forward hop through each PE's ramp, no router forwarding. The
- * color is a free one, else one lent by wf_coll_cache_borrow_color; `what` names the
- * collective relayed for the warning. Returns 0 or WF_EXIT_NOFIT (reported, naming the
- * colors in use). Its prediction (Lemma 5.2 per side) is left in wf_coll_cache_set_relay. */
+/* Relay reduce (collective_relay.c): the reduce along the line into `root` as a chain in
+ * which every hop ends at the next PE's ramp (no router forwards anything). With two free
+ * colors the PEs stream by parity (addsend from one color onto the other); else on ONE color,
+ * store-and-forward: each PE receives its far neighbour's block at one switch position and
+ * sends at the next (a router holds one rx set -> one tx set per position). That color is a
+ * free one, else one lent by wf_coll_cache_borrow_color; `what` names the collective relayed
+ * for the warning. Returns 0 or WF_EXIT_NOFIT (reported, naming the colors in use). Its
+ * prediction is left in wf_coll_cache_set_relay. */
 int wf_lower_relay_reduce(wf_lower *L, const wf_coll_line *ln, int root, int sym, int64_t len,
                           wf_peop combine, const char *what, wf_loc loc);
-/* Predicted cycles of that relay (both sides' chains into the root, and its swset). */
+/* Predicted cycles of that relay: both sides into the root (the chain of Lemma 5.2 by
+ * `parity`, else a whole message per hop) and the root's swset. */
 double wf_relay_reduce_cycles(const wf_lower *L, int n, int root, int64_t len, int parity);
 /* Number of colors wf_lower_color_try could still hand out (collective_colors.c). */
 int wf_lower_color_free(const wf_lower *L);
