@@ -25,27 +25,6 @@
 
 #include "waferc/diag.h"
 
-enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
-
-static int term_axes(const wf_pe_term *t) {
-  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
-}
-
-/* Splits g into its conditions on x (and constants) and those on y; nonzero when a condition
- * names both axes or a loop variable. */
-static int split_guard(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy) {
-  *gx = wf_guard0();
-  *gy = wf_guard0();
-  for (int i = 0; i < g->n; i++) {
-    const wf_pe_cond *c = &g->c[i];
-    int a = term_axes(&c->a) | (c->cmp == WF_CMP_IN ? 0 : term_axes(&c->b));
-    if (a & AX_OTHER || a == (AX_X | AX_Y)) return 1;
-    wf_pe_guard *to = a == AX_Y ? gy : gx;
-    to->c[to->n++] = *c;
-  }
-  return 0;
-}
-
 typedef struct {
   const wf_pe_class *c;
   const wf_plan_region *reg;
@@ -167,7 +146,7 @@ int wf_plan_check_routes(const wf_pe_class *c, const wf_plan_region *reg, const 
   wf_pe_guard *gx = malloc((size_t)nr * sizeof *gx), *gy = malloc((size_t)nr * sizeof *gy);
   uint64_t *on = calloc((size_t)nw + 1, sizeof *on), *prev = calloc((size_t)nw + 1, sizeof *prev);
   WF_ASSERT(gx && gy && on && prev);
-  for (int r = 0; r < nr; r++) separable &= !split_guard(&c->routes[r].guard, &gx[r], &gy[r]);
+  for (int r = 0; r < nr; r++) separable &= !wf_guard_split(&c->routes[r].guard, &gx[r], &gy[r]);
   int x0 = pl->x - reg->x, y0 = pl->y - reg->y;
   if (separable) {
     int *cx = malloc((size_t)pl->w * sizeof *cx), *cy = malloc((size_t)pl->h * sizeof *cy);

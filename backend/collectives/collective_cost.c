@@ -5,7 +5,6 @@
  * chooser in collective_choose.c. */
 #include <math.h>
 #include <string.h>
-#include <strings.h>
 
 #include "ir/support/intmath.h"
 #include "waferc/collectives.h"
@@ -25,22 +24,6 @@ double wf_coll_model(const wf_coll_terms *t, const wf_coll_params *p) {
   if (t->pipelined) return (t->C > L ? t->C : L) + k * t->D;
   double flow = (t->N > 0 ? t->E / t->N : 0) + L;
   return (t->C > flow ? t->C : flow) + k * t->D;
-}
-
-static const char *const algo_names[WF_COLL_N_ALGOS] = {
-    "star", "chain", "tree", "two_phase", "autogen", "ring", "snake", "flood"};
-
-const char *wf_coll_algo_name(wf_coll_algo a) {
-  return (unsigned)a < WF_COLL_N_ALGOS ? algo_names[a] : "?";
-}
-
-int wf_coll_algo_parse(const char *name) {
-  for (int a = 0; a < WF_COLL_N_ALGOS; a++)
-    if (!strcasecmp(name, algo_names[a])) return a;
-  if (!strcasecmp(name, "two-phase") || !strcasecmp(name, "twophase")) return WF_COLL_TWO_PHASE;
-  if (!strcasecmp(name, "auto-gen") || !strcasecmp(name, "auto_gen")) return WF_COLL_AUTOGEN;
-  if (!strcasecmp(name, "bcast") || !strcasecmp(name, "broadcast")) return WF_COLL_FLOOD;
-  return -1;
 }
 
 /* ---- terms, counted as the lemmas' proofs count them ---- */

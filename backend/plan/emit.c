@@ -1,6 +1,7 @@
 /* wf_backend_emit_plan: lowers the entry function and writes the plan directory
  * (docs/plan-format.md). Order matters: the old manifest is removed first and the new one
- * is renamed into place last, so a failed compile never leaves a plan that looks valid. */
+ * is renamed into place last, so a failed compile never leaves a plan that looks valid, and
+ * what a failed compile had written is removed (remove_partial_plan). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,23 @@ static int mkdir_if_needed(const char *path) {
   if (mkdir(path, 0777) == 0 || errno == EEXIST) return 0;
   wf_error_at(path, "cannot create directory: %s", strerror(errno));
   return -1;
+}
+
+/* After a failed compile: removes what this compile wrote into the plan directory (the
+ * programs, the kernels, weights.bin) and the subdirectories it left empty, so that bad
+ * input never leaves a half-written plan. Files it did not write are not touched. */
+static void remove_partial_plan(const char *plan_dir, const char *cls) {
+  static const char *const files[] = {"programs/%s.wpe", "kernels/%s.ll", "weights.bin"};
+  char rel[512], path[4700];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(rel, sizeof rel, files[i], cls);
+    snprintf(path, sizeof path, "%s/%s", plan_dir, rel);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/programs", plan_dir);
+  rmdir(path); /* only if empty */
+  snprintf(path, sizeof path, "%s/kernels", plan_dir);
+  rmdir(path);
 }
 
 /* Every value the backend touches must carry a layout on the same region. */
@@ -270,6 +288,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   char pdir[4096];
   snprintf(pdir, sizeof pdir, "%s/programs", plan_dir);
   if (!rc && (mkdir_if_needed(plan_dir) || mkdir_if_needed(pdir))) rc = WF_EXIT_IO;
+  int writing = !rc;
   if (!rc) rc = write_program(L.cls, plan_dir);
   if (!rc) rc = wf_llvm_kernels_write(L.cls, plan_dir);
   wf_manifest_weights w;
@@ -284,6 +303,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
     rc = WF_EXIT_IO;
   }
   if (rc) unlink(tmp);
+  if (rc && writing) remove_partial_plan(plan_dir, L.cls->name);
   free(w.values);
   free(w.offset);
   free(w.bytes);

@@ -16,27 +16,6 @@
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
-enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
-
-static int term_axes(const wf_pe_term *t) {
-  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
-}
-
-/* Splits g into the conditions on x (and constants) and those on y; AX_OTHER when a
- * condition names both or a loop variable. */
-static int split_guard(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy) {
-  *gx = wf_guard0();
-  *gy = wf_guard0();
-  for (int i = 0; i < g->n; i++) {
-    const wf_pe_cond *c = &g->c[i];
-    int a = term_axes(&c->a) | (c->cmp == WF_CMP_IN ? 0 : term_axes(&c->b));
-    if (a & AX_OTHER || a == (AX_X | AX_Y)) return AX_OTHER;
-    wf_pe_guard *to = a == AX_Y ? gy : gx;
-    to->c[to->n++] = *c;
-  }
-  return 0;
-}
-
 /* Route codes of a PE whose rules are the set bits of `on` (n_words words). */
 static int codes(const wf_pe_class *c, const uint64_t *on, int n_words, uint32_t *stamp, uint32_t gen) {
   int n = 0;
@@ -92,7 +71,7 @@ int wf_lower_check_route_codes(const wf_lower *L) {
   for (int r = 0; r < nr; r++) {
     const wf_pe_route *rt = &c->routes[r];
     valid[r] = rt->color >= 0 && rt->color < 32 && rt->pos >= 0 && rt->pos < WF_PE_MAX_POS;
-    separable &= !split_guard(&rt->guard, &gx[r], &gy[r]);
+    separable &= !wf_guard_split(&rt->guard, &gx[r], &gy[r]);
   }
   if (separable) {
     mx = coord_sets(c, gx, valid, L->w, 0, n_words, L->w, L->h, cx);

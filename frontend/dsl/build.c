@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dsl_internal.h"
+#include "build.h"
 #include "waferc/tensor.h"
 
 void wf_dsl_report(wf_dsl_state *s, wf_loc loc, const char *fmt, ...) {

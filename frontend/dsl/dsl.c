@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dsl_internal.h"
+#include "build.h"
 #include "ir/support/fsutil.h"
 
 static wf_module *parse(const char *text, size_t len, const char *name, const char *base_dir) {

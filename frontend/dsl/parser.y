@@ -4,7 +4,7 @@
  * and reports semantic errors (undefined values, unknown ops, ...) at the right token.
  * Syntax errors stop the parse: "file:line:col: error: expected X, got Y". */
 %code requires {
-#include "dsl_internal.h"
+#include "build.h"
 }
 
 %define api.pure full

@@ -229,6 +229,25 @@ wf_pe_guard wf_guard0(void) {
   memset(&g, 0, sizeof g);
   return g;
 }
+enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
+
+static int term_axes(const wf_pe_term *t) {
+  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
+}
+
+int wf_guard_split(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy) {
+  *gx = wf_guard0();
+  *gy = wf_guard0();
+  for (int i = 0; i < g->n; i++) {
+    const wf_pe_cond *c = &g->c[i];
+    int a = term_axes(&c->a) | (c->cmp == WF_CMP_IN ? 0 : term_axes(&c->b));
+    if (a & AX_OTHER || a == (AX_X | AX_Y)) return 1;
+    wf_pe_guard *to = a == AX_Y ? gy : gx;
+    to->c[to->n++] = *c;
+  }
+  return 0;
+}
+
 void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b) {
   WF_ASSERT(g->n < WF_PE_MAX_GUARD);
   g->c[g->n++] = (wf_pe_cond){a, b, (uint8_t)cmp};

@@ -209,6 +209,11 @@ wf_pe_term wf_term_affine(int v, int64_t step, int64_t base);
 wf_pe_guard wf_guard0(void);
 /* Adds `a cmp b` to g. */
 void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
+/* Splits g into its conditions on x (with the constant ones) and those on y, so that g holds
+ * on PE (x, y) exactly when gx holds on x and gy on y; nonzero (gx, gy unspecified) when a
+ * condition ties x to y or names a loop variable. The route-code check and the runtime's
+ * route check use it to evaluate rules per column and per row instead of per PE. */
+int wf_guard_split(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy);
 
 /* ---- text ---- */
 /* Writes the class in the .wpe text form (docs/pe-programs.md). */

@@ -152,4 +152,16 @@ grep -q "^| Gather | 1-21 | interpreter only (no mesh lowering of gather) |" "$T
 grep -q "^| Shape | 1-21 | folded at import |" "$TMP/list_ops.out" || fail "list_ops: Shape"
 grep -q "not an op" "$TMP/list_ops.out" && fail "list_ops: onnx_ops.def names a graph op that ops.def lacks"
 
+# ---- waferc: a compile that fails while writing leaves no half-written plan ----------------
+# (the weights are read last: a constant whose .npy is missing fails after the programs and
+# kernels were written)
+mkdir -p "$TMP/noweights"
+cp "$SRC/examples/mlp_softmax.wir" "$TMP/noweights/"
+if waferc "$TMP/noweights/mlp_softmax.wir" -o "$TMP/halfplan" --target=test4x4 >"$TMP/halfplan.out" 2>&1; then
+  fail "halfplan: compiled without its weights"
+fi
+left=$(cd "$TMP" && find halfplan -type f 2>/dev/null | sort | tr '\n' ' ')
+[ -z "$left" ] || fail "halfplan: a failed compile left files behind: $left"
+n=$((n + 1))
+
 echo "cli_errors: $n checks passed"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The layers of the source tree (README "Layout", backend/README.md) hold: every
-# `#include "dir/..."` of a project header is allowed by the table below, and no two .c files
-# of the backend call each other (a cycle of files, through the symbols their objects define
-# and use). A new include or call that breaks a layer fails here, naming the file and line.
+# `#include "dir/..."` of a project header is allowed by the table below, no two .c files of
+# the backend call each other (a cycle of files, through the symbols their objects define and
+# use), and no object of ir/ (or of the runtime) calls a function another layer defines. A new
+# include or call that breaks a layer fails here, naming the file and line or the symbol.
 #
 #   ir/ (ir/pe, ir/support)  <  frontend/, runtime/, backend/  <  passes/  <  tools/
 #   backend: resources < collectives < ops < gemm < plan
@@ -60,7 +61,10 @@ if [ -d "$objdir/backend" ] && command -v nm >/dev/null; then
 import collections, glob, os, subprocess, sys
 root = sys.argv[1]
 defs, uses = {}, collections.defaultdict(set)
-for src in glob.glob(os.path.join(os.environ.get("WAFERC_SOURCE_DIR", "."), "backend/*/*.c")):
+srcdir = os.environ.get("WAFERC_SOURCE_DIR", ".")
+every = [f for pat in ("ir/**/*.c", "frontend/**/*.c", "passes/*.c", "backend/*/*.c", "runtime/*.c")
+         for f in glob.glob(os.path.join(srcdir, pat), recursive=True)]
+for src in every:
     rel = os.path.relpath(src, os.environ.get("WAFERC_SOURCE_DIR", "."))
     o = os.path.join(root, rel + ".o")
     if not os.path.exists(o):
@@ -69,8 +73,21 @@ for src in glob.glob(os.path.join(os.environ.get("WAFERC_SOURCE_DIR", "."), "bac
         f = line.split()
         if len(f) == 3 and f[1] in "TDBR": defs[f[2]] = rel
         elif len(f) == 2 and f[0] == "U": uses[rel].add(f[1])
-if len(uses) < 40:
-    sys.exit("layering: only %d backend objects found under %s" % (len(uses), root))
+if sum(1 for a in uses if a.startswith("backend/")) < 40:
+    sys.exit("layering: only %d objects found under %s" % (len(uses), root))
+# Calls that cross layers the wrong way: ir/ calls only ir/, the runtime only ir/ and itself
+# (a public header declares what another layer defines, so includes alone do not show these).
+allowed = {"ir": ("ir/",), "runtime": ("ir/", "runtime/")}
+crossing = 0
+for a, us in sorted(uses.items()):
+    top = a.split("/")[0]
+    if top not in allowed: continue
+    for s in sorted(us):
+        b = defs.get(s)
+        if b and not b.startswith(allowed[top]):
+            print("layering: %s calls %s, defined in %s" % (a, s, b), file=sys.stderr)
+            crossing += 1
+uses = {a: u for a, u in uses.items() if a.startswith("backend/")}
 g = {a: {defs[s] for s in us if s in defs and defs[s] != a} for a, us in uses.items()}
 index, low, stack, on, n, bad = {}, {}, [], set(), [0], []
 def visit(v):
@@ -89,7 +106,7 @@ for v in sorted(g):
     if v not in index: visit(v)
 for comp in bad:
     print("layering: backend files call each other in a loop: " + ", ".join(comp), file=sys.stderr)
-sys.exit(1 if bad else 0)
+sys.exit(1 if bad or crossing else 0)
 EOF
 fi
 

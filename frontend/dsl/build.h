@@ -1,7 +1,7 @@
-/* waferc — the DSL front end's private state, shared by the Flex lexer (lexer.l), the Bison
- * parser (parser.y) and the actions that build IR (build.c). Not installed. */
-#ifndef WAFERC_DSL_INTERNAL_H
-#define WAFERC_DSL_INTERNAL_H
+/* waferc — the DSL front end's private state and the IR-building actions (build.c), shared
+ * by the Flex lexer (lexer.l), the Bison parser (parser.y) and build.c. Not installed. */
+#ifndef WAFERC_DSL_BUILD_H
+#define WAFERC_DSL_BUILD_H
 
 #include <stddef.h>
 #include <stdint.h>
