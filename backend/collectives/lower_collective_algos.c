@@ -326,7 +326,9 @@ int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_p
     c.predicted += wf_coll_bcast2d(L->w, L->h, len, &p);
     wf_coll_cache_take_touched(L);
     int stamp = wf_coll_cache_stamp(L);
+    wf_coll_cache_reserve(L, 1); /* a color for the 2D broadcast */
     rc = wf_lower_coll_snake(L, sym, len, combine, loc);
+    wf_coll_cache_reserve(L, 0);
     if (!rc) rc = bcast_2d(L, L->w - 1, L->h - 1, sym, len, wf_coll_cache_take_touched(L), loc);
     if (!rc) wf_coll_cache_done_since(L, stamp);
     fill(out, &c, 0, 3);
@@ -337,7 +339,9 @@ int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_p
   int colors = 0;
   wf_coll_cache_take_touched(L);
   int stamp = wf_coll_cache_stamp(L);
+  wf_coll_cache_reserve(L, 1); /* a color for the 2D broadcast */
   rc = xy_reduce_to(L, c.algo, 0, 0, sym, len, combine, loc, &colors);
+  wf_coll_cache_reserve(L, 0);
   if (!rc) rc = bcast_2d(L, 0, 0, sym, len, wf_coll_cache_take_touched(L), loc);
   if (!rc) wf_coll_cache_done_since(L, stamp); /* the broadcast followed every reduce wavelet */
   fill(out, &c, 0, colors + 1);

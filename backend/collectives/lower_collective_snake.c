@@ -48,7 +48,7 @@ int wf_lower_coll_snake(wf_lower *L, int sym, int64_t len, wf_peop combine, wf_l
   wf_coll_key key = {WF_COLL_KEY_SNAKE, WF_AXIS_X, w, h, wf_guard0(), NULL, 0};
   int nc = 0;
   const int *cached = wf_coll_cache_find(L, &key, &nc);
-  if (!cached && wf_lower_color_free(L) < 2) return snake_fallback(L, sym, len, combine, loc);
+  if (!cached && wf_lower_color_free(L) - wf_coll_cache_reserved(L) < 2) return snake_fallback(L, sym, len, combine, loc);
   if (cached) {
     col[0] = cached[0];
     col[1] = cached[nc > 1];

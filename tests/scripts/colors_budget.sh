@@ -116,6 +116,18 @@ for op, P, B, tol, tgt, how in (("reduce", 16, 32, 0.0, big, "store-and-forward"
     if abs(j["model_error"]) > tol + 1.0 / j["predicted_cycles"]:
         fails.append(tag + ": simulated %d, predicted %d" % (j["simulated_cycles"], j["predicted_cycles"]))
 
+# 2a. A 2D allreduce keeps a color for its 2D broadcast: on 2 usable colors the X-Y reduce
+#     (rows, then the column) is relayed on one and the broadcast floods on the other; the
+#     plan loads under the router check (wafer-bench simulates it), within 5%.
+for algo in ("chain", "snake"):
+    r = subprocess.run(["wafer-bench", "collective", "--algo=" + algo, "--op=allreduce", "--pes=16", "--len=8", "--dims=2", "--target=" + big2],
+                       capture_output=True, text=True)
+    tag = "2D allreduce %s on 2 colors" % algo
+    if r.returncode: fails.append(tag + ": exit %d %s" % (r.returncode, r.stderr[-300:])); continue
+    j = json.loads(r.stdout)
+    if j["correct"] is not True or abs(j["model_error"]) > 0.05:
+        fails.append(tag + ": correct %s, simulated %d, predicted %d" % (j["correct"], j["simulated_cycles"], j["predicted_cycles"]))
+
 # 2b. MeshGEMV on one color: the K-tree, the pipeline's chain and the ring are relayed, their
 #     broadcasts sit beside the relay; y matches the interpreter.
 gw = os.path.join(tmp, "gemv.wir")
