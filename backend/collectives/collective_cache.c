@@ -423,6 +423,19 @@ void wf_coll_cache_note(wf_lower *L, double cycles, const char *fmt, ...) {
   va_end(ap);
 }
 
+void wf_coll_cache_serialized(wf_lower *L, const char *what, const char *tag, const int *col,
+                              const int *pos, int fresh, int n, wf_loc loc) {
+  char users[256];
+  for (int i = fresh; i < n; i++) {
+    wf_coll_cache_users(L, col[i], users, sizeof users);
+    wf_warning(loc, "target '%s' is out of colors: the %s (%d colors, %d free) is serialized on "
+                    "color %d at switch position %d after the %s (one swset per PE and phase)",
+               L->t->name, what, n, fresh, col[i], pos[i], users);
+    wf_coll_cache_fallback(L, col[i], pos[i], 0, what, loc);
+    wf_coll_cache_note(L, 0, "%s serialized on c%d p%d", tag, col[i], pos[i]);
+  }
+}
+
 double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap) {
   struct wf_coll_cache *c = L->coll_cache;
   if (cap) note[0] = 0;

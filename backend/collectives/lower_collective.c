@@ -446,16 +446,9 @@ static int tree_fallback(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
     ok = wf_coll_cache_can_borrow(L, &bk, 1);
   }
   if (ok) {
-    char users[256], what[96];
+    char what[96];
     snprintf(what, sizeof what, "reduce tree along %s over %d PEs", ax, ln->n);
-    for (int i = fresh; i < used; i++) {
-      wf_coll_cache_users(L, phys[i], users, sizeof users);
-      wf_warning(loc, "target '%s' is out of colors: the %s (%d colors, %d free) is serialized on "
-                      "color %d at switch position %d after the %s (one swset per PE and phase)",
-                 L->t->name, what, used, fresh, phys[i], pos[i], users);
-      wf_coll_cache_fallback(L, phys[i], pos[i], 0, what, loc);
-      wf_coll_cache_note(L, 0, "tree serialized on c%d p%d", phys[i], pos[i]);
-    }
+    wf_coll_cache_serialized(L, what, "tree", phys, pos, fresh, used, loc);
     for (int i = 0; i < fresh; i++) phys[i] = wf_lower_color_fresh(L, "reduce tree", loc);
     return 1;
   }

@@ -175,6 +175,11 @@ const wf_coll_fallback *wf_coll_cache_get_fallback(const wf_lower *L, int i);
  * its explain; emit.c takes them after each op (0 and "" when colors sufficed). */
 void wf_coll_cache_note(wf_lower *L, double cycles, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Colors fresh..n-1 of a collective (`what`; `tag` for the note: "tree", "ring") borrowed at
+ * switch positions pos[] of earlier collectives' colors col[]: the warning naming who held
+ * them, the manifest's color_fallbacks entry and the note, for each. */
+void wf_coll_cache_serialized(wf_lower *L, const char *what, const char *tag, const int *col,
+                              const int *pos, int fresh, int n, wf_loc loc);
 double wf_coll_cache_take_extra(wf_lower *L, char *note, size_t cap);
 /* wf_lower_tree_reduce relayed the tree: the relay's prediction (set by it); the caller,
  * who knows what the tree was predicted at (`orig`), turns the difference into extra cycles

@@ -135,15 +135,7 @@ static int ring_fallback(wf_lower *L, const wf_coll_line *ln, const wf_coll_key 
     ok = col[i] >= 0;
   }
   if (ok) {
-    char users[256];
-    for (int i = fresh; i < nk; i++) {
-      wf_coll_cache_users(L, col[i], users, sizeof users);
-      wf_warning(loc, "target '%s' is out of colors: the %s (%d colors, %d free) is serialized on "
-                      "color %d at switch position %d after the %s (one swset per PE and phase)",
-                 L->t->name, what, nk, fresh, col[i], pos[i], users);
-      wf_coll_cache_fallback(L, col[i], pos[i], 0, what, loc);
-      wf_coll_cache_note(L, 0, "ring serialized on c%d p%d", col[i], pos[i]);
-    }
+    wf_coll_cache_serialized(L, what, "ring", col, pos, fresh, nk, loc);
     for (int i = 0; i < fresh; i++) col[i] = wf_lower_color_fresh(L, ring_purpose[i], loc);
     for (int i = 0; i < nk; i++) cols[i] = col[i];
     return 1;
