@@ -146,8 +146,12 @@ static void remove_dead(ox_ctx *cx) {
     if (used[g]) m->globals[k++] = m->globals[g];
   }
   m->n_globals = k;
+  /* The values of dropped globals are detached (-1, as symbol-dce does): pointed at global 0
+   * they looked like a second reference to it, to wf_func_global_value and to the GEMM's
+   * "only use" test that decides K padding. */
   for (uint32_t v = 1; v < f->n_values; v++)
-    if (f->values[v].kind == WF_VAL_GLOBAL) f->values[v].index = map[f->values[v].index] >= 0 ? map[f->values[v].index] : 0;
+    if (f->values[v].kind == WF_VAL_GLOBAL && f->values[v].index >= 0)
+      f->values[v].index = map[f->values[v].index];
   free(map);
   free(used);
   free(uses);
