@@ -326,6 +326,36 @@ int64_t wf_func_remove_dead_ops(wf_func *f) {
   return removed;
 }
 
+int64_t wf_module_remove_unused_globals(wf_module *m) {
+  if (m->n_globals == 0) return 0;
+  char *used = calloc((size_t)m->n_globals, 1);
+  int *map = malloc((size_t)m->n_globals * sizeof *map);
+  WF_ASSERT(used && map);
+  for (int fi = 0; fi < m->n_funcs; fi++) {
+    const wf_func *f = m->funcs[fi];
+    wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+      const wf_value_info *vi = wf_value_get(f, op->operands[i]);
+      if (vi->kind == WF_VAL_GLOBAL && vi->index >= 0 && vi->index < m->n_globals) used[vi->index] = 1;
+    }
+  }
+  int k = 0, n_old = m->n_globals;
+  for (int g = 0; g < n_old; g++) {
+    map[g] = used[g] ? k : -1;
+    if (used[g]) m->globals[k++] = m->globals[g];
+  }
+  m->n_globals = k;
+  for (int fi = 0; k < n_old && fi < m->n_funcs; fi++) {
+    wf_func *f = m->funcs[fi];
+    for (uint32_t v = 1; v < f->n_values; v++) {
+      wf_value_info *vi = &f->values[v];
+      if (vi->kind == WF_VAL_GLOBAL && vi->index >= 0 && vi->index < n_old) vi->index = map[vi->index];
+    }
+  }
+  free(used);
+  free(map);
+  return n_old - k;
+}
+
 /* ---- attributes ---- */
 
 void wf_op_set_attr(wf_func *f, wf_op *op, wf_attr a) {

@@ -128,33 +128,8 @@ int ox_import_node(ox_ctx *cx, const ox_node *nd) {
 /* ---- dead code and unused constants ------------------------------------------------------- */
 
 static void remove_dead(ox_ctx *cx) {
-  wf_func *f = cx->f;
-  wf_func_remove_dead_ops(f);
-  int32_t *uses = calloc((size_t)f->n_values + 1, sizeof *uses);
-  WF_ASSERT(uses);
-  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) uses[op->operands[i]]++;
-  /* Globals no op uses any more are dropped and the rest renumbered. */
-  wf_module *m = cx->m;
-  int *map = malloc(((size_t)m->n_globals + 1) * sizeof *map);
-  char *used = calloc((size_t)m->n_globals + 1, 1);
-  WF_ASSERT(map && used);
-  for (uint32_t v = 1; v < f->n_values; v++)
-    if (f->values[v].kind == WF_VAL_GLOBAL && uses[v]) used[f->values[v].index] = 1;
-  int k = 0;
-  for (int g = 0; g < m->n_globals; g++) {
-    map[g] = used[g] ? k : -1;
-    if (used[g]) m->globals[k++] = m->globals[g];
-  }
-  m->n_globals = k;
-  /* The values of dropped globals are detached (-1, as symbol-dce does): pointed at global 0
-   * they looked like a second reference to it, to wf_func_global_value and to the GEMM's
-   * "only use" test that decides K padding. */
-  for (uint32_t v = 1; v < f->n_values; v++)
-    if (f->values[v].kind == WF_VAL_GLOBAL && f->values[v].index >= 0)
-      f->values[v].index = map[f->values[v].index];
-  free(map);
-  free(used);
-  free(uses);
+  wf_func_remove_dead_ops(cx->f);
+  wf_module_remove_unused_globals(cx->m); /* globals no op uses any more, renumbered */
 }
 
 /* ---- the entry point ------------------------------------------------------------------------ */

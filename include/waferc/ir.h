@@ -270,6 +270,11 @@ int wf_value_use_count(const wf_func *f, wf_value v);
 /* Unlinks every pure op none of whose results is used (the `dce` pass, also used by importers).
  * Returns the number of ops removed. */
 int64_t wf_func_remove_dead_ops(wf_func *f);
+/* Removes the global constants no op of any function uses (the `symbol-dce` pass, also used
+ * by the ONNX importer). The survivors keep their order; a value standing for a removed one
+ * is detached (index -1), so it can neither be read nor be mistaken for another constant.
+ * Returns the number of globals removed. */
+int64_t wf_module_remove_unused_globals(wf_module *m);
 
 #define wf_func_foreach_op(f, op) for (wf_op *op = (f)->first; op; op = op->next)
 
