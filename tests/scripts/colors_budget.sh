@@ -98,14 +98,15 @@ for usable, algos in ((2, ALGOS), (3, ("tree",)), (5, ("ring",))):
         matches(tag, d)
 
 # 2. A relayed reduce is predicted with its hops: store-and-forward, B + 2 ramps + a link + a
-#    store per hop (exact in the simulator); an allreduce relayed into an inner root within 5%.
-#    With two free colors the PEs stream by parity instead: the chain of Lemma 5.2, exact.
+#    store per hop (exact in the simulator); an allreduce relayed into an inner root within 1%
+#    and a cycle (measured: 182 / 183 and 192 / 193 simulated / predicted). With two free
+#    colors the PEs stream by parity instead: the chain of Lemma 5.2 (measured: exact).
 big = target(1, {"fabric": "40x40", "program": "40x40"})
 big2 = target(2, {"fabric": "40x40", "program": "40x40"})
 big3 = target(3, {"fabric": "40x40", "program": "40x40"})
-for op, P, B, tol, tgt, how in (("reduce", 16, 32, 0.0, big, "store-and-forward"), ("allreduce", 9, 16, 0.05, big, "store-and-forward"),
-                                ("allreduce", 25, 7, 0.05, big, "store-and-forward"), ("reduce", 16, 64, 0.0, big2, "by parity"),
-                                ("allreduce", 32, 8, 0.05, big3, "by parity")):
+for op, P, B, tol, tgt, how in (("reduce", 16, 32, 0.0, big, "store-and-forward"), ("allreduce", 9, 16, 0.01, big, "store-and-forward"),
+                                ("allreduce", 25, 7, 0.01, big, "store-and-forward"), ("reduce", 16, 64, 0.0, big2, "by parity"),
+                                ("allreduce", 32, 8, 0.01, big3, "by parity")):
     r = subprocess.run(["wafer-bench", "collective", "--algo=tree", "--op=" + op, "--pes=%d" % P, "--len=%d" % B, "--target=" + tgt],
                        capture_output=True, text=True)
     tag = "relayed %s P=%d B=%d %s" % (op, P, B, how)
@@ -118,14 +119,15 @@ for op, P, B, tol, tgt, how in (("reduce", 16, 32, 0.0, big, "store-and-forward"
 
 # 2a. A 2D allreduce keeps a color for its 2D broadcast: on 2 usable colors the X-Y reduce
 #     (rows, then the column) is relayed on one and the broadcast floods on the other; the
-#     plan loads under the router check (wafer-bench simulates it), within 5%.
+#     plan loads under the router check (wafer-bench simulates it), within 3% (measured: 115
+#     simulated, 118 predicted for both).
 for algo in ("chain", "snake"):
     r = subprocess.run(["wafer-bench", "collective", "--algo=" + algo, "--op=allreduce", "--pes=16", "--len=8", "--dims=2", "--target=" + big2],
                        capture_output=True, text=True)
     tag = "2D allreduce %s on 2 colors" % algo
     if r.returncode: fails.append(tag + ": exit %d %s" % (r.returncode, r.stderr[-300:])); continue
     j = json.loads(r.stdout)
-    if j["correct"] is not True or abs(j["model_error"]) > 0.05:
+    if j["correct"] is not True or abs(j["model_error"]) > 0.03:
         fails.append(tag + ": correct %s, simulated %d, predicted %d" % (j["correct"], j["simulated_cycles"], j["predicted_cycles"]))
 
 # 2b. MeshGEMV on one color: the K-tree, the pipeline's chain and the ring are relayed, their
