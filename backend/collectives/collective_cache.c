@@ -91,15 +91,13 @@ static int same(const wf_coll_key *a, const wf_coll_key *b) {
  * flooding broadcast (the PE received the whole message, and its router forwarded it as it
  * arrived), a relay (every hop ends at the next PE's ramp, nothing passes through). */
 static int done_at_end(int kind) {
-  return kind == WF_COLL_KEY_BCAST || kind == WF_COLL_KEY_RELAY || kind == WF_COLL_KEY_SNAKE_RELAY ||
-         kind == WF_COLL_KEY_BCAST2D;
+  return kind == WF_COLL_KEY_BCAST || kind == WF_COLL_KEY_RELAY || kind == WF_COLL_KEY_BCAST2D;
 }
 
 /* The router ports a pattern accepts wavelets from (RAMP aside), over all its PEs. */
 static unsigned rx_ports(const wf_coll_key *k) {
   unsigned x = 1u << WF_DIR_E | 1u << WF_DIR_W, y = 1u << WF_DIR_N | 1u << WF_DIR_S;
-  if (k->kind == WF_COLL_KEY_SNAKE || k->kind == WF_COLL_KEY_SNAKE_RELAY ||
-      k->kind == WF_COLL_KEY_BCAST2D)
+  if (k->kind == WF_COLL_KEY_SNAKE || k->kind == WF_COLL_KEY_BCAST2D)
     return x | y;
   return k->axis == WF_AXIS_Y ? y : x;
 }

@@ -107,7 +107,6 @@ int wf_lower_coll_allreduce_xy(wf_lower *L, int algo, int sym, int64_t len, wf_p
  * (docs/collectives-lowering.md, "Past the budget"). */
 enum { WF_COLL_KEY_TREE, WF_COLL_KEY_BCAST, WF_COLL_KEY_RING, WF_COLL_KEY_SNAKE,
        WF_COLL_KEY_RELAY,        /* relay reduce along a line into `root` (one color) */
-       WF_COLL_KEY_SNAKE_RELAY,  /* the snake on one color */
        WF_COLL_KEY_BCAST2D       /* a 2D flooding broadcast merged onto a reduce's color */ };
 typedef struct wf_coll_key {
   int kind;            /* WF_COLL_KEY_* */
