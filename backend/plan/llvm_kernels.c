@@ -18,9 +18,6 @@
 #include "backend/plan/llvm_kernels.h"
 #include "waferc/diag.h"
 
-static int is_binary(wf_peop op) { return !strcmp(wf_peops[op].sig, "dssnnm"); }
-static int is_unary(wf_peop op) { return !strcmp(wf_peops[op].sig, "dsn"); }
-
 /* ---- IR generation -------------------------------------------------------------------- */
 
 typedef struct kgen {
@@ -198,7 +195,7 @@ static void gen_body(kgen *g, wf_peop op, int mode) {
     default:
       break;
   }
-  if (is_binary(op)) {
+  if (wf_kernel_is_binary(op)) {
     LLVMValueRef m = g->n[0], n = g->n[1];
     kloop li = loop_begin(g, m, "i", NULL);
     kloop lj = loop_begin(g, n, "j", NULL);
@@ -210,7 +207,7 @@ static void gen_body(kgen *g, wf_peop op, int mode) {
     loop_end(g, &li, NULL);
     return;
   }
-  WF_ASSERT(is_unary(op));
+  WF_ASSERT(wf_kernel_is_unary(op));
   kloop li = loop_begin(g, g->n[0], "i", NULL);
   store(g, 0, li.i, unary_elem(g, op, load(g, 1, li.i, "v")));
   loop_end(g, &li, NULL);

@@ -21,10 +21,11 @@ int wf_kernel_covers(wf_peop op) {
   }
 }
 
-static int is_binary(wf_peop op) { return !strcmp(wf_peops[op].sig, "dssnnm"); }
+int wf_kernel_is_binary(wf_peop op) { return !strcmp(wf_peops[op].sig, "dssnnm"); }
+int wf_kernel_is_unary(wf_peop op) { return !strcmp(wf_peops[op].sig, "dsn"); }
 
 int wf_kernel_mode(const wf_pe_instr *in) {
-  if (!is_binary(in->op)) return -1;
+  if (!wf_kernel_is_binary(in->op)) return -1;
   return (int)in->args[5].term.k;
 }
 
@@ -64,7 +65,7 @@ int wf_kernel_extents(wf_peop op, int mode, const int64_t *n, int64_t *words) {
       return 2;
     default: break;
   }
-  if (is_binary(op)) {
+  if (wf_kernel_is_binary(op)) {
     words[0] = words[1] = n[0] * n[1];
     words[2] = mode == WF_BMODE_IJ ? n[0] * n[1] : mode == WF_BMODE_I ? n[0] : n[1];
     return 3;

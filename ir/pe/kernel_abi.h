@@ -26,6 +26,10 @@ typedef void (*wf_kernel_fn)(float *p0, float *p1, float *p2, int64_t n0, int64_
 int wf_kernel_covers(wf_peop op);
 /* Broadcast mode baked into the kernel of `in` (WF_BMODE_*), or -1 for ops without one. */
 int wf_kernel_mode(const wf_pe_instr *in);
+/* Kernel shapes by operand signature (peops.def): a binary elementwise op (d = s1 op s2 with
+ * a broadcast mode) and a unary one (d = op s). */
+int wf_kernel_is_binary(wf_peop op);
+int wf_kernel_is_unary(wf_peop op);
 /* The suffix of broadcast mode `mode` in kernel names ("ij", "i", "j"), "-" for none. */
 const char *wf_kernel_mode_name(int mode);
 /* Kernel symbol of `in` in class `cls`: wf_<class>_<mnemonic>[_<mode>], with characters other
