@@ -212,6 +212,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
     case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
     case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
+    case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
     case WF_OP_RETURN:
       return 1;
     default:

@@ -12,6 +12,7 @@
  * operands that are all zero there; a softmax, norm or reduction result: no). */
 #include <stdlib.h>
 
+#include "ir/rules.h"
 #include "passes/partition_pad.h"
 #include "waferc/diag.h"
 
@@ -81,6 +82,23 @@ static unsigned reshape_mask(const wf_type *in, unsigned m, const wf_type *rt) {
   return out;
 }
 
+/* The axes a slice cuts (one whose range is not the whole dim with step 1), or the axis of a
+ * concat or split, as a mask of dims. */
+static unsigned moved_axes(const wf_func *f, const wf_op *op, const wf_type *in) {
+  if (op->code != WF_OP_SLICE) return 1u << wf_norm_axis(wf_rule_int(f, op, "axis", 0), in->rank);
+  int n;
+  const int64_t *starts = wf_rule_ints(f, op, "starts", &n), *ends = wf_rule_ints(f, op, "ends", &n);
+  const int64_t *axes = wf_rule_ints(f, op, "axes", &n), *steps = wf_rule_ints(f, op, "steps", &n);
+  unsigned m = 0;
+  for (int i = 0; i < n; i++) {
+    int ax = wf_norm_axis(axes[i], in->rank);
+    int64_t first, cnt;
+    wf_slice_resolve(in->dims[ax], starts[i], ends[i], steps[i], &first, &cnt);
+    if (ax >= 0 && (first != 0 || cnt != in->dims[ax] || steps[i] != 1)) m |= 1u << ax;
+  }
+  return m;
+}
+
 int wf_partition_check_padding(wf_func *f, int w, int h) {
   unsigned *dirty = calloc((size_t)f->n_values + 1, sizeof *dirty);
   WF_ASSERT(dirty);
@@ -145,6 +163,13 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
       }
       case WF_OP_RESHAPE:
         m = reshape_mask(in, dirty[op->operands[0]], rt) & all_padded(rt, w, h);
+        break;
+      case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
+        /* backend/ops/lower_slice.c copies the other dims' blocks whole (their padding with
+         * them) and zeroes the result's padding along each axis it cuts */
+        for (int i = 0; i < op->n_operands; i++) m |= dirty[op->operands[i]];
+        m &= ~moved_axes(f, op, in);
+        m &= all_padded(rt, w, h);
         break;
       default:
         m = wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE ? elementwise_mask(f, op, dirty, w, h)

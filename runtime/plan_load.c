@@ -565,6 +565,9 @@ wf_plan *wf_plan_load(const char *dir) {
       const cJSON *lw = cJSON_GetObjectItemCaseSensitive(o, "lowering");
       if (cJSON_IsString(lw))
         snprintf(p->ops[i].lowering, sizeof p->ops[i].lowering, "%s", lw->valuestring);
+      const cJSON *fm = cJSON_GetObjectItemCaseSensitive(o, "fabric_move");
+      if (cJSON_IsString(fm))
+        snprintf(p->ops[i].fabric_move, sizeof p->ops[i].fabric_move, "%s", fm->valuestring);
       if (load_colls(&c, p, o, i, where)) goto fail;
     }
     for (int k = 0; k < p->n_colls; k++)
@@ -576,6 +579,11 @@ wf_plan *wf_plan_load(const char *dir) {
   }
   const cJSON *tpr = cJSON_GetObjectItemCaseSensitive(root, "tokens_per_run");
   p->tokens_per_run = cJSON_IsNumber(tpr) && tpr->valuedouble >= 1 ? (int64_t)tpr->valuedouble : 1;
+  /* Counts of the ops that transpose or relay out over the fabric (optional: older plans). */
+  const cJSON *nft = cJSON_GetObjectItemCaseSensitive(root, "fabric_transposes");
+  const cJSON *nrl = cJSON_GetObjectItemCaseSensitive(root, "relayouts");
+  p->fabric_transposes = cJSON_IsNumber(nft) && nft->valuedouble >= 0 ? (int)nft->valuedouble : -1;
+  p->relayouts = cJSON_IsNumber(nrl) && nrl->valuedouble >= 0 ? (int)nrl->valuedouble : -1;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (cJSON_IsNumber(pt)) p->predicted_total = (int64_t)pt->valuedouble;
   /* `op N` markers must name an op of the manifest. */

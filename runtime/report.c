@@ -39,6 +39,10 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddNumberToObject(root, "tokens_per_second", (double)p->tokens_per_run / seconds);
   }
 
+  /* the plan's data movement between PEs besides collectives (manifest counts) */
+  if (p->fabric_transposes >= 0) cJSON_AddItemToObject(root, "fabric_transposes", num(p->fabric_transposes));
+  if (p->relayouts >= 0) cJSON_AddItemToObject(root, "relayouts", num(p->relayouts));
+
   int64_t comp = 0, comm = 0, stall = 0, overlap = 0;
   size_t cells = (size_t)s->w * (size_t)s->h;
   for (size_t i = 0; i < cells; i++)
@@ -73,6 +77,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddItemToObject(o, "end", num(st->end));
     cJSON_AddItemToObject(o, "cycles", num(span));
     cJSON_AddItemToObject(o, "predicted_cycles", num(p->ops[i].predicted));
+    if (p->ops[i].fabric_move[0]) cJSON_AddStringToObject(o, "fabric_move", p->ops[i].fabric_move);
     cJSON_AddItemToObject(o, "compute", num(st->compute));
     cJSON_AddItemToObject(o, "communication", num(st->comm));
     cJSON_AddItemToObject(o, "stall", num(st->stall));
@@ -157,11 +162,15 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
       for (int d = 0; d < WF_DIR_RAMP; d++) hops += s->routers[i]->out_count[d];
   fprintf(out, "fabric: %lld wavelet-hops (%s mode)\n", (long long)hops,
           s->functional ? "functional" : "timing");
+  if (p->fabric_transposes >= 0 && p->relayouts >= 0)
+    fprintf(out, "moves:  %d fabric transpose%s, %d relayout%s\n", p->fabric_transposes,
+            p->fabric_transposes == 1 ? "" : "s", p->relayouts, p->relayouts == 1 ? "" : "s");
   for (int i = 0; i < p->n_ops; i++) {
     const wf_op_stat *st = &s->ops[i];
     int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;
-    fprintf(out, "  op %-3d %-10s %-8s %8lld cycles (predicted %lld)\n", i, p->ops[i].op,
-            p->ops[i].result, (long long)span, (long long)p->ops[i].predicted);
+    fprintf(out, "  op %-3d %-10s %-8s %8lld cycles (predicted %lld)%s%s\n", i, p->ops[i].op,
+            p->ops[i].result, (long long)span, (long long)p->ops[i].predicted,
+            p->ops[i].fabric_move[0] ? ", fabric " : "", p->ops[i].fabric_move);
     for (int k = 0; k < p->n_colls; k++) {
       const wf_plan_coll *pc = &p->colls[k];
       const wf_coll_stat *cs = &s->colls[k];

@@ -52,6 +52,7 @@ typedef struct wf_plan_op {
   char result[64];
   char loc[128];
   char lowering[32]; /* manifest "lowering" (e.g. "cannon-ring"); "" when absent */
+  char fabric_move[24]; /* manifest "fabric_move" ("transpose", "relayout"); "" when none */
   int64_t predicted;
 } wf_plan_op;
 
@@ -81,6 +82,7 @@ typedef struct wf_plan {
   int64_t predicted_total;
   uint32_t colors_used;       /* bit set */
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
+  int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
 } wf_plan;
 
 /* A program whose routes no WSE router can hold (per color and switch position, rx ports

@@ -105,32 +105,79 @@ static wf_pe_arg lin_at(int sym, rl_lin l, int64_t scale, int64_t add) {
 /* Whether every scale the period loop would write fits a term. */
 static int lin_fits(int64_t step, int64_t scale) { return step * scale <= WF_PE_MAX_SCALE; }
 
-/* Phase 1: panel = X[all rows, Cx(x)], rpan rows (zero past H rb). One loop over the rounds:
- * round j's block lands in slot j of the panel (`$rl_panel+blk*j`). */
+/* The rounds of a gather along one axis (wf_relayout_gather_axis): every PE copies its own
+ * block into its slot first, all at once, so that no round waits for a copy; then in round j
+ * PE j of the line multicasts its block on the axis' flooding broadcast color `col`, and
+ * every other PE puts it into slot j (straight from the color when the block is one row of
+ * the panel, else through `$rl_gbuf` and a copy2d). qv: the rounds' loop variable. */
+static int64_t gather_rounds(wf_lower *L, const wf_relayout_gather *g, int col, int qv) {
+  int P = g->axis == WF_AXIS_X ? L->w : L->h, n = g->j1 - g->j0;
+  int64_t blk = g->outer * g->b * g->inner, row = g->b * g->inner;
+  wf_pe_term tc = wf_term(g->axis == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
+  wf_pe_guard in = wf_guard0();
+  if (g->j0 > 0) wf_guard_add(&in, tc, WF_CMP_GE, wf_term_int(g->j0));
+  if (g->j1 < P) wf_guard_add(&in, tc, WF_CMP_LT, wf_term_int(g->j1));
+  /* Slot j of a panel row: panel_off + (j - j0) b inner; PE c's own block goes to slot c. */
+  wf_pe_arg mine = at(g->panel, g->panel_off);
+  if (P > 1) mine.term = wf_term_scaled(tc, (int)row, (int32_t)(-(int64_t)g->j0 * row));
+  if (g->outer == 1)
+    wf_emit(L, in.n ? &in : NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, at(g->src, g->src_off), wf_arg_int(blk)});
+  else
+    wf_emit(L, in.n ? &in : NULL, WF_PEOP_COPY2D,
+            (wf_pe_arg[]){mine, at(g->src, g->src_off), wf_arg_int(g->outer), wf_arg_int(row), wf_arg_int(g->prow),
+                          wf_arg_int(row)});
+  if (P == 1) return blk;
+  wf_pe_term tj = n > 1 ? wf_term_var(qv, 0) : wf_term_int(g->j0);
+  wf_pe_guard own = wf_guard0(), other = wf_guard0();
+  wf_guard_add(&own, tc, WF_CMP_EQ, tj);
+  wf_guard_add(&other, tc, WF_CMP_NE, tj);
+  wf_pe_arg slot = at(g->panel, g->panel_off); /* slot j0 when there is one round */
+  if (n > 1) slot.term = wf_term_affine(qv, row, -(int64_t)g->j0 * row);
+  int buf = g->outer > 1 ? wf_lower_temp(L, "$rl_gbuf", blk * 4) : -1;
+  if (n > 1) wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(g->j0), wf_arg_int(g->j1)});
+  wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), at(g->src, g->src_off), wf_arg_int(blk)});
+  if (buf < 0) {
+    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot, wf_arg_int(blk)});
+  } else {
+    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(buf), wf_arg_int(blk)});
+    wf_emit(L, &other, WF_PEOP_COPY2D,
+            (wf_pe_arg[]){slot, wf_arg_sym(buf), wf_arg_int(g->outer), wf_arg_int(row), wf_arg_int(g->prow),
+                          wf_arg_int(row)});
+  }
+  if (n > 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  /* The copy; then the rounds, each a swset for the broadcast's positions (lower_util.c), the
+   * block through the sender's ramp and one hop to the next round's sender (the rounds
+   * pipeline), and the receivers' copy out of the buffer; the farthest PE's latency once. */
+  return blk + (int64_t)n * (wf_cost_bcast(L->t, blk, 1) + 1 + (buf >= 0 ? blk : 0)) +
+         (P > 2 ? (int64_t)(P - 2) * L->t->hop_cycles : 0);
+}
+
+int wf_relayout_gather_axis(wf_lower *L, const wf_relayout_gather *g, wf_loc loc, int64_t *cycles) {
+  int P = g->axis == WF_AXIS_X ? L->w : L->h;
+  WF_ASSERT(g->j0 >= 0 && g->j0 < g->j1 && g->j1 <= P);
+  if (g->b * g->inner > WF_PE_MAX_SCALE || g->outer * g->b * g->inner * (int64_t)P > INT32_MAX / 2) {
+    wf_error(loc, "a relayout along %s moves blocks of %lld words, past the PE's addressing of panel slots",
+             g->axis == WF_AXIS_X ? "x" : "y", (long long)(g->outer * g->b * g->inner));
+    return WF_EXIT_NOFIT;
+  }
+  int col = 0;
+  if (P > 1) col = wf_lower_color(L, g->axis == WF_AXIS_X ? WF_COLOR_ROW_BCAST : WF_COLOR_COL_BCAST, loc);
+  if (col < 0) return WF_EXIT_NOFIT;
+  if (P > 1) L->move_bits |= WF_MOVE_RELAYOUT;
+  int qv = P > 1 && g->j1 - g->j0 > 1 ? wf_lower_var(L, "rq") : -1;
+  *cycles += gather_rounds(L, g, col, qv);
+  return 0;
+}
+
+/* Phase 1: panel = X[all rows, Cx(x)], rpan rows (zero past H rb): the blocks of the
+ * column gathered in order (wf_relayout_gather_axis with one row per block). */
 static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, int64_t rpan, int ccol, int qv) {
   int H = L->h;
   int64_t blk = t->rb * t->cb;
-  wf_pe_term ty = wf_term(WF_TERM_Y, 0), tq = wf_term_var(qv, 0);
   if (rpan > H * t->rb)
     wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(panel, H * blk), wf_arg_int((rpan - H * t->rb) * t->cb)});
-  /* Every PE copies its own block first, all at once, so that no round waits for a copy. */
-  wf_pe_arg mine = at(panel, 0);
-  if (H > 1) mine.term = wf_term_scaled(ty, (int)blk, 0);
-  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, at(t->src, t->src_off), wf_arg_int(blk)});
-  if (H > 1) {
-    rl_lin j = {qv, 0, 1};
-    wf_pe_guard own = guard1(ty, WF_CMP_EQ, tq), other = guard1(ty, WF_CMP_NE, tq);
-    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tq), wf_arg_int(0), wf_arg_int(H)});
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), at(t->src, t->src_off), wf_arg_int(blk)});
-    wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), lin_at(panel, j, blk, 0), wf_arg_int(blk)});
-    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
-  }
-  /* The copy; then H rounds, each a swset for the broadcast's positions (lower_util.c), the
-   * block through the sender's ramp and one hop to the next round's sender (the rounds
-   * pipeline); the farthest PE's latency once. */
-  if (H == 1) return max64(rpan - H * t->rb, 0) * t->cb + blk;
-  return max64(rpan - H * t->rb, 0) * t->cb + blk + (int64_t)H * (wf_cost_bcast(L->t, blk, 1) + 1) +
-         (int64_t)(H - 2) * L->t->hop_cycles;
+  wf_relayout_gather g = {WF_AXIS_Y, t->src, panel, t->src_off, 0, 1, t->cb, t->rb, blk, 0, H};
+  return max64(rpan - H * t->rb, 0) * t->cb + gather_rounds(L, &g, ccol, qv);
 }
 
 /* One meeting pair of phase 2: PE (i, y) sends X[rows, lo..hi) along row y. Inside the
@@ -290,6 +337,7 @@ int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int6
   int crow = W > 1 ? wf_lower_color(L, WF_COLOR_ROW_BCAST, loc) : 0;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, loc) : 0;
   if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
+  if (W * H > 1) L->move_bits |= WF_MOVE_TRANSPOSE;
   int64_t rpan = max64(H * t->rb, W * t->rb2), maxw = min64(t->cb, t->cb2), slot = t->rb2 * maxw;
   int panel = wf_lower_temp(L, "$rl_panel", rpan * t->cb * 4);
   int piece = wf_lower_temp(L, "$rl_piece", W * slot * 4);
@@ -469,6 +517,7 @@ int wf_relayout_reblock_axis(wf_lower *L, const wf_relayout_reblock *r, wf_loc l
   int col = 0;
   if (P > 1) col = wf_lower_color(L, r->axis == WF_AXIS_X ? WF_COLOR_ROW_BCAST : WF_COLOR_COL_BCAST, loc);
   if (col < 0) return WF_EXIT_NOFIT;
+  if (P > 1) L->move_bits |= WF_MOVE_RELAYOUT;
   int recv = P > 1 ? wf_lower_temp(L, "$rb_recv", blk * 4) : -1;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(r->dst), wf_arg_int(r->outer * r->b_dst * in)});
   reblock_round(L, r, tc, wf_term_int(0), reblock_sends(P, 0, J, r), col, recv, J == 1 ? last_w : r->b_src);

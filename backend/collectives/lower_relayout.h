@@ -25,6 +25,26 @@ typedef struct wf_relayout_tr {
  * WF_EXIT_NOFIT (no color left; reported). */
 int wf_relayout_transpose(wf_lower *L, const wf_relayout_tr *t, wf_loc loc, int64_t *cycles);
 
+/* An all-gather of one dim along one mesh axis, in index order: the blocks are
+ * [outer][b][inner] (the dim's b indices between the dims before it and those after it) and
+ * block j of the line (PE j along `axis`) lands in every PE's panel at
+ * panel_off + o prow + (j - j0) b inner for each of its outer rows o, so a panel row holds the
+ * dim's indices [j0 b, j1 b) in order (the blocks' padding included). Only blocks j0 .. j1-1
+ * are gathered (a slice needs only those it reads). Round j: PE j multicasts its block on the
+ * axis' flooding broadcast color. The transpose's phase 1 is one (outer = 1), slice, split and
+ * concat's relayouts (backend/ops/lower_slice.c) are others. Adds its predicted cycles to
+ * *cycles; returns 0 or WF_EXIT_NOFIT (no color left, or blocks past a PE's addressing;
+ * reported). */
+typedef struct wf_relayout_gather {
+  int axis;                   /* WF_AXIS_X or WF_AXIS_Y */
+  int src, panel;             /* symbols */
+  int64_t src_off, panel_off; /* words */
+  int64_t outer, inner, b;    /* the block [outer][b][inner] */
+  int64_t prow;               /* words between the panel's rows (>= (j1 - j0) b inner) */
+  int j0, j1;                 /* the blocks gathered */
+} wf_relayout_gather;
+int wf_relayout_gather_axis(wf_lower *L, const wf_relayout_gather *g, wf_loc loc, int64_t *cycles);
+
 /* One dim of a block re-cut along one mesh axis: the block is [outer][b][inner] with the
  * dim's `len` real indices cut over the axis' PEs in blocks of b_src (src) and b_dst (dst),
  * the other dims unchanged (A's K over x, b = K's block: outer = rows, inner = 1; B's K over

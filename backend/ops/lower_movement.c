@@ -66,6 +66,7 @@ static int vector_resplit(wf_lower *L, const wf_op *op, int64_t len, int sa, int
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){own, wf_arg_sym(sx), wf_arg_int(bs)});
   int64_t pred = (np - got) + bs + bd;
   if (pa > 1) {
+    L->move_bits |= WF_MOVE_TRANSPOSE; /* the gather crosses the fabric */
     int jv = wf_lower_var(L, "vr");
     wf_pe_term tj = wf_term_var(jv, 0);
     wf_pe_guard snd = wf_guard0(), rcv = wf_guard0();

@@ -80,6 +80,7 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int crow = wf_lower_color(L, WF_COLOR_ROW_BCAST, op->loc);
   int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
   if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
+  L->move_bits |= WF_MOVE_TRANSPOSE;
   int trow = wf_lower_temp(L, "$tr_row", mn * 4), tcol = wf_lower_temp(L, "$tr_col", mn * 4);
   int k = wf_lower_var(L, "k");
   wf_pe_term tk = wf_term_var(k, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);

@@ -115,6 +115,7 @@ static int lower_func(wf_lower *L) {
     lo->op = op;
     wf_lower_value_name(L, op->results[0], lo->result, sizeof lo->result);
     wf_emit(L, NULL, WF_PEOP_OP, (wf_pe_arg[]){wf_arg_int(L->n_ops)});
+    L->move_bits = 0;
     int rc;
     if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
@@ -129,12 +130,15 @@ static int lower_func(wf_lower *L) {
              op->code == WF_OP_REDUCE_MAX)
       rc = wf_lower_reduce(L, op, lo);
     else if (op->code == WF_OP_RESHAPE || op->code == WF_OP_TRANSPOSE) rc = wf_lower_movement(L, op, lo);
+    else if (op->code == WF_OP_SLICE || op->code == WF_OP_CONCAT || op->code == WF_OP_SPLIT)
+      rc = wf_lower_slice_concat(L, op, lo);
     else if (wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) rc = wf_lower_elementwise(L, op, lo);
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
       rc = WF_EXIT_UNSUPPORTED;
     }
     if (rc && !errors) errors = rc; /* keep going: report every unsupported op at once */
+    lo->fabric_move = L->move_bits;
     /* Past the color budget a collective was serialized or relayed: its swsets and relay
      * hops join the op's prediction, and the explain says so (nothing when colors sufficed). */
     char note[160];

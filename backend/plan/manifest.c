@@ -229,6 +229,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
 
   cJSON *ops = cJSON_AddArrayToObject(root, "ops");
   int64_t total = 0;
+  int n_transposes = 0, n_relayouts = 0; /* ops with a fabric_move of each kind */
   for (int i = 0; i < L->n_ops; i++) {
     const wf_lowered_op *lo = &L->ops[i];
     cJSON *o = cJSON_CreateObject();
@@ -243,6 +244,14 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddStringToObject(o, "lowering", lo->lowering ? lo->lowering : "");
     if (lo->explain[0]) cJSON_AddStringToObject(o, "explain", lo->explain);
     cJSON_AddNumberToObject(o, "predicted_cycles", (double)lo->predicted);
+    if (lo->fabric_move) {
+      unsigned fm = lo->fabric_move;
+      cJSON_AddStringToObject(o, "fabric_move", fm == WF_MOVE_TRANSPOSE ? "transpose"
+                                                : fm == WF_MOVE_RELAYOUT ? "relayout"
+                                                                         : "transpose+relayout");
+      n_transposes += (fm & WF_MOVE_TRANSPOSE) != 0;
+      n_relayouts += (fm & WF_MOVE_RELAYOUT) != 0;
+    }
     if (lo->n_colls) {
       cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
       for (int j = 0; j < lo->n_colls; j++) {
@@ -262,6 +271,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     total += lo->predicted;
   }
   cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
+  cJSON_AddNumberToObject(root, "fabric_transposes", n_transposes);
+  cJSON_AddNumberToObject(root, "relayouts", n_relayouts);
   /* Compute kernels per class (backend/plan/llvm_kernels.h); a plan without any is interpreted. */
   cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
   cJSON *k = wf_llvm_kernels_manifest(c);

@@ -50,6 +50,12 @@ typedef struct wf_lowered_coll {
   double lowered;        /* as lowered (tree schedule and broadcast), or 0 when not known */
 } wf_lowered_coll;
 
+/* How an op moves data between PEs, besides collectives (the manifest's `fabric_move` and its
+ * counts `fabric_transposes` and `relayouts`): a transpose over the fabric (the mirror, the
+ * W x H two-phase relayout, a vector re-split), a block relayout (lower_relayout.c's re-cuts
+ * and gathers: a GEMM's K, a slice, concat or split that is not local). */
+enum { WF_MOVE_TRANSPOSE = 1, WF_MOVE_RELAYOUT = 2 };
+
 typedef struct wf_lowered_op {
   const wf_op *op;
   char result[64];       /* symbol of its (first) result */
@@ -59,6 +65,7 @@ typedef struct wf_lowered_op {
   char explain[256];     /* collectives: the model's choice and why (manifest "explain") */
   wf_lowered_coll colls[WF_LOWER_MAX_COLLS]; /* its inner collectives, in program order */
   int n_colls;
+  unsigned fabric_move;  /* WF_MOVE_* bits */
 } wf_lowered_op;
 
 typedef struct wf_lower {
@@ -88,6 +95,8 @@ typedef struct wf_lower {
    * that the blocks, the lowerings and the manifest agree); NULL = never padded. */
   int64_t (*dim_pad)(const wf_func *f, wf_value v, int d, int w, int h);
   wf_value_names *names; /* the IR dumps' value names: symbols and the manifest's op results */
+  unsigned move_bits;    /* WF_MOVE_* bits the op being lowered set (the movers set them, so
+                            every caller is counted); emit.c files them in its wf_lowered_op */
 } wf_lower;
 
 /* Symbol text of a value, as the IR dumps print it (%name, %N or @global; L->names), so the
@@ -191,6 +200,10 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* resh
 /* lower_transpose.c: transpose of the last two dims of a split matrix (any region; W != H
  * through lower_relayout.c). */
 int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_slice.c: slice, concat and split along any axis: local copies when every PE's
+ * indices are in its own block (or the axis is whole on every PE), else a gather along the
+ * axis over the fabric (wf_relayout_gather_axis) and copies out of it. */
+int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
 int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */
