@@ -10,6 +10,8 @@
  * B {K_y, N_x}, exactly the blocks the broadcast GEMM lowerings multicast along rows and
  * columns; elementwise ops, biases and scales see matching blocks, and reductions over the
  * last two axes reduce along x or y. A reduction without keepdims keeps its input's splits.
+ * slice, concat and split need nothing special: their operands and results take the same
+ * rule, so they differ only along the cut axis (backend/ops/lower_slice.c moves the data).
  * `gemm` is first decomposed into transpose/matmul/mul/add (decompose_gemm.c), a
  * matrix-vector matmul into mul/reduce_sum (decompose_matvec.c); a vector-matrix result
  * [.., N] keeps its leading dims whole. A split dim

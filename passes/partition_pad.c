@@ -9,7 +9,8 @@
  * matmul over a padded K does read it: it is right when both operands' padding along K is
  * still zero; the walk below tracks, per value and dim, whether that holds (ops that keep
  * zeros: mul by broadcast values, neg, relu, gelu, silu, tanh, sqrt, and add/sub/max/min of
- * operands that are all zero there; a softmax, norm or reduction result: no). */
+ * operands that are all zero there; slice, concat and split carry it along the dims they do
+ * not cut and zero it along the one they do; a softmax, norm or reduction result: no). */
 #include <stdlib.h>
 
 #include "ir/rules.h"

@@ -109,7 +109,7 @@ static int lin_fits(int64_t step, int64_t scale) { return step * scale <= WF_PE_
  * block into its slot first, all at once, so that no round waits for a copy; then in round j
  * PE j of the line multicasts its block on the axis' flooding broadcast color `col`, and
  * every other PE puts it into slot j (straight from the color when the block is one row of
- * the panel, else through `$rl_gbuf` and a copy2d). qv: the rounds' loop variable. */
+ * the panel, else through `$ga_buf` and a copy2d). qv: the rounds' loop variable. */
 static int64_t gather_rounds(wf_lower *L, const wf_relayout_gather *g, int col, int qv) {
   int P = g->axis == WF_AXIS_X ? L->w : L->h, n = g->j1 - g->j0;
   int64_t blk = g->outer * g->b * g->inner, row = g->b * g->inner;
@@ -133,7 +133,7 @@ static int64_t gather_rounds(wf_lower *L, const wf_relayout_gather *g, int col, 
   wf_guard_add(&other, tc, WF_CMP_NE, tj);
   wf_pe_arg slot = at(g->panel, g->panel_off); /* slot j0 when there is one round */
   if (n > 1) slot.term = wf_term_affine(qv, row, -(int64_t)g->j0 * row);
-  int buf = g->outer > 1 ? wf_lower_temp(L, "$rl_gbuf", blk * 4) : -1;
+  int buf = g->outer > 1 ? wf_lower_temp(L, "$ga_buf", blk * 4) : -1;
   if (n > 1) wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(g->j0), wf_arg_int(g->j1)});
   wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), at(g->src, g->src_off), wf_arg_int(blk)});
   if (buf < 0) {

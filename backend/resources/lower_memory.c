@@ -82,6 +82,11 @@ int wf_lower_plan_memory(wf_lower *L) {
                        "(summa, meshgemm, cannon) keeps a few blocks"},
       {"$vr_panel", "a vector re-split gathers the whole vector on every PE: a shorter vector or "
                     "a split op"},
+      {"$sl_panel", "a slice, concat or split whose cut is not on block edges gathers the blocks it "
+                    "reads along the axis on every PE (a panel that a larger mesh does not shrink "
+                    "much); a cut on block edges, or along a leading axis, is local and needs none"},
+      {"$ga_buf", "a slice, concat or split whose cut is not on block edges gathers the blocks it "
+                  "reads along the axis on every PE, one block at a time through this buffer"},
   };
   int rc = 0;
   if (r < 0) {
