@@ -230,14 +230,26 @@ static int lower_moves(wf_lower *L, const wf_op *op, sl_move *mv, int nm, int64_
     const wf_axis_view *dv = &mv[m].dv;
     int64_t blk = dv->outer * dv->len * dv->inner, q = dv->full / dv->len;
     /* Padding along the axis: PE q holds the last real indices, the PEs after it none. */
-    if (dv->parts > 1 && dv->parts * dv->len > dv->full) {
+    int padded = dv->parts > 1 && dv->parts * dv->len > dv->full;
+    if (padded) {
       wf_pe_guard z = wf_guard0();
       wf_guard_add(&z, coord(dv->split), WF_CMP_GE, wf_term_int((int32_t)q));
       wf_emit(L, &z, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(mv[m].dst), wf_arg_int(blk)});
-      *pred += blk;
     }
     for (int i = 0; i < mv[m].np && !rc; i++) rc = extract(L, op, &mv[m], &mv[m].p[i]);
-    *pred += blk; /* the fullest PE copies its whole block */
+    /* The busiest PE: its zeroing and the words it copies (each piece's indices on it). */
+    int64_t busiest = 0;
+    for (int64_t c = 0; c < dv->parts; c++) {
+      int64_t words = padded && c >= q ? blk : 0;
+      for (int i = 0; i < mv[m].np; i++) {
+        const sl_piece *p = &mv[m].p[i];
+        int64_t lo = dv->parts > 1 ? max64(p->d_lo, c * dv->len) : p->d_lo;
+        int64_t hi = dv->parts > 1 ? min64(p->d_hi, c * dv->len + dv->len) : p->d_hi;
+        if (hi > lo) words += dv->outer * (hi - lo) * dv->inner;
+      }
+      busiest = max64(busiest, words);
+    }
+    *pred += busiest;
   }
   free(g);
   free(region);
