@@ -120,7 +120,8 @@ static int emit_copy(wf_lower *L, const wf_op *op, const wf_pe_guard *g, const s
       return WF_EXIT_NOFIT;
     }
     if (outer > 1) {
-      int ov = wf_lower_var(L, "so");
+      /* the gathers' round variable: never live here, and a class holds only 8 names */
+      int ov = wf_lower_var(L, "rq");
       wf_pe_term to = wf_term_var(ov, 0);
       wf_pe_term tdo = wf_term_scaled(to, (int)(bd * in), 0), tso = wf_term_scaled(to, (int)p->ostride, 0);
       d.term = tdo;
