@@ -72,6 +72,10 @@ int wf_lower_plan_memory(wf_lower *L) {
   wf_mem_plan p;
   int r = wf_memplan(ms, n, L->t->sram_bytes, &p);
   /* Scratch whose size does not shrink with the blocks gets its own advice. */
+#define SLICE_GATHER_ADVICE                                                                          \
+  "a slice, concat or split whose cut is not on block edges gathers the blocks it reads along the " \
+  "axis into a panel on every PE ($sl_panel, received through $ga_buf), which a larger mesh does "  \
+  "not shrink much; a cut on block edges, or along a leading axis, is local and needs none"
   static const struct { const char *prefix, *advice; } scratch[] = {
       {"$rl_", "the W x H transpose gathers X's whole columns on every PE (a panel that a "
                "larger mesh does not shrink much); on a square mesh (--mesh=NxN) it needs two "
@@ -82,11 +86,8 @@ int wf_lower_plan_memory(wf_lower *L) {
                        "(summa, meshgemm, cannon) keeps a few blocks"},
       {"$vr_panel", "a vector re-split gathers the whole vector on every PE: a shorter vector or "
                     "a split op"},
-      {"$sl_panel", "a slice, concat or split whose cut is not on block edges gathers the blocks it "
-                    "reads along the axis on every PE (a panel that a larger mesh does not shrink "
-                    "much); a cut on block edges, or along a leading axis, is local and needs none"},
-      {"$ga_buf", "a slice, concat or split whose cut is not on block edges gathers the blocks it "
-                  "reads along the axis on every PE, one block at a time through this buffer"},
+      {"$sl_panel", SLICE_GATHER_ADVICE},
+      {"$ga_buf", SLICE_GATHER_ADVICE},
   };
   int rc = 0;
   if (r < 0) {

@@ -166,4 +166,22 @@ for mesh in $MESHES; do
   run slice_xy "$mesh" any "a=$TMP/a.npy"
   run slice_matmul "$mesh" any "m=$TMP/m.npy w=$TMP/w.npy" nowl
 done
+
+# A relayout's panel past the SRAM: exit 4 naming the gather and its fix, no plan left; a
+# negative step: exit 3 (the interpreter runs it), located.
+wir big '%a: f32[8, 1500], %b: f32[8, 1500]' 'f32[8, 3000]' '    %0 = concat(%a, %b) {axis = 1} : f32[8, 3000]
+    return %0'
+rc=0
+waferc "$TMP/big.wir" -o "$TMP/big_plan" --target=test8x8 --mesh=8x1 2>"$TMP/big.err" || rc=$?
+[ "$rc" = 4 ] || fail "a gather past the SRAM: waferc exited $rc, want 4"
+grep -q 'does not fit the 49152-byte SRAM.*gathers the blocks it reads along the axis into a panel' "$TMP/big.err" ||
+  fail "a gather past the SRAM: the error does not say why: $(head -1 "$TMP/big.err")"
+[ ! -e "$TMP/big_plan/manifest.json" ] || fail "a gather past the SRAM left a manifest"
+wir neg '%a: f32[8, 12]' 'f32[8, 12]' '    %0 = slice(%a) {starts = [-1], ends = [-13], axes = [1], steps = [-1]} : f32[8, 12]
+    return %0'
+rc=0
+waferc "$TMP/neg.wir" -o "$TMP/neg_plan" --target=test8x8 --mesh=2x2 2>"$TMP/neg.err" || rc=$?
+[ "$rc" = 3 ] || fail "a negative step: waferc exited $rc, want 3"
+grep -q "neg.wir:3:5: error: 'slice' along axis 1 with step -1 has no mesh lowering yet" "$TMP/neg.err" ||
+  fail "a negative step: $(head -1 "$TMP/neg.err")"
 echo "ok   $n plans of slice / concat / split match the interpreter"
