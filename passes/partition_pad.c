@@ -9,7 +9,8 @@
  * matmul over a padded K does read it: it is right when both operands' padding along K is
  * still zero; the walk below tracks, per value and dim, whether that holds (ops that keep
  * zeros: mul by broadcast values, neg, relu, gelu, silu, tanh, sqrt, and add/sub/max/min of
- * operands that are all zero there; a softmax, norm or reduction result: no). */
+ * operands that are all zero there; a norm over the last axis of an input with zero padding
+ * there, by constant scale and shift; a softmax or reduction result: no). */
 #include <stdlib.h>
 
 #include "passes/partition_pad.h"
@@ -126,7 +127,19 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m &= all_padded(rt, w, h);
         break;
       }
-      case WF_OP_SOFTMAX: case WF_OP_LAYERNORM: case WF_OP_RMSNORM:
+      case WF_OP_LAYERNORM: case WF_OP_RMSNORM: {
+        /* As below, except along the normalised last axis when the input's padding there is
+         * zero and the scale (and shift) are constants, whose padding the host zero-fills:
+         * (0 - mean) rstd 0 + 0 = 0, a finite product of a zero. */
+        m = all_padded(rt, w, h);
+        int last = rt->rank - 1, params_const = 1;
+        for (int i = 1; i < op->n_operands; i++)
+          params_const &= wf_value_get(f, op->operands[i])->kind == WF_VAL_GLOBAL;
+        int64_t axis = wf_op_int(f, op, "axis", -1);
+        if ((axis == -1 || axis == last) && params_const && !(dirty[op->operands[0]] >> last & 1)) m &= ~(1u << last);
+        break;
+      }
+      case WF_OP_SOFTMAX:
       case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX:
         /* Their statistics read only real elements (backend/ops/lower_reduce.c masks a padded
          * axis by the PE's coordinate), whatever the padding holds; what they write into
