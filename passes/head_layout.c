@@ -78,6 +78,13 @@ static int global_of(const hl *c, wf_value v) {
   return g->type.dtype == WF_F32 && g->kind != WF_DATA_ELIDED ? vi->index : -1;
 }
 
+/* A RoPE table: a constant, or a reshape of one (raise-rope drops leading 1s so): the data in
+ * row-major order is the same. */
+static int table_of(const hl *c, wf_value v) {
+  wf_op *rs = def(c, v, WF_OP_RESHAPE);
+  return global_of(c, rs ? rs->operands[0] : v);
+}
+
 static int fail(hl *c, const char *why) {
   if (!c->why) c->why = why;
   return 0;
@@ -140,8 +147,8 @@ static int match_side(hl *c, wf_value v4, hl_side *s) {
   wf_op *op = def(c, v4, WF_OP_ROPE);
   if (op) {
     s->rope = wf_op_int(c->f, op, "interleaved", 0) ? ROPE_INTERLEAVED : ROPE_HALF;
-    s->cos_g = global_of(c, op->operands[1]);
-    s->sin_g = global_of(c, op->operands[2]);
+    s->cos_g = table_of(c, op->operands[1]);
+    s->sin_g = table_of(c, op->operands[2]);
     if (s->cos_g < 0 || s->sin_g < 0) return fail(c, "RoPE whose cos/sin tables are not constants");
     v4 = op->operands[0];
   }
@@ -226,7 +233,7 @@ static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_
 /* c'' and s'' [S, E'']: out[2i] = x[2i] c[2i] + x[2i+1] s[2i], out[2i+1] = x[2i+1] c[2i+1] + x[2i] s[2i+1]. */
 static void pack_rope(hl *c, const hl_side *s, const hl_map *mp, int *cg, int *sg) {
   wf_tensor *ct = wf_global_tensor(c->m, s->cos_g), *st = wf_global_tensor(c->m, s->sin_g);
-  int64_t len = ct->dims[0], d = s->d;
+  int64_t d = s->d, len = wf_tensor_numel(ct) / d;
   float *cd = calloc((size_t)(len * mp->n), sizeof(float)), *sd = calloc((size_t)(len * mp->n), sizeof(float));
   WF_ASSERT(cd && sd);
   for (int64_t j = 0; j < mp->n; j++) {

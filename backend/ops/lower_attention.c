@@ -130,11 +130,13 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int jv = wf_lower_var(L, "ja");
   wf_pe_term tj = wf_term_var(jv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), live = wf_guard0(), on_diag = wf_guard0();
+  /* S whole on every PE (S = 1, or a one-row mesh): one round, every row its own sender. */
+  int split = rows > 1;
   wf_gadd(&own, ty, WF_CMP_EQ, tj);
   wf_gadd(&recv, ty, WF_CMP_NE, tj);
   wf_gadd(&on_diag, ty, WF_CMP_EQ, tj);
   if (causal) wf_gadd(&live, tj, WF_CMP_LE, ty);
-  const wf_pe_guard *lg = causal ? &live : NULL;
+  const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
   if (rows > 1) {
     wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sk), wf_arg_int(blk)});
@@ -142,8 +144,8 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(blk)});
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(blk)});
   }
-  wf_emit(L, &own, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(sk), wf_arg_int(blk)});
-  wf_emit(L, &own, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(sv), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(sk), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(sv), wf_arg_int(blk)});
   int64_t round = 1 + 2 * blk, ar = 0;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
@@ -176,7 +178,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
         }
         round += ng * sb * tb + 2 * sb * tb + ar;
       }
-      if (causal) bin(L, &on_diag, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
+      if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
       else
         for (int j = 0; j < rows; j++) {
           int64_t real = len - (int64_t)j * tb; /* keys of round j before the padding */
