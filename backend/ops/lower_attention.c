@@ -7,8 +7,9 @@
  *
  * K and V blocks reach every row of their column by the column broadcast of dist.gemm_t:
  * round j (a loop over the H rows), row j multicasts its K and V blocks down the column. No
- * block is transposed over the fabric; the score block of a slot is
- *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb], k_slot transposed on the PE
+ * block is transposed over the fabric: each PE transposes its own K block per slot once, before
+ * the rounds, and sends it so; the score block of a slot is
+ *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb]
  * and, for a head spanning g columns, the sum of the g partial products: an allreduce along x
  * of every group's partials side by side (group i's in slot i; each PE keeps its group's). A
  * segmented allreduce inside the group would move ceil(W/g) times less; not written yet.
@@ -94,7 +95,8 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t blk = nbatch * sb * cb, slots = nbatch * nh;
   int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
   int kb = wf_lower_temp(L, "$att_k", blk * 4), vb = wf_lower_temp(L, "$att_v", blk * 4);
-  int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4), ktr = wf_lower_temp(L, "$att_kt", tb * ds * 4);
+  int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4);
+  int kown = wf_lower_temp(L, "$att_kown", blk * 4), vown = wf_lower_temp(L, "$att_vown", blk * 4);
   int sc = wf_lower_temp(L, "$att_s", sb * tb * 4);
   int all = g > 1 ? wf_lower_temp(L, "$att_all", ng * sb * tb * 4) : -1;
   int sm = wf_lower_temp(L, "$att_m", slots * sb * 4), sl = wf_lower_temp(L, "$att_l", slots * sb * 4);
@@ -112,7 +114,18 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sl), wf_arg_int(slots * sb)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sm), wf_arg_int(slots * sb)});
   bin(L, NULL, WF_PEOP_ADD, at(sm, 0), at(sm, 0), at(kneg, 0), 1, slots * sb, WF_BMODE_I);
-  int64_t pred = 2 * blk + 2 * slots * sb + blk;
+  /* Every PE lays its own K block out as kᵀ per slot ([b][slot][ds][Tb]) and its V block as
+   * contiguous slots ([b][slot][Tb][ds]) once, so the blocks it sends are the matmuls' operands
+   * as they arrive: no copy or transpose per round. */
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t k = 0; k < nh; k++) {
+      int64_t slot = b * nh + k;
+      copy2d(L, NULL, at(ks, 0), at(sk, b * tb * cb + k * ds), tb, ds, ds, cb);
+      wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
+              (wf_pe_arg[]){at(kown, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+      copy2d(L, NULL, at(vown, slot * tb * ds), at(sv, b * tb * cb + k * ds), tb, ds, ds, cb);
+    }
+  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * blk;
 
   /* Masks: the diagonal block (key lj after query li), and the padding keys of each round. */
   int diag = -1;
@@ -139,24 +152,22 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
   if (rows > 1) {
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sk), wf_arg_int(blk)});
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sv), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kown), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vown), wf_arg_int(blk)});
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(blk)});
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(blk)});
   }
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(sk), wf_arg_int(blk)});
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(sv), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(blk)});
   int64_t round = 1 + 2 * blk, ar = 0;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;
       wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
-      copy2d(L, lg, at(ks, 0), at(kb, b * tb * cb + k * ds), tb, ds, ds, cb);
-      wf_emit(L, lg, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(ktr), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
       wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){wf_arg_sym(sc), qs, wf_arg_sym(ktr), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
-      round += 2 * tb * ds + sb * tb + (sb * ds * tb + f - 1) / f;
+              (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, slot * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
+      round += sb * tb + (sb * ds * tb + f - 1) / f;
       if (g > 1) {
         /* The g partial products of a head: group i's in slot i of `all`, summed along x. */
         wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(all), wf_arg_int(ng * sb * tb)});
@@ -205,10 +216,9 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       bin(L, lg, WF_PEOP_MUL, l, l, wf_arg_sym(corr), 1, sb, WF_BMODE_IJ);
       bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
       bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
-      copy2d(L, lg, at(ks, 0), at(vb, b * tb * cb + k * ds), tb, ds, ds, cb);
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){a, wf_arg_sym(sc), wf_arg_sym(ks), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
-      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + tb * ds + (sb * tb * ds + f - 1) / f;
+              (wf_pe_arg[]){a, wf_arg_sym(sc), at(vb, slot * tb * ds), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
+      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
     }
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   for (int64_t b = 0; b < nbatch; b++)
