@@ -240,6 +240,30 @@ class TinyLlama(nn.Module):
         return self.lm_head(self.norm(h))
 
 
+class TinyGPT2(nn.Module):
+    """GPT-2 from token ids to logits: token and learned position embeddings, blocks as above,
+    final LayerNorm, the lm head tied to the token embedding (as Hugging Face's GPT-2) or not."""
+
+    def __init__(self, c):
+        super().__init__()
+        e, vocab = c["embed"], c["vocab"]
+        self.wte = nn.Embedding(vocab, e)
+        self.wpe = nn.Embedding(64, e)
+        self.h = nn.ModuleList([GPT2Block(c) for _ in range(c["layers"])])
+        self.ln_f = nn.LayerNorm(e, eps=1e-5)
+        self.tied = c["tied"]
+        if not self.tied:
+            self.lm_head = nn.Linear(e, vocab, bias=False)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], dtype=torch.int64, device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        x = self.ln_f(x)
+        return x @ self.wte.weight.t() if self.tied else self.lm_head(x)
+
+
 # ---- the variants ----------------------------------------------------------------------------
 
 BASE = {
@@ -248,6 +272,8 @@ BASE = {
                   rope="half", rope_fp32=False, mask="triu", bias=False),
     "tiny": dict(family="tiny", embed=32, heads=4, kv_heads=2, gqa="expand", rms="plain", rope="half",
                  rope_fp32=False, mask="triu", bias=False, vocab=128, layers=2, tied=False),
+    "gpt2m": dict(family="gpt2m", embed=32, heads=4, gelu="tanh", mask="tril", bias=True, vocab=96, layers=2,
+                  tied=True),
 }
 COMMON = dict(seq=8, batch=1, axes="static", opset=17)
 
@@ -320,6 +346,14 @@ def variants():
     v += [variant("tiny", mask="hf", axes="seq"), variant("tiny", rope="cached", axes="seq"),
           variant("tiny", embed=48, heads=6, kv_heads=3, tied=True, rms="hf_cast", rope_fp32=True, mask="hf",
                   axes="batch_seq", batch=2, seq=16, opset=15)]
+    # sizes no mesh side divides, committed as plans tests (examples/models/exported/)
+    v += [variant("gpt2", embed=48, heads=6, conv1d=True, seq=11),
+          variant("llama", embed=48, heads=6, kv_heads=2, rope="interleaved", seq=7),
+          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14)]
+    # tiny GPT-2: ids -> logits, learned positions, tied or untied head, fused QKV, Conv1D or Linear
+    v += [variant("gpt2m"), variant("gpt2m", tied=False), variant("gpt2m", axes="seq"),
+          variant("gpt2m", conv1d=True, gelu="new"), variant("gpt2m", embed=48, heads=6, vocab=100, seq=11),
+          variant("gpt2m", embed=40, heads=5, layers=1, opset=14, mask="buffer"), variant("gpt2m", batch=2)]
     names = [c["name"] for c in v]
     assert len(names) == len(set(names)), "duplicate variant names"
     return v
@@ -329,11 +363,11 @@ def variants():
 
 def build(c):
     torch.manual_seed(0)
-    return {"gpt2": GPT2Block, "llama": LlamaBlock, "tiny": TinyLlama}[c["family"]](c).eval()
+    return {"gpt2": GPT2Block, "llama": LlamaBlock, "tiny": TinyLlama, "gpt2m": TinyGPT2}[c["family"]](c).eval()
 
 
 def make_input(c, batch, seq, gen):
-    if c["family"] == "tiny":
+    if c["family"] in ("tiny", "gpt2m"):
         return torch.randint(0, c["vocab"], (batch, seq), dtype=torch.int64, generator=gen)
     return torch.randn(batch, seq, c["embed"], generator=gen)
 
@@ -352,7 +386,7 @@ def checks(c):
 def export(c, d):
     m = build(c)
     gen = torch.Generator().manual_seed(1)
-    in_name, out_name = ("input_ids", "logits") if c["family"] == "tiny" else ("x", "y")
+    in_name, out_name = ("input_ids", "logits") if c["family"] in ("tiny", "gpt2m") else ("x", "y")
     x = make_input(c, c["batch"], c["seq"], gen)
     axes = None
     if c["axes"] == "seq":
@@ -386,6 +420,42 @@ def run_waferc(tools, path, in_name, out_name, d, i):
                          capture_output=True, text=True)
     if cmp.returncode != 0:
         return "mismatch: " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
+    return None
+
+
+def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
+    """Compiles the model for `mesh` (token/activation shape from the input), runs the plan on
+    waferrun and compares with torch's reference; also requires no fabric transpose."""
+    x = np.load(os.path.join(d, "in%d.npy" % i))
+    plan = os.path.join(d, "plan%d_%s" % (i, mesh))
+    out = os.path.join(d, "pout%d_%s" % (i, mesh))
+    shape = "x".join(str(n) for n in x.shape)
+    cmd = [os.path.join(tools, "waferc"), path, "-q", "-o", plan, "--target=" + target, "--mesh=" + mesh,
+           "--input-shape", "%s=%s" % (in_name, shape)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
+        return "waferc -o exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
+    cmd = [os.path.join(tools, "waferrun"), plan, "--input", "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)),
+           "--output-dir", out]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
+        return "waferrun exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
+    cmp = subprocess.run([os.path.join(tools, "wafer-npycmp"), os.path.join(out, out_name + ".npy"),
+                          os.path.join(d, "ref%d.npy" % i), "--atol", "1e-4", "--rtol", "0"],
+                         capture_output=True, text=True)
+    if cmp.returncode != 0:
+        return "plan mismatch: " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
+    try:
+        import json
+        with open(os.path.join(plan, "manifest.json")) as f:
+            man = json.load(f)
+        n_tr = man.get("fabric_transposes", 0)
+        if n_tr:
+            return "plan has %d fabric transposes" % n_tr
+    except (OSError, ValueError) as ex:
+        return "manifest: %s" % ex
     return None
 
 
@@ -460,7 +530,15 @@ def main():
     ap.add_argument("-k", default=None, help="only variants whose name contains this")
     ap.add_argument("--keep", default=None, help="export into this directory and keep the files")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--plans", default=None,
+                    help="also compile each case for these meshes (comma-separated WxH), run the plans on "
+                         "waferrun and compare with torch (the export.py option sets are not compiled)")
+    ap.add_argument("--target", default="wse2", help="target preset of --plans (default wse2)")
+    ap.add_argument("--interpret", action="store_true", default=None,
+                    help="with --plans, also run the reference interpreter (default: only without --plans)")
     a = ap.parse_args()
+    meshes = a.plans.split(",") if a.plans else []
+    interpret = a.interpret or not meshes
     vs = [c for c in variants() if not a.k or a.k in c["name"]]
     eps = [e for e in export_py_variants() if not a.k or a.k in e[0]]
     if a.list:
@@ -480,15 +558,19 @@ def main():
             print("EXPORT-FAIL %s: %s" % (c["name"], str(ex).splitlines()[0] if str(ex) else type(ex).__name__))
             continue
         for i, b, s in cases:
-            n_cases += 1
-            why = run_waferc(a.waferc, path, in_name, out_name, d, i)
-            tag = "%s [batch %d, seq %d]" % (c["name"], b, s)
-            if why:
-                failed.append((tag, why))
-                print("FAIL %s: %s" % (tag, why), flush=True)
-            else:
-                print("PASS %s" % tag, flush=True)
-    for name, model, args in eps:
+            runs = ([("interpret", lambda: run_waferc(a.waferc, path, in_name, out_name, d, i))] if interpret else [])
+            runs += [("mesh " + m, lambda m=m: run_plan(a.waferc, path, in_name, out_name, d, i, m, a.target))
+                     for m in meshes]
+            for how, fn in runs:
+                n_cases += 1
+                why = fn()
+                tag = "%s [batch %d, seq %d, %s]" % (c["name"], b, s, how)
+                if why:
+                    failed.append((tag, why))
+                    print("FAIL %s: %s" % (tag, why), flush=True)
+                else:
+                    print("PASS %s" % tag, flush=True)
+    for name, model, args in (eps if interpret else []):
         res, export_fail = run_export_py(a.waferc, name, model, args, root)
         if export_fail:
             print(export_fail)
