@@ -133,8 +133,13 @@ wir concat_lead '%l: f32[5, 7, 11], %k: f32[2, 7, 11]' 'f32[7, 7, 11]' '    %0 =
 wir split_lead '%l: f32[5, 7, 11]' '(f32[2, 7, 11], f32[3, 7, 11])' '    %0, %1 = split(%l) {axis = 0, sizes = [2, 3]} : f32[2, 7, 11], f32[3, 7, 11]
     return %0, %1'
 
-# ---- two axes at once, and a slice whose padded K feeds a matmul ----
+# ---- one column (the result whole on every PE), two axes at once (steps 2 and 3), and a
+# slice whose padded K feeds a matmul ----
 wir slice_xy '%a: f32[2, 7, 11]' 'f32[2, 4, 5]' '    %0 = slice(%a) {starts = [1, 3], ends = [5, 8], axes = [1, 2], steps = [1, 1]} : f32[2, 4, 5]
+    return %0'
+wir slice_col '%a: f32[2, 7, 11]' 'f32[2, 7, 1]' '    %0 = slice(%a) {starts = [5], ends = [6], axes = [2], steps = [1]} : f32[2, 7, 1]
+    return %0'
+wir slice_xy_step '%m: f32[6, 13]' 'f32[3, 5]' '    %0 = slice(%m) {starts = [1, 0], ends = [6, 13], axes = [0, 1], steps = [2, 3]} : f32[3, 5]
     return %0'
 wir slice_matmul '%m: f32[6, 13], %w: f32[9, 5]' 'f32[6, 5]' '    %e = exp(%m) : f32[6, 13]
     %s = slice(%e) {starts = [4], ends = [13], axes = [1], steps = [1]} : f32[6, 9]
@@ -164,6 +169,8 @@ for mesh in $MESHES; do
   run concat_lead "$mesh" local "l=$TMP/l.npy k=$TMP/l2.npy"
   run split_lead "$mesh" local "l=$TMP/l.npy"
   run slice_xy "$mesh" any "a=$TMP/a.npy"
+  run slice_col "$mesh" any "a=$TMP/a.npy"
+  run slice_xy_step "$mesh" any "m=$TMP/m.npy"
   run slice_matmul "$mesh" any "m=$TMP/m.npy w=$TMP/w.npy" nowl
 done
 
