@@ -395,9 +395,28 @@ static int lower_slice1(wf_lower *L, const wf_op *op, wf_lowered_op *out, unsign
   return rc;
 }
 
+/* Whether v has no element (a split's or concat's part of size 0). */
+static int empty(const wf_lower *L, wf_value v) {
+  const wf_type *t = wf_value_type(L->f, v);
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] == 0) return 1;
+  return 0;
+}
+
 int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   unsigned fabric = 0;
   out->predicted = 0;
+  /* A tensor without elements has no blocks, and a plan's interface cannot hold one. */
+  for (int i = 0; i < op->n_operands + op->n_results; i++) {
+    wf_value v = i < op->n_operands ? op->operands[i] : op->results[i - op->n_operands];
+    if (!empty(L, v)) continue;
+    char name[64];
+    wf_lower_value_name(L, v, name, sizeof name);
+    wf_error(op->loc, "'%s': %s has no element; empty tensors have no mesh lowering (the reference "
+                      "interpreter, waferc --interpret, runs them)",
+             wf_opinfos[op->code].name, name);
+    return WF_EXIT_UNSUPPORTED;
+  }
   int rc = op->code == WF_OP_CONCAT  ? lower_concat(L, op, out, &fabric)
            : op->code == WF_OP_SPLIT ? lower_split(L, op, out, &fabric)
                                      : lower_slice1(L, op, out, &fabric);

@@ -191,4 +191,11 @@ waferc "$TMP/neg.wir" -o "$TMP/neg_plan" --target=test8x8 --mesh=2x2 2>"$TMP/neg
 [ "$rc" = 3 ] || fail "a negative step: waferc exited $rc, want 3"
 grep -q "neg.wir:3:5: error: 'slice' along axis 1 with step -1 has no mesh lowering yet" "$TMP/neg.err" ||
   fail "a negative step: $(head -1 "$TMP/neg.err")"
+# An empty part (split sizes with a 0): exit 3, located, rather than a plan waferrun refuses.
+wir empty '%a: f32[8, 12]' '(f32[8, 0], f32[8, 12])' '    %0, %1 = split(%a) {axis = 1, sizes = [0, 12]} : f32[8, 0], f32[8, 12]
+    return %0, %1'
+rc=0
+waferc "$TMP/empty.wir" -o "$TMP/empty_plan" --target=test8x8 --mesh=2x2 2>"$TMP/empty.err" || rc=$?
+[ "$rc" = 3 ] || fail "an empty split part: waferc exited $rc, want 3"
+grep -q "empty.wir:3:5: error: 'split': %0 has no element" "$TMP/empty.err" || fail "an empty split part: $(head -1 "$TMP/empty.err")"
 echo "ok   $n plans of slice / concat / split match the interpreter"
