@@ -98,8 +98,10 @@ static int emit_copy(wf_lower *L, const wf_op *op, const wf_pe_guard *g, const s
                      int64_t dl, int64_t cnt, int64_t k, int64_t cs) {
   int64_t in = p->v.inner, outer = p->v.outer, bd = mv->dv.len;
   if (cnt <= 0) return 0;
-  if (llabs(cs) > WF_PE_MAX_SCALE || p->ostride > WF_PE_MAX_SCALE || bd * in > WF_PE_MAX_SCALE ||
-      k > INT32_MAX / 2 || k < INT32_MIN / 2) {
+  /* Scales of terms (the coordinate's, the row loop's) are limited, plain integers are not. */
+  int looped = p->step != 1 && outer > 1;
+  if (llabs(cs) > WF_PE_MAX_SCALE || (looped && (p->ostride > WF_PE_MAX_SCALE || bd * in > WF_PE_MAX_SCALE)) ||
+      k > INT32_MAX / 2 || k < INT32_MIN / 2 || outer * p->ostride > INT32_MAX / 2) {
     wf_error(op->loc, "'%s': a block of %lld words is past the PE's addressing of strided copies",
              wf_opinfos[op->code].name, (long long)(outer * p->ostride));
     return WF_EXIT_NOFIT;
@@ -119,7 +121,7 @@ static int emit_copy(wf_lower *L, const wf_op *op, const wf_pe_guard *g, const s
       wf_error(op->loc, "'slice': a step of %lld is past the PE's addressing", (long long)p->step);
       return WF_EXIT_NOFIT;
     }
-    if (outer > 1) {
+    if (looped) {
       /* the gathers' round variable: never live here, and a class holds only 8 names */
       int ov = wf_lower_var(L, "rq");
       wf_pe_term to = wf_term_var(ov, 0);
@@ -129,15 +131,15 @@ static int emit_copy(wf_lower *L, const wf_op *op, const wf_pe_guard *g, const s
       else s.term = tso;
       wf_emit(L, g, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(to), wf_arg_int(0), wf_arg_int(outer)});
     }
-    wf_emit(L, outer > 1 ? NULL : g, WF_PEOP_COPY2D,
+    wf_emit(L, looped ? NULL : g, WF_PEOP_COPY2D,
             (wf_pe_arg[]){d, s, wf_arg_int(cnt), wf_arg_int(in), wf_arg_int(in), wf_arg_int(sstride)});
-    if (outer > 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    if (looped) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   return 0;
 }
 
-/* The word offset of operand index g for PE c (the constant part for c = 0) and what a step
- * of one PE adds (the result's block is bd indices along the axis). */
+/* The word offset of operand index g for PE c (c = 0: the part that does not move with the
+ * PE). */
 static int64_t src_word(const sl_piece *p, int64_t g, int64_t c) {
   return p->boff + (g - c * p->cshift + p->goff) * p->v.inner;
 }
