@@ -4,7 +4,8 @@
 # each op that moves so (`fabric_move`); waferrun's report and its text summary repeat the
 # counts. A matmul + softmax plan has none; a transpose of a split matrix has one, on a
 # square mesh (the mirror) and on W x H (the two-phase relayout), and a reshape that moves
-# a vector's split to the other axis (a vector re-split) is one too. Outputs are checked
+# a vector's split to the other axis (a vector re-split) is one too; MeshGEMM's K re-cut on
+# W x H (computed operands, K = 10 on 3x2) is a relayout. Outputs are checked
 # against the interpreter, so the counted plans are the working ones.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -22,7 +23,7 @@ run() {
   local name=$1 mesh=$2 want_t=$3 want_r=$4 inputs=$5 d="$TMP/$1_$2" ins=() kv
   mkdir -p "$d"
   for kv in $inputs; do ins+=(--input "$kv"); done
-  waferc "$TMP/$name.wir" -o "$d/plan" --target=test8x8 --mesh="$mesh" 2>"$d/err" ||
+  waferc "$TMP/$name.wir" -o "$d/plan" --target=test8x8 --mesh="$mesh" ${GEMM_ALGO:-} 2>"$d/err" ||
     fail "$name on $mesh: waferc exited $?: $(grep -m1 error "$d/err")"
   waferrun "$d/plan" "${ins[@]}" --output-dir "$d/out" --report "$d/report.json" >"$d/summary" 2>"$d/rerr" ||
     fail "$name on $mesh: waferrun exited $?: $(head -1 "$d/rerr")"
@@ -71,8 +72,18 @@ wir transpose '%x: f32[13, 22]' 'f32[22, 13]' '    %0 = transpose(%x) {perm = [1
 wir resplit '%v: f32[12]' 'f32[12, 1]' '    %0 = reshape(%v) : f32[12, 1]
     return %0'
 
+# MeshGEMM on 3x2 cuts K in lcm(3, 2) = 6 tiles; computed operands keep ceil(K/p) blocks
+# of K = 10, so the lowering re-cuts K over the fabric (lower_relayout.c): one relayout.
+wir kcut '%a: f32[6, 10], %b: f32[10, 6]' 'f32[6, 6]' '    %r = relu(%a) : f32[6, 10]
+    %s = relu(%b) : f32[10, 6]
+    %0 = matmul(%r, %s) : f32[6, 6]
+    return %0'
+$NPY "$TMP/ka.npy" 6,10 11 1.0
+$NPY "$TMP/kb.npy" 10,6 13 1.0
+
 for mesh in 1x1 2x2 3x2 4x4; do run mm_softmax "$mesh" 0 0 "a=$TMP/a.npy b=$TMP/b.npy"; done
 run transpose 1x1 0 0 "x=$TMP/x.npy"
 for mesh in 2x2 3x2 5x3 4x4; do run transpose "$mesh" 1 0 "x=$TMP/x.npy"; done
+GEMM_ALGO=--gemm-algo=meshgemm run kcut 3x2 0 1 "a=$TMP/ka.npy b=$TMP/kb.npy"
 for mesh in 2x2 3x2; do run resplit "$mesh" 1 0 "v=$TMP/v.npy"; done
 echo "ok   $n plans count their fabric transposes and relayouts"
