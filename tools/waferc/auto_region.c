@@ -62,6 +62,45 @@ static int by_size(const void *a, const void *b) {
   return p->w - q->w;
 }
 
+/* Every mesh at least w0 x h0 within the program rectangle but that one, smallest first
+ * (bounded so a model that fits nowhere near does not compile hundreds of times); *n set. */
+static mesh *candidates(const wf_target *t, int w0, int h0, int *count) {
+  int cap = 4096, n = 0;
+  mesh *c = malloc((size_t)cap * sizeof *c);
+  for (int W = w0; c && W <= t->program_w; W++)
+    for (int H = h0; H <= t->program_h; H++) {
+      if (W == w0 && H == h0) continue;
+      if (n == cap) {
+        /* keep the smallest `cap` meshes seen so far */
+        qsort(c, (size_t)n, sizeof *c, by_size);
+        n = cap / 2;
+      }
+      c[n++] = (mesh){W, H};
+    }
+  if (c) qsort(c, (size_t)n, sizeof *c, by_size);
+  *count = n;
+  return c;
+}
+
+int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *fw, int *fh) {
+  held *h = calloc(1, sizeof *h);
+  int w0 = t->mesh_w, h0 = t->mesh_h, n = 0, found = 0;
+  mesh *c = h ? candidates(t, w0, h0, &n) : NULL;
+  for (int i = 0; c && i < n && i < MAX_TRIES && !found; i++) {
+    char m[32];
+    snprintf(m, sizeof m, "%dx%d", c[i].w, c[i].h);
+    if (wf_target_set_mesh(t, m)) continue;
+    if (attempt(try_compile, user, h) == WF_EXIT_OK) found = 1, *fw = c[i].w, *fh = c[i].h;
+  }
+  if (h) release(h, 0);
+  char m[32];
+  snprintf(m, sizeof m, "%dx%d", w0, h0);
+  wf_target_set_mesh(t, m);
+  free(c);
+  free(h);
+  return found;
+}
+
 int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) {
   held *h = calloc(1, sizeof *h);
   WF_ASSERT(h);
@@ -74,21 +113,8 @@ int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) 
   }
   held *first = h;
   h = calloc(1, sizeof *h);
-  /* Candidates: every mesh at least as large on both axes, fewest PEs first. Bounded so a
-   * model that fits nowhere near does not compile hundreds of times. */
-  int cap = 4096, n = 0;
-  mesh *c = h ? malloc((size_t)cap * sizeof *c) : NULL;
-  for (int W = w0; c && W <= t->program_w; W++)
-    for (int H = h0; H <= t->program_h; H++) {
-      if (W == w0 && H == h0) continue;
-      if (n == cap) {
-        /* keep the smallest `cap` meshes seen so far */
-        qsort(c, (size_t)n, sizeof *c, by_size);
-        n = cap / 2;
-      }
-      c[n++] = (mesh){W, H};
-    }
-  if (c) qsort(c, (size_t)n, sizeof *c, by_size);
+  int n = 0;
+  mesh *c = h ? candidates(t, w0, h0, &n) : NULL;
   int found = -1;
   for (int i = 0; c && i < n && i < MAX_TRIES; i++) {
     char m[32];
