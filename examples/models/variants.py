@@ -349,7 +349,8 @@ def variants():
     # sizes no mesh side divides, committed as plans tests (examples/models/exported/)
     v += [variant("gpt2", embed=48, heads=6, conv1d=True, seq=11),
           variant("llama", embed=48, heads=6, kv_heads=2, rope="interleaved", seq=7),
-          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14)]
+          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14),
+          variant("llama", embed=16, heads=2, kv_heads=1, seq=5), variant("gpt2", embed=16, heads=2, seq=6)]
     # tiny GPT-2: ids -> logits, learned positions, tied or untied head, fused QKV, Conv1D or Linear
     v += [variant("gpt2m"), variant("gpt2m", tied=False), variant("gpt2m", axes="seq"),
           variant("gpt2m", conv1d=True, gelu="new"), variant("gpt2m", embed=48, heads=6, vocab=100, seq=11),
