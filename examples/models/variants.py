@@ -549,6 +549,7 @@ def main():
             print(name, "export.py --only", model, args)
         return 0
     root = a.keep or tempfile.mkdtemp(prefix="waferc-variants-")
+    plan_runs = []
     failed, n_cases = [], 0
     for c in vs:
         d = os.path.join(root, c["name"])
@@ -565,6 +566,8 @@ def main():
             for how, fn in runs:
                 n_cases += 1
                 why = fn()
+                if how.startswith("mesh "):
+                    plan_runs.append((c["family"], how[5:], why is None))
                 tag = "%s [batch %d, seq %d, %s]" % (c["name"], b, s, how)
                 if why:
                     failed.append((tag, why))
@@ -583,6 +586,18 @@ def main():
                 print("FAIL %s: %s" % (tag, why), flush=True)
             else:
                 print("PASS %s" % tag, flush=True)
+    if meshes:
+        # per mesh and family: the table CONFORMANCE.md "Exported models as plans" holds
+        fams = {"gpt2": "GPT-2 blocks", "llama": "LLaMA blocks", "tiny": "tiny LLaMA (ids to logits)",
+                "gpt2m": "tiny GPT-2 (ids to logits)"}
+        print("\n| family | " + " | ".join(meshes) + " |")
+        print("|---|" + "---:|" * len(meshes))
+        for fam, label in fams.items():
+            cells = []
+            for m in meshes:
+                tags = [t for t in plan_runs if t[0] == fam and t[1] == m]
+                cells.append("%d/%d" % (sum(1 for t in tags if t[2]), len(tags)))
+            print("| %s | %s |" % (label, " | ".join(cells)))
     print("\n%d/%d checks pass (%d variants, %d export.py option sets)%s" % (n_cases - len(failed), n_cases, len(vs), len(eps),
                                                  "; files kept in " + root if a.keep else ""))
     if not a.keep:

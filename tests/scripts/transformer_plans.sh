@@ -68,7 +68,7 @@ rc=$?
 set -e
 [ "$rc" -eq 4 ] || fail "llama_block on 3x2: exit $rc, want 4 (does not fit)"
 [ ! -e "$TMP/nofit" ] || fail "llama_block on 3x2: a plan directory was left behind"
-fit=$(sed -n 's/.*the smallest mesh this plan fits is \([0-9]*x[0-9]*\).*/\1/p' "$TMP/nofit.err")
+fit=$(sed -n 's/.*the smallest mesh of this shape the plan fits is \([0-9]*x[0-9]*\).*/\1/p' "$TMP/nofit.err")
 [ -n "$fit" ] || fail "llama_block on 3x2: no smallest mesh named: $(cat "$TMP/nofit.err")"
 waferc "$M/llama_block.onnx" -o "$TMP/fit" --target=wse2 --mesh="$fit" -q || fail "the named mesh $fit does not compile"
 n=$((n + 1))

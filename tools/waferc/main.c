@@ -49,7 +49,9 @@ typedef struct options {
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
  * smallest larger meshes within the program rectangle, with a note naming the one used. */
 int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
-/* The same search, silent and writing nothing the caller keeps: 1 and the mesh when one fits. */
+/* The smallest mesh up the diagonal from the current one (the aspect kept) that the plan fits,
+ * by a doubling then halving search, silent and writing nothing the caller keeps: 1 and the mesh
+ * when one fits. */
 int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *w, int *h);
 
 static void usage(FILE *out) {
@@ -502,11 +504,10 @@ static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline
   compile_try ct = {c, &probe, pipeline, flags};
   int w, h;
   if (wf_waferc_smallest_fit(&c->target, compile_once, &ct, &w, &h))
-    wf_note(WF_LOC_NONE, "the smallest mesh this plan fits is %dx%d (--mesh=%dx%d, or --auto-region to take it)", w,
-            h, w, h);
+    wf_note(WF_LOC_NONE, "the smallest mesh of this shape the plan fits is %dx%d (--mesh=%dx%d)", w, h, w, h);
   else
-    wf_note(WF_LOC_NONE, "no larger mesh within the %dx%d program rectangle fits either (the first 48 tried)",
-            c->target.program_w, c->target.program_h);
+    wf_note(WF_LOC_NONE, "no larger mesh within the %dx%d program rectangle fits either", c->target.program_w,
+            c->target.program_h);
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
