@@ -336,6 +336,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       n++;
     }
   }
+  label_heads(m, f);
   const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));
@@ -344,7 +345,6 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     if (ret && i < ret->n_operands)
       f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;
   }
-  label_heads(m, f);
   if (wf_partition_check_padding(f, c.w, c.h)) return WF_EXIT_UNSUPPORTED;
   wf_partition_warn_padding(m, f, c.w, c.h);
   wf_pass_stat_add(ctx, "values-partitioned", n);
