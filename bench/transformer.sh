@@ -10,7 +10,7 @@
 #   CONFIGS="256:8:2:64:16" KV_SWEEP= bench/transformer.sh   # E:H:KV:L:N ...
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
 set -euo pipefail
-CONFIGS=${CONFIGS:-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 1024:16:4:128:32"}
+CONFIGS=${CONFIGS:-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 512:8:2:512:32 1024:16:4:128:64"}
 KV_SWEEP=${KV_SWEEP-"256:8:64:16"}
 MODE=${MODE:-timing}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,7 +25,8 @@ run() { # E H KV L N: prints one table row
   /usr/bin/python3 "$here/examples/models/export.py" --out "$d" --only llama_block --embed "$e" --heads "$h" \
     --kv-heads "$kv" --seq "$l" --static >/dev/null 2>&1
   "$waferc" "$d/llama_block.onnx" -o "$d/plan" --target=wse2 --mesh="${n}x${n}" -q
-  "$waferrun" "$d/plan" --mode="$MODE" --input x="$d/llama_block_input.npy" --output-dir "$d/out" \
+  out=(); [ "$MODE" = functional ] && out=(--output-dir "$d/out")
+  "$waferrun" "$d/plan" --mode="$MODE" --input x="$d/llama_block_input.npy" "${out[@]}" \
     --report "$d/r.json" -q
   if [ "$MODE" = functional ]; then
     wafer-npycmp "$d/out/y.npy" "$d/llama_block_ref.npy" --atol 1e-4 --rtol 0 >/dev/null ||
