@@ -72,6 +72,7 @@ static wf_pe_guard at_place(const grp *G, int p, int edge) {
     return gd;
   }
   if (G->g < G->w) wf_gadd_mod(&gd, tx, G->g, p);
+  else wf_gadd(&gd, tx, WF_CMP_EQ, wf_term(WF_TERM_INT, p)); /* one group: the whole row */
   wf_gadd(&gd, tx, WF_CMP_LT, wf_term(WF_TERM_INT, G->w - 1));
   return gd;
 }
