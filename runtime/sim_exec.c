@@ -19,7 +19,7 @@ int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr
   /* a strided copy moves rows x cols words; its strides are addresses, not work; gather's
    * P6 (the table's rows) and rfind's P6 (an index base) are bounds, not work */
   if (in->op == WF_PEOP_COPY2D) work = ival(p, in, 2) * ival(p, in, 3);
-  if (in->op == WF_PEOP_GATHER || in->op == WF_PEOP_RFIND) work = ival(p, in, 3) * ival(p, in, 4);
+  if (in->op == WF_PEOP_GATHER || in->op == WF_PEOP_RFIND || in->op == WF_PEOP_RFINDL) work = ival(p, in, 3) * ival(p, in, 4);
   const wf_target *t = &s->plan->target;
   int64_t simd = t->fp16_simd > 0 ? t->fp16_simd : 1, cyc;
   switch (info->cost) {
@@ -151,19 +151,23 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
       }
       return 0;
     }
-    case WF_PEOP_RFIND: {
+    case WF_PEOP_RFIND:
+    case WF_PEOP_RFINDL: { /* the first match (+inf when none) or the last (-inf) */
       int64_t m = ival(p, in, 3), n = ival(p, in, 4), base = ival(p, in, 5);
+      int last = in->op == WF_PEOP_RFINDL;
       OPND(d, 0, m);
       OPND(a, 1, m * n);
       OPND(k, 2, m);
       if (!fn) return 0;
       for (int64_t i = 0; i < m; i++) {
-        float key = k[i], r = INFINITY;
-        for (int64_t j = 0; j < n; j++)
+        float key = k[i], r = last ? -INFINITY : INFINITY;
+        for (int64_t jj = 0; jj < n; jj++) {
+          int64_t j = last ? n - 1 - jj : jj;
           if (a[i * n + j] == key) {
             r = (float)(base + j);
             break;
           }
+        }
         d[i] = r;
       }
       return 0;

@@ -14,14 +14,17 @@
  * row of L gathers nothing and writes zeros, so the result's padding is zero and the ids'
  * padding is never read (it may be an argmax's index of padding).
  *
- * argmax(x) over the last axis, split along x: the row maxima by the statistic of
- * lower_reduce.c (a masked local max, then the allreduce-max along x), then each PE finds the
- * first column of its block holding the maximum (`rfind`, +inf when none: padding never
- * matches, a PE of padding only finds nothing), and the lowest such index over the row wins:
- * an allreduce-max of the negated indices, negated back. Ties go to the first index, as ONNX
- * and torch do with select_last_index = 0. NaN is not a maximum here (rmax skips it), unlike
- * the reference interpreter, which follows numpy. */
+ * argmax(x) over any axis (the vocabulary's: the last, split along x): the maxima by the
+ * statistic of lower_reduce.c (a masked local max, then an allreduce-max along the mesh axis
+ * the axis is split along), then each PE finds the first position of its block holding the
+ * maximum (`rfind`, +inf when none: padding never matches, a PE of padding only finds
+ * nothing), and the lowest such index over the line wins: an allreduce-max of the negated
+ * indices, negated back. Ties go to the first index, as ONNX and torch do with
+ * select_last_index = 0; with select_last_index = 1 each PE finds the last position
+ * (`rfindl`, -inf when none) and the highest index wins, an allreduce-max as is. NaN is not
+ * a maximum here (rmax skips it), unlike in the reference interpreter, which follows numpy. */
 #include <math.h>
+#include <stdio.h>
 
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
@@ -133,6 +136,47 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 
 /* ---- argmax -------------------------------------------------------------------------- */
 
+static wf_pe_arg at(int sym, int64_t off) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)off;
+  return a;
+}
+
+/* dst[outer x inner] = base + the first (last) of the `real` leading positions along the
+ * axis holding key[o, i], on the PEs of guard g (NULL: all); returns its cycles. Rows along
+ * the axis are contiguous when inner is 1 (packed by copy2d when the block also holds
+ * padding); otherwise each outer slab's first `real` rows are transposed, so that the axis
+ * runs along rows of [inner x real]. */
+static int64_t emit_find(wf_lower *L, const wf_pe_guard *g, wf_peop find, int dst, int src, int key,
+                         const wf_axis_view *v, int64_t real, wf_pe_term base) {
+  int64_t o = v->outer, len = v->len, in = v->inner;
+  if (real == 0) { /* padding only: nothing to find (+inf, or -inf for the last) */
+    wf_emit(L, g, find, (wf_pe_arg[]){wf_arg_sym(dst), wf_arg_sym(src), wf_arg_sym(key), wf_arg_int(o * in),
+                                      wf_arg_int(0), wf_arg_int(0)});
+    return o * in;
+  }
+  if (in == 1) {
+    int from = src;
+    int64_t cyc = o * real;
+    if (real < len && o > 1) { /* the real columns of every row, packed */
+      from = wf_lower_temp(L, "$argmax_pack", o * real * 4);
+      wf_emit(L, g, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(from), wf_arg_sym(src), wf_arg_int(o), wf_arg_int(real),
+                                                  wf_arg_int(real), wf_arg_int(len)});
+      cyc *= 2;
+    }
+    wf_emit(L, g, find, (wf_pe_arg[]){wf_arg_sym(dst), wf_arg_sym(from), wf_arg_sym(key), wf_arg_int(o),
+                                      wf_arg_int(real), wf_arg_term(base)});
+    return cyc;
+  }
+  int tmp = wf_lower_temp(L, "$argmax_pack", real * in * 4);
+  for (int64_t k = 0; k < o; k++) {
+    wf_emit(L, g, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(tmp), at(src, k * len * in), wf_arg_int(real), wf_arg_int(in)});
+    wf_emit(L, g, find, (wf_pe_arg[]){at(dst, k * in), wf_arg_sym(tmp), at(key, k * in), wf_arg_int(in),
+                                      wf_arg_int(real), wf_arg_term(base)});
+  }
+  return 2 * o * real * in;
+}
+
 int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_func *f = L->f;
   wf_value xv = op->operands[0], rv = op->results[0];
@@ -140,10 +184,6 @@ int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (t->dtype != WF_F32) return unsupported(op, "its operand must be f32");
   int axis = (int)wf_op_int(f, op, "axis", 0);
   axis = axis < 0 ? axis + t->rank : axis;
-  if (axis != t->rank - 1) return unsupported(op, "only the last axis (the vocabulary) is lowered");
-  if (wf_op_int(f, op, "select_last_index", 0))
-    return unsupported(op, "select_last_index = 1 is not lowered (ties go to the first index)");
-  if (split_of(t, axis) == WF_AXIS_Y) return unsupported(op, "its axis is split along y");
   if (t->dims[axis] > MAX_EXACT_INT) {
     wf_error(op->loc, "'argmax': an axis of %lld is longer than the %d indices an f32 holds exactly",
              (long long)t->dims[axis], MAX_EXACT_INT);
@@ -153,61 +193,55 @@ int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, t, b);
   wf_axis_view v = wf_lower_axis_view(L, t, b, axis);
   wf_lower_block(L, rv, &rr, &rc_);
-  if (rr * rc_ != v.outer) /* partition keeps the other dims' splits (reduce_layout) */
+  if (rr * rc_ != v.outer * v.inner) /* partition keeps the other dims' splits (reduce_layout) */
     return unsupported(op, "its result must keep the layout of the dims it keeps");
   if (v.len > WF_PE_MAX_SCALE) return unsupported(op, "a PE's block of the axis is longer than 65535");
+  if (v.inner > 1 && v.outer > 64) /* one transpose per outer slab */
+    return unsupported(op, "an axis other than the last with more than 64 blocks before it");
   int sx = wf_lower_sym(L, xv), sr = wf_lower_sym(L, rv);
-  int gmax = wf_lower_temp(L, "$argmax_max", v.outer * 4);
+  int gmax = wf_lower_temp(L, "$argmax_max", v.outer * v.inner * 4);
   int64_t cyc = 0;
   int rc = wf_lower_axis_stat(L, gmax, sx, &v, 1, op->loc, &cyc);
   if (rc) return rc;
 
-  /* The first column holding the row's maximum, as an index into the whole axis. */
-  wf_pe_term x = wf_term(WF_TERM_X, 0);
-  wf_pe_term base = v.split == WF_AXIS_NONE ? wf_term_int(0)
-                    : v.len == 1            ? x
-                                            : wf_term_scaled(x, (int)v.len, 0);
+  /* The first position holding the maximum (the last with select_last_index), as an index
+   * into the whole axis: the PE's coordinate along the axis times the block, plus j. */
+  int last = wf_op_int(f, op, "select_last_index", 0) != 0;
+  wf_peop find = last ? WF_PEOP_RFINDL : WF_PEOP_RFIND;
+  wf_pe_term pos = wf_term(v.split == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0);
+  wf_pe_term base = v.split == WF_AXIS_NONE ? wf_term_int(0) : v.len == 1 ? pos : wf_term_scaled(pos, (int)v.len, 0);
   int64_t q = v.full / v.len, r = v.full - q * v.len;
   int padded = v.split != WF_AXIS_NONE && v.full < v.len * v.parts;
   wf_pe_guard gfull = wf_guard0(), grem = wf_guard0(), gnone = wf_guard0();
-  if (padded) {
-    wf_guard_add(&gfull, x, WF_CMP_LT, wf_term_int((int32_t)q));
-    wf_guard_add(&grem, x, WF_CMP_EQ, wf_term_int((int32_t)q));
-    wf_guard_add(&gnone, x, r ? WF_CMP_GT : WF_CMP_GE, wf_term_int((int32_t)q));
+  if (padded) { /* PEs below q hold whole blocks, PE q the remainder r, the rest padding */
+    wf_guard_add(&gfull, pos, WF_CMP_LT, wf_term_int((int32_t)q));
+    wf_guard_add(&grem, pos, WF_CMP_EQ, wf_term_int((int32_t)q));
+    wf_guard_add(&gnone, pos, r ? WF_CMP_GT : WF_CMP_GE, wf_term_int((int32_t)q));
   }
-  if (!padded || q > 0)
-    wf_emit(L, padded ? &gfull : NULL, WF_PEOP_RFIND,
-            (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_sym(gmax), wf_arg_int(v.outer),
-                          wf_arg_int(v.len), wf_arg_term(base)});
-  int64_t find = v.outer * v.len;
+  int64_t fcyc = 0;
+  if (!padded || q > 0) fcyc = emit_find(L, padded ? &gfull : NULL, find, sr, sx, gmax, &v, v.len, base);
   if (padded && r) {
-    int from = sx;
-    if (v.outer > 1) { /* the real columns of every row, packed */
-      from = wf_lower_temp(L, "$argmax_pack", v.outer * r * 4);
-      wf_emit(L, &grem, WF_PEOP_COPY2D,
-              (wf_pe_arg[]){wf_arg_sym(from), wf_arg_sym(sx), wf_arg_int(v.outer), wf_arg_int(r),
-                            wf_arg_int(r), wf_arg_int(v.len)});
-      if (2 * v.outer * r > find) find = 2 * v.outer * r;
-    }
-    wf_emit(L, &grem, WF_PEOP_RFIND,
-            (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(from), wf_arg_sym(gmax), wf_arg_int(v.outer),
-                          wf_arg_int(r), wf_arg_int(q * v.len)});
+    int64_t c = emit_find(L, &grem, find, sr, sx, gmax, &v, r, wf_term_int((int32_t)(q * v.len)));
+    if (c > fcyc) fcyc = c;
   }
-  if (padded && q + (r != 0) < v.parts) /* padding only: nothing found, +inf */
-    wf_emit(L, &gnone, WF_PEOP_RFIND,
-            (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_sym(gmax), wf_arg_int(v.outer),
-                          wf_arg_int(0), wf_arg_int(0)});
-  cyc += find;
-  if (v.split != WF_AXIS_NONE) { /* the lowest index of the row: -max(-index) */
+  if (padded && q + (r != 0) < v.parts) emit_find(L, &gnone, find, sr, sx, gmax, &v, 0, wf_term_int(0));
+  cyc += fcyc;
+  int64_t n = v.outer * v.inner;
+  if (v.split != WF_AXIS_NONE) { /* the lowest index of the line: -max(-index); the highest */
     wf_pe_arg d = wf_arg_sym(sr);
-    wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){d, d, wf_arg_int(v.outer)});
-    rc = wf_lower_allreduce(L, sr, v.outer, v.split, 1, op->loc, &cyc, NULL);
+    if (!last) wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){d, d, wf_arg_int(n)});
+    rc = wf_lower_allreduce(L, sr, n, v.split, 1, op->loc, &cyc, NULL);
     if (rc) return rc;
-    wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){d, d, wf_arg_int(v.outer)});
-    cyc += 2 * v.outer;
+    if (!last) wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){d, d, wf_arg_int(n)});
+    if (!last) cyc += 2 * n;
   }
-  /* two allreduces along x: the maxima, then the indices */
-  out->lowering = v.split == WF_AXIS_NONE ? "local" : padded ? "local+masked+allreduce-x(2)" : "local+allreduce-x(2)";
+  /* two allreduces along the axis: the maxima, then the indices */
+  if (v.split == WF_AXIS_NONE) out->lowering = "local";
+  else {
+    snprintf(out->text, sizeof out->text, "local%s+allreduce-%s(2)", padded ? "+masked" : "",
+             v.split == WF_AXIS_X ? "x" : "y");
+    out->lowering = out->text;
+  }
   out->predicted = cyc;
   return 0;
 }

@@ -7,7 +7,9 @@
 #    ids are padded; every output matches waferc --interpret (the i64 ids exactly) and is
 #    written as an int64 .npy;
 #  - argmax of values with ties across PEs (integers in a narrow range) and all-negative
-#    rows (a padding zero must not win), and the next ids fed back into a gather;
+#    rows (a padding zero must not win), over the last axis (split along x), the middle one
+#    (along y) and the first (whole), with select_last_index too, and the next ids fed back
+#    into a gather;
 #  - ids out of range: waferrun exits 5 naming the gather; negative ids count from the
 #    end; generated inputs (random:, splat:) give valid ids;
 #  - a table larger than a PE's SRAM: the memory planner's exit 4;
@@ -117,11 +119,14 @@ $NPY "$TMP/emb17.npy" 17,10 5 1.0
 cat >"$TMP/ties.wir" <<EOF
 module @ties {
   const @emb : f32[17, 10] = file<"$TMP/emb17.npy">
-  func @main(%x: f32[3, 2, 17]) -> (i64[3, 2, 1], f32[3, 2, 10]) {
+  func @main(%x: f32[3, 2, 17]) -> (i64[3, 2, 1], f32[3, 2, 10], i64[3, 1, 17], i64[2, 17], i64[3, 2, 1]) {
     %k = argmax(%x) {axis = 2} : i64[3, 2, 1]
     %i = argmax(%x) {axis = -1, keepdims = false} : i64[3, 2]
     %e = gather(@emb, %i) {axis = 0} : f32[3, 2, 10]
-    return %k, %e
+    %a1 = argmax(%x) {axis = 1, select_last_index = true} : i64[3, 1, 17]
+    %a0 = argmax(%x) {axis = 0, keepdims = false} : i64[2, 17]
+    %kl = argmax(%x) {axis = -1, select_last_index = true} : i64[3, 2, 1]
+    return %k, %e, %a1, %a0, %kl
   }
 }
 EOF
