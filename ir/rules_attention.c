@@ -5,7 +5,11 @@
  * Hq must be a multiple of Hkv (MHA: equal, GQA: a divisor, MQA: 1); query head h reads kv
  * head h / (Hq / Hkv), the grouping HF's repeat_kv builds with Unsqueeze/Expand/Reshape.
  * The optional mask is additive (the dtype of q) or bool (true = attend), and broadcasts
- * (numpy, right-aligned) to [B, Hq, S, T]. Semantics in docs/ops.md. */
+ * (numpy, right-aligned) to [B, Hq, S, T]. Semantics in docs/ops.md.
+ *
+ * Packed form (heads > 0; passes/head_layout.c writes it): q [B, S, N], k [B, T, N],
+ * v [B, T, N] -> [B, S, N], head h on columns [h hd, (h+1) hd), hd = head_dim, heads hd <= N,
+ * one kv head per query head (GQA's sharing is in the weights by then), no mask operand. */
 #include <math.h>
 
 #include "ir/rules.h"
@@ -21,7 +25,47 @@ static int bcast_to(const wf_type *s, int rt, const int64_t *t) {
   return 1;
 }
 
+static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out) {
+  int64_t hd = wf_op_int(f, op, "head_dim", 0);
+  if (op->n_operands != 3) {
+    wf_error(op->loc, "packed 'attention' (heads = %lld) takes 3 operands (q, k, v), got %d", (long long)heads,
+             op->n_operands);
+    return -1;
+  }
+  const wf_type *q = wf_rule_in(f, op, 0), *k = wf_rule_in(f, op, 1), *v = wf_rule_in(f, op, 2);
+  const wf_type *qkv[] = {q, k, v};
+  for (int i = 0; i < 3; i++)
+    if (qkv[i]->rank != 3 || !wf_dtype_is_float(qkv[i]->dtype) || qkv[i]->dtype != q->dtype) {
+      wf_error(op->loc, "packed 'attention' operands must be floating point [B, S, N] of one dtype, got %s, %s, %s",
+               TS(q), TS(k), TS(v));
+      return -1;
+    }
+  if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[2] != q->dims[2] ||
+      v->dims[2] != q->dims[2] || v->dims[1] != k->dims[1]) {
+    wf_error(op->loc, "packed 'attention' shapes do not agree: q %s, k %s, v %s (want k, v [B, T, N])", TS(q),
+             TS(k), TS(v));
+    return -1;
+  }
+  if (hd <= 0 || heads * hd > q->dims[2]) {
+    wf_error(op->loc, "packed 'attention': %lld heads of head_dim %lld do not fit in %lld columns", (long long)heads,
+             (long long)hd, (long long)q->dims[2]);
+    return -1;
+  }
+  if (!wf_op_attr(f, op, "scale") || !isfinite(wf_rule_float(f, op, "scale", 1.0))) {
+    wf_error(op->loc, "'attention' needs a finite 'scale' attribute");
+    return -1;
+  }
+  *out = wf_rule_type(q->dtype, 3, q->dims);
+  return 0;
+}
+
 int wf_rule_attention(wf_func *f, const wf_op *op, wf_type *out) {
+  int64_t heads = wf_op_int(f, op, "heads", 0);
+  if (heads < 0) {
+    wf_error(op->loc, "'attention' heads must be >= 0, got %lld", (long long)heads);
+    return -1;
+  }
+  if (heads > 0) return rule_packed(f, op, heads, out);
   if (op->n_operands != 3 && op->n_operands != 4) {
     wf_error(op->loc, "'attention' takes 3 or 4 operands (q, k, v[, mask]), got %d", op->n_operands);
     return -1;
@@ -84,6 +128,9 @@ int wf_rule_attention(wf_func *f, const wf_op *op, wf_type *out) {
 /* Two matmuls (2 flops per multiply-add) plus ~5 per score for scale, mask and softmax. */
 int64_t wf_cost_attention(const wf_func *f, const wf_op *op) {
   const wf_type *q = wf_rule_in(f, op, 0), *k = wf_rule_in(f, op, 1), *v = wf_rule_in(f, op, 2);
+  int64_t heads = wf_op_int(f, op, "heads", 0), hd = wf_op_int(f, op, "head_dim", 0);
+  if (heads > 0 && q->rank == 3 && k->rank == 3) /* per head: S T scores of hd-long dots, twice */
+    return q->dims[0] * heads * q->dims[1] * k->dims[1] * (4 * hd + 5);
   if (q->rank != 4 || k->rank != 4 || v->rank != 4) return 0;
   int64_t scores = q->dims[0] * q->dims[1] * q->dims[2] * k->dims[2];
   return scores * (2 * q->dims[3] + 2 * v->dims[3] + 5);

@@ -283,32 +283,35 @@ int64_t wf_cost_norm(const wf_func *f, const wf_op *op) {
   return (op->code == WF_OP_LAYERNORM ? 8 : 5) * numel_out(f, op);
 }
 
-/* ---- rope(x, cos, sin): x [..., S, D], cos/sin [S, D] ------------------------------------ */
+/* ---- rope(x, cos, sin) and rotate_pairs(x, c, s): x [..., S, D], tables [S, D] ------------------------------------ */
 
+#define ROPE_NAME wf_opinfos[op->code].name
 int wf_rule_rope(wf_func *f, const wf_op *op, wf_type *out) {
   const wf_type *x = wf_rule_in(f, op, 0);
   if (need_float(f, op, 0)) return -1;
   if (x->rank < 2) {
-    wf_error(op->loc, "'rope' input must have rank >= 2 ([..., S, D]), got %s", TS(x));
+    wf_error(op->loc, "'%s' input must have rank >= 2 ([..., S, D]), got %s", ROPE_NAME, TS(x));
     return -1;
   }
   int64_t s = x->dims[x->rank - 2], d = x->dims[x->rank - 1];
   if (d % 2 != 0) {
-    wf_error(op->loc, "'rope' head dimension D = %lld must be even, in %s", (long long)d, TS(x));
+    wf_error(op->loc, "'%s' head dimension D = %lld must be even, in %s", ROPE_NAME, (long long)d, TS(x));
     return -1;
   }
   for (int i = 1; i <= 2; i++) {
     const wf_type *c = wf_rule_in(f, op, i);
     if (same_dtype(f, op, 0, i)) return -1;
     if (c->rank != 2 || c->dims[0] != s || c->dims[1] != d) {
-      wf_error(op->loc, "'rope' %s must have shape [%lld, %lld] (S, D of %s), got %s",
-               i == 1 ? "cos" : "sin", (long long)s, (long long)d, TS(x), TS(c));
+      wf_error(op->loc, "'%s' %s must have shape [%lld, %lld] (S, D of %s), got %s",
+               ROPE_NAME, i == 1 ? "cos" : "sin", (long long)s, (long long)d, TS(x), TS(c));
       return -1;
     }
   }
   *out = wf_rule_type(x->dtype, x->rank, x->dims);
   return 0;
 }
+
+#undef ROPE_NAME
 
 int64_t wf_cost_rope(const wf_func *f, const wf_op *op) { return 3 * numel_out(f, op); }
 

@@ -253,6 +253,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
     case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
     case WF_OP_GATHER: case WF_OP_ARGMAX: /* backend/ops/lower_index.c */
+    case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_RETURN:
       return 1;
     default:
@@ -311,7 +312,15 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   int bad = 0;
   unsigned char missing[WF_OP_COUNT] = {0};
   wf_func_foreach_op(f, op) {
-    if (wf_partition_lowers(op->code) && op->code != WF_OP_GEMM) continue; /* gemm: decomposed above */
+    if (wf_partition_lowers(op->code) && op->code != WF_OP_GEMM &&
+        (op->code != WF_OP_ATTENTION || wf_op_int(f, op, "heads", 0) > 0))
+      continue; /* gemm: decomposed above; attention: as head-layout packs it */
+    if (op->code == WF_OP_ATTENTION) {
+      wf_error(op->loc, "attention over [B, H, S, D] has no mesh lowering: run head-layout before partition "
+                        "(waferc's default pipeline does) to pack its heads into [B, S, E]");
+      bad++;
+      continue;
+    }
     wf_error(op->loc, "op '%s' has no mesh lowering yet: it runs only in the reference interpreter "
                       "(waferc --interpret)", wf_opinfos[op->code].name);
     missing[op->code] = 1;

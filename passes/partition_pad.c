@@ -9,7 +9,9 @@
  * matmul over a padded K does read it: it is right when both operands' padding along K is
  * still zero; the walk below tracks, per value and dim, whether that holds (ops that keep
  * zeros: mul by broadcast values, neg, relu, gelu, silu, tanh, sqrt, and add/sub/max/min of
- * operands that are all zero there; a softmax, norm or reduction result: no). */
+ * operands that are all zero there; a norm over the last axis of an input whose padding there
+ * is finite (add, sub, mul... of finite paddings), as its lowering zeroes its result's; a
+ * softmax or reduction result: no). */
 #include <stdlib.h>
 
 #include "passes/partition_pad.h"
@@ -81,9 +83,36 @@ static unsigned reshape_mask(const wf_type *in, unsigned m, const wf_type *rt) {
   return out;
 }
 
+/* Ops whose result is finite where their operands are: a padding they make from finite
+ * paddings (x - mean broadcast over it) is nonzero but finite. */
+static int finite_keeping(wf_opcode c) {
+  return c == WF_OP_ADD || c == WF_OP_SUB || c == WF_OP_MUL || c == WF_OP_NEG || c == WF_OP_MAXIMUM ||
+         c == WF_OP_MINIMUM || c == WF_OP_RELU || c == WF_OP_SILU || c == WF_OP_GELU || c == WF_OP_TANH ||
+         c == WF_OP_SIGMOID;
+}
+
+/* Bit d: the padding along dim d may hold inf or NaN (a subset of the dirty bits). Operand dims
+ * of size 1 broadcast real values, taken as finite. */
+static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *dirty, const unsigned *wild,
+                          unsigned m) {
+  if (!finite_keeping(op->code)) return m;
+  const wf_type *rt = wf_value_type(f, op->results[0]);
+  unsigned out = 0;
+  for (int i = 0; i < op->n_operands; i++) {
+    const wf_type *ot = wf_value_type(f, op->operands[i]);
+    for (int od = 0; od < ot->rank; od++) {
+      int d = od + rt->rank - ot->rank;
+      if (d >= 0 && ot->dims[od] == rt->dims[d] && (wild[op->operands[i]] >> od & 1)) out |= 1u << d;
+    }
+  }
+  (void)dirty;
+  return out & m;
+}
+
 int wf_partition_check_padding(wf_func *f, int w, int h) {
   unsigned *dirty = calloc((size_t)f->n_values + 1, sizeof *dirty);
-  WF_ASSERT(dirty);
+  unsigned *wild = calloc((size_t)f->n_values + 1, sizeof *wild);
+  WF_ASSERT(dirty && wild);
   int errors = 0;
   wf_func_foreach_op(f, op) {
     if (!op->n_results) continue;
@@ -126,7 +155,17 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m &= all_padded(rt, w, h);
         break;
       }
-      case WF_OP_SOFTMAX: case WF_OP_LAYERNORM: case WF_OP_RMSNORM:
+      case WF_OP_LAYERNORM: case WF_OP_RMSNORM: {
+        /* As below, except along the normalised last axis when the input's padding there is
+         * finite: the lowering multiplies the padding columns by 0 (backend/ops/lower_norm.c),
+         * whatever the scale, shift and statistics put there. */
+        m = all_padded(rt, w, h);
+        int last = rt->rank - 1;
+        int64_t axis = wf_op_int(f, op, "axis", -1);
+        if ((axis == -1 || axis == last) && !(wild[op->operands[0]] >> last & 1)) m &= ~(1u << last);
+        break;
+      }
+      case WF_OP_SOFTMAX:
       case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX:
         /* Their statistics read only real elements (backend/ops/lower_reduce.c masks a padded
          * axis by the PE's coordinate), whatever the padding holds; what they write into
@@ -155,9 +194,11 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m = wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE ? elementwise_mask(f, op, dirty, w, h)
                                                             : all_padded(rt, w, h);
     }
-    for (int i = 0; i < op->n_results; i++) dirty[op->results[i]] = m;
+    unsigned wm = op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM ? m : wild_mask(f, op, dirty, wild, m);
+    for (int i = 0; i < op->n_results; i++) dirty[op->results[i]] = m, wild[op->results[i]] = wm;
   }
   free(dirty);
+  free(wild);
   return errors;
 }
 

@@ -125,6 +125,8 @@ static int lower_func(wf_lower *L) {
       rc = wf_lower_dist_coll(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMV) rc = wf_lower_gemv(L, op, lo);
     else if (op->code == WF_OP_SOFTMAX) rc = wf_lower_softmax(L, op, lo);
+    else if (op->code == WF_OP_ATTENTION) rc = wf_lower_attention(L, op, lo);
+    else if (op->code == WF_OP_ROTATE_PAIRS) rc = wf_lower_rotate_pairs(L, op, lo);
     else if (op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM) rc = wf_lower_norm(L, op, lo);
     else if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN ||
              op->code == WF_OP_REDUCE_MAX)

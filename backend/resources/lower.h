@@ -121,6 +121,8 @@ wf_pe_arg wf_arg_term(wf_pe_term t);
 /* A one-element constant [1] holding v, replicated on every PE (a global added to the
  * module and to weights.bin); returns its symbol. */
 int wf_lower_scalar(wf_lower *L, float v);
+/* The same for n values held whole by every PE (an attention mask block); returns its symbol. */
+int wf_lower_const_block(wf_lower *L, const float *data, int64_t n);
 
 /* lower_reduce.c: reductions over one axis of a PE block. The block is row-major over the
  * tensor's dims; along the axis it is [outer][len][inner]. */
@@ -188,6 +190,9 @@ int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_attention.c: packed attention (head-layout) and rotate_pairs, both on {B, S_y, E_x}. */
+int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_transpose.c: transpose of the last two dims of a split matrix (any region; W != H
  * through lower_relayout.c). */
 int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);

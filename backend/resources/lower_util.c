@@ -112,11 +112,12 @@ int wf_lower_sym(wf_lower *L, wf_value v) {
   return L->sym_of[v];
 }
 
-int wf_lower_scalar(wf_lower *L, float v) {
-  /* One constant per distinct value: layernorm's 1/N and epsilon recur per op. */
+int wf_lower_const_block(wf_lower *L, const float *data, int64_t n) {
+  /* One constant per distinct content: layernorm's 1/N and epsilon recur per op, and so do
+   * attention's masks. */
   for (int i = 0; i < L->n_consts; i++) {
     const wf_global *g = &L->m->globals[L->f->values[L->consts[i]].index];
-    if (!memcmp(g->data, &v, sizeof v)) return wf_lower_sym(L, L->consts[i]);
+    if (g->type.dims[0] == n && !memcmp(g->data, data, (size_t)n * sizeof *data)) return wf_lower_sym(L, L->consts[i]);
   }
   char name[64];
   for (int i = 0;; i++) {
@@ -127,13 +128,13 @@ int wf_lower_scalar(wf_lower *L, float v) {
   memset(&t, 0, sizeof t);
   t.dtype = WF_F32;
   t.rank = 1;
-  t.dims[0] = 1;
+  t.dims[0] = n;
   t.layout.rank = 1;
   t.layout.region = L->region;
   t.layout.dims[0] = (wf_layout_dim){wf_intern(L->m, "N"), WF_AXIS_NONE, WF_AXIS_NONE};
   int g = wf_module_add_global(L->m, name, t, L->f->loc);
-  L->m->globals[g].kind = WF_DATA_SPLAT;
-  L->m->globals[g].data = wf_arena_dup(L->m->arena, &v, sizeof v);
+  L->m->globals[g].kind = n == 1 ? WF_DATA_SPLAT : WF_DATA_INLINE;
+  L->m->globals[g].data = wf_arena_dup(L->m->arena, data, (size_t)n * sizeof *data);
   wf_value val = wf_func_global_value(L->f, g);
   wf_value_get(L->f, val)->type = t;
   L->consts = realloc(L->consts, (size_t)(L->n_consts + 1) * sizeof *L->consts);
@@ -141,6 +142,8 @@ int wf_lower_scalar(wf_lower *L, float v) {
   L->consts[L->n_consts++] = val;
   return wf_lower_sym(L, val);
 }
+
+int wf_lower_scalar(wf_lower *L, float v) { return wf_lower_const_block(L, &v, 1); }
 
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   int s = wf_pe_class_find_sym(L->cls, name);

@@ -389,6 +389,42 @@ def run_waferc(tools, path, in_name, out_name, d, i):
     return None
 
 
+def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
+    """Compiles the model for `mesh` (token/activation shape from the input), runs the plan on
+    waferrun and compares with torch's reference; also requires no fabric transpose."""
+    x = np.load(os.path.join(d, "in%d.npy" % i))
+    plan = os.path.join(d, "plan%d_%s" % (i, mesh))
+    out = os.path.join(d, "pout%d_%s" % (i, mesh))
+    shape = "x".join(str(n) for n in x.shape)
+    cmd = [os.path.join(tools, "waferc"), path, "-q", "-o", plan, "--target=" + target, "--mesh=" + mesh,
+           "--input-shape", "%s=%s" % (in_name, shape)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
+        return "waferc -o exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
+    cmd = [os.path.join(tools, "waferrun"), plan, "--input", "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)),
+           "--output-dir", out]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
+        return "waferrun exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
+    cmp = subprocess.run([os.path.join(tools, "wafer-npycmp"), os.path.join(out, out_name + ".npy"),
+                          os.path.join(d, "ref%d.npy" % i), "--atol", "1e-4", "--rtol", "0"],
+                         capture_output=True, text=True)
+    if cmp.returncode != 0:
+        return "plan mismatch: " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
+    try:
+        import json
+        with open(os.path.join(plan, "manifest.json")) as f:
+            man = json.load(f)
+        n_tr = man.get("fabric_transposes", 0)
+        if n_tr:
+            return "plan has %d fabric transposes" % n_tr
+    except (OSError, ValueError) as ex:
+        return "manifest: %s" % ex
+    return None
+
+
 # ---- export.py's own options (the committed models' generator) ---------------------------------
 
 def export_py_variants():
@@ -460,7 +496,15 @@ def main():
     ap.add_argument("-k", default=None, help="only variants whose name contains this")
     ap.add_argument("--keep", default=None, help="export into this directory and keep the files")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--plans", default=None,
+                    help="also compile each case for these meshes (comma-separated WxH), run the plans on "
+                         "waferrun and compare with torch (the export.py option sets are not compiled)")
+    ap.add_argument("--target", default="wse2", help="target preset of --plans (default wse2)")
+    ap.add_argument("--interpret", action="store_true", default=None,
+                    help="with --plans, also run the reference interpreter (default: only without --plans)")
     a = ap.parse_args()
+    meshes = a.plans.split(",") if a.plans else []
+    interpret = a.interpret or not meshes
     vs = [c for c in variants() if not a.k or a.k in c["name"]]
     eps = [e for e in export_py_variants() if not a.k or a.k in e[0]]
     if a.list:
@@ -480,15 +524,19 @@ def main():
             print("EXPORT-FAIL %s: %s" % (c["name"], str(ex).splitlines()[0] if str(ex) else type(ex).__name__))
             continue
         for i, b, s in cases:
-            n_cases += 1
-            why = run_waferc(a.waferc, path, in_name, out_name, d, i)
-            tag = "%s [batch %d, seq %d]" % (c["name"], b, s)
-            if why:
-                failed.append((tag, why))
-                print("FAIL %s: %s" % (tag, why), flush=True)
-            else:
-                print("PASS %s" % tag, flush=True)
-    for name, model, args in eps:
+            runs = ([("interpret", lambda: run_waferc(a.waferc, path, in_name, out_name, d, i))] if interpret else [])
+            runs += [("mesh " + m, lambda m=m: run_plan(a.waferc, path, in_name, out_name, d, i, m, a.target))
+                     for m in meshes]
+            for how, fn in runs:
+                n_cases += 1
+                why = fn()
+                tag = "%s [batch %d, seq %d, %s]" % (c["name"], b, s, how)
+                if why:
+                    failed.append((tag, why))
+                    print("FAIL %s: %s" % (tag, why), flush=True)
+                else:
+                    print("PASS %s" % tag, flush=True)
+    for name, model, args in (eps if interpret else []):
         res, export_fail = run_export_py(a.waferc, name, model, args, root)
         if export_fail:
             print(export_fail)

@@ -8,13 +8,52 @@
  *     out[b,h,i,:] = sum_j softmax(s)[j] * v[b,g,j,:]
  *
  * which is the unfused matmul / scale / add / softmax / matmul chain with one rounding at
- * the end. A row with every key excluded is NaN, as softmax of all -inf is. */
+ * the end. A row with every key excluded is NaN, as softmax of all -inf is. The packed form
+ * (heads > 0, passes/head_layout.c) is the same per head, on column ranges of [B, S, N]. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "ir/kernels/kernels.h"
 
+/* The packed form (heads > 0): q [B, S, N], k/v [B, T, N], head h on columns
+ * [h hd, (h+1) hd); the same computation per head, columns past heads * hd set to 0. */
+static int packed(const wf_kctx *k, int64_t heads) {
+  const wf_tensor *q = k->in[0], *kk = k->in[1], *v = k->in[2];
+  wf_tensor *o = k->out[0];
+  double scale = wf_rule_float(k->f, k->op, "scale", 1.0);
+  int causal = wf_rule_bool(k->f, k->op, "causal", 0);
+  int64_t hd = wf_op_int(k->f, k->op, "head_dim", 0);
+  int64_t nb = q->dims[0], s_len = q->dims[1], n = q->dims[2], t_len = kk->dims[1];
+  double *s = malloc(sizeof(double) * (size_t)(t_len ? t_len : 1));
+  WF_ASSERT(s);
+  for (int64_t i = 0; i < wf_tensor_numel(o); i++) wf_tensor_set(o, i, 0.0);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t i = 0; i < s_len; i++) {
+        int64_t qrow = (b * s_len + i) * n + h * hd;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < t_len; j++) {
+          int64_t krow = (b * t_len + j) * n + h * hd;
+          double dot = 0.0;
+          for (int64_t e = 0; e < hd; e++) dot += wf_tensor_get(q, qrow + e) * wf_tensor_get(kk, krow + e);
+          s[j] = causal && j > i + (t_len - s_len) ? -INFINITY : scale * dot;
+          if (s[j] > mx || isnan(s[j])) mx = s[j];
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < t_len; j++) sum += (s[j] = exp(s[j] - mx));
+        for (int64_t e = 0; e < hd; e++) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < t_len; j++) acc += s[j] / sum * wf_tensor_get(v, (b * t_len + j) * n + h * hd + e);
+          wf_tensor_set(o, qrow + e, acc);
+        }
+      }
+  free(s);
+  return 0;
+}
+
 int wf_kern_ATTENTION(const wf_kctx *k) {
+  int64_t heads = wf_op_int(k->f, k->op, "heads", 0);
+  if (heads > 0) return packed(k, heads);
   const wf_tensor *q = k->in[0], *kk = k->in[1], *v = k->in[2], *mask = k->n_in > 3 ? k->in[3] : NULL;
   wf_tensor *o = k->out[0];
   double scale = wf_rule_float(k->f, k->op, "scale", 1.0);

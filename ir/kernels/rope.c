@@ -30,3 +30,22 @@ int wf_kern_ROPE(const wf_kctx *k) {
   }
   return 0;
 }
+
+/* rotate_pairs(x, c, s): per row r (position r % S) and pair (2i, 2i+1):
+ *   out[2i]   = x[2i]   * c[2i]   + x[2i+1] * s[2i]
+ *   out[2i+1] = x[2i+1] * c[2i+1] + x[2i]   * s[2i+1] */
+int wf_kern_ROTATE_PAIRS(const wf_kctx *k) {
+  const wf_tensor *x = k->in[0], *cs = k->in[1], *sn = k->in[2];
+  wf_tensor *o = k->out[0];
+  int64_t s_len = x->dims[x->rank - 2], d = x->dims[x->rank - 1];
+  int64_t rows = wf_kprod(x->dims, 0, x->rank - 1);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t base = r * d, pos = (r % s_len) * d;
+    for (int64_t j = 0; j < d; j += 2) {
+      double x0 = wf_tensor_get(x, base + j), x1 = wf_tensor_get(x, base + j + 1);
+      wf_tensor_set(o, base + j, x0 * wf_tensor_get(cs, pos + j) + x1 * wf_tensor_get(sn, pos + j));
+      wf_tensor_set(o, base + j + 1, x1 * wf_tensor_get(cs, pos + j + 1) + x0 * wf_tensor_get(sn, pos + j + 1));
+    }
+  }
+  return 0;
+}

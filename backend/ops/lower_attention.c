@@ -1,0 +1,256 @@
+/* Packed attention (passes/head_layout.c) and rotate_pairs on {B, S_y, E_x}.
+ *
+ * attention(q, k, v) {heads, head_dim = hd}: q, k, v and the result are [B, S, N] blocks
+ * [B][Sb][cb] on a W x H region, N = W cb, head h on columns [h hd, (h+1) hd). head-layout
+ * chose N so that a PE's columns are either nh = cb / hd whole heads (slots of ds = hd) or the
+ * g-th part of one head spread over g = hd / cb columns (one slot of ds = cb).
+ *
+ * K and V blocks reach every row of their column by the column broadcast of dist.gemm_t:
+ * round j (a loop over the H rows), row j multicasts its K and V blocks down the column. No
+ * block is transposed over the fabric; the score block of a slot is
+ *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb], k_slot transposed on the PE
+ * and, for a head spanning g columns, the sum of the g partial products: an allreduce along x
+ * of every group's partials side by side (group i's in slot i; each PE keeps its group's). A
+ * segmented allreduce inside the group would move ceil(W/g) times less; not written yet.
+ *
+ * The softmax is online (FlashAttention's recurrence), one K/V block per round, so SRAM holds
+ * one Sb x Tb score block per slot, never Sb x T:
+ *   m' = max(m, rowmax s); p = exp(s - m'); l = l e^(m - m') + rowsum p;
+ *   acc = acc e^(m - m') + p v_slot;  m = m'              ... out = acc / l at the end.
+ * Causal masking is computed from coordinates: a row skips the rounds j > y (keys after all
+ * its queries), adds the block-diagonal mask (a constant every PE holds) in round j == y, and
+ * takes round j < y whole. Every row has its first round (j = 0) unmasked in some key, so m is
+ * finite from then on and a skipped or fully masked block changes nothing. Without a causal
+ * mask, the padding keys past T (S not divisible by H) are masked by constants in the rounds
+ * that hold them. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/resources/lower.h"
+#include "waferc/diag.h"
+
+#define NEG_BIG (-1e30f)
+
+static wf_pe_arg at(int sym, int64_t off) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)off;
+  return a;
+}
+
+static void bin(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf_pe_arg a, wf_pe_arg b, int64_t m,
+                int64_t n, int mode) {
+  wf_emit(L, g, op, (wf_pe_arg[]){d, a, b, wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
+}
+
+static void copy2d(wf_lower *L, const wf_pe_guard *g, wf_pe_arg d, wf_pe_arg s, int64_t rows, int64_t cols,
+                   int64_t dstride, int64_t sstride) {
+  wf_emit(L, g, WF_PEOP_COPY2D,
+          (wf_pe_arg[]){d, s, wf_arg_int(rows), wf_arg_int(cols), wf_arg_int(dstride), wf_arg_int(sstride)});
+}
+
+/* The q/k/v and result layouts this lowering reads: {B, S_y or whole, N_x or whole}. */
+static int check_layout(wf_lower *L, const wf_op *op, wf_value v) {
+  const wf_type *t = wf_value_type(L->f, v);
+  if (t->rank == 3 && t->layout.dims[0].split == WF_AXIS_NONE && t->layout.dims[1].split != WF_AXIS_X &&
+      t->layout.dims[2].split != WF_AXIS_Y)
+    return 0;
+  wf_error(op->loc, "attention: its operands and result must be laid out {B, S_y, E_x} (partition's rule)");
+  return WF_EXIT_UNSUPPORTED;
+}
+
+int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  int64_t heads = wf_op_int(L->f, op, "heads", 0), hd = wf_op_int(L->f, op, "head_dim", 0);
+  if (heads <= 0) {
+    wf_error(op->loc, "attention over [B, H, S, D] has no mesh lowering: head-layout packs it first");
+    return WF_EXIT_UNSUPPORTED;
+  }
+  for (int i = 0; i < 3; i++)
+    if (check_layout(L, op, op->operands[i])) return WF_EXIT_UNSUPPORTED;
+  if (check_layout(L, op, op->results[0])) return WF_EXIT_UNSUPPORTED;
+  const wf_type *qt = wf_value_type(L->f, op->operands[0]), *kt = wf_value_type(L->f, op->operands[1]);
+  int causal = wf_op_int(L->f, op, "causal", 0) != 0;
+  if (qt->dims[1] != kt->dims[1]) {
+    wf_error(op->loc, "attention on the mesh needs as many keys as queries (prefill), got S = %lld, T = %lld",
+             (long long)qt->dims[1], (long long)kt->dims[1]);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  int64_t bq[WF_MAX_RANK];
+  wf_lower_block_dims(L, qt, bq);
+  int64_t nbatch = bq[0], sb = bq[1], cb = bq[2], tb = sb, len = qt->dims[1];
+  int rows = qt->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
+  int64_t nh, ds, g;
+  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
+  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
+  else {
+    wf_error(op->loc, "attention: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
+                      "(the model was packed for another mesh width: run head-layout with this mesh)",
+             (long long)hd, (long long)cb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  int64_t ng = g > 1 ? (L->w + g - 1) / g : 1;
+  float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
+  int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);
+  int sv = wf_lower_sym(L, op->operands[2]), so = wf_lower_sym(L, op->results[0]);
+  int64_t blk = nbatch * sb * cb, slots = nbatch * nh;
+  int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
+  int kb = wf_lower_temp(L, "$att_k", blk * 4), vb = wf_lower_temp(L, "$att_v", blk * 4);
+  int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4), ktr = wf_lower_temp(L, "$att_kt", tb * ds * 4);
+  int sc = wf_lower_temp(L, "$att_s", sb * tb * 4);
+  int all = g > 1 ? wf_lower_temp(L, "$att_all", ng * sb * tb * 4) : -1;
+  int sm = wf_lower_temp(L, "$att_m", slots * sb * 4), sl = wf_lower_temp(L, "$att_l", slots * sb * 4);
+  int mx = wf_lower_temp(L, "$att_mx", sb * 4), corr = wf_lower_temp(L, "$att_corr", sb * 4);
+  int rs = wf_lower_temp(L, "$att_rs", sb * 4);
+  int kscale = wf_lower_scalar(L, scale), kneg = wf_lower_scalar(L, NEG_BIG);
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1, ec = L->t->exp_cycles, dc = L->t->div_cycles;
+
+  /* Prologue: q's slots side by side, scaled; acc = 0, l = 0, m = -big. */
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t k = 0; k < nh; k++)
+      copy2d(L, NULL, at(qr, (b * nh + k) * sb * ds), at(sq, b * sb * cb + k * ds), sb, ds, ds, cb);
+  bin(L, NULL, WF_PEOP_MUL, at(qr, 0), at(qr, 0), at(kscale, 0), 1, blk, WF_BMODE_I);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(acc), wf_arg_int(blk)});
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sl), wf_arg_int(slots * sb)});
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sm), wf_arg_int(slots * sb)});
+  bin(L, NULL, WF_PEOP_ADD, at(sm, 0), at(sm, 0), at(kneg, 0), 1, slots * sb, WF_BMODE_I);
+  int64_t pred = 2 * blk + 2 * slots * sb + blk;
+
+  /* Masks: the diagonal block (key lj after query li), and the padding keys of each round. */
+  int diag = -1;
+  if (causal) {
+    float *m = malloc((size_t)(sb * tb) * sizeof *m);
+    WF_ASSERT(m);
+    for (int64_t i = 0; i < sb; i++)
+      for (int64_t j = 0; j < tb; j++) m[i * tb + j] = j > i ? NEG_BIG : 0.0f;
+    diag = wf_lower_const_block(L, m, sb * tb);
+    free(m);
+  }
+
+  int ccol = -1;
+  if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
+  int jv = wf_lower_var(L, "ja");
+  wf_pe_term tj = wf_term_var(jv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_guard own = wf_guard0(), recv = wf_guard0(), live = wf_guard0(), on_diag = wf_guard0();
+  /* S whole on every PE (S = 1, or a one-row mesh): one round, every row its own sender. */
+  int split = rows > 1;
+  wf_gadd(&own, ty, WF_CMP_EQ, tj);
+  wf_gadd(&recv, ty, WF_CMP_NE, tj);
+  wf_gadd(&on_diag, ty, WF_CMP_EQ, tj);
+  if (causal) wf_gadd(&live, tj, WF_CMP_LE, ty);
+  const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
+  if (rows > 1) {
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sk), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sv), wf_arg_int(blk)});
+    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(blk)});
+    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(blk)});
+  }
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(sk), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(sv), wf_arg_int(blk)});
+  int64_t round = 1 + 2 * blk, ar = 0;
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t k = 0; k < nh; k++) {
+      int64_t slot = b * nh + k;
+      wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
+      copy2d(L, lg, at(ks, 0), at(kb, b * tb * cb + k * ds), tb, ds, ds, cb);
+      wf_emit(L, lg, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(ktr), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+      wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
+      wf_emit(L, lg, WF_PEOP_MATMUL,
+              (wf_pe_arg[]){wf_arg_sym(sc), qs, wf_arg_sym(ktr), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
+      round += 2 * tb * ds + sb * tb + (sb * ds * tb + f - 1) / f;
+      if (g > 1) {
+        /* The g partial products of a head: group i's in slot i of `all`, summed along x. */
+        wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(all), wf_arg_int(ng * sb * tb)});
+        for (int64_t gi = 0; gi < ng; gi++) {
+          wf_pe_guard in = wf_guard0();
+          wf_gadd(&in, tx, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)(gi * g)));
+          wf_gadd(&in, tx, WF_CMP_LT, wf_term(WF_TERM_INT, (int32_t)((gi + 1) * g)));
+          wf_emit(L, &in, WF_PEOP_COPY, (wf_pe_arg[]){at(all, gi * sb * tb), wf_arg_sym(sc), wf_arg_int(sb * tb)});
+        }
+        int64_t c1 = 0;
+        int rc = wf_lower_allreduce(L, all, ng * sb * tb, WF_AXIS_X, 0, op->loc, &c1, NULL);
+        if (rc) return rc;
+        ar = c1;
+        for (int64_t gi = 0; gi < ng; gi++) {
+          wf_pe_guard in = wf_guard0();
+          wf_gadd(&in, tx, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)(gi * g)));
+          wf_gadd(&in, tx, WF_CMP_LT, wf_term(WF_TERM_INT, (int32_t)((gi + 1) * g)));
+          wf_emit(L, &in, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), at(all, gi * sb * tb), wf_arg_int(sb * tb)});
+        }
+        round += ng * sb * tb + 2 * sb * tb + ar;
+      }
+      if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
+      else
+        for (int j = 0; j < rows; j++) {
+          int64_t real = len - (int64_t)j * tb; /* keys of round j before the padding */
+          if (real >= tb) continue;
+          float *pm = malloc((size_t)tb * sizeof *pm);
+          WF_ASSERT(pm);
+          for (int64_t c = 0; c < tb; c++) pm[c] = c < real ? 0.0f : NEG_BIG;
+          int pad = wf_lower_const_block(L, pm, tb);
+          free(pm);
+          wf_pe_guard rj = wf_guard0();
+          wf_gadd(&rj, tj, WF_CMP_EQ, wf_term(WF_TERM_INT, j));
+          bin(L, &rj, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(pad), sb, tb, WF_BMODE_J);
+        }
+      /* The online softmax step. */
+      wf_emit(L, lg, WF_PEOP_RMAX, (wf_pe_arg[]){wf_arg_sym(mx), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
+      bin(L, lg, WF_PEOP_MAX, wf_arg_sym(mx), wf_arg_sym(mx), m, 1, sb, WF_BMODE_IJ);
+      bin(L, lg, WF_PEOP_SUB, wf_arg_sym(corr), m, wf_arg_sym(mx), 1, sb, WF_BMODE_IJ);
+      wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(corr), wf_arg_sym(corr), wf_arg_int(sb)});
+      wf_emit(L, lg, WF_PEOP_COPY, (wf_pe_arg[]){m, wf_arg_sym(mx), wf_arg_int(sb)});
+      bin(L, lg, WF_PEOP_SUB, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(mx), sb, tb, WF_BMODE_I);
+      wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_int(sb * tb)});
+      wf_emit(L, lg, WF_PEOP_RSUM, (wf_pe_arg[]){wf_arg_sym(rs), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
+      bin(L, lg, WF_PEOP_MUL, l, l, wf_arg_sym(corr), 1, sb, WF_BMODE_IJ);
+      bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
+      bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
+      copy2d(L, lg, at(ks, 0), at(vb, b * tb * cb + k * ds), tb, ds, ds, cb);
+      wf_emit(L, lg, WF_PEOP_MATMUL,
+              (wf_pe_arg[]){a, wf_arg_sym(sc), wf_arg_sym(ks), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
+      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + tb * ds + (sb * tb * ds + f - 1) / f;
+    }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t k = 0; k < nh; k++) {
+      int64_t slot = b * nh + k;
+      bin(L, NULL, WF_PEOP_DIV, at(acc, slot * sb * ds), at(acc, slot * sb * ds), at(sl, slot * sb), sb, ds,
+          WF_BMODE_I);
+      copy2d(L, NULL, at(so, b * sb * cb + k * ds), at(acc, slot * sb * ds), sb, ds, cb, ds);
+    }
+  pred += (int64_t)rows * round + blk * (dc + 1);
+  if (rows > 1) pred += (int64_t)(rows - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles;
+  out->predicted = pred;
+  snprintf(out->text, sizeof out->text, "heads-%s%s-online", g > 1 ? "split" : "whole", rows > 1 ? "-colbcast" : "");
+  out->lowering = out->text;
+  return 0;
+}
+
+/* rotate_pairs: the PE's columns hold whole pairs (head-layout keeps blocks even), so the
+ * rotation is local: y = x c + swap(x) s, swap exchanging the members of each pair. */
+int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  const wf_type *t = wf_value_type(L->f, op->operands[0]);
+  int64_t b[WF_MAX_RANK];
+  wf_lower_block_dims(L, t, b);
+  int64_t inner = b[t->rank - 2] * b[t->rank - 1], outer = 1;
+  for (int d = 0; d + 2 < t->rank; d++) outer *= b[d];
+  if (b[t->rank - 1] % 2 || t->layout.dims[t->rank - 1].split == WF_AXIS_Y) {
+    wf_error(op->loc, "rotate_pairs: a PE block of %lld columns splits a pair (head-layout keeps them even)",
+             (long long)b[t->rank - 1]);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  int sx = wf_lower_sym(L, op->operands[0]), sc = wf_lower_sym(L, op->operands[1]);
+  int ss = wf_lower_sym(L, op->operands[2]), sy = wf_lower_sym(L, op->results[0]);
+  int sw = wf_lower_temp(L, "$rot_swap", inner * 4);
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t base = o * inner;
+    copy2d(L, NULL, at(sw, 1), at(sx, base), inner / 2, 1, 2, 2);
+    copy2d(L, NULL, at(sw, 0), at(sx, base + 1), inner / 2, 1, 2, 2);
+    bin(L, NULL, WF_PEOP_MUL, at(sw, 0), at(sw, 0), wf_arg_sym(ss), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
+    bin(L, NULL, WF_PEOP_MUL, at(sy, base), at(sx, base), wf_arg_sym(sc), b[t->rank - 2], b[t->rank - 1],
+        WF_BMODE_IJ);
+    bin(L, NULL, WF_PEOP_ADD, at(sy, base), at(sy, base), at(sw, 0), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
+  }
+  out->lowering = "local";
+  out->predicted = outer * 5 * inner;
+  return 0;
+}

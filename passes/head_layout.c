@@ -1,0 +1,426 @@
+/* head-layout — lays attention's heads out on the mesh's columns so that no head reshape or
+ * transpose moves data (WaferLLM §4.1: activations are {B, L_y, E_x}, E = H·D along x).
+ *
+ * The exporter writes, per head-split projection,
+ *   p = matmul(x, W) [+ b] [-> split]        [B, S, H·D]
+ *   q = transpose(reshape(p)) {0, 2, 1, 3}  [B, H, S, D]      [-> rope(q, cos, sin)]
+ * and after attention transpose + reshape back to [B, S, H·D] into matmul(·, Wo). Every one of
+ * those is a relabelling of the columns of p, so the pass rewrites the chain into
+ *   p'' = matmul(x, W'') [+ b'']  ->  [rotate_pairs(p'', c'', s'')]  ->  attention {heads, head_dim}
+ *       ->  matmul(·, Wo'')
+ * on [B, S, E''] tensors that partition lays out like any activation ({B, S_y, E''_x}): the
+ * head structure lives in the weights, permuted and padded at compile time. E'' is chosen so
+ * that partition's column blocks (E'' / W per PE) fall on heads:
+ *   H >= W   every column holds c = ceil(H / W) whole heads: E'' = W c D (phantom heads of
+ *            zeros past H when W does not divide H);
+ *   H <  W   every head spans g = floor(W / H) columns of b = ceil(D / g) (even under RoPE):
+ *            head_dim Dp = g b, E'' = W b (columns past H g hold zeros).
+ * Padding columns are zero in W'' and b'', so q, k and v are zero there and add nothing to any
+ * dot product; the rows of Wo'' that meet them are zero too.
+ *
+ * RoPE: a rotate-half head pairs d with d + D/2. Permuting q's and k's columns by the same
+ * permutation leaves q·kᵀ unchanged, so W'' puts d at 2d and d + D/2 at 2d + 1: partners are
+ * neighbours, on one PE, and the rotation is local (rotate_pairs with tables c'', s'' that carry
+ * the angles and signs). The interleaved form already pairs neighbours.
+ * GQA / MQA: query head h reads kv head h / (Hq / Hkv); Wk'' and Wv'' replicate that head's
+ * columns onto h's columns, so k and v arrive where q is with no broadcast (more projection
+ * FLOPs, no traffic; docs/attention.md).
+ * GPT-2's fused QKV (matmul + bias, then split along the last axis) is cut at compile time.
+ *
+ * An attention whose chain is anything else is reported with the reason (exit 3). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waferc/diag.h"
+#include "waferc/pass.h"
+#include "waferc/tensor.h"
+
+static const wf_pass_option hl_opts[] = {
+    {"mesh", WF_OPT_STRING, "", "WxH the heads are laid out for (default: the target's mesh)"},
+};
+static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated"};
+
+enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
+
+/* A projection: columns [off, off + n) of matmul(x, W) [+ b]. */
+typedef struct hl_proj {
+  wf_value x;
+  int w, b;    /* globals: W [E_in, Nw]; b with Nw elements, or -1 */
+  int64_t off;
+  wf_loc loc;
+} hl_proj;
+
+/* One operand of attention: its projection, heads, head dim and rotation. */
+typedef struct hl_side {
+  hl_proj p;
+  int64_t heads, d;
+  int rope, cos_g, sin_g;
+} hl_side;
+
+typedef struct hl {
+  wf_module *m;
+  wf_func *f;
+  int w;
+  const char *why; /* the first reason a chain did not match */
+} hl;
+
+static wf_op *def(const hl *c, wf_value v, wf_opcode code) {
+  const wf_value_info *vi = wf_value_get(c->f, v);
+  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
+}
+
+static int global_of(const hl *c, wf_value v) {
+  const wf_value_info *vi = wf_value_get(c->f, v);
+  if (vi->kind != WF_VAL_GLOBAL || vi->index < 0) return -1;
+  const wf_global *g = &c->m->globals[vi->index];
+  return g->type.dtype == WF_F32 && g->kind != WF_DATA_ELIDED ? vi->index : -1;
+}
+
+/* A RoPE table: a constant, or a reshape of one (raise-rope drops leading 1s so): the data in
+ * row-major order is the same. */
+static int table_of(const hl *c, wf_value v) {
+  wf_op *rs = def(c, v, WF_OP_RESHAPE);
+  return global_of(c, rs ? rs->operands[0] : v);
+}
+
+static int fail(hl *c, const char *why) {
+  if (!c->why) c->why = why;
+  return 0;
+}
+
+static int last_dim_is(const wf_type *t, int64_t n) { return t->rank >= 1 && t->dims[t->rank - 1] == n; }
+
+/* v = columns of a projection (through splits of the last axis). */
+static int match_proj(hl *c, wf_value v, hl_proj *p) {
+  p->off = 0;
+  p->b = -1;
+  wf_op *op;
+  while ((op = def(c, v, WF_OP_SPLIT)) != NULL) {
+    const wf_type *t = wf_value_type(c->f, op->operands[0]);
+    int64_t axis = wf_op_int(c->f, op, "axis", 0);
+    if (axis < 0) axis += t->rank;
+    if (axis != t->rank - 1) return fail(c, "a split of the projection along another axis than the last");
+    for (int i = 0; i < op->n_results && op->results[i] != v; i++)
+      p->off += wf_value_type(c->f, op->results[i])->dims[t->rank - 1];
+    v = op->operands[0];
+  }
+  const wf_type *vt = wf_value_type(c->f, v);
+  int64_t n = vt->dims[vt->rank - 1];
+  if ((op = def(c, v, WF_OP_ADD)) != NULL) {
+    for (int i = 0; i < 2; i++) {
+      int g = global_of(c, op->operands[i]);
+      if (g < 0 || wf_type_numel(&c->m->globals[g].type) != n || !def(c, op->operands[1 - i], WF_OP_MATMUL)) continue;
+      p->b = g;
+      v = op->operands[1 - i];
+      break;
+    }
+    if (p->b < 0) return fail(c, "q, k or v is a sum that is not matmul + constant bias");
+  }
+  if (!(op = def(c, v, WF_OP_MATMUL)))
+    return fail(c, "q, k or v is not computed by a matmul with a constant weight (x W [+ b])");
+  p->x = op->operands[0];
+  p->w = global_of(c, op->operands[1]);
+  p->loc = op->loc;
+  const wf_type *xt = wf_value_type(c->f, p->x);
+  if (p->w < 0 || c->m->globals[p->w].type.rank != 2 || !last_dim_is(&c->m->globals[p->w].type, n) || xt->rank != 3)
+    return fail(c, "a q, k or v projection whose weight is not a constant [E, N] or whose input is not [B, S, E]");
+  return 1;
+}
+
+static int is_head_transpose(const hl *c, const wf_op *op) {
+  const wf_attr *a = wf_op_attr(c->f, op, "perm");
+  static const int64_t want[4] = {0, 2, 1, 3};
+  if (!a || a->kind != WF_ATTR_INTS || a->u.ints.n != 4) return 0;
+  for (int i = 0; i < 4; i++)
+    if (a->u.ints.v[i] != want[i]) return 0;
+  return 1;
+}
+
+/* v4 [B, H, S, D] = [rope](transpose(reshape(projection))). */
+static int match_side(hl *c, wf_value v4, hl_side *s) {
+  const wf_type *t4 = wf_value_type(c->f, v4);
+  s->heads = t4->dims[1];
+  s->d = t4->dims[3];
+  s->rope = ROPE_NONE;
+  wf_op *op = def(c, v4, WF_OP_ROPE);
+  if (op) {
+    s->rope = wf_op_int(c->f, op, "interleaved", 0) ? ROPE_INTERLEAVED : ROPE_HALF;
+    s->cos_g = table_of(c, op->operands[1]);
+    s->sin_g = table_of(c, op->operands[2]);
+    if (s->cos_g < 0 || s->sin_g < 0) return fail(c, "RoPE whose cos/sin tables are not constants");
+    v4 = op->operands[0];
+  }
+  if (!(op = def(c, v4, WF_OP_TRANSPOSE)) || !is_head_transpose(c, op))
+    return fail(c, "q, k or v is not a head transpose (perm [0, 2, 1, 3]) of the projection");
+  wf_op *rs = def(c, op->operands[0], WF_OP_RESHAPE);
+  if (!rs) return fail(c, "q, k or v is not a reshape [B, S, H·D] -> [B, S, H, D] of the projection");
+  const wf_type *pt = wf_value_type(c->f, rs->operands[0]);
+  if (pt->rank != 3 || pt->dims[2] != s->heads * s->d) return fail(c, "the head reshape does not split the last axis");
+  return match_proj(c, rs->operands[0], &s->p);
+}
+
+/* ---- the column map ------------------------------------------------------------------------ */
+
+typedef struct hl_map {
+  int64_t heads, d, dp, n; /* real heads, head dim, packed head dim, packed width E'' */
+  int rope;
+} hl_map;
+
+static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
+  hl_map mp = {heads, d, d, 0, rope};
+  if (heads >= w) {
+    int64_t per = (heads + w - 1) / w;
+    mp.n = (int64_t)w * per * d;
+  } else {
+    int64_t g = w / heads, b = (d + g - 1) / g;
+    if (rope != ROPE_NONE && b % 2) b++;
+    mp.dp = g * b;
+    mp.n = (int64_t)w * b;
+  }
+  return mp;
+}
+
+/* The original head and in-head index of packed column j, or -1 for padding. `rot`: q and k
+ * of a rotate-half RoPE, whose pairs (i, i + D/2) sit at (2i, 2i + 1). */
+static int64_t src_of(const hl_map *mp, int64_t j, int rot, int64_t *head) {
+  int64_t h = j / mp->dp, r = j % mp->dp;
+  if (h >= mp->heads || r >= mp->d) return -1;
+  *head = h;
+  if (rot && mp->rope == ROPE_HALF) return r % 2 ? mp->d / 2 + r / 2 : r / 2;
+  return r;
+}
+
+static int new_global(hl *c, const char *base, const char *tag, int rank, const int64_t *dims, float *data) {
+  char name[256];
+  for (int i = 0;; i++) {
+    if (i) snprintf(name, sizeof name, "%s.%s.%d", base, tag, i);
+    else snprintf(name, sizeof name, "%s.%s", base, tag);
+    if (wf_module_find_global(c->m, name) < 0) break;
+  }
+  int g = wf_module_add_global(c->m, name, wf_type_make(WF_F32, rank, dims), WF_LOC_NONE);
+  wf_global *gl = &c->m->globals[g];
+  gl->kind = WF_DATA_INLINE;
+  gl->data = wf_arena_dup(c->m->arena, data, (size_t)wf_type_numel(&gl->type) * sizeof(float));
+  return g;
+}
+
+/* W'' and b'' of one side: packed column j takes column off + kv_head(h) D + src of W. */
+static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_t group, int *wg, int *bg) {
+  wf_tensor *w = wf_global_tensor(c->m, s->p.w);
+  wf_tensor *b = s->p.b >= 0 ? wf_global_tensor(c->m, s->p.b) : NULL;
+  int64_t ein = w->dims[0], nw = w->dims[1];
+  float *nwd = calloc((size_t)(ein * mp->n), sizeof(float)), *nb = calloc((size_t)mp->n, sizeof(float));
+  WF_ASSERT(nwd && nb);
+  for (int64_t j = 0; j < mp->n; j++) {
+    int64_t h, r = src_of(mp, j, rot, &h);
+    if (r < 0) continue;
+    int64_t col = s->p.off + (h / group) * s->d + r;
+    for (int64_t e = 0; e < ein; e++) nwd[e * mp->n + j] = (float)wf_tensor_get(w, e * nw + col);
+    if (b) nb[j] = (float)wf_tensor_get(b, col);
+  }
+  const char *base = wf_str(c->m, c->m->globals[s->p.w].name);
+  int64_t dims[2] = {ein, mp->n};
+  *wg = new_global(c, base, "heads", 2, dims, nwd);
+  *bg = b ? new_global(c, wf_str(c->m, c->m->globals[s->p.b].name), "heads", 1, &mp->n, nb) : -1;
+  free(nwd);
+  free(nb);
+  wf_tensor_free(w);
+  if (b) wf_tensor_free(b);
+}
+
+/* c'' and s'' [S, E'']: out[2i] = x[2i] c[2i] + x[2i+1] s[2i], out[2i+1] = x[2i+1] c[2i+1] + x[2i] s[2i+1]. */
+static void pack_rope(hl *c, const hl_side *s, const hl_map *mp, int *cg, int *sg) {
+  wf_tensor *ct = wf_global_tensor(c->m, s->cos_g), *st = wf_global_tensor(c->m, s->sin_g);
+  int64_t d = s->d, len = wf_tensor_numel(ct) / d;
+  float *cd = calloc((size_t)(len * mp->n), sizeof(float)), *sd = calloc((size_t)(len * mp->n), sizeof(float));
+  WF_ASSERT(cd && sd);
+  for (int64_t j = 0; j < mp->n; j++) {
+    int64_t h, r = src_of(mp, j, 0, &h);
+    if (r < 0) continue;
+    int64_t k = r / 2, i0 = mp->rope == ROPE_HALF ? k : 2 * k, i1 = mp->rope == ROPE_HALF ? k + d / 2 : 2 * k;
+    for (int64_t p = 0; p < len; p++) {
+      if (r % 2 == 0) {
+        cd[p * mp->n + j] = (float)wf_tensor_get(ct, p * d + i0);
+        sd[p * mp->n + j] = (float)-wf_tensor_get(st, p * d + i0);
+      } else {
+        cd[p * mp->n + j] = (float)wf_tensor_get(ct, p * d + i1);
+        sd[p * mp->n + j] = (float)wf_tensor_get(st, p * d + i1);
+      }
+    }
+  }
+  int64_t dims[2] = {len, mp->n};
+  *cg = new_global(c, wf_str(c->m, c->m->globals[s->cos_g].name), "heads", 2, dims, cd);
+  *sg = new_global(c, wf_str(c->m, c->m->globals[s->sin_g].name), "heads", 2, dims, sd);
+  free(cd);
+  free(sd);
+  wf_tensor_free(ct);
+  wf_tensor_free(st);
+}
+
+static wf_value insert(hl *c, wf_op *before, wf_opcode code, int n, const wf_value *ops, wf_type t, wf_loc loc) {
+  wf_op *op = wf_op_new(c->f, code, n, ops, 1, &t, loc);
+  wf_op_insert_before(c->f, before, op);
+  return op->results[0];
+}
+
+static void name_like(hl *c, wf_value v, wf_value like, const char *suffix) {
+  const char *n = wf_str(c->m, wf_value_get(c->f, like)->name);
+  char buf[256];
+  if (!*n) return;
+  snprintf(buf, sizeof buf, "%s%s", n, suffix);
+  wf_value_set_name(c->f, v, buf);
+}
+
+/* The packed operand of one side, built before `at`. */
+static wf_value build_side(hl *c, wf_op *at, const hl_side *s, const hl_map *mp, int rot, int64_t group,
+                           wf_value orig, wf_pass_ctx *ctx) {
+  int wg, bg;
+  pack_side(c, s, mp, rot, group, &wg, &bg);
+  const wf_type *xt = wf_value_type(c->f, s->p.x);
+  int64_t dims[3] = {xt->dims[0], xt->dims[1], mp->n};
+  wf_type t = wf_type_make(WF_F32, 3, dims);
+  wf_value ops[3] = {s->p.x, wf_func_global_value(c->f, wg)};
+  wf_value v = insert(c, at, WF_OP_MATMUL, 2, ops, t, s->p.loc);
+  if (bg >= 0) {
+    ops[0] = v, ops[1] = wf_func_global_value(c->f, bg);
+    v = insert(c, at, WF_OP_ADD, 2, ops, t, s->p.loc);
+  }
+  if (rot && s->rope != ROPE_NONE) {
+    int cg, sg;
+    pack_rope(c, s, mp, &cg, &sg);
+    ops[0] = v, ops[1] = wf_func_global_value(c->f, cg), ops[2] = wf_func_global_value(c->f, sg);
+    v = insert(c, at, WF_OP_ROTATE_PAIRS, 3, ops, t, at->loc);
+    wf_pass_stat_add(ctx, "rope-packed", 1);
+  }
+  name_like(c, v, orig, ".heads");
+  return v;
+}
+
+/* The uses of v: how many, and the first up to cap of them. */
+static int uses_of(const hl *c, wf_value v, wf_op **out, int cap) {
+  int n = 0;
+  wf_func_foreach_op(c->f, op) {
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i] == v) {
+        if (n < cap) out[n] = op;
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+#define HL_MAX_OUT 8
+
+static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
+  if (att->n_operands != 3) return fail(c, "an attention with an explicit mask tensor (only causal masks are raised)");
+  hl_side q, k, v;
+  if (!match_side(c, att->operands[0], &q) || !match_side(c, att->operands[1], &k) ||
+      !match_side(c, att->operands[2], &v))
+    return 0;
+  if (v.rope != ROPE_NONE) return fail(c, "RoPE applied to v");
+  if (q.rope != k.rope) return fail(c, "RoPE on only one of q and k, or in two forms");
+  if (v.d != q.d) return fail(c, "a value head dim different from the query head dim");
+  if (k.heads != v.heads || q.heads % k.heads) return fail(c, "query heads not a multiple of key/value heads");
+  /* The result: transpose back, reshape to [B, S, H·D], then only matmuls with constant weights. */
+  wf_op *u[HL_MAX_OUT];
+  if (uses_of(c, att->results[0], u, 1) != 1 || u[0]->code != WF_OP_TRANSPOSE || !is_head_transpose(c, u[0]))
+    return fail(c, "the attention's result is not transposed back to [B, S, H, D]");
+  wf_op *tr = u[0];
+  if (uses_of(c, tr->results[0], u, 1) != 1 || u[0]->code != WF_OP_RESHAPE ||
+      wf_value_type(c->f, u[0]->results[0])->rank != 3)
+    return fail(c, "the attention's result is not reshaped back to [B, S, H·D]");
+  wf_value merged = u[0]->results[0];
+  int n_out = uses_of(c, merged, u, HL_MAX_OUT);
+  if (n_out < 1 || n_out > HL_MAX_OUT) return fail(c, "the attention's result feeds no projection");
+  for (int i = 0; i < n_out; i++) {
+    int g = u[i]->code == WF_OP_MATMUL && u[i]->operands[0] == merged ? global_of(c, u[i]->operands[1]) : -1;
+    if (g < 0 || c->m->globals[g].type.rank != 2)
+      return fail(c, "the attention's result feeds something else than a matmul with a constant weight");
+  }
+
+  hl_map mp = make_map(q.heads, q.d, q.rope, c->w);
+  int64_t group = q.heads / k.heads;
+  wf_value qn = build_side(c, att, &q, &mp, 1, 1, att->operands[0], ctx);
+  wf_value kn = build_side(c, att, &k, &mp, 1, group, att->operands[1], ctx);
+  wf_value vn = build_side(c, att, &v, &mp, 0, group, att->operands[2], ctx);
+  const wf_type *qt = wf_value_type(c->f, qn);
+  wf_value ops[3] = {qn, kn, vn};
+  wf_value an = insert(c, att, WF_OP_ATTENTION, 3, ops, *qt, att->loc);
+  wf_op *aop = wf_value_get(c->f, an)->def;
+  wf_op_set_float(c->f, aop, "scale", wf_op_float(c->f, att, "scale", 1.0));
+  if (wf_op_int(c->f, att, "causal", 0))
+    wf_op_set_attr(c->f, aop, (wf_attr){wf_intern(c->m, "causal"), WF_ATTR_BOOL, {.i = 1}});
+  wf_op_set_int(c->f, aop, "heads", mp.heads);
+  wf_op_set_int(c->f, aop, "head_dim", mp.dp);
+  name_like(c, an, att->results[0], ".heads");
+  /* Wo'': row j of the packed result takes row h D + r of Wo (v's columns are not permuted). */
+  for (int i = 0; i < n_out; i++) {
+    int g = global_of(c, u[i]->operands[1]);
+    wf_tensor *w = wf_global_tensor(c->m, g);
+    int64_t eo = w->dims[1];
+    float *nd = calloc((size_t)(mp.n * eo), sizeof(float));
+    WF_ASSERT(nd);
+    for (int64_t j = 0; j < mp.n; j++) {
+      int64_t h, r = src_of(&mp, j, 0, &h);
+      if (r < 0) continue;
+      for (int64_t e = 0; e < eo; e++) nd[j * eo + e] = (float)wf_tensor_get(w, (h * q.d + r) * eo + e);
+    }
+    int64_t dims[2] = {mp.n, eo};
+    int ng = new_global(c, wf_str(c->m, c->m->globals[g].name), "heads", 2, dims, nd);
+    free(nd);
+    wf_tensor_free(w);
+    ops[0] = an, ops[1] = wf_func_global_value(c->f, ng);
+    wf_value o = insert(c, u[i], WF_OP_MATMUL, 2, ops, *wf_value_type(c->f, u[i]->results[0]), u[i]->loc);
+    wf_value_replace_uses(c->f, u[i]->results[0], o);
+    wf_value old = u[i]->results[0];
+    uint32_t nm = wf_value_get(c->f, old)->name;
+    if (nm) {
+      wf_value_get(c->f, old)->name = 0;
+      wf_value_get(c->f, o)->name = nm;
+    }
+  }
+  wf_pass_stat_add(ctx, "attention-packed", 1);
+  if (group > 1) wf_pass_stat_add(ctx, "gqa-replicated", 1);
+  return 1;
+}
+
+static int parse_mesh(const char *s, int *w, int *h) {
+  char tail;
+  return sscanf(s, "%dx%d%c", w, h, &tail) == 2 && *w > 0 && *h > 0 ? 0 : -1;
+}
+
+static int run(wf_module *m, wf_pass_ctx *ctx) {
+  const wf_target *t = wf_pass_target(ctx);
+  int w = t->mesh_w, h = t->mesh_h;
+  const char *mesh = wf_pass_opt_str(ctx, "mesh");
+  if (mesh && *mesh && parse_mesh(mesh, &w, &h)) {
+    wf_error_at("head-layout", "bad mesh option '%s': expected WxH", mesh);
+    return WF_EXIT_USAGE;
+  }
+  int bad = 0, changed = 0;
+  for (int fi = 0; fi < m->n_funcs; fi++) {
+    hl c = {m, m->funcs[fi], w, NULL};
+    for (wf_op *op = c.f->first; op; op = op->next) {
+      if (op->code != WF_OP_ATTENTION || wf_op_int(c.f, op, "heads", 0) > 0) continue;
+      c.why = NULL;
+      if (pack_one(&c, op, ctx)) {
+        changed = 1;
+        continue;
+      }
+      wf_error(op->loc, "head-layout: this attention's heads cannot be laid out on the mesh columns: %s "
+                        "(waferc --interpret runs it; docs/attention.md lists the chains it packs)", c.why);
+      bad++;
+    }
+    if (changed) wf_func_remove_dead_ops(c.f);
+  }
+  if (changed) wf_pass_set_changed(ctx);
+  return bad ? WF_EXIT_UNSUPPORTED : 0;
+}
+
+const wf_pass_info wf_pass_head_layout = {
+    "head-layout",
+    "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
+    hl_opts, 1, hl_stats, 3, run};
