@@ -14,7 +14,9 @@
 #    end; generated inputs (random:, splat:) give valid ids;
 #  - a table larger than a PE's SRAM: the memory planner's exit 4;
 #  - examples/models/tiny_argmax.onnx (torch's Embedding, Linear and argmax(dim=-1)), whose
-#    plan must match torch's own outputs.
+#    plan must match torch's own outputs;
+#  - examples/models/tiny_llama.onnx, token ids to logits, as plans on 2x2 to 5x3 against
+#    torch's logits (1e-4).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 export WAFERC_TARGET_PATH=$SRC/targets
@@ -187,5 +189,22 @@ wafer-npycmp "$TMP/ta_int/next.npy" "$TMP/torch_ref/next.npy" --atol 0 --rtol 0 
   fail "tiny_argmax: the interpreter's ids differ from torch's"
 for mesh in 1x1 2x2 3x2 4x4 5x3; do
   run "tiny_argmax_$mesh" "$M/tiny_argmax.onnx" "$mesh" "input_ids=$M/tiny_argmax_input.npy" "$TMP/torch_ref"
+done
+# ---- a whole model from token ids to logits: examples/models/tiny_llama.onnx (embedding,
+# two LLaMA blocks, final norm, lm_head) at S = 8 and 13, against torch's logits ----------------
+for s in 8 13; do
+  tag=tiny_llama; [ "$s" = 13 ] && tag=tiny_llama_s13
+  mkdir -p "$TMP/ref_$tag"
+  cp "$M/${tag}_ref.npy" "$TMP/ref_$tag/logits.npy"
+  for mesh in 2x2 3x2 4x4 5x3; do
+    d=$TMP/${tag}_$mesh
+    waferc "$M/tiny_llama.onnx" -o "$d/plan" --target=test8x8 --mesh="$mesh" --input-shape input_ids=1x$s -q \
+      2>"$TMP/tl.err" || fail "$tag on $mesh: waferc exited $?: $(grep -m1 error "$TMP/tl.err")"
+    waferrun "$d/plan" -q --input input_ids="$M/${tag}_input.npy" --output-dir "$d/out" 2>"$TMP/tl.err" ||
+      fail "$tag on $mesh: waferrun exited $?: $(head -1 "$TMP/tl.err")"
+    wafer-npycmp "$d/out/logits.npy" "$TMP/ref_$tag/logits.npy" --atol 1e-4 --rtol 0 >"$TMP/tl.cmp" 2>&1 ||
+      fail "$tag on $mesh: the logits differ from torch's: $(head -1 "$TMP/tl.cmp")"
+    n=$((n + 1))
+  done
 done
 echo "ok   gather/argmax: $n plans"
