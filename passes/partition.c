@@ -101,9 +101,13 @@ static int integer_ok(const wf_func *f, wf_value v) {
 
 /* A gather's ids [.., L] take the layout of its result's rows ([.., L, E] -> {.., L_y, E_x}
  * without E): every dim whole but the last, split along y; every PE of a row holds them. */
-static void ids_layout(wf_type *t) {
-  for (int d = 0; d < t->rank; d++)
-    t->layout.dims[d].split = d == t->rank - 1 && t->dims[d] != 1 ? WF_AXIS_Y : WF_AXIS_NONE;
+static void ids_layout(wf_module *m, wf_type *t) {
+  static const char *const lead[] = {"B", "C", "D", "F", "G", "H"};
+  for (int d = 0; d < t->rank; d++) {
+    int last = d == t->rank - 1;
+    t->layout.dims[d].split = last && t->dims[d] != 1 ? WF_AXIS_Y : WF_AXIS_NONE;
+    t->layout.dims[d].label = wf_intern(m, last ? "M" : lead[d % 6]); /* the result's labels */
+  }
 }
 
 /* Records which arguments or results (indices) were rank-0 scalars before they became [1]:
@@ -345,7 +349,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     wf_type *at = wf_value_type(f, f->args[i]);
     int ids = at->dtype != WF_F32 && integer_ok(f, f->args[i]);
     if (layout_for_dt(&c, at, f->loc, what, ids)) return WF_EXIT_UNSUPPORTED;
-    if (ids) ids_layout(at);
+    if (ids) ids_layout(m, at);
     n++;
   }
   /* Only values of ops still in the body: values of erased ops keep their table slots. */
