@@ -25,7 +25,8 @@
  * GQA / MQA: query head h reads kv head h / (Hq / Hkv); Wk'' and Wv'' replicate that head's
  * columns onto h's columns, so k and v arrive where q is with no broadcast (more projection
  * FLOPs, no traffic; docs/attention.md).
- * GPT-2's fused QKV (matmul + bias, then split along the last axis) is cut at compile time.
+ * GPT-2's fused QKV (matmul + bias, then split along the last axis) is cut at compile time, and
+ * Hugging Face's Conv1D (reshape to [B S, E], Gemm, reshape back) becomes a rank-3 matmul + bias.
  *
  * An attention whose chain is anything else is reported with the reason (exit 3). */
 #include <math.h>
@@ -40,14 +41,15 @@
 static const wf_pass_option hl_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH the heads are laid out for (default: the target's mesh)"},
 };
-static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated"};
+static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "conv1d-folded"};
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
 /* A projection: columns [off, off + n) of matmul(x, W) [+ b]. */
 typedef struct hl_proj {
   wf_value x;
-  int w, b;    /* globals: W [E_in, Nw]; b with Nw elements, or -1 */
+  int w, b;    /* globals: W [E_in, Nw] ([Nw, E_in] when wt); b with Nw elements, or -1 */
+  int wt;      /* W is stored transposed (a Gemm with trans_b) */
   int64_t off;
   wf_loc loc;
 } hl_proj;
@@ -92,6 +94,29 @@ static int fail(hl *c, const char *why) {
 
 static int last_dim_is(const wf_type *t, int64_t n) { return t->rank >= 1 && t->dims[t->rank - 1] == n; }
 
+/* alpha = 1, beta = 1 (or no C), A not transposed. */
+static int plain_gemm(const hl *c, const wf_op *gm) {
+  return wf_op_float(c->f, gm, "alpha", 1.0) == 1.0 &&
+         (gm->n_operands < 3 || wf_op_float(c->f, gm, "beta", 1.0) == 1.0) && !wf_op_int(c->f, gm, "trans_a", 0);
+}
+
+/* Hugging Face's Conv1D as exported: reshape(gemm(reshape(x [B, S, E] -> [B S, E]), W, b)),
+ * alpha = beta = 1, trans_a = 0. */
+static int match_gemm(hl *c, wf_op *gm, int64_t n, hl_proj *p) {
+  if (!plain_gemm(c, gm)) return fail(c, "a Gemm projection with alpha, beta != 1 or trans_a");
+  wf_op *in = def(c, gm->operands[0], WF_OP_RESHAPE);
+  p->w = global_of(c, gm->operands[1]);
+  p->wt = wf_op_int(c->f, gm, "trans_b", 0) != 0;
+  p->b = gm->n_operands > 2 ? global_of(c, gm->operands[2]) : -1;
+  p->loc = gm->loc;
+  if (!in || wf_value_type(c->f, in->operands[0])->rank != 3 || p->w < 0 ||
+      c->m->globals[p->w].type.rank != 2 || c->m->globals[p->w].type.dims[p->wt ? 0 : 1] != n ||
+      (gm->n_operands > 2 && (p->b < 0 || wf_type_numel(&c->m->globals[p->b].type) != n)))
+    return fail(c, "a Gemm projection whose input is not a flattened [B, S, E] or whose weight or bias is not a constant");
+  p->x = in->operands[0];
+  return 1;
+}
+
 /* v = columns of a projection (through splits of the last axis). */
 static int match_proj(hl *c, wf_value v, hl_proj *p) {
   p->off = 0;
@@ -108,6 +133,9 @@ static int match_proj(hl *c, wf_value v, hl_proj *p) {
   }
   const wf_type *vt = wf_value_type(c->f, v);
   int64_t n = vt->dims[vt->rank - 1];
+  p->wt = 0;
+  wf_op *rs = def(c, v, WF_OP_RESHAPE), *gm = rs ? def(c, rs->operands[0], WF_OP_GEMM) : NULL;
+  if (gm) return match_gemm(c, gm, n, p);
   if ((op = def(c, v, WF_OP_ADD)) != NULL) {
     for (int i = 0; i < 2; i++) {
       int g = global_of(c, op->operands[i]);
@@ -210,14 +238,15 @@ static int new_global(hl *c, const char *base, const char *tag, int rank, const 
 static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_t group, int *wg, int *bg) {
   wf_tensor *w = wf_global_tensor(c->m, s->p.w);
   wf_tensor *b = s->p.b >= 0 ? wf_global_tensor(c->m, s->p.b) : NULL;
-  int64_t ein = w->dims[0], nw = w->dims[1];
+  int64_t ein = w->dims[s->p.wt ? 1 : 0], nw = w->dims[s->p.wt ? 0 : 1];
   float *nwd = calloc((size_t)(ein * mp->n), sizeof(float)), *nb = calloc((size_t)mp->n, sizeof(float));
   WF_ASSERT(nwd && nb);
   for (int64_t j = 0; j < mp->n; j++) {
     int64_t h, r = src_of(mp, j, rot, &h);
     if (r < 0) continue;
     int64_t col = s->p.off + (h / group) * s->d + r;
-    for (int64_t e = 0; e < ein; e++) nwd[e * mp->n + j] = (float)wf_tensor_get(w, e * nw + col);
+    for (int64_t e = 0; e < ein; e++)
+      nwd[e * mp->n + j] = (float)wf_tensor_get(w, s->p.wt ? col * ein + e : e * nw + col);
     if (b) nb[j] = (float)wf_tensor_get(b, col);
   }
   const char *base = wf_str(c->m, c->m->globals[s->p.w].name);
@@ -314,6 +343,39 @@ static int uses_of(const hl *c, wf_value v, wf_op **out, int cap) {
 
 #define HL_MAX_OUT 8
 
+/* A projection of the attention's merged result: matmul(merged, W), or HF's Conv1D
+ * reshape(gemm(reshape(merged), W, b)); `result` is what the rewrite replaces. */
+typedef struct hl_out {
+  int w, wt, b;
+  wf_op *at;
+  wf_value result;
+} hl_out;
+
+static int match_out(hl *c, wf_op *u, wf_value merged, hl_out *o) {
+  o->wt = 0, o->b = -1, o->at = u, o->result = u->results[0];
+  if (u->code == WF_OP_MATMUL && u->operands[0] == merged) {
+    o->w = global_of(c, u->operands[1]);
+    return o->w >= 0 && c->m->globals[o->w].type.rank == 2;
+  }
+  wf_op *gm[1], *back[1];
+  if (u->code != WF_OP_RESHAPE || u->operands[0] != merged || wf_value_type(c->f, u->results[0])->rank != 2 ||
+      uses_of(c, u->results[0], gm, 1) != 1 || gm[0]->code != WF_OP_GEMM || gm[0]->operands[0] != u->results[0] ||
+      uses_of(c, gm[0]->results[0], back, 1) != 1 || back[0]->code != WF_OP_RESHAPE ||
+      wf_value_type(c->f, back[0]->results[0])->rank != 3)
+    return 0;
+  if (!plain_gemm(c, gm[0])) return 0;
+  o->w = global_of(c, gm[0]->operands[1]);
+  o->wt = wf_op_int(c->f, gm[0], "trans_b", 0) != 0;
+  int64_t eo = wf_value_type(c->f, back[0]->results[0])->dims[2];
+  if (gm[0]->n_operands > 2) {
+    o->b = global_of(c, gm[0]->operands[2]);
+    if (o->b < 0 || wf_type_numel(&c->m->globals[o->b].type) != eo) return 0;
+  }
+  o->at = back[0];
+  o->result = back[0]->results[0];
+  return o->w >= 0 && c->m->globals[o->w].type.rank == 2;
+}
+
 static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   if (att->n_operands != 3) return fail(c, "an attention with an explicit mask tensor (only causal masks are raised)");
   hl_side q, k, v;
@@ -330,16 +392,16 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
     return fail(c, "the attention's result is not transposed back to [B, S, H, D]");
   wf_op *tr = u[0];
   if (uses_of(c, tr->results[0], u, 1) != 1 || u[0]->code != WF_OP_RESHAPE ||
-      wf_value_type(c->f, u[0]->results[0])->rank != 3)
+      wf_value_type(c->f, u[0]->results[0])->rank < 2 || wf_value_type(c->f, u[0]->results[0])->rank > 3)
     return fail(c, "the attention's result is not reshaped back to [B, S, H·D]");
-  wf_value merged = u[0]->results[0];
+  /* [B, S, H·D] feeds projections; [B S, H·D] is itself the flattening of a Conv1D's Gemm. */
+  wf_value merged = wf_value_type(c->f, u[0]->results[0])->rank == 3 ? u[0]->results[0] : tr->results[0];
   int n_out = uses_of(c, merged, u, HL_MAX_OUT);
   if (n_out < 1 || n_out > HL_MAX_OUT) return fail(c, "the attention's result feeds no projection");
-  for (int i = 0; i < n_out; i++) {
-    int g = u[i]->code == WF_OP_MATMUL && u[i]->operands[0] == merged ? global_of(c, u[i]->operands[1]) : -1;
-    if (g < 0 || c->m->globals[g].type.rank != 2)
-      return fail(c, "the attention's result feeds something else than a matmul with a constant weight");
-  }
+  hl_out outs[HL_MAX_OUT];
+  for (int i = 0; i < n_out; i++)
+    if (!match_out(c, u[i], merged, &outs[i]))
+      return fail(c, "the attention's result feeds something else than a projection with a constant weight");
 
   hl_map mp = make_map(q.heads, q.d, q.rope, c->w);
   int64_t group = q.heads / k.heads;
@@ -358,32 +420,74 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   name_like(c, an, att->results[0], ".heads");
   /* Wo'': row j of the packed result takes row h D + r of Wo (v's columns are not permuted). */
   for (int i = 0; i < n_out; i++) {
-    int g = global_of(c, u[i]->operands[1]);
-    wf_tensor *w = wf_global_tensor(c->m, g);
-    int64_t eo = w->dims[1];
+    const hl_out *o = &outs[i];
+    wf_tensor *w = wf_global_tensor(c->m, o->w);
+    int64_t eo = w->dims[o->wt ? 0 : 1], ein = w->dims[o->wt ? 1 : 0];
     float *nd = calloc((size_t)(mp.n * eo), sizeof(float));
     WF_ASSERT(nd);
     for (int64_t j = 0; j < mp.n; j++) {
       int64_t h, r = src_of(&mp, j, 0, &h);
       if (r < 0) continue;
-      for (int64_t e = 0; e < eo; e++) nd[j * eo + e] = (float)wf_tensor_get(w, (h * q.d + r) * eo + e);
+      int64_t row = h * q.d + r;
+      for (int64_t e = 0; e < eo; e++) nd[j * eo + e] = (float)wf_tensor_get(w, o->wt ? e * ein + row : row * eo + e);
     }
     int64_t dims[2] = {mp.n, eo};
-    int ng = new_global(c, wf_str(c->m, c->m->globals[g].name), "heads", 2, dims, nd);
+    int ng = new_global(c, wf_str(c->m, c->m->globals[o->w].name), "heads", 2, dims, nd);
     free(nd);
     wf_tensor_free(w);
     ops[0] = an, ops[1] = wf_func_global_value(c->f, ng);
-    wf_value o = insert(c, u[i], WF_OP_MATMUL, 2, ops, *wf_value_type(c->f, u[i]->results[0]), u[i]->loc);
-    wf_value_replace_uses(c->f, u[i]->results[0], o);
-    wf_value old = u[i]->results[0];
-    uint32_t nm = wf_value_get(c->f, old)->name;
+    const wf_type *rt = wf_value_type(c->f, o->result);
+    wf_value nv = insert(c, o->at, WF_OP_MATMUL, 2, ops, *rt, o->at->loc);
+    if (o->b >= 0) {
+      ops[0] = nv, ops[1] = wf_func_global_value(c->f, o->b);
+      nv = insert(c, o->at, WF_OP_ADD, 2, ops, *rt, o->at->loc);
+    }
+    wf_value_replace_uses(c->f, o->result, nv);
+    uint32_t nm = wf_value_get(c->f, o->result)->name;
     if (nm) {
-      wf_value_get(c->f, old)->name = 0;
-      wf_value_get(c->f, o)->name = nm;
+      wf_value_get(c->f, o->result)->name = 0;
+      wf_value_get(c->f, nv)->name = nm;
     }
   }
   wf_pass_stat_add(ctx, "attention-packed", 1);
   if (group > 1) wf_pass_stat_add(ctx, "gqa-replicated", 1);
+  return 1;
+}
+
+/* Hugging Face's Conv1D over [B, S, E] is exported as reshape -> gemm -> reshape back; as a
+ * rank-3 matmul (+ bias) it keeps the activation layout {B, S_y, E_x} instead of flattening
+ * B·S into the split rows, which no reshape of a partitioned value can do in place. */
+static int fold_conv1d(hl *c, wf_op *gm) {
+  wf_op *in = def(c, gm->operands[0], WF_OP_RESHAPE), *back[1];
+  if (!in || !plain_gemm(c, gm) || wf_value_type(c->f, in->operands[0])->rank != 3) return 0;
+  if (uses_of(c, gm->results[0], back, 1) != 1 || back[0]->code != WF_OP_RESHAPE) return 0;
+  const wf_type *xt = wf_value_type(c->f, in->operands[0]), *rt = wf_value_type(c->f, back[0]->results[0]);
+  if (rt->rank != 3 || rt->dims[0] != xt->dims[0] || rt->dims[1] != xt->dims[1]) return 0;
+  int w = global_of(c, gm->operands[1]), b = gm->n_operands > 2 ? global_of(c, gm->operands[2]) : -1;
+  if (w < 0 || c->m->globals[w].type.rank != 2 || (gm->n_operands > 2 && (b < 0 || wf_type_numel(&c->m->globals[b].type) != rt->dims[2])))
+    return 0;
+  wf_value wv = gm->operands[1];
+  if (wf_op_int(c->f, gm, "trans_b", 0)) {
+    wf_tensor *t = wf_global_tensor(c->m, w);
+    int64_t n = t->dims[0], k = t->dims[1], dims[2] = {k, n};
+    float *d = malloc((size_t)(n * k) * sizeof *d);
+    WF_ASSERT(d);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < k; j++) d[j * n + i] = (float)wf_tensor_get(t, i * k + j);
+    wv = wf_func_global_value(c->f, new_global(c, wf_str(c->m, c->m->globals[w].name), "t", 2, dims, d));
+    free(d);
+    wf_tensor_free(t);
+  }
+  wf_value ops[2] = {in->operands[0], wv};
+  wf_value v = insert(c, back[0], WF_OP_MATMUL, 2, ops, *rt, gm->loc);
+  if (b >= 0) {
+    ops[0] = v, ops[1] = gm->operands[2];
+    v = insert(c, back[0], WF_OP_ADD, 2, ops, *rt, gm->loc);
+  }
+  wf_value_replace_uses(c->f, back[0]->results[0], v);
+  uint32_t nm = wf_value_get(c->f, back[0]->results[0])->name;
+  wf_value_get(c->f, back[0]->results[0])->name = 0;
+  wf_value_get(c->f, v)->name = nm;
   return 1;
 }
 
@@ -403,6 +507,12 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
   int bad = 0, changed = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
     hl c = {m, m->funcs[fi], w, NULL};
+    for (wf_op *op = c.f->first; op; op = op->next)
+      if (op->code == WF_OP_GEMM && fold_conv1d(&c, op)) {
+        changed = 1;
+        wf_pass_stat_add(ctx, "conv1d-folded", 1);
+      }
+    if (changed) wf_func_remove_dead_ops(c.f);
     for (wf_op *op = c.f->first; op; op = op->next) {
       if (op->code != WF_OP_ATTENTION || wf_op_int(c.f, op, "heads", 0) > 0) continue;
       c.why = NULL;
@@ -423,4 +533,4 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
 const wf_pass_info wf_pass_head_layout = {
     "head-layout",
     "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
-    hl_opts, 1, hl_stats, 3, run};
+    hl_opts, 1, hl_stats, 4, run};

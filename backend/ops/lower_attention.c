@@ -166,10 +166,11 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
           wf_gadd(&in, tx, WF_CMP_LT, wf_term(WF_TERM_INT, (int32_t)((gi + 1) * g)));
           wf_emit(L, &in, WF_PEOP_COPY, (wf_pe_arg[]){at(all, gi * sb * tb), wf_arg_sym(sc), wf_arg_int(sb * tb)});
         }
-        int64_t c1 = 0;
-        int rc = wf_lower_allreduce(L, all, ng * sb * tb, WF_AXIS_X, 0, op->loc, &c1, NULL);
+        int64_t c1 = 0, spread = 0;
+        int rc = wf_lower_allreduce(L, all, ng * sb * tb, WF_AXIS_X, 0, op->loc, &c1, &spread);
         if (rc) return rc;
-        ar = c1;
+        /* the next round's allreduce waits for the PEs this one reached last (lower_gemm_t.c) */
+        ar = c1 + spread;
         for (int64_t gi = 0; gi < ng; gi++) {
           wf_pe_guard in = wf_guard0();
           wf_gadd(&in, tx, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)(gi * g)));
@@ -251,6 +252,6 @@ int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     bin(L, NULL, WF_PEOP_ADD, at(sy, base), at(sy, base), at(sw, 0), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
   }
   out->lowering = "local";
-  out->predicted = outer * 5 * inner;
+  out->predicted = outer * 4 * inner; /* two half-length copies, two multiplies, one add */
   return 0;
 }

@@ -240,6 +240,30 @@ class TinyLlama(nn.Module):
         return self.lm_head(self.norm(h))
 
 
+class TinyGPT2(nn.Module):
+    """GPT-2 from token ids to logits: token and learned position embeddings, blocks as above,
+    final LayerNorm, the lm head tied to the token embedding (as Hugging Face's GPT-2) or not."""
+
+    def __init__(self, c):
+        super().__init__()
+        e, vocab = c["embed"], c["vocab"]
+        self.wte = nn.Embedding(vocab, e)
+        self.wpe = nn.Embedding(64, e)
+        self.h = nn.ModuleList([GPT2Block(c) for _ in range(c["layers"])])
+        self.ln_f = nn.LayerNorm(e, eps=1e-5)
+        self.tied = c["tied"]
+        if not self.tied:
+            self.lm_head = nn.Linear(e, vocab, bias=False)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], dtype=torch.int64, device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        x = self.ln_f(x)
+        return x @ self.wte.weight.t() if self.tied else self.lm_head(x)
+
+
 # ---- the variants ----------------------------------------------------------------------------
 
 BASE = {
@@ -248,6 +272,8 @@ BASE = {
                   rope="half", rope_fp32=False, mask="triu", bias=False),
     "tiny": dict(family="tiny", embed=32, heads=4, kv_heads=2, gqa="expand", rms="plain", rope="half",
                  rope_fp32=False, mask="triu", bias=False, vocab=128, layers=2, tied=False),
+    "gpt2m": dict(family="gpt2m", embed=32, heads=4, gelu="tanh", mask="tril", bias=True, vocab=96, layers=2,
+                  tied=True),
 }
 COMMON = dict(seq=8, batch=1, axes="static", opset=17)
 
@@ -320,6 +346,14 @@ def variants():
     v += [variant("tiny", mask="hf", axes="seq"), variant("tiny", rope="cached", axes="seq"),
           variant("tiny", embed=48, heads=6, kv_heads=3, tied=True, rms="hf_cast", rope_fp32=True, mask="hf",
                   axes="batch_seq", batch=2, seq=16, opset=15)]
+    # sizes no mesh side divides, committed as plans tests (examples/models/exported/)
+    v += [variant("gpt2", embed=48, heads=6, conv1d=True, seq=11),
+          variant("llama", embed=48, heads=6, kv_heads=2, rope="interleaved", seq=7),
+          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14)]
+    # tiny GPT-2: ids -> logits, learned positions, tied or untied head, fused QKV, Conv1D or Linear
+    v += [variant("gpt2m"), variant("gpt2m", tied=False), variant("gpt2m", axes="seq"),
+          variant("gpt2m", conv1d=True, gelu="new"), variant("gpt2m", embed=48, heads=6, vocab=100, seq=11),
+          variant("gpt2m", embed=40, heads=5, layers=1, opset=14, mask="buffer"), variant("gpt2m", batch=2)]
     names = [c["name"] for c in v]
     assert len(names) == len(set(names)), "duplicate variant names"
     return v
@@ -329,11 +363,11 @@ def variants():
 
 def build(c):
     torch.manual_seed(0)
-    return {"gpt2": GPT2Block, "llama": LlamaBlock, "tiny": TinyLlama}[c["family"]](c).eval()
+    return {"gpt2": GPT2Block, "llama": LlamaBlock, "tiny": TinyLlama, "gpt2m": TinyGPT2}[c["family"]](c).eval()
 
 
 def make_input(c, batch, seq, gen):
-    if c["family"] == "tiny":
+    if c["family"] in ("tiny", "gpt2m"):
         return torch.randint(0, c["vocab"], (batch, seq), dtype=torch.int64, generator=gen)
     return torch.randn(batch, seq, c["embed"], generator=gen)
 
@@ -352,7 +386,7 @@ def checks(c):
 def export(c, d):
     m = build(c)
     gen = torch.Generator().manual_seed(1)
-    in_name, out_name = ("input_ids", "logits") if c["family"] == "tiny" else ("x", "y")
+    in_name, out_name = ("input_ids", "logits") if c["family"] in ("tiny", "gpt2m") else ("x", "y")
     x = make_input(c, c["batch"], c["seq"], gen)
     axes = None
     if c["axes"] == "seq":

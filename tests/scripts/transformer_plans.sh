@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Exported transformer blocks and models (examples/models/ and examples/models/exported/, each
+# with torch's input and output) compiled for wse2 on square and non-square meshes whose sides
+# do not divide their widths, run on waferrun, and compared with torch's output at 1e-4 max
+# abs error and with waferc's reference interpreter. Each plan must hold attention in its
+# packed form (head-layout) and no head transpose: no op of the manifest lowers a transpose
+# or a reshape that moves data.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+M=$SRC/examples/models
+
+# check NAME MODEL INPUT.npy REF.npy IN OUT MESHES...
+check() {
+  local name=$1 model=$2 input=$3 ref=$4 in=$5 out=$6
+  shift 6
+  local shape
+  shape=$(python3 -c 'import sys
+h = open(sys.argv[1], "rb").read(256).decode("latin1")
+s = h[h.index("(") + 1:h.index(")")]
+print("x".join(t.strip() for t in s.split(",") if t.strip()))' "$input")
+  waferc "$model" --interpret --input-shape "$in=$shape" --input "$in=$input" --output-dir "$TMP/$name.ref" -q 2>"$TMP/err" ||
+    fail "$name: the interpreter failed: $(head -3 "$TMP/err")"
+  for mesh in "$@"; do
+    local d="$TMP/$name.$mesh"
+    waferc "$model" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "$in=$shape" -q 2>"$TMP/err" ||
+      fail "$name on $mesh: waferc exited $?: $(head -3 "$TMP/err")"
+    waferrun "$d" -q --input "$in=$input" --output-dir "$d/out" || fail "$name on $mesh: waferrun exited $?"
+    wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 >/dev/null ||
+      fail "$name on $mesh: the plan's output differs from torch's: $(wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 | tail -1)"
+    wafer-npycmp "$d/out/$out.npy" "$TMP/$name.ref/$out.npy" --atol 1e-4 --rtol 0 >/dev/null ||
+      fail "$name on $mesh: the plan's output differs from the interpreter"
+    python3 - "$d/manifest.json" "$name on $mesh" <<'PY' || exit 1
+import json, sys
+m = json.load(open(sys.argv[1]))
+ops = m["ops"]
+att = [o for o in ops if o.get("op") == "attention"]
+if not att:
+    sys.exit("FAIL: %s: no attention op in the plan" % sys.argv[2])
+moves = [o for o in ops if o.get("op") in ("transpose", "reshape", "dist.relayout") and o.get("lowering") != "local"]
+if moves:
+    sys.exit("FAIL: %s: %d ops move data to change a layout: %s" % (sys.argv[2], len(moves),
+             ", ".join("%s (%s)" % (o["op"], o.get("lowering")) for o in moves)))
+if m.get("fabric_transposes", 0) or m.get("relayouts", 0):
+    sys.exit("FAIL: %s: the manifest counts fabric transposes/relayouts" % sys.argv[2])
+PY
+    n=$((n + 1))
+  done
+}
+
+check gpt2_block "$M/gpt2_block.onnx" "$M/gpt2_block_input.npy" "$M/gpt2_block_ref.npy" x y 4x4 5x3 8x8 6x5
+check gpt2_block_s13 "$M/gpt2_block.onnx" "$M/gpt2_block_s13_input.npy" "$M/gpt2_block_s13_ref.npy" x y 4x4 7x3
+check llama_block "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 5x3 8x8 16x4
+check llama_block_dyn "$M/llama_block_dyn.onnx" "$M/llama_block_dyn_s13_input.npy" "$M/llama_block_dyn_s13_ref.npy" x y 2x2 3x2 5x3
+E=$M/exported
+for m in gpt2_conv1d_e48h6_s11 llama_interleaved_e48h6kv2_s7 llama_mqa_e40h5kv1_o14_s9 gpt2_buffer_o13_e64h4_s8; do
+  check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 5x3 8x8 7x2
+done
+echo "transformer plans: $n pass"
