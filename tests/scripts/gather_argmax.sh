@@ -15,8 +15,8 @@
 #  - a table larger than a PE's SRAM: the memory planner's exit 4;
 #  - examples/models/tiny_argmax.onnx (torch's Embedding, Linear and argmax(dim=-1)), whose
 #    plan must match torch's own outputs;
-#  - examples/models/tiny_llama.onnx, token ids to logits, as plans on 2x2 to 5x3 against
-#    torch's logits (1e-4).
+#  - examples/models/tiny_llama.onnx and the tiny GPT-2 models of examples/models/exported/
+#    (tied and untied heads), token ids to logits, as plans against torch's logits (1e-4).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 export WAFERC_TARGET_PATH=$SRC/targets
@@ -204,6 +204,23 @@ for s in 8 13; do
       fail "$tag on $mesh: waferrun exited $?: $(head -1 "$TMP/tl.err")"
     wafer-npycmp "$d/out/logits.npy" "$TMP/ref_$tag/logits.npy" --atol 1e-4 --rtol 0 >"$TMP/tl.cmp" 2>&1 ||
       fail "$tag on $mesh: the logits differ from torch's: $(head -1 "$TMP/tl.cmp")"
+    n=$((n + 1))
+  done
+done
+# ---- tiny GPT-2 models from token ids to logits (examples/models/exported/: learned
+# positions folded at import, an LM head untied or tied to the embedding) for wse2 --------------
+X=$M/exported
+for m in gpt2m_untied_e32h4_v96_s8:1x8 gpt2m_tied_e48h6_v100_s11:1x11; do
+  name=${m%%:*} shape=${m##*:}
+  [ -f "$X/$name.onnx" ] || fail "$name: not in $X"
+  for mesh in 4x4 5x3 7x2; do
+    d=$TMP/${name}_$mesh
+    waferc "$X/$name.onnx" -o "$d/plan" --target=wse2 --mesh="$mesh" --input-shape input_ids="$shape" -q \
+      2>"$TMP/g2.err" || fail "$name on $mesh: waferc exited $?: $(grep -m1 error "$TMP/g2.err")"
+    waferrun "$d/plan" -q --input input_ids="$X/${name}_input.npy" --output-dir "$d/out" 2>"$TMP/g2.err" ||
+      fail "$name on $mesh: waferrun exited $?: $(head -1 "$TMP/g2.err")"
+    wafer-npycmp "$d/out/logits.npy" "$X/${name}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/g2.cmp" 2>&1 ||
+      fail "$name on $mesh: the logits differ from torch's: $(head -1 "$TMP/g2.cmp")"
     n=$((n + 1))
   done
 done
