@@ -145,6 +145,7 @@ w(sys.argv[1] + "/bad.npy", [0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 13, 4, 5, 6])
 w(sys.argv[1] + "/neg.npy", [0, -1, 2, -13, 12, 5, 6, -7, 1, 2, 3, 4, 5, -2])
 PY
 P=$TMP/lm_3x2/plan
+waferrun "$P" --describe | grep -q "^  ids  .*i64\[2, 7\] .*ids in \[0, 13)" || fail "--describe should give the ids' range"
 rc=0
 waferrun "$P" -q --input ids="$TMP/bad.npy" --output-dir "$TMP/bad" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" = 5 ] || fail "bad ids: waferrun exited $rc, want 5"
