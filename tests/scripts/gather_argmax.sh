@@ -99,6 +99,26 @@ w = {t["name"]: t for t in m["weights"]["tensors"]}
 assert w["emb"]["split"] == ["-", "x"], w["emb"]
 PY
 
+# ---- one token (decode: ids [1, 1], every PE row looks it up) and rank-1 ids [9] ------------
+$NPY "$TMP/ids1.npy" 1,1 9 i64:13
+$NPY "$TMP/idsv.npy" 9 8 i64:13
+cat >"$TMP/dec.wir" <<EOF
+module @dec {
+  const @emb : f32[13, 10] = file<"$TMP/emb.npy">
+  const @w : f32[10, 17] = file<"$TMP/w.npy">
+  func @main(%ids: i64[1, 1], %v: i64[9]) -> (i64[1, 1], f32[9, 10], i64[9]) {
+    %e = gather(@emb, %ids) {axis = 0} : f32[1, 1, 10]
+    %h = matmul(%e, @w) : f32[1, 1, 17]
+    %y = argmax(%h) {axis = -1, keepdims = false} : i64[1, 1]
+    %ev = gather(@emb, %v) {axis = 0} : f32[9, 10]
+    %hv = matmul(%ev, @w) : f32[9, 17]
+    %yv = argmax(%hv) {axis = 1, keepdims = false} : i64[9]
+    return %y, %ev, %yv
+  }
+}
+EOF
+for mesh in 1x1 3x2 4x4 5x3; do run "dec_$mesh" "$TMP/dec.wir" "$mesh" "ids=$TMP/ids1.npy v=$TMP/idsv.npy"; done
+
 # ---- ties across PEs, all-negative rows, the next ids fed back into a gather ----------------
 python3 - "$TMP/ties.npy" <<'PY'
 import struct, sys
