@@ -168,11 +168,12 @@ static void widen_computed_scalars(wf_module *m, wf_func *f) {
   wf_func_foreach_op(f, op) {
     if (op->code == WF_OP_RETURN || op->n_results != 1 || op->n_operands < 1) continue;
     wf_type *t = wf_value_type(f, op->results[0]);
-    if (t->rank != 0 || t->dtype != WF_F32) continue;
+    /* an argmax of a vector (the next token of one row of logits) is an i64 scalar */
+    if (t->rank != 0 || (t->dtype != WF_F32 && op->code != WF_OP_ARGMAX)) continue;
     const wf_type *in = wf_value_type(f, op->operands[0]);
-    if (is_reduce(op->code) && in->rank >= 1 && in->dtype == WF_F32) {
+    if ((is_reduce(op->code) || op->code == WF_OP_ARGMAX) && in->rank >= 1 && in->dtype == WF_F32) {
       wf_op_set_attr(f, op, (wf_attr){wf_intern(m, "keepdims"), WF_ATTR_BOOL, {.i = 1}});
-      *t = wf_type_make(WF_F32, in->rank, ones);
+      *t = wf_type_make(t->dtype, in->rank, ones);
       if (in->rank == 1) continue;
       wf_value kept = op->results[0];
       wf_type one = wf_type_make(WF_F32, 1, ones);

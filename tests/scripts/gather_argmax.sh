@@ -9,7 +9,7 @@
 #  - argmax of values with ties across PEs (integers in a narrow range) and all-negative
 #    rows (a padding zero must not win), over the last axis (split along x), the middle one
 #    (along y) and the first (whole), with select_last_index too, and the next ids fed back
-#    into a gather;
+#    into a gather; an argmax of a vector (an i64 scalar);
 #  - ids out of range: waferrun exits 5 naming the gather; negative ids count from the
 #    end; generated inputs (random:, splat:) give valid ids;
 #  - a table larger than a PE's SRAM: the memory planner's exit 4;
@@ -153,6 +153,18 @@ module @ties {
 }
 EOF
 for mesh in 1x1 2x2 3x2 4x4 5x3; do run "ties_$mesh" "$TMP/ties.wir" "$mesh" "x=$TMP/ties.npy"; done
+
+# ---- the next token of one row of logits: an argmax of a vector is an i64 scalar -----------
+$NPY "$TMP/x17.npy" 17 5 1.0
+cat >"$TMP/scalar.wir" <<'EOF'
+module @s {
+  func @main(%x: f32[17]) -> i64[] {
+    %y = argmax(%x) {axis = 0, keepdims = false} : i64[]
+    return %y
+  }
+}
+EOF
+for mesh in 1x1 4x4 5x3; do run "scalar_$mesh" "$TMP/scalar.wir" "$mesh" "x=$TMP/x17.npy"; done
 
 # ---- bad ids, negative ids, generated ids --------------------------------------------------
 python3 - "$TMP" <<'PY'
