@@ -312,9 +312,11 @@ static wf_value build_side(hl *c, wf_op *at, const hl_side *s, const hl_map *mp,
   wf_type t = wf_type_make(WF_F32, 3, dims);
   wf_value ops[3] = {s->p.x, wf_func_global_value(c->f, wg)};
   wf_value v = insert(c, at, WF_OP_MATMUL, 2, ops, t, s->p.loc);
+  name_like(c, v, orig, ".proj");
   if (bg >= 0) {
     ops[0] = v, ops[1] = wf_func_global_value(c->f, bg);
     v = insert(c, at, WF_OP_ADD, 2, ops, t, s->p.loc);
+    name_like(c, v, orig, ".bias");
   }
   if (rot && s->rope != ROPE_NONE) {
     int cg, sg;
@@ -323,6 +325,7 @@ static wf_value build_side(hl *c, wf_op *at, const hl_side *s, const hl_map *mp,
     v = insert(c, at, WF_OP_ROTATE_PAIRS, 3, ops, t, at->loc);
     wf_pass_stat_add(ctx, "rope-packed", 1);
   }
+  wf_value_get(c->f, v)->name = 0; /* the last of them takes the ".heads" name */
   name_like(c, v, orig, ".heads");
   return v;
 }

@@ -248,6 +248,23 @@ static void vecmat_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   for (int d = 0; d + 1 < rt->rank; d++) rt->layout.dims[d].split = WF_AXIS_NONE;
 }
 
+/* The packed attention's tensors (head-layout) print in WaferLLM's notation with the heads:
+ * {B, L_y, HD_x}, E = H·D along x (docs/attention.md). The split is partition's rule; only the
+ * labels say what the columns hold. */
+static void label_heads(wf_module *m, wf_func *f) {
+  uint32_t b = wf_intern(m, "B"), l = wf_intern(m, "L"), hd = wf_intern(m, "HD");
+  wf_func_foreach_op(f, op) {
+    if (!(op->code == WF_OP_ATTENTION && wf_op_int(f, op, "heads", 0) > 0) && op->code != WF_OP_ROTATE_PAIRS)
+      continue;
+    wf_value vs[4] = {op->results[0], op->operands[0], op->operands[1], op->operands[2]};
+    for (int i = 0; i < (op->code == WF_OP_ATTENTION ? 4 : 2); i++) {
+      wf_type *t = wf_value_type(f, vs[i]);
+      if (t->rank != 3 || t->layout.rank != 3) continue;
+      t->layout.dims[0].label = b, t->layout.dims[1].label = l, t->layout.dims[2].label = hd;
+    }
+  }
+}
+
 int wf_partition_lowers(wf_opcode c) {
   switch (c) {
     case WF_OP_GEMM: /* wf_decompose_gemm turns it into the ops below */
@@ -390,6 +407,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       n++;
     }
   }
+  label_heads(m, f);
   const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));

@@ -9,6 +9,67 @@
 
 static cJSON *num(int64_t v) { return cJSON_CreateNumber((double)v); }
 
+/* How many cycles op i moved the end of the run: its last PE's end past every earlier op's.
+ * A GEMM's skew (PEs ending thousands of cycles apart) is charged to the GEMM, not to the
+ * small op after it, whose span first-PE-in to last-PE-out includes that skew. */
+static int64_t critical_cycles(const wf_sim *s, int i) {
+  int64_t before = 0;
+  for (int k = 0; k < i; k++)
+    if (s->ops[k].end > before) before = s->ops[k].end;
+  return s->ops[i].end > before ? s->ops[i].end - before : 0;
+}
+
+/* The layer an op belongs to, from its result's name as exporters write module paths
+ * (`%_layers.3_self_attn_...`, `%_h.0_ln_1_...`, `%/model/layers.3/...`): "layers.3", or ""
+ * for an op outside any numbered block (embedding, final norm, head). */
+static void layer_of(const char *name, char *buf, size_t cap) {
+  static const char *const keys[] = {"layers.", "layer.", "blocks.", "block.", "h."};
+  buf[0] = 0;
+  for (const char *c = name; *c; c++) {
+    if (c != name && c[-1] != '_' && c[-1] != '%' && c[-1] != '/' && c[-1] != '.') continue;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+      size_t n = strlen(keys[k]);
+      if (strncmp(c, keys[k], n) || c[n] < '0' || c[n] > '9') continue;
+      size_t len = n;
+      while (c[len] >= '0' && c[len] <= '9') len++;
+      snprintf(buf, cap, "%.*s", (int)len, c);
+      return;
+    }
+  }
+}
+
+/* Per layer, in order of first appearance: ops, critical cycles, predicted cycles. Returns how
+ * many layers (0 when the plan has fewer than two: nothing to split). */
+typedef struct layer_stat {
+  char name[32];
+  int ops;
+  int64_t cycles, predicted;
+} layer_stat;
+
+static int layer_stats(const wf_sim *s, layer_stat *out, int cap) {
+  const wf_plan *p = s->plan;
+  int n = 0;
+  for (int i = 0; i < p->n_ops; i++) {
+    char key[32];
+    layer_of(p->ops[i].result, key, sizeof key);
+    if (!key[0]) snprintf(key, sizeof key, "(outside the layers)");
+    int j = 0;
+    while (j < n && strcmp(out[j].name, key)) j++;
+    if (j == n) {
+      if (n == cap) continue;
+      memset(&out[n], 0, sizeof out[n]);
+      snprintf(out[n].name, sizeof out[n].name, "%s", key);
+      n++;
+    }
+    out[j].ops++;
+    out[j].cycles += critical_cycles(s, i);
+    out[j].predicted += p->ops[i].predicted;
+  }
+  return n >= 2 ? n : 0;
+}
+
+enum { MAX_LAYERS = 256 };
+
 /* A collective's cycles, first PE in to last PE out over all its runs (a collective in a loop
  * runs once a round: then they span the rounds), and how often each PE ran it. */
 static int64_t coll_span(const wf_coll_stat *cs) { return cs->start == INT64_MAX ? 0 : cs->end - cs->start; }
@@ -72,6 +133,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     cJSON_AddItemToObject(o, "start", num(st->start == INT64_MAX ? 0 : st->start));
     cJSON_AddItemToObject(o, "end", num(st->end));
     cJSON_AddItemToObject(o, "cycles", num(span));
+    cJSON_AddItemToObject(o, "critical_cycles", num(critical_cycles(s, i)));
     cJSON_AddItemToObject(o, "predicted_cycles", num(p->ops[i].predicted));
     cJSON_AddItemToObject(o, "compute", num(st->compute));
     cJSON_AddItemToObject(o, "communication", num(st->comm));
@@ -99,6 +161,21 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     }
     cJSON_AddItemToArray(ops, o);
   }
+
+  layer_stat *ls = malloc(MAX_LAYERS * sizeof *ls);
+  int nl = ls ? layer_stats(s, ls, MAX_LAYERS) : 0;
+  if (nl) {
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (int j = 0; j < nl; j++) {
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddStringToObject(e, "layer", ls[j].name);
+      cJSON_AddItemToObject(e, "ops", num(ls[j].ops));
+      cJSON_AddItemToObject(e, "cycles", num(ls[j].cycles));
+      cJSON_AddItemToObject(e, "predicted_cycles", num(ls[j].predicted));
+      cJSON_AddItemToArray(layers, e);
+    }
+  }
+  free(ls);
 
   cJSON *links = cJSON_AddObjectToObject(root, "links");
   int64_t total = 0, up = 0, down = 0;
@@ -150,6 +227,9 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
   fprintf(out, "cycles: %lld simulated, %lld predicted\n", (long long)s->total,
           (long long)p->predicted_total);
   fprintf(out, "time:   %.6g s at %.4g GHz\n", seconds, p->target.clock_hz / 1e9);
+  if (p->tokens_per_run > 1 && s->total > 0)
+    fprintf(out, "prefill: %lld tokens per run, %.4g tokens/s\n", (long long)p->tokens_per_run,
+            (double)p->tokens_per_run / seconds);
   int64_t hops = 0;
   size_t cells = (size_t)s->w * (size_t)s->h;
   for (size_t i = 0; i < cells; i++)
@@ -174,4 +254,10 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
       fprintf(out, ")%s\n", coll_runs(s, cs) > 1 ? ", over its runs" : "");
     }
   }
+  layer_stat *ls = malloc(MAX_LAYERS * sizeof *ls);
+  int nl = ls ? layer_stats(s, ls, MAX_LAYERS) : 0;
+  for (int j = 0; j < nl; j++)
+    fprintf(out, "%s %-22s %3d ops %10lld cycles on the critical path (predicted %lld)\n", j ? "       " : "layers:",
+            ls[j].name, ls[j].ops, (long long)ls[j].cycles, (long long)ls[j].predicted);
+  free(ls);
 }

@@ -7,11 +7,11 @@
  *
  * K and V blocks reach every row of their column by the column broadcast of dist.gemm_t:
  * round j (a loop over the H rows), row j multicasts its K and V blocks down the column. No
- * block is transposed over the fabric; the score block of a slot is
- *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb], k_slot transposed on the PE
- * and, for a head spanning g columns, the sum of the g partial products: an allreduce along x
- * of every group's partials side by side (group i's in slot i; each PE keeps its group's). A
- * segmented allreduce inside the group would move ceil(W/g) times less; not written yet.
+ * block is transposed over the fabric: each PE transposes its own K block per slot once, before
+ * the rounds, and sends it so; the score block of a slot is
+ *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb]
+ * and, for a head spanning g columns, the sum of the g partial products inside the group (a
+ * chain east and a flood back west on the group's columns only: grp_sum below).
  *
  * The softmax is online (FlashAttention's recurrence), one K/V block per round, so SRAM holds
  * one Sb x Tb score block per slot, never Sb x T:
@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/collectives/lower_collective.h"
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
@@ -46,6 +47,76 @@ static void copy2d(wf_lower *L, const wf_pe_guard *g, wf_pe_arg d, wf_pe_arg s, 
                    int64_t dstride, int64_t sstride) {
   wf_emit(L, g, WF_PEOP_COPY2D,
           (wf_pe_arg[]){d, s, wf_arg_int(rows), wf_arg_int(cols), wf_arg_int(dstride), wf_arg_int(sstride)});
+}
+
+/* ---- the sum inside each group of g columns ------------------------------------------------ *
+ * Groups are the runs of g columns x = i g .. i g + g - 1 (the last one cut at the mesh edge).
+ * The partials flow east along the group, each PE adding its own (a chain: `send`, `addsend`,
+ * `recvadd`), on two colors that alternate with the PE's place p = x mod g (a router holds one
+ * rule per color, and a PE in the middle both receives and sends); the group's last PE then
+ * floods the sum back west on a third color, which stops at the group's first PE. Per round it
+ * moves len words over g - 1 links twice, where the whole row's allreduce of every group's
+ * slot moved ceil(W/g) len words over W - 1. */
+typedef struct grp {
+  int g, w;
+  int c[2], cw; /* eastbound colors by the sender's parity; the westbound flood */
+} grp;
+
+/* The PEs at place p of their group (x mod g == p), the mesh's last column apart (`edge`
+ * selects it alone; it ends its group wherever it falls). */
+static wf_pe_guard at_place(const grp *G, int p, int edge) {
+  wf_pe_guard gd = wf_guard0();
+  wf_pe_term tx = wf_term(WF_TERM_X, 0);
+  if (edge) {
+    wf_gadd(&gd, tx, WF_CMP_EQ, wf_term(WF_TERM_INT, G->w - 1));
+    return gd;
+  }
+  if (G->g < G->w) wf_gadd_mod(&gd, tx, G->g, p);
+  wf_gadd(&gd, tx, WF_CMP_LT, wf_term(WF_TERM_INT, G->w - 1));
+  return gd;
+}
+
+static int grp_init(wf_lower *L, grp *G, int g, wf_loc loc) {
+  G->g = g, G->w = L->w;
+  G->c[0] = wf_lower_color_fresh(L, "attention head-group chain east (even places)", loc);
+  G->c[1] = wf_lower_color_fresh(L, "attention head-group chain east (odd places)", loc);
+  G->cw = wf_lower_color_fresh(L, "attention head-group sum back west", loc);
+  if (G->c[0] < 0 || G->c[1] < 0 || G->cw < 0) return WF_EXIT_NOFIT;
+  for (int edge = 0; edge < 2; edge++)
+    for (int p = 0; p < g; p++) {
+      if (edge && p != (G->w - 1) % g) continue;
+      wf_pe_guard gd = at_place(G, p, edge);
+      int first = p == 0, last = p == g - 1 || edge;
+      if (!first) wf_pe_class_add_route(L->cls, &gd, G->c[(p - 1) % 2], WF_DIR_W, 1u << WF_DIR_RAMP);
+      if (!last) wf_pe_class_add_route(L->cls, &gd, G->c[p % 2], WF_DIR_RAMP, 1u << WF_DIR_E);
+      if (first && last) continue;
+      if (last) wf_pe_class_add_route(L->cls, &gd, G->cw, WF_DIR_RAMP, 1u << WF_DIR_W);
+      else if (first) wf_pe_class_add_route(L->cls, &gd, G->cw, WF_DIR_E, 1u << WF_DIR_RAMP);
+      else wf_pe_class_add_route(L->cls, &gd, G->cw, WF_DIR_E, 1u << WF_DIR_W | 1u << WF_DIR_RAMP);
+    }
+  return 0;
+}
+
+/* sym[0..len) = its sum over the PE's group; returns the predicted cycles. */
+static int64_t grp_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
+  for (int edge = 0; edge < 2; edge++)
+    for (int p = 0; p < G->g; p++) {
+      if (edge && p != (G->w - 1) % G->g) continue;
+      wf_pe_guard gd = at_place(G, p, edge);
+      int first = p == 0, last = p == G->g - 1 || edge;
+      wf_pe_arg n = wf_arg_int(len), a = wf_arg_sym(sym);
+      if (first && last) continue;
+      if (first) wf_emit(L, &gd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(G->c[0]), a, n});
+      else if (!last)
+        wf_emit(L, &gd, WF_PEOP_ADDSEND,
+                (wf_pe_arg[]){wf_arg_int(G->c[(p - 1) % 2]), wf_arg_int(G->c[p % 2]), a, n});
+      else wf_emit(L, &gd, WF_PEOP_RECVADD, (wf_pe_arg[]){wf_arg_int(G->c[(p - 1) % 2]), a, n});
+      if (last) wf_emit(L, &gd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(G->cw), a, n});
+      else wf_emit(L, &gd, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(G->cw), a, n});
+    }
+  /* the chain and the flood each pipeline: len through the ramps, a hop and a ramp per link */
+  int64_t link = L->t->hop_cycles + L->t->ramp_cycles;
+  return 2 * len + 2 * (int64_t)(G->g - 1) * link + 4 * L->t->ramp_cycles;
 }
 
 /* The q/k/v and result layouts this lowering reads: {B, S_y or whole, N_x or whole}. */
@@ -87,16 +158,15 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
              (long long)hd, (long long)cb);
     return WF_EXIT_UNSUPPORTED;
   }
-  int64_t ng = g > 1 ? (L->w + g - 1) / g : 1;
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);
   int sv = wf_lower_sym(L, op->operands[2]), so = wf_lower_sym(L, op->results[0]);
   int64_t blk = nbatch * sb * cb, slots = nbatch * nh;
   int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
   int kb = wf_lower_temp(L, "$att_k", blk * 4), vb = wf_lower_temp(L, "$att_v", blk * 4);
-  int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4), ktr = wf_lower_temp(L, "$att_kt", tb * ds * 4);
+  int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4);
+  int kown = wf_lower_temp(L, "$att_kown", blk * 4), vown = wf_lower_temp(L, "$att_vown", blk * 4);
   int sc = wf_lower_temp(L, "$att_s", sb * tb * 4);
-  int all = g > 1 ? wf_lower_temp(L, "$att_all", ng * sb * tb * 4) : -1;
   int sm = wf_lower_temp(L, "$att_m", slots * sb * 4), sl = wf_lower_temp(L, "$att_l", slots * sb * 4);
   int mx = wf_lower_temp(L, "$att_mx", sb * 4), corr = wf_lower_temp(L, "$att_corr", sb * 4);
   int rs = wf_lower_temp(L, "$att_rs", sb * 4);
@@ -112,7 +182,18 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sl), wf_arg_int(slots * sb)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sm), wf_arg_int(slots * sb)});
   bin(L, NULL, WF_PEOP_ADD, at(sm, 0), at(sm, 0), at(kneg, 0), 1, slots * sb, WF_BMODE_I);
-  int64_t pred = 2 * blk + 2 * slots * sb + blk;
+  /* Every PE lays its own K block out as kᵀ per slot ([b][slot][ds][Tb]) and its V block as
+   * contiguous slots ([b][slot][Tb][ds]) once, so the blocks it sends are the matmuls' operands
+   * as they arrive: no copy or transpose per round. */
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t k = 0; k < nh; k++) {
+      int64_t slot = b * nh + k;
+      copy2d(L, NULL, at(ks, 0), at(sk, b * tb * cb + k * ds), tb, ds, ds, cb);
+      wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
+              (wf_pe_arg[]){at(kown, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+      copy2d(L, NULL, at(vown, slot * tb * ds), at(sv, b * tb * cb + k * ds), tb, ds, ds, cb);
+    }
+  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * blk;
 
   /* Masks: the diagonal block (key lj after query li), and the padding keys of each round. */
   int diag = -1;
@@ -125,10 +206,13 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     free(m);
   }
 
+  grp G;
+  int rc = g > 1 ? grp_init(L, &G, (int)g, op->loc) : 0;
+  if (rc) return rc;
   int ccol = -1;
   if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
   int jv = wf_lower_var(L, "ja");
-  wf_pe_term tj = wf_term_var(jv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
+  wf_pe_term tj = wf_term_var(jv, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), live = wf_guard0(), on_diag = wf_guard0();
   /* S whole on every PE (S = 1, or a one-row mesh): one round, every row its own sender. */
   int split = rows > 1;
@@ -139,46 +223,23 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
   if (rows > 1) {
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sk), wf_arg_int(blk)});
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(sv), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kown), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vown), wf_arg_int(blk)});
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(blk)});
     wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(blk)});
   }
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(sk), wf_arg_int(blk)});
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(sv), wf_arg_int(blk)});
-  int64_t round = 1 + 2 * blk, ar = 0;
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(blk)});
+  int64_t round = 1 + 2 * blk;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;
       wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
-      copy2d(L, lg, at(ks, 0), at(kb, b * tb * cb + k * ds), tb, ds, ds, cb);
-      wf_emit(L, lg, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(ktr), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
       wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){wf_arg_sym(sc), qs, wf_arg_sym(ktr), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
-      round += 2 * tb * ds + sb * tb + (sb * ds * tb + f - 1) / f;
-      if (g > 1) {
-        /* The g partial products of a head: group i's in slot i of `all`, summed along x. */
-        wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(all), wf_arg_int(ng * sb * tb)});
-        for (int64_t gi = 0; gi < ng; gi++) {
-          wf_pe_guard in = wf_guard0();
-          wf_gadd(&in, tx, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)(gi * g)));
-          wf_gadd(&in, tx, WF_CMP_LT, wf_term(WF_TERM_INT, (int32_t)((gi + 1) * g)));
-          wf_emit(L, &in, WF_PEOP_COPY, (wf_pe_arg[]){at(all, gi * sb * tb), wf_arg_sym(sc), wf_arg_int(sb * tb)});
-        }
-        int64_t c1 = 0, spread = 0;
-        int rc = wf_lower_allreduce(L, all, ng * sb * tb, WF_AXIS_X, 0, op->loc, &c1, &spread);
-        if (rc) return rc;
-        /* the next round's allreduce waits for the PEs this one reached last (lower_gemm_t.c) */
-        ar = c1 + spread;
-        for (int64_t gi = 0; gi < ng; gi++) {
-          wf_pe_guard in = wf_guard0();
-          wf_gadd(&in, tx, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)(gi * g)));
-          wf_gadd(&in, tx, WF_CMP_LT, wf_term(WF_TERM_INT, (int32_t)((gi + 1) * g)));
-          wf_emit(L, &in, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), at(all, gi * sb * tb), wf_arg_int(sb * tb)});
-        }
-        round += ng * sb * tb + 2 * sb * tb + ar;
-      }
+              (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, slot * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
+      round += sb * tb + (sb * ds * tb + f - 1) / f;
+      if (g > 1) round += grp_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
       if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
       else
         for (int j = 0; j < rows; j++) {
@@ -205,10 +266,9 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       bin(L, lg, WF_PEOP_MUL, l, l, wf_arg_sym(corr), 1, sb, WF_BMODE_IJ);
       bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
       bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
-      copy2d(L, lg, at(ks, 0), at(vb, b * tb * cb + k * ds), tb, ds, ds, cb);
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){a, wf_arg_sym(sc), wf_arg_sym(ks), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
-      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + tb * ds + (sb * tb * ds + f - 1) / f;
+              (wf_pe_arg[]){a, wf_arg_sym(sc), at(vb, slot * tb * ds), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
+      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
     }
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   for (int64_t b = 0; b < nbatch; b++)

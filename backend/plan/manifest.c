@@ -266,6 +266,16 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     total += lo->predicted;
   }
   cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
+  /* A prefill plan processes B·S tokens per run (the packed attention's q: [B, S, E]); the
+   * report's tokens/s counts them. Other plans keep the default of 1. */
+  int64_t tokens = 0;
+  for (int i = 0; i < L->n_ops && !tokens; i++) {
+    const wf_op *op = L->ops[i].op;
+    if (op->code != WF_OP_ATTENTION || wf_op_int(L->f, op, "heads", 0) <= 0) continue;
+    const wf_type *q = wf_value_type(L->f, op->operands[0]);
+    tokens = q->dims[0] * q->dims[1];
+  }
+  if (tokens > 1) cJSON_AddNumberToObject(root, "tokens_per_run", (double)tokens);
   /* Compute kernels per class (backend/plan/llvm_kernels.h); a plan without any is interpreted. */
   cJSON *kernels = cJSON_AddArrayToObject(root, "kernels");
   cJSON *k = wf_llvm_kernels_manifest(c);

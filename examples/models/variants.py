@@ -349,7 +349,8 @@ def variants():
     # sizes no mesh side divides, committed as plans tests (examples/models/exported/)
     v += [variant("gpt2", embed=48, heads=6, conv1d=True, seq=11),
           variant("llama", embed=48, heads=6, kv_heads=2, rope="interleaved", seq=7),
-          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14)]
+          variant("llama", embed=40, heads=5, kv_heads=1, seq=9, opset=14),
+          variant("llama", embed=16, heads=2, kv_heads=1, seq=5), variant("gpt2", embed=16, heads=2, seq=6)]
     # tiny GPT-2: ids -> logits, learned positions, tied or untied head, fused QKV, Conv1D or Linear
     v += [variant("gpt2m"), variant("gpt2m", tied=False), variant("gpt2m", axes="seq"),
           variant("gpt2m", conv1d=True, gelu="new"), variant("gpt2m", embed=48, heads=6, vocab=100, seq=11),
@@ -548,6 +549,7 @@ def main():
             print(name, "export.py --only", model, args)
         return 0
     root = a.keep or tempfile.mkdtemp(prefix="waferc-variants-")
+    plan_runs = []
     failed, n_cases = [], 0
     for c in vs:
         d = os.path.join(root, c["name"])
@@ -564,6 +566,8 @@ def main():
             for how, fn in runs:
                 n_cases += 1
                 why = fn()
+                if how.startswith("mesh "):
+                    plan_runs.append((c["family"], how[5:], why is None))
                 tag = "%s [batch %d, seq %d, %s]" % (c["name"], b, s, how)
                 if why:
                     failed.append((tag, why))
@@ -582,6 +586,18 @@ def main():
                 print("FAIL %s: %s" % (tag, why), flush=True)
             else:
                 print("PASS %s" % tag, flush=True)
+    if meshes:
+        # per mesh and family: the table CONFORMANCE.md "Exported models as plans" holds
+        fams = {"gpt2": "GPT-2 blocks", "llama": "LLaMA blocks", "tiny": "tiny LLaMA (ids to logits)",
+                "gpt2m": "tiny GPT-2 (ids to logits)"}
+        print("\n| family | " + " | ".join(meshes) + " |")
+        print("|---|" + "---:|" * len(meshes))
+        for fam, label in fams.items():
+            cells = []
+            for m in meshes:
+                tags = [t for t in plan_runs if t[0] == fam and t[1] == m]
+                cells.append("%d/%d" % (sum(1 for t in tags if t[2]), len(tags)))
+            print("| %s | %s |" % (label, " | ".join(cells)))
     print("\n%d/%d checks pass (%d variants, %d export.py option sets)%s" % (n_cases - len(failed), n_cases, len(vs), len(eps),
                                                  "; files kept in " + root if a.keep else ""))
     if not a.keep:

@@ -53,7 +53,23 @@ check gpt2_block_s13 "$M/gpt2_block.onnx" "$M/gpt2_block_s13_input.npy" "$M/gpt2
 check llama_block "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 5x3 8x8 16x4
 check llama_block_dyn "$M/llama_block_dyn.onnx" "$M/llama_block_dyn_s13_input.npy" "$M/llama_block_dyn_s13_ref.npy" x y 2x2 3x2 5x3
 E=$M/exported
+for m in llama_mqa_e16h2kv1_s5 gpt2_e16h2_s6; do
+  check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 1x1 2x2 3x2 5x3
+done
 for m in gpt2_conv1d_e48h6_s11 llama_interleaved_e48h6kv2_s7 llama_mqa_e40h5kv1_o14_s9 gpt2_buffer_o13_e64h4_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 5x3 8x8 7x2
 done
+
+# A model that does not fit: exit 4, no plan written, and a note naming the smallest mesh that
+# fits, which then compiles.
+set +e
+waferc "$M/llama_block.onnx" -o "$TMP/nofit" --target=wse2 --mesh=3x2 -q 2>"$TMP/nofit.err"
+rc=$?
+set -e
+[ "$rc" -eq 4 ] || fail "llama_block on 3x2: exit $rc, want 4 (does not fit)"
+[ ! -e "$TMP/nofit" ] || fail "llama_block on 3x2: a plan directory was left behind"
+fit=$(sed -n 's/.*the smallest mesh of this shape the plan fits is \([0-9]*x[0-9]*\).*/\1/p' "$TMP/nofit.err")
+[ -n "$fit" ] || fail "llama_block on 3x2: no smallest mesh named: $(cat "$TMP/nofit.err")"
+waferc "$M/llama_block.onnx" -o "$TMP/fit" --target=wse2 --mesh="$fit" -q || fail "the named mesh $fit does not compile"
+n=$((n + 1))
 echo "transformer plans: $n pass"

@@ -62,6 +62,79 @@ static int by_size(const void *a, const void *b) {
   return p->w - q->w;
 }
 
+/* Every mesh at least w0 x h0 within the program rectangle but that one, smallest first
+ * (bounded so a model that fits nowhere near does not compile hundreds of times); *n set. */
+static mesh *candidates(const wf_target *t, int w0, int h0, int *count) {
+  int cap = 4096, n = 0;
+  mesh *c = malloc((size_t)cap * sizeof *c);
+  for (int W = w0; c && W <= t->program_w; W++)
+    for (int H = h0; H <= t->program_h; H++) {
+      if (W == w0 && H == h0) continue;
+      if (n == cap) {
+        /* keep the smallest `cap` meshes seen so far */
+        qsort(c, (size_t)n, sizeof *c, by_size);
+        n = cap / 2;
+      }
+      c[n++] = (mesh){W, H};
+    }
+  if (c) qsort(c, (size_t)n, sizeof *c, by_size);
+  *count = n;
+  return c;
+}
+
+/* Silent compile for w x h: 1 if it fits. */
+static int fits(wf_target *t, int (*try_compile)(void *), void *user, held *h, int w, int hh) {
+  char m[32];
+  snprintf(m, sizeof m, "%dx%d", w, hh);
+  return !wf_target_set_mesh(t, m) && attempt(try_compile, user, h) == WF_EXIT_OK;
+}
+
+/* The mesh k steps up the diagonal from w0 x h0 (both sides grown, the aspect kept). */
+static mesh diag_step(int w0, int h0, long k) {
+  long w = w0 + k, h = h0 + (k * h0 + w0 / 2) / w0;
+  return (mesh){(int)w, (int)(h > h0 ? h : h0 + 1)};
+}
+
+int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *fw, int *fh) {
+  held *h = calloc(1, sizeof *h);
+  if (!h) return 0;
+  int w0 = t->mesh_w, h0 = t->mesh_h, found = 0;
+  /* Up the diagonal: doubling steps until one fits (SRAM per PE shrinks with the PE count),
+   * then halving between the last that did not and the first that did. About 2 log2 of the
+   * distance compiles, where a search mesh by mesh would need thousands on a large model. */
+  long lo = 0, hi = 0;
+  for (long k = 1;; k *= 2) {
+    mesh m = diag_step(w0, h0, k);
+    if (m.w > t->program_w || m.h > t->program_h) {
+      mesh last = {t->program_w, t->program_h};
+      if (fits(t, try_compile, user, h, last.w, last.h)) hi = k;
+      break;
+    }
+    if (fits(t, try_compile, user, h, m.w, m.h)) {
+      hi = k;
+      break;
+    }
+    lo = k;
+  }
+  if (hi) {
+    while (hi - lo > 1) {
+      long mid = lo + (hi - lo) / 2;
+      mesh m = diag_step(w0, h0, mid);
+      if (m.w <= t->program_w && m.h <= t->program_h && fits(t, try_compile, user, h, m.w, m.h)) hi = mid;
+      else lo = mid;
+    }
+    mesh m = diag_step(w0, h0, hi);
+    if (m.w > t->program_w || m.h > t->program_h) m = (mesh){t->program_w, t->program_h};
+    found = 1, *fw = m.w, *fh = m.h;
+  }
+  release(h, 0);
+  char m[32];
+  snprintf(m, sizeof m, "%dx%d", w0, h0);
+  wf_target_set_mesh(t, m);
+  free(h);
+  return found;
+}
+
 int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) {
   held *h = calloc(1, sizeof *h);
   WF_ASSERT(h);
@@ -74,21 +147,8 @@ int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) 
   }
   held *first = h;
   h = calloc(1, sizeof *h);
-  /* Candidates: every mesh at least as large on both axes, fewest PEs first. Bounded so a
-   * model that fits nowhere near does not compile hundreds of times. */
-  int cap = 4096, n = 0;
-  mesh *c = h ? malloc((size_t)cap * sizeof *c) : NULL;
-  for (int W = w0; c && W <= t->program_w; W++)
-    for (int H = h0; H <= t->program_h; H++) {
-      if (W == w0 && H == h0) continue;
-      if (n == cap) {
-        /* keep the smallest `cap` meshes seen so far */
-        qsort(c, (size_t)n, sizeof *c, by_size);
-        n = cap / 2;
-      }
-      c[n++] = (mesh){W, H};
-    }
-  if (c) qsort(c, (size_t)n, sizeof *c, by_size);
+  int n = 0;
+  mesh *c = h ? candidates(t, w0, h0, &n) : NULL;
   int found = -1;
   for (int i = 0; c && i < n && i < MAX_TRIES; i++) {
     char m[32];

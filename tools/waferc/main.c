@@ -5,8 +5,10 @@
  *   waferc model.wir --interpret --input x=x.npy --output-dir out/
  *   waferc model.onnx --input-shape input_ids=1x16 --interpret --input input_ids=ids.npy --output-dir out/
  */
+#define _XOPEN_SOURCE 700 /* nftw (ftw.h) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <ftw.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +49,10 @@ typedef struct options {
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
  * smallest larger meshes within the program rectangle, with a note naming the one used. */
 int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
+/* The smallest mesh up the diagonal from the current one (the aspect kept) that the plan fits,
+ * by a doubling then halving search, silent and writing nothing the caller keeps: 1 and the mesh
+ * when one fits. */
+int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *w, int *h);
 
 static void usage(FILE *out) {
   fputs("usage: waferc [options] model.wir|model.onnx -o plan/\n"
@@ -483,6 +489,28 @@ static int compile_once(void *user) {
   return rc;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* After a plan that does not fit: compiles for larger meshes into a scratch directory (removed
+ * after) and names the smallest that fits, so the error says what to do. */
+static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline, const char *flags) {
+  char dir[] = "/tmp/waferc-fit-XXXXXX";
+  if (!mkdtemp(dir)) return;
+  options probe = *o;
+  probe.output = dir;
+  compile_try ct = {c, &probe, pipeline, flags};
+  int w, h;
+  if (wf_waferc_smallest_fit(&c->target, compile_once, &ct, &w, &h))
+    wf_note(WF_LOC_NONE, "the smallest mesh of this shape the plan fits is %dx%d (--mesh=%dx%d)", w, h, w, h);
+  else
+    wf_note(WF_LOC_NONE, "no larger mesh within the %dx%d program rectangle fits either", c->target.program_w,
+            c->target.program_h);
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
@@ -556,6 +584,7 @@ int main(int argc, char **argv) {
     else {
       char *flags = joined_args(argc, argv);
       rc = emit_plan(&c, m, &o, flags);
+      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, flags);
       free(flags);
     }
   }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# LLaMA-shaped blocks exported by torch (examples/models/export.py: RMSNorm, rotate-half RoPE,
+# GQA, SwiGLU with F = 2.5 E), compiled for wse2 and SIMULATED (BENCHMARKS.md "Transformer
+# blocks"). Per configuration: total cycles (simulated and predicted), each op's share of the
+# critical path (the cycles by which its last PE ends after the previous op's last PE: the
+# skew a GEMM leaves behind is not charged to the small op after it) against its prediction,
+# the worst op, the attention's, and prefill tokens/s at the target clock. Then MHA, GQA and
+# MQA of one width side by side.
+#   bench/transformer.sh                              # the configurations below
+#   CONFIGS="256:8:2:64:16" KV_SWEEP= bench/transformer.sh   # E:H:KV:L:N ...
+# Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
+set -euo pipefail
+CONFIGS=${CONFIGS:-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 512:8:2:512:32 1024:16:4:128:64"}
+KV_SWEEP=${KV_SWEEP-"256:8:64:16"}
+MODE=${MODE:-timing}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$here/targets}
+waferc=${WAFERC:-waferc}
+waferrun=${WAFERRUN:-waferrun}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+run() { # E H KV L N: prints one table row
+  local e=$1 h=$2 kv=$3 l=$4 n=$5 d=$tmp/e$1h$2kv$3l$4n$5
+  /usr/bin/python3 "$here/examples/models/export.py" --out "$d" --only llama_block --embed "$e" --heads "$h" \
+    --kv-heads "$kv" --seq "$l" --static >/dev/null 2>&1
+  "$waferc" "$d/llama_block.onnx" -o "$d/plan" --target=wse2 --mesh="${n}x${n}" -q
+  out=(); [ "$MODE" = functional ] && out=(--output-dir "$d/out")
+  "$waferrun" "$d/plan" --mode="$MODE" --input x="$d/llama_block_input.npy" "${out[@]}" \
+    --report "$d/r.json" -q
+  if [ "$MODE" = functional ]; then
+    wafer-npycmp "$d/out/y.npy" "$d/llama_block_ref.npy" --atol 1e-4 --rtol 0 >/dev/null ||
+      { echo "E=$e H=$h: the plan's output differs from torch's" >&2; exit 1; }
+  fi
+  python3 - "$d/r.json" "$e" "$h" "$kv" "$l" "$n" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+e, h, kv, l, n = sys.argv[2:]
+prev, worst, att = 0, (0.0, ""), None
+for o in r["ops"]:
+    inc, prev = o["end"] - prev, o["end"]
+    p = o["predicted_cycles"]
+    err = inc / p - 1 if p else 0.0
+    if abs(err) > abs(worst[0]):
+        worst = (err, o["op"])
+    if o["op"] == "attention":
+        att = (inc, p)
+tot = r["cycles"]
+tok = r["clock_hz"] / tot["total"] * int(l)
+print("| %s | %s/%s | %s | %sx%s | %d | %d | %+.1f%% | %d / %d (%+.1f%%) | %+.1f%% (%s) | %.3g |" % (
+    e, h, kv, l, n, n, tot["total"], tot["predicted"], 100.0 * (tot["total"] / tot["predicted"] - 1),
+    att[0], att[1], 100.0 * (att[0] / att[1] - 1), 100.0 * worst[0], worst[1], tok))
+PY
+}
+
+printf '| E | heads/kv | L | mesh | cycles | predicted | total error | attention simulated / predicted | worst op | prefill tokens/s |\n'
+printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n'
+for c in $CONFIGS; do
+  IFS=: read -r e h kv l n <<<"$c"
+  run "$e" "$h" "$kv" "$l" "$n"
+done
+for c in $KV_SWEEP; do
+  IFS=: read -r e h l n <<<"$c"
+  printf '\nMHA, GQA and MQA at E=%s, %s heads, L=%s on %sx%s (kv heads replicated into Wk/Wv):\n\n' "$e" "$h" "$l" "$n" "$n"
+  printf '| E | heads/kv | L | mesh | cycles | predicted | total error | attention simulated / predicted | worst op | prefill tokens/s |\n'
+  printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n'
+  for kv in "$h" $((h / 4)) 1; do run "$e" "$h" "$kv" "$l" "$n"; done
+done
