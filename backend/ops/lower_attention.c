@@ -231,7 +231,10 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(blk)});
   wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(blk)});
-  int64_t round = 1 + 2 * blk;
+  /* Per round: the K and V blocks through the ramps, and the sender's copies of its own into
+   * the round's buffers, which the next round waits for (a late receiver holds up the next
+   * broadcast for the whole column). */
+  int64_t round = 1 + 2 * blk + 2 * blk;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;
