@@ -118,3 +118,39 @@ int wf_rule_scatter(wf_func *f, const wf_op *op, wf_type *out) {
 int64_t wf_cost_scatter(const wf_func *f, const wf_op *op) {
   return wf_type_numel(wf_rule_in(f, op, 2));
 }
+
+/* ---- argmax: i64 index of the largest element along axis, the dim kept as 1 or dropped ---- */
+
+int wf_rule_argmax(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  if (a->dtype == WF_BOOL) {
+    wf_error(op->loc, "'argmax' does not take bool operands, got %s", TS(a));
+    return -1;
+  }
+  if (a->rank < 1) {
+    wf_error(op->loc, "'argmax' needs an operand of rank >= 1, got %s", TS(a));
+    return -1;
+  }
+  int64_t ax = wf_rule_int(f, op, "axis", 0);
+  int axis = wf_norm_axis(ax, a->rank);
+  if (axis < 0) {
+    wf_error(op->loc, "'argmax' axis %lld is out of range for %s", (long long)ax, TS(a));
+    return -1;
+  }
+  if (a->dims[axis] < 1) {
+    wf_error(op->loc, "'argmax' axis %d of %s is empty: there is no largest element", axis, TS(a));
+    return -1;
+  }
+  int keep = wf_rule_bool(f, op, "keepdims", 1);
+  int64_t dims[WF_MAX_RANK];
+  int rank = 0;
+  for (int i = 0; i < a->rank; i++) {
+    if (i != axis) dims[rank++] = a->dims[i];
+    else if (keep) dims[rank++] = 1;
+  }
+  *out = wf_rule_type(WF_I64, rank, dims);
+  return 0;
+}
+
+/* one comparison per element */
+int64_t wf_cost_argmax(const wf_func *f, const wf_op *op) { return wf_type_numel(wf_rule_in(f, op, 0)); }

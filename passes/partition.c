@@ -18,7 +18,11 @@
  * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
  * padding leaks into results); scalar constants and arguments become [1] tensors
  * (widen_scalar_args), and so do scalars computed inside the graph (widen_computed_scalars:
- * a reduction over every axis keeps its dims); non-f32 tensors are rejected. */
+ * a reduction over every axis keeps its dims). Integer tensors are rejected except at the
+ * two places that hold indices (integer_ok): the token ids of a gather, a function argument
+ * laid out like the gather's rows ({B, L_y}, held by every PE of a row), and the i64 result
+ * of an argmax; its table, a constant [V, E], is held as {V, E_x} (E split like the
+ * activations, every row of PEs holds all V rows: gather_table_layout). */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,9 +47,10 @@ static int parse_mesh(const char *s, int *w, int *h) {
   return sscanf(s, "%dx%d%c", w, h, &tail) == 2 && *w > 0 && *h > 0 ? 0 : -1;
 }
 
-/* The layout for a type under the rule above, or an error at loc. */
-static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
-  if (t->dtype != WF_F32) {
+/* The layout for a type under the rule above, or an error at loc. int_ok: an integer
+ * tensor is allowed here (integer_ok). */
+static int layout_for_dt(pctx *c, wf_type *t, wf_loc loc, const char *what, int int_ok) {
+  if (t->dtype != WF_F32 && !(int_ok && (t->dtype == WF_I64 || t->dtype == WF_I32))) {
     wf_error(loc, "partition: %s has dtype %s; only f32 tensors are supported", what,
              wf_dtype_name(t->dtype));
     return -1;
@@ -71,6 +76,40 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
   }
   t->layout = l;
   return 0;
+}
+
+static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
+  return layout_for_dt(c, t, loc, what, 0);
+}
+
+/* Integer values the backend lowers (backend/ops/lower_index.c): an argmax's result, and a
+ * function argument used only as the indices of gathers (the token ids), whose PEs hold
+ * them as f32 row numbers (the host converts them when it loads the plan's inputs). */
+static int integer_ok(const wf_func *f, wf_value v) {
+  const wf_value_info *vi = &f->values[v];
+  if (vi->kind == WF_VAL_RESULT) {
+    return vi->def && vi->def->code == WF_OP_ARGMAX;
+  }
+  if (vi->kind != WF_VAL_ARG) return 0;
+  int uses = 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+    if (op->operands[i] != v) continue;
+    if (op->code == WF_OP_RETURN) continue;
+    if (op->code != WF_OP_GATHER || i != 1) return 0;
+    uses++;
+  }
+  return uses > 0;
+}
+
+/* A gather's ids [.., L] take the layout of its result's rows ([.., L, E] -> {.., L_y, E_x}
+ * without E): every dim whole but the last, split along y; every PE of a row holds them. */
+static void ids_layout(wf_module *m, wf_type *t) {
+  static const char *const lead[] = {"B", "C", "D", "F", "G", "H"};
+  for (int d = 0; d < t->rank; d++) {
+    int last = d == t->rank - 1;
+    t->layout.dims[d].split = last && t->dims[d] != 1 ? WF_AXIS_Y : WF_AXIS_NONE;
+    t->layout.dims[d].label = wf_intern(m, last ? "M" : lead[d % 6]); /* the result's labels */
+  }
 }
 
 /* Records which arguments or results (indices) were rank-0 scalars before they became [1]:
@@ -131,11 +170,12 @@ static void widen_computed_scalars(wf_module *m, wf_func *f) {
   wf_func_foreach_op(f, op) {
     if (op->code == WF_OP_RETURN || op->n_results != 1 || op->n_operands < 1) continue;
     wf_type *t = wf_value_type(f, op->results[0]);
-    if (t->rank != 0 || t->dtype != WF_F32) continue;
+    /* an argmax of a vector (the next token of one row of logits) is an i64 scalar */
+    if (t->rank != 0 || (t->dtype != WF_F32 && op->code != WF_OP_ARGMAX)) continue;
     const wf_type *in = wf_value_type(f, op->operands[0]);
-    if (is_reduce(op->code) && in->rank >= 1 && in->dtype == WF_F32) {
+    if ((is_reduce(op->code) || op->code == WF_OP_ARGMAX) && in->rank >= 1 && in->dtype == WF_F32) {
       wf_op_set_attr(f, op, (wf_attr){wf_intern(m, "keepdims"), WF_ATTR_BOOL, {.i = 1}});
-      *t = wf_type_make(WF_F32, in->rank, ones);
+      *t = wf_type_make(t->dtype, in->rank, ones);
       if (in->rank == 1) continue;
       wf_value kept = op->results[0];
       wf_type one = wf_type_make(WF_F32, 1, ones);
@@ -179,10 +219,15 @@ static void widen_computed_scalars(wf_module *m, wf_func *f) {
  * statistic of X's block (backend/ops/lower_reduce_ops.c). */
 static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   const wf_type *in = wf_value_type(f, op->operands[0]);
-  const wf_attr *axes = wf_op_attr(f, op, "axes");
   int keep = wf_op_int(f, op, "keepdims", 1) != 0;
   if (in->layout.rank != in->rank || (keep && rt->rank != in->rank)) return;
   unsigned red = 0;
+  if (op->code == WF_OP_ARGMAX) { /* one axis, as an attribute of its own */
+    int64_t a = wf_op_int(f, op, "axis", 0);
+    a = a < 0 ? a + in->rank : a;
+    if (a >= 0 && a < in->rank) red = 1u << a;
+  }
+  const wf_attr *axes = op->code == WF_OP_ARGMAX ? NULL : wf_op_attr(f, op, "axes");
   for (int i = 0; axes && i < axes->u.ints.n; i++) {
     int64_t a = axes->u.ints.v[i] < 0 ? axes->u.ints.v[i] + in->rank : axes->u.ints.v[i];
     if (a >= 0 && a < in->rank) red |= 1u << a;
@@ -232,12 +277,31 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
     case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
     case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
+    case WF_OP_GATHER: case WF_OP_ARGMAX: /* backend/ops/lower_index.c */
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_RETURN:
       return 1;
     default:
       return 0;
   }
+}
+
+/* A gather's table is held as {V, E_x} (its rows whole on every PE row); any other use of the
+ * same constant expects partition's {M_y, N_x}, so a table shared with another op (an LM
+ * head tied to the embedding) is not lowered yet: said here, before any PE program. */
+static int gather_table_conflict(const wf_func *f, const wf_global *g, int gi, const char *what) {
+  int as_table = 0, other = 0;
+  const char *other_op = "";
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+    const wf_value_info *vi = &f->values[op->operands[i]];
+    if (vi->kind != WF_VAL_GLOBAL || vi->index != gi) continue;
+    if (op->code == WF_OP_GATHER && i == 0) as_table = 1;
+    else if (!other) other = 1, other_op = wf_opinfos[op->code].name;
+  }
+  if (!as_table || !other) return 0;
+  wf_error(g->loc, "partition: %s is the table of a 'gather' and an operand of '%s': a gather "
+                   "table shared with another op has no mesh lowering yet", what, other_op);
+  return -1;
 }
 
 static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
@@ -303,7 +367,10 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   char what[128];
   for (int i = 0; i < f->n_args; i++) {
     snprintf(what, sizeof what, "argument %%%s", wf_str(m, wf_value_get(f, f->args[i])->name));
-    if (layout_for(&c, wf_value_type(f, f->args[i]), f->loc, what)) return WF_EXIT_UNSUPPORTED;
+    wf_type *at = wf_value_type(f, f->args[i]);
+    int ids = at->dtype != WF_F32 && integer_ok(f, f->args[i]);
+    if (layout_for_dt(&c, at, f->loc, what, ids)) return WF_EXIT_UNSUPPORTED;
+    if (ids) ids_layout(m, at);
     n++;
   }
   /* Only values of ops still in the body: values of erased ops keep their table slots. */
@@ -323,17 +390,21 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
         vi->type.rank = 1;
         vi->type.dims[0] = 1;
       }
+      snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
       if (g->type.layout.rank == 0) {
-        snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
         if (layout_for(&c, &g->type, g->loc, what)) return WF_EXIT_UNSUPPORTED;
+        if (op->code == WF_OP_GATHER && i == 0) g->type.layout.dims[0].split = WF_AXIS_NONE;
         n++;
       }
+      if (gather_table_conflict(f, g, vi->index, what)) return WF_EXIT_UNSUPPORTED;
       vi->type.layout = g->type.layout;
     }
     for (int i = 0; i < op->n_results; i++) {
       snprintf(what, sizeof what, "result of '%s'", wf_opinfos[op->code].name);
-      if (layout_for(&c, wf_value_type(f, op->results[i]), op->loc, what)) return WF_EXIT_UNSUPPORTED;
-      if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN || op->code == WF_OP_REDUCE_MAX)
+      if (layout_for_dt(&c, wf_value_type(f, op->results[i]), op->loc, what, integer_ok(f, op->results[i])))
+        return WF_EXIT_UNSUPPORTED;
+      if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN || op->code == WF_OP_REDUCE_MAX ||
+          op->code == WF_OP_ARGMAX)
         reduce_layout(f, op, wf_value_type(f, op->results[i]));
       vecmat_layout(f, op, wf_value_type(f, op->results[i]));
       n++;
@@ -343,7 +414,8 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));
-    if (layout_for(&c, &f->result_types[i], f->loc, what)) return WF_EXIT_UNSUPPORTED;
+    int ints = ret && i < ret->n_operands && integer_ok(f, ret->operands[i]);
+    if (layout_for_dt(&c, &f->result_types[i], f->loc, what, ints)) return WF_EXIT_UNSUPPORTED;
     /* A returned value's layout is the function's (a reduction may have kept a split). */
     if (ret && i < ret->n_operands)
       f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;

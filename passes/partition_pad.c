@@ -201,6 +201,11 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m &= all_padded(rt, w, h);
         break;
       }
+      case WF_OP_GATHER: /* rows of the table: E's padding is the table's; the padding rows
+                            past L are written as zeros (lower_index.c) */
+        if (rt->rank >= 1 && (dirty[op->operands[0]] >> 1 & 1)) m |= 1u << (rt->rank - 1);
+        m &= all_padded(rt, w, h);
+        break;
       case WF_OP_RESHAPE:
         m = reshape_mask(in, dirty[op->operands[0]], rt) & all_padded(rt, w, h);
         break;

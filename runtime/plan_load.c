@@ -155,9 +155,22 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
   if (bad) return -1;
   const cJSON *lay = cJSON_GetObjectItemCaseSensitive(o, "layout"); /* optional, for messages */
   if (cJSON_IsString(lay)) snprintf(t->layout, sizeof t->layout, "%s", lay->valuestring);
-  if (wf_dtype_parse(dtype, &t->dtype) || t->dtype != WF_F32) {
-    lerr(c, "%s.dtype: '%s' is not supported by this runtime (f32 only)", where, dtype);
+  /* Integers (a gather's ids, an argmax's index) are f32 words on the PEs; the host converts
+   * them at the interface, so only inputs and outputs may be i64 or i32. */
+  if (wf_dtype_parse(dtype, &t->dtype) ||
+      (t->dtype != WF_F32 && (is_weight || (t->dtype != WF_I64 && t->dtype != WF_I32)))) {
+    lerr(c, "%s.dtype: '%s' is not supported by this runtime (f32; i64 and i32 for inputs and "
+            "outputs)", where, dtype);
     return -1;
+  }
+  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(o, "index_bound");
+  if (ib) {
+    if (!cJSON_IsNumber(ib) || t->dtype == WF_F32 || ib->valuedouble < 1 || ib->valuedouble > (double)(1 << 24) ||
+        ib->valuedouble != (double)(int64_t)ib->valuedouble) {
+      lerr(c, "%s.index_bound: expected an integer in [1, 2^24] on an integer tensor", where);
+      return -1;
+    }
+    t->index_bound = (int64_t)ib->valuedouble;
   }
   t->region = find_region(p, region);
   if (t->region < 0) {

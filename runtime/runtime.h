@@ -33,6 +33,7 @@ typedef struct wf_plan_tensor {
   char layout[128];  /* text form, for messages */
   int region;
   int64_t offset, bytes; /* weights: byte range in weights.bin */
+  int64_t index_bound; /* an integer input (a gather's ids): valid ids are in [0, this); 0 = none given */
 } wf_plan_tensor;
 
 typedef struct wf_plan_region {

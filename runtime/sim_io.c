@@ -1,5 +1,7 @@
 /* Moving whole host tensors in and out of PE memory by layout: the host's memcpy before
  * launch and after completion, which the cycle model does not charge (docs/cycle-model.md). */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/sim_sched.h"
@@ -90,7 +92,19 @@ int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
                   got, wf_dtype_name(t->dtype), want);
       return -1;
     }
-    wf_sim_scatter(s, t, (const float *)x->data);
+    if (t->dtype == WF_F32) {
+      wf_sim_scatter(s, t, (const float *)x->data);
+      return 0;
+    }
+    /* Integers (ids) travel as f32 words: exact below 2^24, and larger ones stay out of any
+     * table's range (V <= 2^24), so a gather still reports them. */
+    int64_t n = wf_tensor_numel(x);
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    WF_ASSERT(f);
+    for (int64_t k = 0; k < n; k++)
+      f[k] = x->dtype == WF_I64 ? (float)((const int64_t *)x->data)[k] : (float)((const int32_t *)x->data)[k];
+    wf_sim_scatter(s, t, f);
+    free(f);
     return 0;
   }
   char names[1024] = "";
@@ -105,6 +119,20 @@ wf_tensor *wf_sim_output(wf_sim *s, int i) {
   const wf_plan_tensor *t = &s->plan->outputs[i];
   wf_tensor *out = wf_tensor_new(t->dtype, t->rank, t->dims);
   if (!out) return NULL;
-  for_each_block(s, t, (float *)out->data, 0);
+  if (t->dtype == WF_F32) {
+    for_each_block(s, t, (float *)out->data, 0);
+    return out;
+  }
+  /* An integer result (an argmax's index) is an f32 word on the PEs. */
+  int64_t n = wf_tensor_numel(out);
+  float *f = calloc((size_t)(n ? n : 1), sizeof *f);
+  WF_ASSERT(f);
+  for_each_block(s, t, f, 0);
+  for (int64_t k = 0; k < n; k++) {
+    double v = isfinite(f[k]) ? (double)f[k] : -1; /* no index found (a row of NaN): -1 */
+    if (t->dtype == WF_I64) ((int64_t *)out->data)[k] = (int64_t)v;
+    else ((int32_t *)out->data)[k] = (int32_t)v;
+  }
+  free(f);
   return out;
 }

@@ -72,6 +72,7 @@ static wf_pe_guard at_place(const grp *G, int p, int edge) {
     return gd;
   }
   if (G->g < G->w) wf_gadd_mod(&gd, tx, G->g, p);
+  else wf_gadd(&gd, tx, WF_CMP_EQ, wf_term(WF_TERM_INT, p)); /* one group: the whole row */
   wf_gadd(&gd, tx, WF_CMP_LT, wf_term(WF_TERM_INT, G->w - 1));
   return gd;
 }
@@ -230,7 +231,10 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(blk)});
   wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(blk)});
-  int64_t round = 1 + 2 * blk;
+  /* Per round: the K and V blocks through the ramps, and the sender's copies of its own into
+   * the round's buffers, which the next round waits for (a late receiver holds up the next
+   * broadcast for the whole column). */
+  int64_t round = 1 + 2 * blk + 2 * blk;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;

@@ -58,9 +58,10 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
-  if (t->dtype != WF_F32) {
-    wf_error(loc, "%s has dtype %s: the mesh computes in f32 only (the reference interpreter, "
-                  "waferc --interpret, runs other dtypes)", name, wf_dtype_name(t->dtype));
+  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32) && wf_lower_int_ok(L, v))) {
+    wf_error(loc, "%s has dtype %s: the mesh computes in f32 only, but for a gather's ids and an "
+                  "argmax's index (the reference interpreter, waferc --interpret, runs other dtypes)",
+             name, wf_dtype_name(t->dtype));
     return -2;
   }
   return 0;
@@ -134,6 +135,8 @@ static int lower_func(wf_lower *L) {
     else if (op->code == WF_OP_RESHAPE || op->code == WF_OP_TRANSPOSE) rc = wf_lower_movement(L, op, lo);
     else if (op->code == WF_OP_SLICE || op->code == WF_OP_CONCAT || op->code == WF_OP_SPLIT)
       rc = wf_lower_slice_concat(L, op, lo);
+    else if (op->code == WF_OP_GATHER) rc = wf_lower_gather(L, op, lo);
+    else if (op->code == WF_OP_ARGMAX) rc = wf_lower_argmax(L, op, lo);
     else if (wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) rc = wf_lower_elementwise(L, op, lo);
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);

@@ -107,6 +107,10 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name, int s
     for (int d = 0; d < t->rank; d++) cJSON_AddItemToArray(ps, cJSON_CreateNumber((double)pad[d]));
   }
   cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[L->region].name));
+  /* the ids of a gather: valid in [0, index_bound) (negative ones count from the end), what
+   * waferrun's generated inputs draw from */
+  int64_t bound = L->f->values[v].kind == WF_VAL_ARG ? wf_lower_index_bound(L, v) : 0;
+  if (bound > 0) cJSON_AddNumberToObject(o, "index_bound", (double)bound);
   return o;
 }
 

@@ -214,6 +214,17 @@ int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */
 int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
+/* lower_index.c: gather of a constant table's rows by ids (the embedding lookup) and argmax
+ * over the last axis. Integers live on the PEs as f32 (exact below 2^24). */
+int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* 1 when v may be an integer tensor on the mesh: an argmax's result, or a function argument
+ * used only as the ids of gathers. */
+int wf_lower_int_ok(const wf_lower *L, wf_value v);
+/* The rows of the smallest table the gathers index with v (the ids' valid range is [0, it)),
+ * or 0 when no gather reads v. */
+int64_t wf_lower_index_bound(const wf_lower *L, wf_value v);
+
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);
 

@@ -101,12 +101,21 @@ int wf_lower_plan_memory(wf_lower *L) {
       const char *advice = "use a larger mesh (--mesh; the blocks shrink with the PE count) or split the op";
       for (size_t k = 0; k < sizeof scratch / sizeof *scratch; k++)
         if (!strncmp(s->name, scratch[k].prefix, strlen(scratch[k].prefix))) advice = scratch[k].advice;
+      /* The symbol placed last is not always the one to blame (a gather's table, whole
+       * along V, can dwarf the ids placed after it): name the largest too. */
+      int big = p.over;
+      for (int i = 0; i < n; i++)
+        if (c->syms[i].bytes > c->syms[big].bytes) big = i;
+      char largest[160] = "";
+      if (big != p.over)
+        snprintf(largest, sizeof largest, "; the largest is '%s' (%lld bytes per PE)", c->syms[big].name,
+                 (long long)c->syms[big].bytes);
       wf_error(sym_loc(L, p.over),
                "tensor '%s' (%lld bytes per PE) of class '%s' does not fit the %lld-byte SRAM of a "
                "'%s' PE: %lld bytes missing after reusing the memory of dead values (%lld bytes "
-               "needed, %lld without reuse); %s",
+               "needed, %lld without reuse%s); %s",
                s->name, (long long)s->bytes, c->name, (long long)L->t->sram_bytes, L->t->name,
-               (long long)p.missing, (long long)p.peak, (long long)p.sum, advice);
+               (long long)p.missing, (long long)p.peak, (long long)p.sum, largest, advice);
       rc = WF_EXIT_NOFIT;
     }
     wf_mem_plan_free(&p);

@@ -1,4 +1,4 @@
-/* Importers of ReduceMean/ReduceSum/ReduceMax, Softmax and LayerNormalization. */
+/* Importers of ReduceMean/ReduceSum/ReduceMax, ArgMax, Softmax and LayerNormalization. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,5 +129,19 @@ int ox_imp_layernorm(ox_nctx *n) {
   ox_attrv at[2] = {OX_A_INT("axis", axis), OX_A_FLOAT("epsilon", (double)(float)eps)};
   ox_val *ins[3] = {x, scale, bias};
   ox_val *r = ox_emit1(n, WF_OP_LAYERNORM, 3, ins, 2, at, NULL);
+  return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
+}
+
+/* ArgMax: the attributes map one to one (select_last_index exists from opset 12; before it
+ * ties always went to the first index, its default). The result is i64. */
+int ox_imp_argmax(ox_nctx *n) {
+  ox_val *x = ox_in(n, 0);
+  if (!x) return WF_EXIT_INPUT;
+  int64_t axis = ox_attr_int(n, "axis", 0);
+  int keep = ox_attr_int(n, "keepdims", 1) != 0;
+  int last = n->opset >= 12 && ox_attr_int(n, "select_last_index", 0) != 0;
+  if (n->failed) return WF_EXIT_INPUT;
+  ox_attrv at[3] = {OX_A_INT("axis", axis), OX_A_BOOL("keepdims", keep), OX_A_BOOL("select_last_index", last)};
+  ox_val *r = ox_emit1(n, WF_OP_ARGMAX, 1, &x, 3, at, NULL);
   return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Exported transformer blocks and models (examples/models/ and examples/models/exported/, each
-# with torch's input and output) compiled for wse2 on square and non-square meshes whose sides
-# do not divide their widths, run on waferrun, and compared with torch's output at 1e-4 max
-# abs error and with waferc's reference interpreter. Each plan must hold attention in its
+# Exported transformer blocks and whole models from token ids to logits (examples/models/ and
+# examples/models/exported/, each with torch's input and output) compiled for wse2 on square
+# and non-square meshes whose sides do not divide their widths, run on waferrun, and compared
+# with torch's output at 1e-4 max abs error and with waferc's reference interpreter. Each plan must hold attention in its
 # packed form (head-layout) and no head transpose: no op of the manifest lowers a transpose
 # or a reshape that moves data.
 set -euo pipefail
@@ -58,6 +58,11 @@ for m in llama_mqa_e16h2kv1_s5 gpt2_e16h2_s6; do
 done
 for m in gpt2_conv1d_e48h6_s11 llama_interleaved_e48h6kv2_s7 llama_mqa_e40h5kv1_o14_s9 gpt2_buffer_o13_e64h4_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 5x3 8x8 7x2
+done
+# whole models, token ids to logits
+check tiny_llama "$M/tiny_llama.onnx" "$M/tiny_llama_s13_input.npy" "$M/tiny_llama_s13_ref.npy" input_ids logits 4x4 5x3 8x8
+for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
+  check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4 5x3 8x8
 done
 
 # A model that does not fit: exit 4, no plan written, and a note naming the smallest mesh that

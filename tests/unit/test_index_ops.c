@@ -1,5 +1,6 @@
-/* The IR ops the ONNX frontend added (expand, trilu, topk, scatter_elements): shape rules and
+/* The IR ops the ONNX frontend added (expand, trilu, topk, scatter_elements, argmax): shape rules and
  * reference kernels against hand-computed results, and the verifier's rejections. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,25 @@ int main(void) {
       "  %v, %i = topk(%x) {k = 1, axis = 0, largest = false} : f32[1, 4], i64[1, 4]\n  return %v, %i\n} }",
       2, (int64_t[]){2, 4}, t24, 1, (double[]){1, 0, 0, 0}, 4);
 
+  /* argmax of [[3,1,3,2],[0,5,4,5]]: ties go to the first index (the last with
+   * select_last_index); axis 0 without keepdims; NaN wins (numpy's rule, the first NaN) */
+  run("argmax ties",
+      "module { func @main(%x: f32[2, 4]) -> i64[2, 1] {\n"
+      "  %i = argmax(%x) {axis = 1} : i64[2, 1]\n  return %i\n} }",
+      2, (int64_t[]){2, 4}, t24, 0, (double[]){0, 1}, 2);
+  run("argmax ties, select_last_index",
+      "module { func @main(%x: f32[2, 4]) -> i64[2, 1] {\n"
+      "  %i = argmax(%x) {axis = -1, select_last_index = true} : i64[2, 1]\n  return %i\n} }",
+      2, (int64_t[]){2, 4}, t24, 0, (double[]){2, 3}, 2);
+  run("argmax axis 0, no keepdims",
+      "module { func @main(%x: f32[2, 4]) -> i64[4] {\n"
+      "  %i = argmax(%x) {keepdims = false} : i64[4]\n  return %i\n} }",
+      2, (int64_t[]){2, 4}, t24, 0, (double[]){0, 1, 1, 1}, 4);
+  run("argmax NaN",
+      "module { func @main(%x: f32[4]) -> i64[1] {\n"
+      "  %i = argmax(%x) : i64[1]\n  return %i\n} }",
+      1, (int64_t[]){4}, (double[]){1, NAN, 7, NAN}, 0, (double[]){1}, 1);
+
   /* scatter_elements axis 1 into zeros[2,3]: indices [[2,0],[1,-1]], updates [[10,20],[30,40]] */
   const char *scatter =
       "module {\n"
@@ -100,6 +120,10 @@ int main(void) {
          "module { func @main(%x: f32[3, 2]) -> f32[3, 4] {\n  %y = expand(%x) : f32[3, 4]\n  return %y\n} }");
   reject("trilu of a vector",
          "module { func @main(%x: f32[3]) -> f32[3] {\n  %y = trilu(%x) : f32[3]\n  return %y\n} }");
+  reject("argmax with an f32 result",
+         "module { func @main(%x: f32[3]) -> f32[1] {\n  %i = argmax(%x) : f32[1]\n  return %i\n} }");
+  reject("argmax along a missing axis",
+         "module { func @main(%x: f32[3]) -> i64[1] {\n  %i = argmax(%x) {axis = 1} : i64[1]\n  return %i\n} }");
   reject("topk k larger than the dim",
          "module { func @main(%x: f32[3]) -> (f32[4], i64[4]) {\n  %v, %i = topk(%x) {k = 4} : f32[4], i64[4]\n"
          "  return %v, %i\n} }");

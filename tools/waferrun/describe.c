@@ -10,7 +10,9 @@ static void tensor_line(const wf_plan_tensor *t, FILE *out) {
   for (int d = 0; d < t->rank && n < (int)sizeof shape; d++)
     n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
   if (n < (int)sizeof shape) snprintf(shape + n, sizeof shape - (size_t)n, "]");
-  fprintf(out, "  %-24s %-20s %s\n", t->name, shape, t->layout[0] ? t->layout : "(replicated)");
+  fprintf(out, "  %-24s %-20s %s", t->name, shape, t->layout[0] ? t->layout : "(replicated)");
+  if (t->index_bound > 0) fprintf(out, "  ids in [0, %lld)", (long long)t->index_bound); /* a gather's */
+  fprintf(out, "\n");
 }
 
 void wf_run_describe(const wf_plan *p, FILE *out) {

@@ -2,8 +2,10 @@
  * from .npy files or generated for timing studies:
  *
  *   --input x=x.npy         the file's data (shape and dtype must match the plan's)
- *   --input x=random:SEED   uniform in [-1, 1), deterministic in SEED (below)
- *   --input x=splat:V       every element V
+ *   --input x=random:SEED   uniform in [-1, 1), deterministic in SEED (below); an integer
+ *                           input (token ids) uniform over [0, index_bound), the rows of
+ *                           the table it indexes (the manifest's index_bound)
+ *   --input x=splat:V       every element V (an integer for an integer input)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -146,6 +148,22 @@ wf_tensor *wf_run_make_input(const wf_plan_tensor *t, const char *spec, int *rc)
   wf_tensor *x = wf_tensor_new(t->dtype, t->rank, t->dims);
   WF_ASSERT(x);
   int64_t n = wf_tensor_numel(x);
+  if (t->dtype == WF_I64 || t->dtype == WF_I32) {
+    if (!is_random && v != (double)(int64_t)v) {
+      wf_error_at("waferrun", "--input %s=%s: the input is %s: splat needs an integer", t->name, spec,
+                  wf_dtype_name(t->dtype));
+      wf_tensor_free(x);
+      *rc = WF_EXIT_USAGE;
+      return NULL;
+    }
+    uint64_t bound = t->index_bound > 0 ? (uint64_t)t->index_bound : 1u << 24;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t id = is_random ? (int64_t)(splitmix64(&state) % bound) : (int64_t)v;
+      if (t->dtype == WF_I64) ((int64_t *)x->data)[i] = id;
+      else ((int32_t *)x->data)[i] = (int32_t)id;
+    }
+    return x;
+  }
   for (int64_t i = 0; i < n; i++) {
     /* 24 random bits: every value is an exact f32, uniform over [-1, 1) in steps of 2^-23 */
     double r = is_random ? (double)(splitmix64(&state) >> 40) * 0x1p-23 - 1.0 : v;
