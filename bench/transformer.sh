@@ -4,8 +4,8 @@
 # blocks"). Per configuration: total cycles (simulated and predicted), each op's share of the
 # critical path (the cycles by which its last PE ends after the previous op's last PE: the
 # skew a GEMM leaves behind is not charged to the small op after it) against its prediction,
-# the worst op, the attention's, and prefill tokens/s at the target clock. Then MHA, GQA and
-# MQA of one width side by side.
+# the worst op, the attention's, prefill tokens/s at the target clock and the SRAM a PE holds.
+# Then MHA, GQA and MQA of one width side by side.
 #   bench/transformer.sh                              # the configurations below
 #   CONFIGS="256:8:2:64:16" KV_SWEEP= bench/transformer.sh   # E:H:KV:L:N ...
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
@@ -32,10 +32,11 @@ run() { # E H KV L N: prints one table row
     wafer-npycmp "$d/out/y.npy" "$d/llama_block_ref.npy" --atol 1e-4 --rtol 0 >/dev/null ||
       { echo "E=$e H=$h: the plan's output differs from torch's" >&2; exit 1; }
   fi
-  python3 - "$d/r.json" "$e" "$h" "$kv" "$l" "$n" <<'PY'
+  python3 - "$d/r.json" "$e" "$h" "$kv" "$l" "$n" "$d/plan/manifest.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-e, h, kv, l, n = sys.argv[2:]
+e, h, kv, l, n = sys.argv[2:7]
+sram = max(c["memory_bytes"] for reg in json.load(open(sys.argv[7]))["regions"] for c in reg["classes"])
 prev, worst, att = 0, (0.0, ""), None
 for o in r["ops"]:
     inc, prev = o["end"] - prev, o["end"]
@@ -47,14 +48,17 @@ for o in r["ops"]:
         att = (inc, p)
 tot = r["cycles"]
 tok = r["clock_hz"] / tot["total"] * int(l)
-print("| %s | %s/%s | %s | %sx%s | %d | %d | %+.1f%% | %d / %d (%+.1f%%) | %+.1f%% (%s) | %.3g |" % (
+print("| %s | %s/%s | %s | %sx%s | %d | %d | %+.1f%% | %d / %d (%+.1f%%) | %+.1f%% (%s) | %.3g | %d |" % (
     e, h, kv, l, n, n, tot["total"], tot["predicted"], 100.0 * (tot["total"] / tot["predicted"] - 1),
-    att[0], att[1], 100.0 * (att[0] / att[1] - 1), 100.0 * worst[0], worst[1], tok))
+    att[0], att[1], 100.0 * (att[0] / att[1] - 1), 100.0 * worst[0], worst[1], tok, sram))
 PY
 }
 
-printf '| E | heads/kv | L | mesh | cycles | predicted | total error | attention simulated / predicted | worst op | prefill tokens/s |\n'
-printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n'
+hdr() {
+  printf '| E | heads/kv | L | mesh | cycles | predicted | total error | attention simulated / predicted | worst op | prefill tokens/s | SRAM bytes per PE |\n'
+  printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n'
+}
+hdr
 for c in $CONFIGS; do
   IFS=: read -r e h kv l n <<<"$c"
   run "$e" "$h" "$kv" "$l" "$n"
@@ -62,7 +66,6 @@ done
 for c in $KV_SWEEP; do
   IFS=: read -r e h l n <<<"$c"
   printf '\nMHA, GQA and MQA at E=%s, %s heads, L=%s on %sx%s (kv heads replicated into Wk/Wv):\n\n' "$e" "$h" "$l" "$n" "$n"
-  printf '| E | heads/kv | L | mesh | cycles | predicted | total error | attention simulated / predicted | worst op | prefill tokens/s |\n'
-  printf '|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n'
+  hdr
   for kv in "$h" $((h / 4)) 1; do run "$e" "$h" "$kv" "$l" "$n"; done
 done

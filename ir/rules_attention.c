@@ -9,7 +9,9 @@
  *
  * Packed form (heads > 0; passes/head_layout.c writes it): q [B, S, N], k [B, T, N],
  * v [B, T, N] -> [B, S, N], head h on columns [h hd, (h+1) hd), hd = head_dim, heads hd <= N,
- * one kv head per query head (GQA's sharing is in the weights by then), no mask operand. */
+ * one kv head per query head (GQA's sharing is in the weights by then) unless kv_heads > 0:
+ * then k, v [B, T, Nkv] hold kv_heads heads and head h reads kv head h / (heads / kv_heads);
+ * no mask operand. */
 #include <math.h>
 
 #include "ir/rules.h"
@@ -40,8 +42,14 @@ static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out)
                TS(q), TS(k), TS(v));
       return -1;
     }
-  if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[2] != q->dims[2] ||
-      v->dims[2] != q->dims[2] || v->dims[1] != k->dims[1]) {
+  int64_t kvh = wf_op_int(f, op, "kv_heads", 0);
+  if (kvh < 0 || (kvh > 0 && (heads % kvh || kvh * hd > k->dims[2]))) {
+    wf_error(op->loc, "packed 'attention': kv_heads = %lld must divide heads = %lld and fit k's %lld columns",
+             (long long)kvh, (long long)heads, (long long)k->dims[2]);
+    return -1;
+  }
+  if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || (kvh == 0 && k->dims[2] != q->dims[2]) ||
+      v->dims[2] != k->dims[2] || v->dims[1] != k->dims[1]) {
     wf_error(op->loc, "packed 'attention' shapes do not agree: q %s, k %s, v %s (want k, v [B, T, N])", TS(q),
              TS(k), TS(v));
     return -1;

@@ -22,9 +22,10 @@
  * permutation leaves q·kᵀ unchanged, so W'' puts d at 2d and d + D/2 at 2d + 1: partners are
  * neighbours, on one PE, and the rotation is local (rotate_pairs with tables c'', s'' that carry
  * the angles and signs). The interleaved form already pairs neighbours.
- * GQA / MQA: query head h reads kv head h / (Hq / Hkv); Wk'' and Wv'' replicate that head's
- * columns onto h's columns, so k and v arrive where q is with no broadcast (more projection
- * FLOPs, no traffic; docs/attention.md).
+ * GQA / MQA: query head h reads kv head h / (Hq / Hkv). When a column holds whole groups of
+ * query heads, their kv heads are packed on it as they are (attention {kv_heads}); otherwise
+ * Wk'' and Wv'' replicate a kv head's columns onto each of its query heads' columns, so k and v
+ * arrive where q is with no broadcast (more projection FLOPs, no traffic; docs/attention.md).
  * GPT-2's fused QKV (matmul + bias, then split along the last axis) is cut at compile time, and
  * Hugging Face's Conv1D (reshape to [B S, E], Gemm, reshape back) becomes a rank-3 matmul + bias.
  *
@@ -41,7 +42,8 @@
 static const wf_pass_option hl_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH the heads are laid out for (default: the target's mesh)"},
 };
-static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "conv1d-folded"};
+static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "gqa-shared",
+                                       "conv1d-folded"};
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
@@ -408,9 +410,17 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
 
   hl_map mp = make_map(q.heads, q.d, q.rope, c->w);
   int64_t group = q.heads / k.heads;
+  /* GQA / MQA with whole heads per column: when a column's c query heads are whole groups of
+   * `group` (group divides c), the kv heads they read sit on that column too, in order, so K
+   * and V are packed with their own heads (c / group per column) and nothing is replicated.
+   * Otherwise (a kv head's query heads span columns) each query head's columns get a copy. */
+  hl_map kvm = mp;
+  int64_t per_col = mp.n / c->w / mp.dp; /* query heads per column, when whole */
+  int shared = group > 1 && q.heads >= c->w && per_col >= 1 && per_col % group == 0;
+  if (shared) kvm.heads = k.heads, kvm.n = c->w * (per_col / group) * mp.d;
   wf_value qn = build_side(c, att, &q, &mp, 1, 1, att->operands[0], ctx);
-  wf_value kn = build_side(c, att, &k, &mp, 1, group, att->operands[1], ctx);
-  wf_value vn = build_side(c, att, &v, &mp, 0, group, att->operands[2], ctx);
+  wf_value kn = build_side(c, att, &k, &kvm, 1, shared ? 1 : group, att->operands[1], ctx);
+  wf_value vn = build_side(c, att, &v, &kvm, 0, shared ? 1 : group, att->operands[2], ctx);
   const wf_type *qt = wf_value_type(c->f, qn);
   wf_value ops[3] = {qn, kn, vn};
   wf_value an = insert(c, att, WF_OP_ATTENTION, 3, ops, *qt, att->loc);
@@ -420,6 +430,10 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
     wf_op_set_attr(c->f, aop, (wf_attr){wf_intern(c->m, "causal"), WF_ATTR_BOOL, {.i = 1}});
   wf_op_set_int(c->f, aop, "heads", mp.heads);
   wf_op_set_int(c->f, aop, "head_dim", mp.dp);
+  if (shared) {
+    wf_op_set_int(c->f, aop, "kv_heads", k.heads);
+    wf_pass_stat_add(ctx, "gqa-shared", 1);
+  }
   name_like(c, an, att->results[0], ".heads");
   /* Wo'': row j of the packed result takes row h D + r of Wo (v's columns are not permuted). */
   for (int i = 0; i < n_out; i++) {
@@ -453,7 +467,7 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
     }
   }
   wf_pass_stat_add(ctx, "attention-packed", 1);
-  if (group > 1) wf_pass_stat_add(ctx, "gqa-replicated", 1);
+  if (group > 1 && !shared) wf_pass_stat_add(ctx, "gqa-replicated", 1);
   return 1;
 }
 
@@ -536,4 +550,4 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
 const wf_pass_info wf_pass_head_layout = {
     "head-layout",
     "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
-    hl_opts, 1, hl_stats, 4, run};
+    hl_opts, 1, hl_stats, 5, run};

@@ -159,14 +159,28 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
              (long long)hd, (long long)cb);
     return WF_EXIT_UNSUPPORTED;
   }
+  /* K and V: the same columns as q, or (kv_heads, head-layout's shared GQA) nkv whole kv heads
+   * per column, q slot k reading kv slot k / (nh / nkv). */
+  int64_t bk[WF_MAX_RANK];
+  wf_lower_block_dims(L, kt, bk);
+  int64_t ckb = bk[2], nkv = nh, kvh = wf_op_int(L->f, op, "kv_heads", 0);
+  if (kvh > 0) {
+    nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
+    if (!nkv || nh % nkv || (heads / kvh) != nh / nkv) {
+      wf_error(op->loc, "attention: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
+                        "per column (run head-layout with this mesh)", (long long)kvh, (long long)ckb, (long long)nh);
+      return WF_EXIT_UNSUPPORTED;
+    }
+  }
+  int64_t share = nh / nkv;
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);
   int sv = wf_lower_sym(L, op->operands[2]), so = wf_lower_sym(L, op->results[0]);
-  int64_t blk = nbatch * sb * cb, slots = nbatch * nh;
+  int64_t blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * ckb;
   int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
-  int kb = wf_lower_temp(L, "$att_k", blk * 4), vb = wf_lower_temp(L, "$att_v", blk * 4);
+  int kb = wf_lower_temp(L, "$att_k", kblk * 4), vb = wf_lower_temp(L, "$att_v", kblk * 4);
   int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4);
-  int kown = wf_lower_temp(L, "$att_kown", blk * 4), vown = wf_lower_temp(L, "$att_vown", blk * 4);
+  int kown = wf_lower_temp(L, "$att_kown", kblk * 4), vown = wf_lower_temp(L, "$att_vown", kblk * 4);
   int sc = wf_lower_temp(L, "$att_s", sb * tb * 4);
   int sm = wf_lower_temp(L, "$att_m", slots * sb * 4), sl = wf_lower_temp(L, "$att_l", slots * sb * 4);
   int mx = wf_lower_temp(L, "$att_mx", sb * 4), corr = wf_lower_temp(L, "$att_corr", sb * 4);
@@ -187,14 +201,14 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
    * contiguous slots ([b][slot][Tb][ds]) once, so the blocks it sends are the matmuls' operands
    * as they arrive: no copy or transpose per round. */
   for (int64_t b = 0; b < nbatch; b++)
-    for (int64_t k = 0; k < nh; k++) {
-      int64_t slot = b * nh + k;
-      copy2d(L, NULL, at(ks, 0), at(sk, b * tb * cb + k * ds), tb, ds, ds, cb);
+    for (int64_t k = 0; k < nkv; k++) {
+      int64_t slot = b * nkv + k;
+      copy2d(L, NULL, at(ks, 0), at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
       wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
               (wf_pe_arg[]){at(kown, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
-      copy2d(L, NULL, at(vown, slot * tb * ds), at(sv, b * tb * cb + k * ds), tb, ds, ds, cb);
+      copy2d(L, NULL, at(vown, slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
     }
-  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * blk;
+  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * kblk;
 
   /* Masks: the diagonal block (key lj after query li), and the padding keys of each round. */
   int diag = -1;
@@ -224,24 +238,24 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
   if (rows > 1) {
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kown), wf_arg_int(blk)});
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vown), wf_arg_int(blk)});
-    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(blk)});
-    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(blk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kown), wf_arg_int(kblk)});
+    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vown), wf_arg_int(kblk)});
+    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(kblk)});
+    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(kblk)});
   }
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(blk)});
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(blk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(kblk)});
+  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(kblk)});
   /* Per round: the K and V blocks through the ramps, and the sender's copies of its own into
    * the round's buffers, which the next round waits for (a late receiver holds up the next
    * broadcast for the whole column). */
-  int64_t round = 1 + 2 * blk + 2 * blk;
+  int64_t round = 1 + 2 * kblk + 2 * kblk;
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;
       wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
       wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, slot * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
+              (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, (b * nkv + k / share) * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
       round += sb * tb + (sb * ds * tb + f - 1) / f;
       if (g > 1) round += grp_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
       if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
@@ -271,7 +285,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
       bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
       wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){a, wf_arg_sym(sc), at(vb, slot * tb * ds), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
+              (wf_pe_arg[]){a, wf_arg_sym(sc), at(vb, (b * nkv + k / share) * tb * ds), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
       round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
     }
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);

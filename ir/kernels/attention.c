@@ -23,7 +23,8 @@ static int packed(const wf_kctx *k, int64_t heads) {
   double scale = wf_rule_float(k->f, k->op, "scale", 1.0);
   int causal = wf_rule_bool(k->f, k->op, "causal", 0);
   int64_t hd = wf_op_int(k->f, k->op, "head_dim", 0);
-  int64_t nb = q->dims[0], s_len = q->dims[1], n = q->dims[2], t_len = kk->dims[1];
+  int64_t nb = q->dims[0], s_len = q->dims[1], n = q->dims[2], t_len = kk->dims[1], nk = kk->dims[2];
+  int64_t kvh = wf_op_int(k->f, k->op, "kv_heads", 0), rep = kvh > 0 ? heads / kvh : 1;
   double *s = malloc(sizeof(double) * (size_t)(t_len ? t_len : 1));
   WF_ASSERT(s);
   for (int64_t i = 0; i < wf_tensor_numel(o); i++) wf_tensor_set(o, i, 0.0);
@@ -33,7 +34,7 @@ static int packed(const wf_kctx *k, int64_t heads) {
         int64_t qrow = (b * s_len + i) * n + h * hd;
         double mx = -INFINITY;
         for (int64_t j = 0; j < t_len; j++) {
-          int64_t krow = (b * t_len + j) * n + h * hd;
+          int64_t krow = (b * t_len + j) * nk + (h / rep) * hd;
           double dot = 0.0;
           for (int64_t e = 0; e < hd; e++) dot += wf_tensor_get(q, qrow + e) * wf_tensor_get(kk, krow + e);
           s[j] = causal && j > i + (t_len - s_len) ? -INFINITY : scale * dot;
@@ -43,7 +44,7 @@ static int packed(const wf_kctx *k, int64_t heads) {
         for (int64_t j = 0; j < t_len; j++) sum += (s[j] = exp(s[j] - mx));
         for (int64_t e = 0; e < hd; e++) {
           double acc = 0.0;
-          for (int64_t j = 0; j < t_len; j++) acc += s[j] / sum * wf_tensor_get(v, (b * t_len + j) * n + h * hd + e);
+          for (int64_t j = 0; j < t_len; j++) acc += s[j] / sum * wf_tensor_get(v, (b * t_len + j) * nk + (h / rep) * hd + e);
           wf_tensor_set(o, qrow + e, acc);
         }
       }

@@ -65,16 +65,23 @@ for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4 5x3 8x8
 done
 
+# GQA: with whole groups of query heads per column the kv heads are packed as they are
+# (3x2: 2 query heads and their one kv head per column); with one query head per column they
+# are replicated into its columns (4x4).
+stats() { waferc "$M/llama_block.onnx" -o "$TMP/st" --target=wse2 --mesh="$1" -q --statistics 2>&1 | sed -n "s/.*$2: //p"; }
+[ "$(stats 3x2 gqa-shared)" = 1 ] || fail "llama_block on 3x2: kv heads not packed as they are (gqa-shared)"
+[ "$(stats 4x4 gqa-replicated)" = 1 ] || fail "llama_block on 4x4: kv heads not replicated (gqa-replicated)"
+
 # A model that does not fit: exit 4, no plan written, and a note naming the smallest mesh that
 # fits, which then compiles.
 set +e
-waferc "$M/llama_block.onnx" -o "$TMP/nofit" --target=wse2 --mesh=3x2 -q 2>"$TMP/nofit.err"
+waferc "$M/llama_block.onnx" -o "$TMP/nofit" --target=wse2 --mesh=2x2 -q 2>"$TMP/nofit.err"
 rc=$?
 set -e
-[ "$rc" -eq 4 ] || fail "llama_block on 3x2: exit $rc, want 4 (does not fit)"
-[ ! -e "$TMP/nofit" ] || fail "llama_block on 3x2: a plan directory was left behind"
+[ "$rc" -eq 4 ] || fail "llama_block on 2x2: exit $rc, want 4 (does not fit)"
+[ ! -e "$TMP/nofit" ] || fail "llama_block on 2x2: a plan directory was left behind"
 fit=$(sed -n 's/.*the smallest mesh of this shape the plan fits is \([0-9]*x[0-9]*\).*/\1/p' "$TMP/nofit.err")
-[ -n "$fit" ] || fail "llama_block on 3x2: no smallest mesh named: $(cat "$TMP/nofit.err")"
+[ -n "$fit" ] || fail "llama_block on 2x2: no smallest mesh named: $(cat "$TMP/nofit.err")"
 waferc "$M/llama_block.onnx" -o "$TMP/fit" --target=wse2 --mesh="$fit" -q || fail "the named mesh $fit does not compile"
 n=$((n + 1))
 echo "transformer plans: $n pass"
