@@ -408,20 +408,26 @@ def export(c, d):
     return path, in_name, out_name, cases
 
 
+def run_tool(cmd, what, timeout=600):
+    """None when cmd exits 0, else why (its first error lines)."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode == 0:
+        return None
+    errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
+    return "%s exited %d: %s" % (what, r.returncode, " | ".join(errs[:3]))
+
+
+def compare(tools, out, ref, what):
+    cmp = subprocess.run([os.path.join(tools, "wafer-npycmp"), out, ref, "--atol", "1e-4", "--rtol", "0"],
+                         capture_output=True, text=True)
+    return None if cmp.returncode == 0 else what + ": " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
+
+
 def run_waferc(tools, path, in_name, out_name, d, i):
     out = os.path.join(d, "out%d" % i)
-    cmd = [os.path.join(tools, "waferc"), path, "--interpret", "--input", "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)),
-           "--output-dir", out]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
-        return "waferc exited %d: %s" % (r.returncode, " | ".join(errs[:3]))
-    cmp = subprocess.run([os.path.join(tools, "wafer-npycmp"), os.path.join(out, out_name + ".npy"),
-                          os.path.join(d, "ref%d.npy" % i), "--atol", "1e-4", "--rtol", "0"],
-                         capture_output=True, text=True)
-    if cmp.returncode != 0:
-        return "mismatch: " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
-    return None
+    why = run_tool([os.path.join(tools, "waferc"), path, "--interpret", "--input",
+                    "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)), "--output-dir", out], "waferc")
+    return why or compare(tools, os.path.join(out, out_name + ".npy"), os.path.join(d, "ref%d.npy" % i), "mismatch")
 
 
 def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
@@ -431,23 +437,13 @@ def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
     plan = os.path.join(d, "plan%d_%s" % (i, mesh))
     out = os.path.join(d, "pout%d_%s" % (i, mesh))
     shape = "x".join(str(n) for n in x.shape)
-    cmd = [os.path.join(tools, "waferc"), path, "-q", "-o", plan, "--target=" + target, "--mesh=" + mesh,
-           "--input-shape", "%s=%s" % (in_name, shape)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
-        return "waferc -o exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
-    cmd = [os.path.join(tools, "waferrun"), plan, "--input", "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)),
-           "--output-dir", out]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-    if r.returncode != 0:
-        errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
-        return "waferrun exited %d: %s" % (r.returncode, " | ".join(errs[:2]))
-    cmp = subprocess.run([os.path.join(tools, "wafer-npycmp"), os.path.join(out, out_name + ".npy"),
-                          os.path.join(d, "ref%d.npy" % i), "--atol", "1e-4", "--rtol", "0"],
-                         capture_output=True, text=True)
-    if cmp.returncode != 0:
-        return "plan mismatch: " + (cmp.stdout + cmp.stderr).strip().splitlines()[-1]
+    why = run_tool([os.path.join(tools, "waferc"), path, "-q", "-o", plan, "--target=" + target, "--mesh=" + mesh,
+                    "--input-shape", "%s=%s" % (in_name, shape)], "waferc -o")
+    why = why or run_tool([os.path.join(tools, "waferrun"), plan, "--input",
+                           "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)), "--output-dir", out], "waferrun", 1200)
+    why = why or compare(tools, os.path.join(out, out_name + ".npy"), os.path.join(d, "ref%d.npy" % i), "plan mismatch")
+    if why:
+        return why
     try:
         import json
         with open(os.path.join(plan, "manifest.json")) as f:

@@ -9,12 +9,8 @@
 # against the interpreter, so the counted plans are the working ones.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-NPY="python3 $SRC/tests/tools/npy.py"
-n=0
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+NPY="python3 $NPY"
 
 wir() { printf 'module @m {\n  func @main(%s) -> %s {\n%s\n  }\n}\n' "$2" "$3" "$4" >"$TMP/$1.wir"; }
 

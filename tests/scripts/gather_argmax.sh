@@ -19,12 +19,8 @@
 #    (tied and untied heads), token ids to logits, as plans against torch's logits (1e-4).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-NPY="python3 $SRC/tests/tools/npy.py"
-n=0
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+NPY="python3 $NPY"
 
 # descr of a .npy file ('<i8', '<f4')
 descr() {

@@ -11,13 +11,9 @@
 # along the cut axis is zero (partition_pad.c accepts it only because the lowering zeroes it).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-NPY="python3 $SRC/tests/tools/npy.py"
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+NPY="python3 $NPY"
 MESHES="1x1 2x2 3x2 4x4 5x3"
-n=0
 
 wir() { printf 'module @m {\n  func @main(%s) -> %s {\n%s\n  }\n}\n' "$2" "$3" "$4" >"$TMP/$1.wir"; }
 
