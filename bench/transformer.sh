@@ -65,7 +65,7 @@ for c in $CONFIGS; do
 done
 for c in $KV_SWEEP; do
   IFS=: read -r e h l n <<<"$c"
-  printf '\nMHA, GQA and MQA at E=%s, %s heads, L=%s on %sx%s (kv heads replicated into Wk/Wv):\n\n' "$e" "$h" "$l" "$n" "$n"
+  printf '\nMHA, GQA and MQA at E=%s, %s heads, L=%s on %sx%s (head-layout packs or replicates the kv heads: the statistics gqa-shared / gqa-replicated):\n\n' "$e" "$h" "$l" "$n" "$n"
   hdr
   for kv in "$h" $((h / 4)) 1; do run "$e" "$h" "$kv" "$l" "$n"; done
 done
