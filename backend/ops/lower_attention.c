@@ -226,7 +226,8 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (rc) return rc;
   int ccol = -1;
   if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
-  int jv = wf_lower_var(L, "ja");
+  /* the allgather GEMM's round variable: a class holds 8 names, and no other op's loop is open */
+  int jv = wf_lower_var(L, "j");
   wf_pe_term tj = wf_term_var(jv, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), live = wf_guard0(), on_diag = wf_guard0();
   /* S whole on every PE (S = 1, or a one-row mesh): one round, every row its own sender. */
