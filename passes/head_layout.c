@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/partition.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
 #include "waferc/tensor.h"
@@ -508,19 +509,10 @@ static int fold_conv1d(hl *c, wf_op *gm) {
   return 1;
 }
 
-static int parse_mesh(const char *s, int *w, int *h) {
-  char tail;
-  return sscanf(s, "%dx%d%c", w, h, &tail) == 2 && *w > 0 && *h > 0 ? 0 : -1;
-}
-
 static int run(wf_module *m, wf_pass_ctx *ctx) {
-  const wf_target *t = wf_pass_target(ctx);
-  int w = t->mesh_w, h = t->mesh_h;
-  const char *mesh = wf_pass_opt_str(ctx, "mesh");
-  if (mesh && *mesh && parse_mesh(mesh, &w, &h)) {
-    wf_error_at("head-layout", "bad mesh option '%s': expected WxH", mesh);
-    return WF_EXIT_USAGE;
-  }
+  int w, h;
+  int rc = wf_pass_mesh(ctx, "head-layout", &w, &h);
+  if (rc) return rc;
   int bad = 0, changed = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
     hl c = {m, m->funcs[fi], w, NULL};

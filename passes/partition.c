@@ -42,9 +42,15 @@ typedef struct {
   int errors;
 } pctx;
 
-static int parse_mesh(const char *s, int *w, int *h) {
+int wf_pass_mesh(wf_pass_ctx *ctx, const char *pass, int *w, int *h) {
+  const wf_target *t = wf_pass_target(ctx);
+  const char *mesh = wf_pass_opt_str(ctx, "mesh");
   char tail;
-  return sscanf(s, "%dx%d%c", w, h, &tail) == 2 && *w > 0 && *h > 0 ? 0 : -1;
+  *w = t->mesh_w, *h = t->mesh_h;
+  if (!mesh || !*mesh) return 0;
+  if (sscanf(mesh, "%dx%d%c", w, h, &tail) == 2 && *w > 0 && *h > 0) return 0;
+  wf_error_at(pass, "bad mesh option '%s': expected WxH", mesh);
+  return WF_EXIT_USAGE;
 }
 
 /* The layout for a type under the rule above, or an error at loc. int_ok: an integer
@@ -305,13 +311,9 @@ static int gather_table_conflict(const wf_func *f, const wf_global *g, int gi, c
 }
 
 static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
-  const wf_target *t = wf_pass_target(ctx);
-  pctx c = {m, -1, t->mesh_w, t->mesh_h, 0};
-  const char *mesh = wf_pass_opt_str(ctx, "mesh");
-  if (mesh && *mesh && parse_mesh(mesh, &c.w, &c.h)) {
-    wf_error_at("partition", "bad mesh option '%s': expected WxH", mesh);
-    return WF_EXIT_USAGE;
-  }
+  pctx c = {m, -1, 0, 0, 0};
+  int rc = wf_pass_mesh(ctx, "partition", &c.w, &c.h);
+  if (rc) return rc;
   wf_func *f = wf_module_find_func(m, "main");
   if (!f && m->n_funcs) f = m->funcs[0];
   if (!f) return 0;

@@ -112,8 +112,7 @@ static int finite_keeping(wf_opcode c) {
 
 /* Bit d: the padding along dim d may hold inf or NaN (a subset of the dirty bits). Operand dims
  * of size 1 broadcast real values, taken as finite. */
-static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *dirty, const unsigned *wild,
-                          unsigned m) {
+static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *wild, unsigned m) {
   if (!finite_keeping(op->code)) return m;
   const wf_type *rt = wf_value_type(f, op->results[0]);
   unsigned out = 0;
@@ -124,7 +123,6 @@ static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *dir
       if (d >= 0 && ot->dims[od] == rt->dims[d] && (wild[op->operands[i]] >> od & 1)) out |= 1u << d;
     }
   }
-  (void)dirty;
   return out & m;
 }
 
@@ -220,7 +218,7 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m = wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE ? elementwise_mask(f, op, dirty, w, h)
                                                             : all_padded(rt, w, h);
     }
-    unsigned wm = op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM ? m : wild_mask(f, op, dirty, wild, m);
+    unsigned wm = op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM ? m : wild_mask(f, op, wild, m);
     if (op->code == WF_OP_SLICE || op->code == WF_OP_CONCAT || op->code == WF_OP_SPLIT) {
       wm = 0; /* copies: what was finite stays so, and the cut axis' padding is zero */
       for (int i = 0; i < op->n_operands; i++) wm |= wild[op->operands[i]];
