@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/head_layout.h"
 #include "passes/partition.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
@@ -199,17 +200,22 @@ typedef struct hl_map {
   int rope;
 } hl_map;
 
-static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
-  hl_map mp = {heads, d, d, 0, rope};
+void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp, int64_t *n) {
+  *dp = d;
   if (heads >= w) {
     int64_t per = (heads + w - 1) / w;
-    mp.n = (int64_t)w * per * d;
+    *n = (int64_t)w * per * d;
   } else {
     int64_t g = w / heads, b = (d + g - 1) / g;
-    if (rope != ROPE_NONE && b % 2) b++;
-    mp.dp = g * b;
-    mp.n = (int64_t)w * b;
+    if (rope && b % 2) b++;
+    *dp = g * b;
+    *n = (int64_t)w * b;
   }
+}
+
+static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
+  hl_map mp = {heads, d, d, 0, rope};
+  wf_head_layout_width(heads, d, rope != ROPE_NONE, w, &mp.dp, &mp.n);
   return mp;
 }
 

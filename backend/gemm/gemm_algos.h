@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "waferc/collectives.h"
 #include "waferc/target.h"
 
 typedef enum wf_gemm_algo {
@@ -74,5 +75,17 @@ int wf_gemm_rect_cannon_period(int w, int h);
  * chains of a PE (lower_gemm_rect.c); *turns = 1 when the ends of a line copy their turning
  * tile (the smaller program) instead of renaming it too; 0: the steps copy. */
 int wf_gemm_rect_meshgemm_period(int w, int h, int *turns);
+
+/* ---- dist.gemv (MeshGEMV, lower_gemv.c; gemv_cost.c) ---- */
+/* The allreduce of n-word partial sums over a line of P PEs as lower_gemv.c predicts it: the
+ * K-tree with its broadcast back (-1 when the tree cannot be built), or the pipeline (a chain
+ * to the line's end, then a flooding broadcast). 0 for P <= 1. */
+double wf_gemv_ktree_allreduce(int P, int K, int groups, int64_t len, const wf_coll_params *p);
+double wf_gemv_pipeline_allreduce(int P, int64_t len, const wf_coll_params *p);
+/* One dist.gemv whose line of P PEs holds x blocks of k and W blocks k x n: the local GEMV plus
+ * the allreduce `how` names (ktree, pipeline, ring, or auto: the lowest, as the lowering picks),
+ * K levels or `groups`; *chosen (optional) names the allreduce. -1 for an unknown `how`. */
+int64_t wf_gemv_predict(const wf_target *t, int P, int64_t k, int64_t n, const char *how, int K, int groups,
+                        const char **chosen);
 
 #endif

@@ -10,21 +10,16 @@
 #include <string.h>
 
 #include "backend/collectives/lower_collective.h"
+#include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/mesh_algos.h"
 #include "waferc/diag.h"
 
 static double ktree_cost(int n, int K, int groups, int64_t len, const wf_coll_params *p) {
-  wf_ktree kt;
-  if (n <= 1) return 0;
-  if (wf_ktree_build(n, K, groups, &kt)) return -1;
-  double v = wf_ktree_cost(&kt, len, p, 1);
-  wf_ktree_free(&kt);
-  return v;
+  return wf_gemv_ktree_allreduce(n, K, groups, len, p); /* gemv_cost.c: also wafer-bench llm's */
 }
 
 static double pipeline_cost(int n, int64_t len, const wf_coll_params *p) {
-  if (n <= 1) return 0;
-  return wf_coll_chain(n, len, p) + wf_coll_bcast_at(n, len, n - 1, p);
+  return wf_gemv_pipeline_allreduce(n, len, p);
 }
 
 int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {

@@ -2,6 +2,7 @@
  *
  *   wafer-bench collective --algo=NAME --pes=P --len=B [--dims=2] [--op=reduce] [--target=T]
  *   wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N
+ *   wafer-bench llm --model=NAME --prompt=P --generate=N     (llm.c: full-size estimates)
  *
  * Each subcommand builds the op's IR, compiles it with the real backend, runs it on the
  * runtime library and prints one JSON object (simulated and predicted cycles, ...). */
@@ -19,10 +20,14 @@ static void usage(FILE *out) {
           "                  [--op=reduce|allreduce|broadcast] [--target=T] [--keep=DIR]\n"
           "       wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--target=T]\n"
           "       wafer-bench gemv --allreduce=ktree|pipeline|auto --mesh=WxH --k=K --n=N\n"
+          "       wafer-bench llm --model=llama3-8b|llama2-13b|codellama-34b|qwen2-72b|test-tiny\n"
+          "                  [--prompt=P] [--generate=N] [--prefill-mesh=WxH] [--decode-mesh=WxH]\n"
+          "                  [--sample-mesh=S] [--no-sim] [--target=T] [--keep=DIR]\n"
           "Prints one JSON object: simulated_cycles, predicted_cycles, ...\n");
 }
 
 int wf_bench_gemv(int argc, char **argv);
+int wf_bench_llm(int argc, char **argv);
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -41,9 +46,10 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "collective")) return wf_bench_collective(argc - 1, argv + 1);
   if (!strcmp(argv[1], "gemm")) return wf_bench_gemm(argc - 1, argv + 1);
   if (!strcmp(argv[1], "gemv")) return wf_bench_gemv(argc - 1, argv + 1);
-  static const char *const subs[] = {"collective", "gemm", "gemv"};
-  const char *near = wf_closest_name(argv[1], subs, 3);
+  if (!strcmp(argv[1], "llm")) return wf_bench_llm(argc - 1, argv + 1);
+  static const char *const subs[] = {"collective", "gemm", "gemv", "llm"};
+  const char *near = wf_closest_name(argv[1], subs, 4);
   if (near) wf_error_at("wafer-bench", "unknown subcommand '%s'; did you mean '%s'?", argv[1], near);
-  else wf_error_at("wafer-bench", "unknown subcommand '%s' (collective, gemm or gemv)", argv[1]);
+  else wf_error_at("wafer-bench", "unknown subcommand '%s' (collective, gemm, gemv or llm)", argv[1]);
   return WF_EXIT_USAGE;
 }

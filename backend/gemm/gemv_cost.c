@@ -1,0 +1,42 @@
+/* MeshGEMV's predicted cycles (dist.gemv, WaferLLM §6) as pure functions: the allreduce
+ * candidates lower_gemv.c weighs, and the whole op's prediction for a line of P PEs, so that a
+ * full-size estimate (wafer-bench llm) reads the same numbers without building a program. */
+#include <string.h>
+
+#include "backend/gemm/gemm_algos.h"
+#include "backend/gemm/mesh_algos.h"
+
+double wf_gemv_ktree_allreduce(int n, int K, int groups, int64_t len, const wf_coll_params *p) {
+  wf_ktree kt;
+  if (n <= 1) return 0;
+  if (wf_ktree_build(n, K, groups, &kt)) return -1;
+  double v = wf_ktree_cost(&kt, len, p, 1);
+  wf_ktree_free(&kt);
+  return v;
+}
+
+double wf_gemv_pipeline_allreduce(int n, int64_t len, const wf_coll_params *p) {
+  if (n <= 1) return 0;
+  return wf_coll_chain(n, len, p) + wf_coll_bcast_at(n, len, n - 1, p);
+}
+
+int64_t wf_gemv_predict(const wf_target *t, int P, int64_t k, int64_t n, const char *how, int K, int groups,
+                        const char **chosen) {
+  wf_coll_params p = wf_coll_params_from_target(t);
+  double ck = wf_gemv_ktree_allreduce(P, K, groups, n, &p), cp = wf_gemv_pipeline_allreduce(P, n, &p);
+  double cr = P > 1 ? wf_coll_ring_lowered(P, n, &p) : 0;
+  int use_ktree, use_ring = 0;
+  if (!strcmp(how, "ktree")) use_ktree = 1;
+  else if (!strcmp(how, "pipeline")) use_ktree = 0;
+  else if (!strcmp(how, "ring")) use_ktree = 0, use_ring = 1;
+  else if (!strcmp(how, "auto")) {
+    use_ktree = ck >= 0 && ck <= cp && ck <= cr;
+    use_ring = !use_ktree && cr < cp;
+  } else return -1;
+  if (use_ktree && ck < 0) return -1;
+  int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
+  int64_t local = n + (k * n + f - 1) / f; /* zero y, then the 1 x k x n local GEMV */
+  double comm = use_ring ? cr : use_ktree ? ck : cp;
+  if (chosen) *chosen = use_ring ? "ring" : use_ktree ? "ktree" : "pipeline";
+  return local + (int64_t)(comm + 0.5);
+}

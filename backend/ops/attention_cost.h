@@ -1,0 +1,24 @@
+/* waferc backend — packed attention's predicted cycles as pure functions of the blocks
+ * (lower_attention.c; docs/attention.md), so that an estimate for a full-size layer (wafer-bench
+ * llm) reads the lowering's own numbers without building a program.
+ *
+ *   int64_t c = wf_attention_predict(t, 660, 1, 7, 8, 8, 160, 0); // one layer's attention
+ */
+#ifndef WAFERC_BACKEND_OPS_ATTENTION_COST_H
+#define WAFERC_BACKEND_OPS_ATTENTION_COST_H
+
+#include <stdint.h>
+
+#include "waferc/target.h"
+
+/* The sum of a head's g partial products inside its group of columns (a chain east, a flood
+ * back west): len words over g - 1 links twice. */
+int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len);
+/* attention on `rows` rows of PEs (1: S whole on every PE), q blocks [nbatch][sb][cb], k and v
+ * blocks [nbatch][sb][ckb], heads of hd columns (cb = nh hd, or hd = g cb), `kv_heads` > 0 when
+ * the kv heads are packed (GQA shared) instead of replicated: the lowering's prediction. -1 when
+ * the heads do not fall on the blocks (the lowering refuses such a layout). */
+int64_t wf_attention_predict(const wf_target *t, int rows, int64_t nbatch, int64_t sb, int64_t cb, int64_t ckb,
+                             int64_t hd, int kv_packed);
+
+#endif
