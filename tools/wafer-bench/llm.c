@@ -243,6 +243,17 @@ int wf_bench_llm(int argc, char **argv) {
          "\"head_dim_packed\": %lld, \"kv_shared\": %s, \"cache_slots_per_row\": %lld}},\n",
          (long long)ps.eq, (long long)ps.ekv, (long long)ps.dp, ps.kv_shared ? "true" : "false", (long long)ps.sb,
          (long long)ds.eq, (long long)ds.ekv, (long long)ds.dp, ds.kv_shared ? "true" : "false", (long long)ds.cap);
+  /* what one layer's weights and the decode cache take per PE (f32, as the plans hold them):
+   * the estimate assumes each layer's weights are on its mesh when it runs */
+  int64_t pwb = wf_llm_weight_words(m, &ps) * 4, dwb = wf_llm_weight_words(m, &ds) * 4;
+  int64_t kvb = 2 * ds.cap * ((ds.ekv + dw - 1) / dw) * 4;
+  printf(" \"memory_per_pe\": {\"sram_bytes\": %lld, \"prefill_weight_bytes_per_layer\": %lld, "
+         "\"prefill_weight_bytes_all_layers\": %lld, \"decode_weight_bytes_per_layer\": %lld, "
+         "\"decode_weight_bytes_all_layers\": %lld, \"decode_kv_cache_bytes_per_layer\": %lld, "
+         "\"decode_fits\": %s},\n",
+         (long long)t.sram_bytes, (long long)pwb, (long long)(pwb * m->layers), (long long)dwb,
+         (long long)(dwb * m->layers), (long long)kvb,
+         (dwb + kvb) * m->layers <= t.sram_bytes ? "true" : "false");
   printf(" \"cost_model\": {\"prefill_cycles\": %lld, \"prefill_layer_cycles\": %lld, \"prefill_once_cycles\": %lld, "
          "\"time_to_first_token_s\": %.6g, \"prefill_tokens_per_s\": %.6g, \"decode_step_cycles\": %lld, "
          "\"decode_layer_cycles\": %lld, \"decode_once_cycles\": %lld, \"decode_time_per_token_s\": %.6g, "
@@ -268,11 +279,11 @@ int wf_bench_llm(int argc, char **argv) {
          (long long)pre_sim, pre_layer, ttft_s, P / ttft_s, (long long)dec_sim, (long long)(dec_sample + dec_att),
          step_s, 1.0 / step_s);
   printf("  \"prefill_sample\": {\"mesh\": [%d, %d], \"tokens\": %lld, \"cycles\": %lld, \"step_scale\": %.6g, "
-         "\"host_seconds\": %.1f, ",
+         "\"host_cpu_seconds\": %.1f, ",
          S, S, (long long)(ps.sb * S), (long long)pre_sample, (double)pw / S, pre_wall);
   print_sim_ops(pops, npo, (double)pw / S, 1);
   printf("},\n  \"decode_sample\": {\"mesh\": [%d, %d], \"cycles\": %lld, \"decode_attention_from_cost_model\": %lld, "
-         "\"host_seconds\": %.1f, ",
+         "\"host_cpu_seconds\": %.1f, ",
          dw, dh, (long long)dec_sample, (long long)dec_att, dec_wall);
   print_sim_ops(dops, ndo, 1.0, 0);
   printf("},\n  \"once_ops_from_cost_model\": {\"prefill\": %lld, \"decode\": %lld}}}\n", (long long)pc.model_cycles,

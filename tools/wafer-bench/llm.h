@@ -58,6 +58,10 @@ typedef struct wf_llm_cost {
 int wf_llm_prefill_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_shape *s, wf_llm_cost *c);
 int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_shape *s, wf_llm_cost *c);
 
+/* Words of one layer's weights a PE holds (its blocks of the seven projection matrices, K
+ * split over the rows, N over the columns; the norms' vectors left out). */
+int64_t wf_llm_weight_words(const wf_llm_model *m, const wf_llm_shape *s);
+
 /* IR text of one layer (llm_ir.c): prefill in head-layout's packed form on an S x S region with
  * the blocks of `full` (so a smaller mesh runs the same per-PE work per step); decode as the
  * layer's dist.gemv ops with the K-tree and its local ops at the full decode mesh. Splat

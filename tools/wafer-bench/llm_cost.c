@@ -174,3 +174,9 @@ int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_s
   sum(c);
   return check(c);
 }
+
+int64_t wf_llm_weight_words(const wf_llm_model *m, const wf_llm_shape *s) {
+  int64_t ky = cdiv(m->hidden, s->h), cq = cdiv(s->eq, s->w), ckv = cdiv(s->ekv, s->w), cf = cdiv(m->ffn, s->w);
+  int64_t qy = cdiv(s->eq, s->h), fy = cdiv(m->ffn, s->h), kx = cdiv(m->hidden, s->w);
+  return ky * cq + 2 * ky * ckv + qy * kx + 2 * ky * cf + fy * kx;
+}

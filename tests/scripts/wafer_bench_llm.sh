@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# wafer-bench llm (docs/llm-estimates.md) on the small built-in test-tiny configuration:
+#  1. the JSON object has both figures, cost_model and simulated, each with prefill and decode
+#     tokens/s, time to first token and time per token, and the per-op breakdowns; every
+#     figure is positive, and prefill and decode differ (one P-token pass against one token);
+#  2. the prefill sample runs on the prefill mesh itself here (S = W), so its scaled layer is
+#     the simulated layer as is; a smaller sample (--sample-mesh) scales its mesh-stepped ops;
+#  3. --no-sim prints the cost model alone; bad command lines exit 2.
+set -euo pipefail
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 > "$out/a.json"
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 \
+  --sample-mesh=8 > "$out/b.json"
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim \
+  > "$out/c.json"
+python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+a = json.load(open(d + "/a.json"))
+b = json.load(open(d + "/b.json"))
+c = json.load(open(d + "/c.json"))
+assert a["prefill_mesh"] == [16, 16] and a["decode_mesh"] == [8, 8], a["prefill_mesh"]
+assert a["prompt"] == 64 and a["generate"] == 8 and a["decode_context"] == 68
+for fig in ("cost_model", "simulated"):
+    f = a[fig]
+    for k in ("prefill_tokens_per_s", "decode_tokens_per_s", "time_to_first_token_s", "decode_time_per_token_s",
+              "prefill_cycles", "decode_step_cycles"):
+        assert f[k] > 0, (fig, k, f[k])
+    assert f["prefill_tokens_per_s"] != f["decode_tokens_per_s"], fig
+    # tokens/s and the times say the same thing
+    assert abs(f["prefill_tokens_per_s"] * f["time_to_first_token_s"] - 64) < 1e-3 * 64, fig
+    assert abs(f["decode_tokens_per_s"] * f["decode_time_per_token_s"] - 1) < 1e-3, fig
+cm = a["cost_model"]
+names = [o["op"] for o in cm["prefill_layer_ops"]]
+for op in ("q_proj", "attention", "o_proj", "gate_up_proj", "down_proj", "input_norm"):
+    assert op in names, (op, names)
+dnames = [o["op"] for o in cm["decode_layer_ops"]]
+assert "decode_attention" in dnames and "q_proj" in dnames, dnames
+assert all(o["kind"].startswith("meshgemv") for o in cm["decode_layer_ops"] if o["op"].endswith("_proj"))
+assert all(o["kind"] == "meshgemm" for o in cm["prefill_layer_ops"] if o["op"].endswith("_proj"))
+# the per-op breakdowns add up to the layer
+assert sum(o["count"] * o["cycles"] for o in cm["prefill_layer_ops"]) == cm["prefill_layer_cycles"]
+assert sum(o["count"] * o["cycles"] for o in cm["decode_layer_ops"]) == cm["decode_layer_cycles"]
+assert cm["prefill_cycles"] == cm["prefill_layer_cycles"] * a["config"]["layers"] + cm["prefill_once_cycles"]
+sim = a["simulated"]
+ps = sim["prefill_sample"]
+assert ps["mesh"] == [16, 16] and ps["step_scale"] == 1 and ps["cycles"] > 0
+assert sim["prefill_layer_cycles"] == ps["cycles"]
+# the sample's ops are the layer's, lowered as the cost model assumes
+ops = [o["op"] for o in ps["sample_ops"]]
+assert ops.count("dist.gemm") == 7 and "attention" in ops, ops
+dops = [o["op"] for o in sim["decode_sample"]["sample_ops"]]
+assert dops.count("dist.gemv") == 7, dops
+# 2. a smaller sample scales its GEMMs and attention by W / S = 2
+bs = b["simulated"]["prefill_sample"]
+assert bs["mesh"] == [8, 8] and bs["step_scale"] == 2
+assert b["simulated"]["prefill_layer_cycles"] > bs["cycles"]
+assert b["cost_model"] == a["cost_model"]
+# 3. the cost model alone
+assert c["simulated"] is None and c["cost_model"] == a["cost_model"]
+print("ok: cost model prefill %.0f tok/s, decode %.0f tok/s; simulated %.0f / %.0f" % (
+    cm["prefill_tokens_per_s"], cm["decode_tokens_per_s"], sim["prefill_tokens_per_s"], sim["decode_tokens_per_s"]))
+PY
+set +e
+wafer-bench llm --model=no-such-model > /dev/null 2> "$out/err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "llama3-8b" "$out/err" || { echo "unknown model: exit $rc"; cat "$out/err"; exit 1; }
+set +e
+wafer-bench llm --model=test-tiny --prefill-mesh=0x4 > /dev/null 2>&1; rc=$?
+set -e
+[ $rc -eq 2 ] || { echo "bad mesh: exit $rc"; exit 1; }
+set +e
+wafer-bench llm --model=test-tiny --prefill-mesh=800x800 > /dev/null 2>&1; rc=$?
+set -e
+[ $rc -eq 4 ] || { echo "mesh past the target: exit $rc"; exit 1; }
+echo ok
