@@ -50,6 +50,11 @@ assert sim["prefill_layer_cycles"] == ps["cycles"]
 # the sample's ops are the layer's, lowered as the cost model assumes
 ops = [o["op"] for o in ps["sample_ops"]]
 assert ops.count("dist.gemm") == 7 and "attention" in ops, ops
+# the final norm and LM head are sampled too; the embedding gather is the cost model's
+once = sim["once"]
+assert once["prefill_sample_cycles"] > 0 and once["decode_sample_cycles"] > 0
+assert once["prefill_cycles"] == once["prefill_sample_cycles"] + once["embedding_from_cost_model"][0]
+assert sim["prefill_cycles"] == round(sim["prefill_layer_cycles"] * a["config"]["layers"]) + once["prefill_cycles"]
 dops = [o["op"] for o in sim["decode_sample"]["sample_ops"]]
 assert dops.count("dist.gemv") == 7, dops
 # 2. a smaller sample scales its GEMMs and attention by W / S = 2

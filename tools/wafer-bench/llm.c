@@ -9,7 +9,8 @@
  *               full decode mesh (decode attention from the cost model), times the layers;
  *               prefill, one layer on an S x S region with the full-size per-PE blocks, each
  *               mesh-stepped op (MeshGEMM, attention: one step or round per PE of a line)
- *               scaled by W / S, the local ops as simulated.
+ *               scaled by W / S, the local ops as simulated; the final norm and LM head
+ *               sampled the same way, the embedding gather the cost model's.
  * Exit codes: 2 bad command line, 3 a mesh the cost model cannot predict, 4 a mesh that does
  * not fit the target, 5 a simulation that fails. */
 #include <stdio.h>
@@ -100,6 +101,16 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
   return rc;
 }
 
+/* A sample's cycles at full size: its total plus, for each mesh-stepped op (MeshGEMM, attention:
+ * one step or round per PE of a line), its extent times (scale - 1). The ops overlap (a PE
+ * starts the next op while others finish), so the extents are not summed. */
+static double scaled(int64_t total, const sim_op *ops, int n, double scale) {
+  double v = (double)total;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ops[i].op, "dist.gemm") || !strcmp(ops[i].op, "attention")) v += ops[i].cycles * (scale - 1.0);
+  return v;
+}
+
 static void print_ops(const char *key, const wf_llm_op *ops, int n) {
   printf("\"%s\": [", key);
   for (int i = 0; i < n; i++)
@@ -179,8 +190,9 @@ int wf_bench_llm(int argc, char **argv) {
   /* ---- simulated samples ---- */
   int64_t pre_sim = -1, dec_sim = -1, pre_sample = 0, dec_sample = 0, dec_att = 0;
   double pre_layer = 0, pre_wall = 0, dec_wall = 0;
-  sim_op pops[64], dops[64];
-  int npo = 0, ndo = 0;
+  int64_t pre_once_sample = 0, dec_once_sample = 0, pre_once = 0, dec_once = 0;
+  sim_op pops[64], dops[64], oops[8];
+  int npo = 0, ndo = 0, noo = 0;
   int g = ps.dp > (ps.eq + pw - 1) / pw ? (int)(ps.dp / ((ps.eq + pw - 1) / pw)) : 1;
   if (!S) S = g > 16 ? g : 16;
   if (S > pw) S = pw;
@@ -205,14 +217,16 @@ int wf_bench_llm(int argc, char **argv) {
     pre_wall = (double)(clock() - c0) / CLOCKS_PER_SEC;
     free(ir);
     if (rc) return rc;
-    /* the ops overlap (a PE starts the next op while others finish), so the layer is the
-     * sample's total plus, for each mesh-stepped op, its extent times (W / S - 1) */
     double scale = (double)pw / S;
-    pre_layer = (double)pre_sample;
-    for (int i = 0; i < npo; i++)
-      if (!strcmp(pops[i].op, "dist.gemm") || !strcmp(pops[i].op, "attention"))
-        pre_layer += pops[i].cycles * (scale - 1.0);
-    pre_sim = (int64_t)(pre_layer * m->layers + 0.5) + pc.model_cycles;
+    pre_layer = scaled(pre_sample, pops, npo, scale);
+    ir = wf_llm_once_ir(m, &ps, S, 0);
+    c0 = clock();
+    rc = simulate(ir, pipe, &st, NULL, &pre_once_sample, oops, &noo, 8);
+    pre_wall += (double)(clock() - c0) / CLOCKS_PER_SEC;
+    free(ir);
+    if (rc) return rc;
+    pre_once = (int64_t)(scaled(pre_once_sample, oops, noo, scale) + 0.5) + pc.model[0].cycles; /* + embedding */
+    pre_sim = (int64_t)(pre_layer * m->layers + 0.5) + pre_once;
 
     ir = wf_llm_decode_ir(m, &ds);
     wf_target dt = t;
@@ -225,7 +239,14 @@ int wf_bench_llm(int argc, char **argv) {
     if (rc) return rc;
     for (int i = 0; i < dc.n_layer; i++)
       if (!strcmp(dc.layer[i].kind, "decode_attention")) dec_att = dc.layer[i].cycles;
-    dec_sim = (dec_sample + dec_att) * m->layers + dc.model_cycles;
+    ir = wf_llm_once_ir(m, &ds, 0, 1);
+    c0 = clock();
+    rc = simulate(ir, NULL, &dt, NULL, &dec_once_sample, oops, &noo, 8);
+    dec_wall += (double)(clock() - c0) / CLOCKS_PER_SEC;
+    free(ir);
+    if (rc) return rc;
+    dec_once = dec_once_sample + dc.model[0].cycles; /* + embedding */
+    dec_sim = (dec_sample + dec_att) * m->layers + dec_once;
   }
 
   /* ---- one JSON object ---- */
@@ -286,7 +307,9 @@ int wf_bench_llm(int argc, char **argv) {
          "\"host_cpu_seconds\": %.1f, ",
          dw, dh, (long long)dec_sample, (long long)dec_att, dec_wall);
   print_sim_ops(dops, ndo, 1.0, 0);
-  printf("},\n  \"once_ops_from_cost_model\": {\"prefill\": %lld, \"decode\": %lld}}}\n", (long long)pc.model_cycles,
-         (long long)dc.model_cycles);
+  printf("},\n  \"once\": {\"prefill_cycles\": %lld, \"prefill_sample_cycles\": %lld, \"decode_cycles\": %lld, "
+         "\"decode_sample_cycles\": %lld, \"embedding_from_cost_model\": [%lld, %lld]}}}\n",
+         (long long)pre_once, (long long)pre_once_sample, (long long)dec_once, (long long)dec_once_sample,
+         (long long)pc.model[0].cycles, (long long)dc.model[0].cycles);
   return 0;
 }

@@ -68,5 +68,7 @@ int64_t wf_llm_weight_words(const wf_llm_model *m, const wf_llm_shape *s);
  * constants as weights. Caller frees. */
 char *wf_llm_prefill_ir(const wf_llm_model *m, const wf_llm_shape *full, int S);
 char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s);
+/* The final norm and LM head, sampled the same way (decode = 0: prefill on S x S). */
+char *wf_llm_once_ir(const wf_llm_model *m, const wf_llm_shape *s, int S, int decode);
 
 #endif

@@ -139,3 +139,31 @@ char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
   (void)m;
   return b.s;
 }
+
+/* The once-per-pass ops after the last layer, sampled like the layer: prefill's final norm and
+ * LM head (all P rows, MeshGEMM) on S x S with the full-size blocks; decode's final norm and LM
+ * head (MeshGEMV with the K-tree) at the full decode mesh. The embedding gather (one word per
+ * cycle, a few dozen cycles) stays the cost model's. */
+char *wf_llm_once_ir(const wf_llm_model *m, const wf_llm_shape *s, int S, int decode) {
+  buf b = {0};
+  if (!decode) {
+    int64_t P = s->sb * S, E = cdiv(m->hidden, s->w) * S, V = cdiv(m->vocab, s->w) * S;
+    put(&b, "module @llm_prefill_once {\n  func @main(%%x: f32[1, %lld, %lld], %%wn: f32[%lld], %%wlm: f32[%lld, %lld])"
+            " -> f32[1, %lld, %lld] {\n", (long long)P, (long long)E, (long long)E, (long long)E, (long long)V,
+        (long long)P, (long long)V);
+    put(&b, "    %%h = rmsnorm(%%x, %%wn) {axis = -1, epsilon = 1e-05} : f32[1, %lld, %lld]\n", (long long)P,
+        (long long)E);
+    put(&b, "    %%logits = matmul(%%h, %%wlm) : f32[1, %lld, %lld]\n    return %%logits\n  }\n}\n", (long long)P,
+        (long long)V);
+    return b.s;
+  }
+  int64_t W = s->w, H = s->h, E = cdiv(m->hidden, H) * W, V = cdiv(m->vocab, W) * H;
+  put(&b, "module @llm_decode_once {\n  region @mesh = rect(0, 0, %lld, %lld)\n", (long long)W, (long long)H);
+  put(&b, "  func @main(%%x: f32[%lld]{E_x} @mesh, %%wn: f32[%lld]{E_x} @mesh, %%wlm: f32[%lld, %lld]{K_x, N_y} @mesh)"
+          " -> f32[%lld]{N_y} @mesh {\n", (long long)E, (long long)E, (long long)E, (long long)V, (long long)V);
+  put(&b, "    %%h = rmsnorm(%%x, %%wn) {axis = -1, epsilon = 1e-05} : f32[%lld]{E_x} @mesh\n", (long long)E);
+  put(&b, "    %%logits = dist.gemv(%%h, %%wlm) {allreduce = ktree, k = 2, groups = 0} : f32[%lld]{N_y} @mesh\n",
+      (long long)V);
+  put(&b, "    return %%logits\n  }\n}\n");
+  return b.s;
+}
