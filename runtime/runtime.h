@@ -110,6 +110,13 @@ void wf_sim_free(wf_sim *s);
 /* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
  * In timing mode the shape is checked and the data ignored. */
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *t);
+/* Sets the step parameters of a decode step (docs/pe-programs.md, "Parameters"): on every PE
+ * of every region, R = grow_row (the region row whose KV cache grows at this step) and
+ * C = row_counts[y] (the tokens its row holds after the append; y relative to its region,
+ * so row_counts has as many entries as the tallest region has rows). Call it after
+ * wf_sim_new and before wf_sim_run; without it both are 0. Returns 0, or -1 (reported) when
+ * the run has started or a value is negative. */
+int wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts);
 /* Runs to completion. Returns a WF_EXIT_* code; errors (deadlock ...) are reported. */
 int wf_sim_run(wf_sim *s);
 int64_t wf_sim_cycles(const wf_sim *s);
