@@ -67,6 +67,26 @@ typedef struct wf_plan_coll {
   int64_t words, predicted, lowered; /* lowered: 0 when the manifest gives none */
 } wf_plan_coll;
 
+/* A generation plan's manifest key "generate" (docs/plan-format.md, "Generation"): how
+ * waferrun --generate runs the prefill plan, then the decode step plan in decode_plan/ once
+ * per new token. Names refer to the prefill plan's tensors (prompt_input, prefill_next,
+ * caches[].prefill, checked at load) or the decode plan's (decode_*, caches[].decode,
+ * checked when it is loaded). */
+typedef struct wf_plan_cache_pair {
+  char prefill[256], decode[256]; /* the same cache as a prefill output and a decode input/output */
+} wf_plan_cache_pair;
+
+typedef struct wf_plan_generate {
+  int present;                  /* 0: the plan was not compiled with --generate */
+  char decode_plan[256];        /* a relative directory inside the plan (no "..", not absolute) */
+  char prompt_input[256], prefill_next[256];
+  char decode_ids[256], decode_position[256], decode_next[256];
+  int64_t prompt_length, max_new_tokens;
+  char kv_cache[16];            /* "shift" or "concat" */
+  int rows, slots_per_row;      /* the cache's rows of PEs and the tokens one row can hold */
+  wf_plan_cache_pair *caches; int n_caches;
+} wf_plan_generate;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -84,6 +104,7 @@ typedef struct wf_plan {
   uint32_t colors_used;       /* bit set */
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
   int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
+  wf_plan_generate gen;       /* manifest "generate" (optional) */
 } wf_plan;
 
 /* A program whose routes no WSE router can hold (per color and switch position, rx ports
