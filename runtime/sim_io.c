@@ -1,5 +1,6 @@
 /* Moving whole host tensors in and out of PE memory by layout: the host's memcpy before
- * launch and after completion, which the cycle model does not charge (docs/cycle-model.md). */
+ * launch and after completion, which the cycle model does not charge (docs/cycle-model.md);
+ * and the other thing the host sets before launch, a decode step's parameters R and C. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

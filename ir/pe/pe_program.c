@@ -86,6 +86,10 @@ int wf_pe_class_find_var(wf_pe_class *c, const char *name, int create) {
   for (int i = 0; i < c->n_vars; i++)
     if (!strcmp(c->vars[i], name)) return i;
   if (!create || c->n_vars == 8 || strlen(name) >= sizeof c->vars[0]) return -1;
+  /* A loop variable named like a parameter would print as that parameter (the parser
+     refuses such names in text; a lowering must not make one). */
+  static const char *const params[] = {"x", "y", "W", "H", "R", "C"};
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) WF_ASSERT(strcmp(name, params[i]));
   snprintf(c->vars[c->n_vars], sizeof c->vars[0], "%s", name);
   return c->n_vars++;
 }
