@@ -125,6 +125,25 @@ edit decshape 'm["inputs"][1]["shape"] = [1, 2]' decode/manifest.json
 expect_fail decshape 1 "the position input 'position' is i64\[1, 2\]" -- waferrun "$TMP/decshape" "${P[@]}" --generate=2
 edit prompt 'm["generate"]["prompt_length"] = 4' manifest.json
 expect_fail prompt 1 "generate.prompt_length 4 wants an integer \[1, 4\]" -- waferrun "$TMP/prompt" "${P[@]}" --generate=2
+# Every key of the object, given a value of the wrong kind or range: exit 1 with a message
+# naming generate.<key>, never a crash (a manifest is data and may come from anywhere).
+for key in decode_plan prompt_input prompt_length max_new_tokens kv_cache prefill_next decode_ids \
+  decode_position decode_next rows slots_per_row caches; do
+  for val in null -1 0 1e30 '"x"' '[]' '{}' '[{"prefill": 3}]'; do
+    edit fuzz "m['generate']['$key'] = json.loads('$val')" manifest.json
+    waferrun "$TMP/fuzz" "${P[@]}" --generate=2 >/dev/null 2>"$TMP/fuzz.err"
+    rc=$?
+    # a value that happens to be valid (the count 1 for a size) runs; anything else is refused
+    case $rc in
+      0 | 4 | 5) ;;
+      1) grep -q "generate" "$TMP/fuzz.err" || fail "fuzz $key=$val: message lacks 'generate': $(head -2 "$TMP/fuzz.err")" ;;
+      *) fail "fuzz $key=$val: exit $rc: $(head -2 "$TMP/fuzz.err")" ;;
+    esac
+  done
+done
+edit fuzz 'm["generate"] = [1, 2]' manifest.json
+expect_fail fuzz_obj 1 "generate: expected an object" -- waferrun "$TMP/fuzz" "${P[@]}" --generate=2
+
 # A decode step plan that is not a valid plan: its own loader's message, then the pointer.
 edit route 'pass' manifest.json
 sed -i 's/^op 0$/.color c0 x\n[y<C] .route c0 RAMP -> E\nop 0/' "$TMP/route/decode/programs/main.wpe"

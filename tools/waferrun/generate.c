@@ -109,8 +109,9 @@ static int check_plans(gen *g) {
     const wf_plan_tensor *a = &p->outputs[g->pre_cache[c]], *b = &d->inputs[g->dec_in[c]],
                          *b2 = &d->outputs[g->dec_out[c]];
     if (a->dtype != WF_F32 || a->rank != 3 || a->dims[1] != L) {
-      wf_error_at(g->pre_manifest, "generate.caches[%d]: the prefill cache '%s' is %s; the contract wants f32 [B, %lld, E]",
-                  c, a->name, shape_str(a, s1, sizeof s1), (long long)L);
+      wf_error_at(g->pre_manifest,
+                  "generate.caches[%d]: the prefill cache '%s' is %s; the contract wants f32 [B, %lld, E]", c,
+                  a->name, shape_str(a, s1, sizeof s1), (long long)L);
       return -1;
     }
     int64_t want = (int64_t)G->rows * G->slots_per_row;
@@ -128,8 +129,9 @@ static int check_plans(gen *g) {
       return -1;
     }
     if (p->regions[a->region].h != G->rows || d->regions[b->region].h != G->rows) {
-      wf_error_at(g->dec_manifest, "cache '%s': generate.rows is %d but its regions have %d (prefill) and %d (decode) rows",
-                  b->name, G->rows, p->regions[a->region].h, d->regions[b->region].h);
+      wf_error_at(g->dec_manifest,
+                  "cache '%s': generate.rows is %d but its regions have %d (prefill) and %d (decode) rows", b->name,
+                  G->rows, p->regions[a->region].h, d->regions[b->region].h);
       return -1;
     }
     int64_t padded = a->padded[1] ? a->padded[1] : a->dims[1];
@@ -191,7 +193,8 @@ static wf_jit *load_jit(const wf_plan *p, const wf_gen_opts *o) {
   if (o->no_jit) return NULL;
   char why[512];
   wf_jit *j = wf_jit_load(p, why, sizeof why);
-  if (!j && why[0]) wf_warning(WF_LOC_NONE, "JIT unavailable for %s (%s); interpreting compute instructions", p->dir, why);
+  if (!j && why[0])
+    wf_warning(WF_LOC_NONE, "JIT unavailable for %s (%s); interpreting compute instructions", p->dir, why);
   return j;
 }
 
