@@ -20,6 +20,7 @@ expect_fail() {
 }
 
 $TOY prompt "$TMP/prompt.npy"
+P0=(--input input_ids="$TMP/prompt.npy")
 $TOY write "$TMP/shift" --policy shift --max 6
 $TOY write "$TMP/concat" --policy concat --max 4
 
@@ -63,6 +64,16 @@ gen_ok concat4 "$TMP/concat" 4 concat
 # fourth tokens differ.
 [ "$(sed -n 2p "$TMP/shift6.npy.txt" | cut -d' ' -f1-4)" != "$(sed -n 2p "$TMP/concat4.npy.txt")" ] ||
   fail "shift and concat gave the same tokens: the grow row is not used"
+
+# --dump-caches: the switched cache and the cache after every step, with the rows' counts,
+# equal the contract's (the prompt's K in its rows' first slots; each step's token in the
+# grown row's next slot; nothing else written).
+for pol in shift:6 concat:4; do
+  waferrun "$TMP/${pol%:*}" -q --input input_ids="$TMP/prompt.npy" --generate="${pol#*:}" \
+    --dump-caches "$TMP/dump_${pol%:*}" >/dev/null || fail "--dump-caches run failed ($pol)"
+  $TOY check-dump "$TMP/dump_${pol%:*}" "${pol#*:}" --policy "${pol%:*}" || fail "--dump-caches ($pol)"
+done
+expect_fail dumpnogen 2 "needs --generate" -- waferrun "$TMP/shift" "${P0[@]}" --dump-caches "$TMP/d"
 
 # -q prints the tokens alone; --no-jit changes nothing (the toy has no kernels).
 waferrun "$TMP/shift" -q --no-jit --input input_ids="$TMP/prompt.npy" --generate=6 >"$TMP/q.log" || fail "-q run failed"
@@ -129,7 +140,7 @@ expect_fail prompt 1 "generate.prompt_length 4 wants an integer \[1, 4\]" -- waf
 # naming generate.<key>, never a crash (a manifest is data and may come from anywhere).
 for key in decode_plan prompt_input prompt_length max_new_tokens kv_cache prefill_next decode_ids \
   decode_position decode_next rows slots_per_row caches; do
-  for val in null -1 0 1e30 '"x"' '[]' '{}' '[{"prefill": 3}]'; do
+  for val in null -1 1e30 '"x"' '[{"prefill": 3}]'; do
     edit fuzz "m['generate']['$key'] = json.loads('$val')" manifest.json
     waferrun "$TMP/fuzz" "${P[@]}" --generate=2 >/dev/null 2>"$TMP/fuzz.err"
     rc=$?

@@ -4,6 +4,7 @@
   gen_toy_plan.py reference N [--policy shift|concat]      prints "tokens: ..." and "occupancy: ..."
   gen_toy_plan.py prompt FILE.npy                           writes the prompt, int64 [1, 3]
   gen_toy_plan.py tokens FILE.npy                           prints an int64 .npy's values
+  gen_toy_plan.py check-dump DIR N [--policy P]            checks waferrun --dump-caches DIR
 
 It follows the contract of docs/plan-format.md ("Generation") on a 2x2 region: a prompt of
 L = 3 tokens, K cache f32 [1, L, 2] split (-, y, x), so every row of PEs holds Lb = 2 prompt
@@ -121,6 +122,53 @@ def reference(n, policy):
     return tokens, cnt
 
 
+def reference_caches(n, policy):
+    """The decode cache after the switch and after each step: per phase, the rows' counts and
+    the f32 [1, ROWS * CAP, COLS] cache flattened (column x holds (x + 1) * token)."""
+    cnt = [max(0, min(L - y * LB, LB)) for y in range(ROWS)]
+    rows = [PROMPT[y * LB:y * LB + cnt[y]] for y in range(ROWS)]
+    tokens, _ = reference(n, policy)
+
+    def flat():
+        out = []
+        for y in range(ROWS):
+            for j in range(CAP):
+                out += [float((x + 1) * rows[y][j]) if j < len(rows[y]) else 0.0 for x in range(COLS)]
+        return list(cnt), out
+
+    phases = {"switch": flat()}
+    for s in range(1, n):
+        r = ROWS - 1 if policy == "concat" else max(y for y in range(ROWS) if cnt[y] == min(cnt))
+        cnt[r] += 1
+        rows[r].append(tokens[s - 1])
+        phases["step_%d" % s] = flat()
+    return phases
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    hlen = struct.unpack("<H", data[8:10])[0]
+    header = data[10:10 + hlen].decode()
+    body = data[10 + hlen:]
+    kind = "q" if "'<i8'" in header else "f"
+    return header, list(struct.unpack("<%d%s" % (len(body) // (8 if kind == "q" else 4), kind), body))
+
+
+def check_dump(d, n, policy):
+    """--dump-caches DIR against the reference: every phase, its counts and its cache."""
+    for phase, (cnt, cache) in reference_caches(n, policy).items():
+        _, got_cnt = read_npy(os.path.join(d, phase, "row_counts.npy"))
+        header, got = read_npy(os.path.join(d, phase, "k_cache_0.npy"))
+        if got_cnt != cnt:
+            raise SystemExit("%s: row counts %s, want %s" % (phase, got_cnt, cnt))
+        if "(1, %d, %d)" % (ROWS * CAP, COLS) not in header or got != cache:
+            raise SystemExit("%s: cache %s %s, want %s" % (phase, header.strip(), got, cache))
+    extra = sorted(set(os.listdir(d)) - set(reference_caches(n, policy)))
+    if extra:
+        raise SystemExit("unexpected phases %s" % extra)
+
+
 def write_npy_i64(path, shape, vals):
     header = "{'descr': '<i8', 'fortran_order': False, 'shape': (%s), }" % ", ".join(str(d) for d in shape)
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
@@ -162,6 +210,8 @@ def main(argv):
         print("occupancy: " + " ".join(str(c) for c in cnt))
     elif cmd == "prompt":
         write_npy_i64(args[1], [1, L], PROMPT)
+    elif cmd == "check-dump":
+        check_dump(args[1], int(args[2]), opt["--policy"])
     elif cmd == "tokens":
         header, vals = read_npy_i64(args[1])
         print(header.strip())

@@ -264,6 +264,33 @@ static int grow_row(const gen *g, const int *cnt) {
   return r;
 }
 
+/* --dump-caches DIR: DIR/<phase>/<cache>.npy and DIR/<phase>/row_counts.npy (int64
+ * [rows]: the tokens each row holds), phase "switch" for the decode caches the switch builds
+ * and "step_<s>" for the caches after decode step s, so that a test can set them against the
+ * interpreter's cache and check the rows' balance. */
+static int dump_caches(const gen *g, const char *phase, wf_tensor *const *caches, const int *cnt) {
+  const char *root = g->o->dump_dir;
+  if (!root) return 0;
+  char dir[4096], path[4400];
+  snprintf(dir, sizeof dir, "%s/%s", root, phase);
+  if ((mkdir(root, 0777) && errno != EEXIST) || (mkdir(dir, 0777) && errno != EEXIST)) {
+    wf_error_at(dir, "--dump-caches: cannot create the directory: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  for (int c = 0; c < g->G->n_caches; c++) {
+    snprintf(path, sizeof path, "%s/%s.npy", dir, g->G->caches[c].decode);
+    if (wf_npy_write(path, caches[c])) return WF_EXIT_IO;
+  }
+  int64_t rows = g->G->rows;
+  wf_tensor *t = wf_tensor_new(WF_I64, 1, &rows);
+  WF_ASSERT(t);
+  for (int y = 0; y < g->G->rows; y++) ((int64_t *)t->data)[y] = cnt[y];
+  snprintf(path, sizeof path, "%s/row_counts.npy", dir);
+  int rc = wf_npy_write(path, t) ? WF_EXIT_IO : 0;
+  wf_tensor_free(t);
+  return rc;
+}
+
 /* Step 3: decode steps 1..N-1, each on a fresh simulator; the caches are carried by the host
  * as the PEs' SRAM would keep them. */
 static int run_decode(gen *g, wf_tensor **caches, int *cnt, int64_t *tokens, int64_t *step_cycles) {
@@ -302,6 +329,9 @@ static int run_decode(gen *g, wf_tensor **caches, int *cnt, int64_t *tokens, int
         caches[c] = wf_sim_output(s, g->dec_out[c]);
       }
       rc = check_token(g, tokens[st], st);
+      char phase[32];
+      snprintf(phase, sizeof phase, "step_%lld", (long long)st);
+      if (!rc) rc = dump_caches(g, phase, caches, cnt);
     }
     wf_sim_free(s);
     if (!rc && !g->o->quiet) wf_progress("decode step %lld/%lld", (long long)st, (long long)g->o->n - 1);
@@ -345,6 +375,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   }
   int rc = wf_run_check_input_names(p, o->in, o->n_in, 1);
   if (!rc) rc = wf_run_check_outputs(o->out_dir, o->report, NULL, NULL);
+  if (!rc && o->dump_dir) rc = wf_run_check_dir("--dump-caches", o->dump_dir);
   for (int i = 0; i < o->n_in && !rc; i++)
     rc = wf_run_check_input_spec(&p->inputs[find(p->inputs, p->n_inputs, o->in[i].name)], o->in[i].spec);
   if (rc) return rc;
@@ -401,7 +432,8 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
     caches[c] = switch_cache(&g, pre, &d->inputs[g.dec_in[c]], cnt);
     wf_tensor_free(pre);
   }
-  if ((rc = run_decode(&g, caches, cnt, tokens, step_cycles))) goto done;
+  if ((rc = dump_caches(&g, "switch", caches, cnt)) || (rc = run_decode(&g, caches, cnt, tokens, step_cycles)))
+    goto done;
 
   if (o->out_dir && (rc = write_tokens(o->out_dir, tokens, o->n))) goto done;
   wf_gen_result r = {p->dir, d->dir, p->target.name, p->target.clock_hz, d->target.clock_hz, G->prompt_length,

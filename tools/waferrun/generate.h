@@ -13,6 +13,7 @@ typedef struct wf_gen_opts {
   const wf_run_input *in;       /* --input bindings of the prefill plan */
   int n_in;
   const char *out_dir, *report; /* NULL when not given */
+  const char *dump_dir;         /* --dump-caches: the caches after the switch and each step */
   wf_sim_opts so;               /* functional mode */
   int no_jit, quiet;
 } wf_gen_opts;

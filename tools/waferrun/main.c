@@ -37,6 +37,8 @@ static void usage(FILE *out) {
           "                          token; writes DIR/tokens.npy (int64 [1, N]) and prints the\n"
           "                          tokens, prefill cycles, time to first token and decode\n"
           "                          tokens/s (docs/running.md, \"Generation\")\n"
+          "  --dump-caches DIR       with --generate: write the KV caches after the switch and\n"
+          "                          after each decode step (DIR/switch/, DIR/step_<s>/)\n"
           "  --report FILE           write cycles, per-op split, utilization, links (JSON)\n"
           "  --trace FILE            write a Chrome Trace Event file (open it in Perfetto)\n"
           "  --trace-limit N         keep at most N trace events (default 500000)\n"
@@ -107,6 +109,7 @@ int main(int argc, char **argv) {
   wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
   int64_t gen_n = 0; /* --generate=N */
+  const char *dump_dir = NULL; /* --dump-caches DIR (with --generate) */
   wf_run_input in[WF_RUN_MAX_INPUTS];
   int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0, describe = 0;
   wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
@@ -150,6 +153,8 @@ int main(int argc, char **argv) {
         wf_error_at("waferrun", "--generate expects the number of tokens to generate (at least 1)");
         return WF_EXIT_USAGE;
       }
+    } else if (OPTVAL("--dump-caches")) {
+      dump_dir = val;
     } else if (OPTVAL("--output-dir")) {
       out_dir = val;
     } else if (OPTVAL("--report")) {
@@ -184,7 +189,7 @@ int main(int argc, char **argv) {
       static const char *const own[] = {
           "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
-          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate"};
+          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate", "--dump-caches"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (!plan_dir) {
@@ -197,6 +202,10 @@ int main(int argc, char **argv) {
   }
   if (!plan_dir) {
     usage(stderr);
+    return WF_EXIT_USAGE;
+  }
+  if (dump_dir && !gen_n) {
+    wf_error_at("waferrun", "--dump-caches writes a generation's KV caches: it needs --generate=N");
     return WF_EXIT_USAGE;
   }
   if (gen_n && (trace_path || heat_dir || so.mode == WF_SIM_TIMING || print_outputs)) {
@@ -216,7 +225,7 @@ int main(int argc, char **argv) {
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
-    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, so, no_jit, quiet};
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet};
     rc = wf_run_generate(p, &go);
     for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);
