@@ -110,6 +110,9 @@ void wf_sim_free(wf_sim *s);
 /* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
  * In timing mode the shape is checked and the data ignored. */
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *t);
+/* A decode step's parameters (docs/generation.md): every PE's R = grow_row and C =
+ * row_counts[its y in its region] (the PE program terms R and C). Before wf_sim_run. */
+void wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts);
 /* Runs to completion. Returns a WF_EXIT_* code; errors (deadlock ...) are reported. */
 int wf_sim_run(wf_sim *s);
 int64_t wf_sim_cycles(const wf_sim *s);

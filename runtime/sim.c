@@ -344,6 +344,17 @@ static int step_cycle(wf_sim *s, jump_state *j) {
   return 0;
 }
 
+void wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts) {
+  WF_ASSERT(!s->ran);
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++) {
+    wf_pe *p = s->pes[i];
+    if (!p || !p->cls) continue;
+    p->env.r = grow_row;
+    p->env.c = row_counts[p->env.y];
+  }
+}
+
 int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
   s->ran = 1;

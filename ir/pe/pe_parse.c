@@ -106,6 +106,8 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   else if (!strcmp(name, "y")) t->kind = WF_TERM_Y;
   else if (!strcmp(name, "W")) t->kind = WF_TERM_W;
   else if (!strcmp(name, "H")) t->kind = WF_TERM_H;
+  else if (!strcmp(name, "R")) t->kind = WF_TERM_R;
+  else if (!strcmp(name, "C")) t->kind = WF_TERM_C;
   else {
     int v = wf_pe_class_find_var(ps->c, name, 0);
     if (v < 0) return -1;

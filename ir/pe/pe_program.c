@@ -232,7 +232,7 @@ wf_pe_guard wf_guard0(void) {
 enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
 
 static int term_axes(const wf_pe_term *t) {
-  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
+  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR || t->kind == WF_TERM_R || t->kind == WF_TERM_C ? AX_OTHER : 0;
 }
 
 int wf_guard_split(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy) {
@@ -290,6 +290,8 @@ static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_
     case WF_TERM_W: base = "W"; break;
     case WF_TERM_H: base = "H"; break;
     case WF_TERM_VAR: base = c->vars[t->var]; break;
+    case WF_TERM_R: base = "R"; break;
+    case WF_TERM_C: base = "C"; break;
   }
   char m[16] = "", sc[16] = "";
   if (t->mod) snprintf(m, sizeof m, "%%%d", (int)t->mod);

@@ -62,7 +62,10 @@ extern const char *const wf_dir_names[WF_DIR_COUNT];
  * when every PE stands for c positions of a longer line (`3*y+1`: the second of three virtual
  * rows, docs/gemm.md); it is applied before the modulus (`3*y%4`). A negative scale counts
  * down (`-16*j+96`: what is left of a row after slot j). */
-typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR } wf_term_kind;
+/* R and C are a decode step's parameters (docs/generation.md), set by the host before each
+ * step and 0 otherwise: R the region row whose KV cache grows by one token, C the tokens the
+ * PE's row holds after that append. */
+typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR, WF_TERM_R, WF_TERM_C } wf_term_kind;
 typedef struct wf_pe_term {
   uint8_t kind; /* wf_term_kind */
   uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
@@ -228,6 +231,7 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path_for_err
 typedef struct wf_pe_env {
   int x, y, w, h;
   int32_t vars[8];
+  int32_t r, c; /* WF_TERM_R, WF_TERM_C: the decode step's parameters (0 outside generation) */
   const wf_pe_set *sets; /* the class's sets, for `in` conditions (NULL: none) */
   int n_sets;
 } wf_pe_env;
@@ -239,6 +243,8 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     case WF_TERM_W: b = e->w; break;
     case WF_TERM_H: b = e->h; break;
     case WF_TERM_VAR: b = e->vars[t->var]; break;
+    case WF_TERM_R: b = e->r; break;
+    case WF_TERM_C: b = e->c; break;
     default: return t->k;
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
@@ -248,7 +254,7 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
 /* The environment of PE (x, y) of a w x h region running class c (no loop variables set). */
 static inline wf_pe_env wf_pe_env_at(const wf_pe_class *c, int x, int y, int w, int h) {
-  wf_pe_env e = {x, y, w, h, {0}, c ? c->sets : NULL, c ? c->n_sets : 0};
+  wf_pe_env e = {x, y, w, h, {0}, 0, 0, c ? c->sets : NULL, c ? c->n_sets : 0};
   return e;
 }
 /* Adds `a in set` to g. */
