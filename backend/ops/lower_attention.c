@@ -11,7 +11,7 @@
  * the rounds, and sends it so; the score block of a slot is
  *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb]
  * and, for a head spanning g columns, the sum of the g partial products inside the group (a
- * chain east and a flood back west on the group's columns only: grp_sum below).
+ * chain east and a flood back west on the group's columns only: wf_lower_attn_group_sum below).
  *
  * The softmax is online (FlashAttention's recurrence), one K/V block per round, so SRAM holds
  * one Sb x Tb score block per slot, never Sb x T:
@@ -57,10 +57,7 @@ static void copy2d(wf_lower *L, const wf_pe_guard *g, wf_pe_arg d, wf_pe_arg s, 
  * floods the sum back west on a third color, which stops at the group's first PE. Per round it
  * moves len words over g - 1 links twice, where the whole row's allreduce of every group's
  * slot moved ceil(W/g) len words over W - 1. */
-typedef struct grp {
-  int g, w;
-  int c[2], cw; /* eastbound colors by the sender's parity; the westbound flood */
-} grp;
+typedef wf_attn_group grp;
 
 /* The PEs at place p of their group (x mod g == p), the mesh's last column apart (`edge`
  * selects it alone; it ends its group wherever it falls). */
@@ -77,12 +74,17 @@ static wf_pe_guard at_place(const grp *G, int p, int edge) {
   return gd;
 }
 
-static int grp_init(wf_lower *L, grp *G, int g, wf_loc loc) {
+int wf_lower_attn_group_init(wf_lower *L, grp *G, int g, wf_loc loc) {
   G->g = g, G->w = L->w;
+  if (L->attn_grp[0] == g) { /* an earlier attention's: same groups, same routes */
+    G->c[0] = L->attn_grp[1], G->c[1] = L->attn_grp[2], G->cw = L->attn_grp[3];
+    return 0;
+  }
   G->c[0] = wf_lower_color_fresh(L, "attention head-group chain east (even places)", loc);
   G->c[1] = wf_lower_color_fresh(L, "attention head-group chain east (odd places)", loc);
   G->cw = wf_lower_color_fresh(L, "attention head-group sum back west", loc);
   if (G->c[0] < 0 || G->c[1] < 0 || G->cw < 0) return WF_EXIT_NOFIT;
+  if (!L->attn_grp[0]) L->attn_grp[0] = g, L->attn_grp[1] = G->c[0], L->attn_grp[2] = G->c[1], L->attn_grp[3] = G->cw;
   for (int edge = 0; edge < 2; edge++)
     for (int p = 0; p < g; p++) {
       if (edge && p != (G->w - 1) % g) continue;
@@ -99,7 +101,7 @@ static int grp_init(wf_lower *L, grp *G, int g, wf_loc loc) {
 }
 
 /* sym[0..len) = its sum over the PE's group; returns the predicted cycles. */
-static int64_t grp_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
+int64_t wf_lower_attn_group_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
   for (int edge = 0; edge < 2; edge++)
     for (int p = 0; p < G->g; p++) {
       if (edge && p != (G->w - 1) % G->g) continue;
@@ -222,7 +224,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
 
   grp G;
-  int rc = g > 1 ? grp_init(L, &G, (int)g, op->loc) : 0;
+  int rc = g > 1 ? wf_lower_attn_group_init(L, &G, (int)g, op->loc) : 0;
   if (rc) return rc;
   int ccol = -1;
   if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
@@ -258,7 +260,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_emit(L, lg, WF_PEOP_MATMUL,
               (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, (b * nkv + k / share) * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
       round += sb * tb + (sb * ds * tb + f - 1) / f;
-      if (g > 1) round += grp_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
+      if (g > 1) round += wf_lower_attn_group_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
       if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
       else
         for (int j = 0; j < rows; j++) {
