@@ -76,7 +76,8 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (wf_op_int(f, op, "axis", 0) != 0) return unsupported(op, "only axis 0 (rows of the table) is lowered");
   if (f->values[tv].kind != WF_VAL_GLOBAL || tt->rank != 2 || tt->dtype != WF_F32)
     return unsupported(op, "the table must be an f32 constant [V, E]");
-  if (split_of(tt, 0) != WF_AXIS_NONE || split_of(tt, 1) == WF_AXIS_Y)
+  /* {V, E_y} is a decode step's (partition_decode.c): the token's row along y, its ids whole */
+  if (split_of(tt, 0) != WF_AXIS_NONE || (split_of(tt, 1) == WF_AXIS_Y && split_of(it, it->rank - 1) != WF_AXIS_NONE))
     return unsupported(op, "the table must be laid out {V, E_x} (partition's layout for it)");
   if (!is_int(it->dtype) || it->rank < 1 || rt->rank != it->rank + 1)
     return unsupported(op, "the ids must be an integer tensor [.., L]");
