@@ -1,0 +1,158 @@
+/* waferc --generate=N: one export with a dynamic sequence axis, compiled twice for the same
+ * mesh (docs/generation.md):
+ *
+ *   plan/          the prefill for prompts of L tokens (--input-shape IDS=1xL): the pipeline with
+ *                  generate-prefill after head-layout; its manifest carries "generate"
+ *   plan/decode/   one decode step: the model imported for L + N positions (the position tables
+ *                  hold every position a step reads), decode-step{capacity=C} after head-layout
+ *
+ * C = rows · cap, cap the most tokens any row holds over the N - 1 steps under the cache
+ * policy (include/waferc/kvcache.h, as waferrun sets them). When the decode plan does not fit
+ * the SRAM, the largest N that does is searched (compiles into a scratch directory) and named. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "generate.h"
+#include "ir/support/fsutil.h"
+#include "waferc/diag.h"
+#include "waferc/kvcache.h"
+#include "waferc/onnx.h"
+#include "waferc/pass.h"
+
+/* Slots per row the cache needs for n tokens after a prompt of L on `rows` rows. */
+static int64_t slots_per_row(int64_t L, int rows, int64_t n, int concat) {
+  int64_t lb = (L + rows - 1) / rows;
+  int *cnt = calloc((size_t)rows, sizeof *cnt);
+  WF_ASSERT(cnt);
+  wf_kv_prefill_counts(L, rows, lb, cnt);
+  int64_t cap = lb;
+  for (int64_t s = 1; s < n; s++) {
+    int r = wf_kv_grow_row(cnt, rows, concat);
+    if (++cnt[r] > cap) cap = cnt[r];
+  }
+  free(cnt);
+  return cap;
+}
+
+/* One compile of the model with ids `shape` and the pass `late` after head-layout into dir;
+ * *layers (may be NULL) gets the attention layers the plan has. */
+static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
+                       const char *extra, int *layers) {
+  char pipe[512];
+  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout,%s,partition,lower-gemm%s%s%s,symbol-dce", late,
+           g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
+  wf_pipeline *p = wf_cli_parse_pipeline(c, pipe);
+  if (!p) return WF_EXIT_USAGE;
+  wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;
+  const char *shapes[1] = {shape};
+  oo.input_shapes = shapes;
+  oo.n_input_shapes = 1;
+  wf_module *m = NULL;
+  int rc = wf_onnx_import(g->model, &oo, &m);
+  if (!rc) rc = wf_verify_module(m) ? WF_EXIT_INPUT : wf_pipeline_run(p, m, &c->pm);
+  if (!rc && wf_mkdir_p(dir)) rc = WF_EXIT_IO;
+  wf_plan_opts po = g->po;
+  po.manifest_extra = extra;
+  if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &po);
+  if (!rc && layers) {
+    *layers = 0;
+    for (int i = 0; i < m->n_funcs; i++)
+      wf_func_foreach_op(m->funcs[i], op) *layers += op->code == WF_OP_DECODE_ATTENTION;
+  }
+  if (m) wf_module_free(m);
+  wf_pipeline_free(p);
+  return rc;
+}
+
+static int compile_decode(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int64_t cap,
+                          const char *dir, int *layers) {
+  char shape[256], late[64];
+  snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)(L + n));
+  snprintf(late, sizeof late, "decode-step{capacity=%lld}", (long long)(cap * c->target.mesh_h));
+  return compile_one(c, g, shape, late, dir, NULL, layers);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
+  (void)sev, (void)loc, (void)msg, (void)user;
+}
+
+/* The largest n' < n whose decode plan fits; 0 when none does. Errors are silenced. */
+static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int concat) {
+  char dir[] = "/tmp/waferc-gen-XXXXXX";
+  if (!mkdtemp(dir)) return 0;
+  int64_t lo = 0, hi = n; /* lo fits (0: nothing known), hi does not */
+  wf_diag_set_sink(no_diag, NULL);
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, c->target.mesh_h, mid, concat), dir, NULL);
+    if (rc == WF_EXIT_OK) lo = mid;
+    else if (rc == WF_EXIT_NOFIT) hi = mid;
+    else break;
+  }
+  wf_diag_set_sink(NULL, NULL);
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return lo;
+}
+
+int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
+  const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
+  long long b = 0, L = 0;
+  char tail;
+  if (!eq || sscanf(eq + 1, "%lldx%lld%c", &b, &L, &tail) != 2 || b != 1 || L < 1) {
+    wf_error(WF_LOC_NONE, "--generate needs the prompt's token ids as --input-shape NAME=1xL (one request of L "
+                          "tokens), got '%s'", g->ids_shape ? g->ids_shape : "none");
+    return WF_EXIT_USAGE;
+  }
+  int concat = !strcmp(g->kv_cache, "concat");
+  char name[128];
+  snprintf(name, sizeof name, "%.*s", (int)(eq - g->ids_shape), g->ids_shape);
+  int rows = c->target.mesh_h;
+  int64_t cap = slots_per_row(L, rows, g->n, concat);
+  /* No plan until both compiled: an older manifest goes first (docs/plan-format.md). */
+  char *mpath = wf_path_join(g->out_dir, "manifest.json");
+  unlink(mpath);
+  free(mpath);
+  char *ddir = wf_path_join(g->out_dir, "decode");
+  wf_progress("compiling the decode step (%lld cache slots per row)", (long long)cap);
+  int layers = 0;
+  int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers);
+  wf_progress_done();
+  if (rc == WF_EXIT_NOFIT) {
+    int64_t best = largest_fit(c, g, name, L, g->n, concat);
+    if (best > 0)
+      wf_note(WF_LOC_NONE, "with a prompt of %lld tokens on this mesh the KV cache (%s) holds at most --generate=%lld "
+                           "(%lld slots per row of PEs)", L, g->kv_cache, (long long)best,
+              (long long)slots_per_row(L, rows, best, concat));
+    else
+      wf_note(WF_LOC_NONE, "the decode step does not fit this mesh even for --generate=1");
+  }
+  if (!rc) {
+    char shape[256], extra[4096];
+    snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
+    int n = snprintf(extra, sizeof extra,
+                     "{\"generate\": {\"decode_plan\": \"decode\", \"prompt_input\": \"%s\", \"prompt_length\": %lld, "
+                     "\"max_new_tokens\": %lld, \"kv_cache\": \"%s\", \"prefill_next\": \"next_ids\", "
+                     "\"decode_ids\": \"%s\", \"decode_position\": \"position\", \"decode_next\": \"next_ids\", "
+                     "\"rows\": %d, \"slots_per_row\": %lld, \"caches\": [",
+                     name, L, (long long)g->n, g->kv_cache, name, rows, (long long)cap);
+    wf_progress("compiling the prefill (%lld tokens)", L);
+    /* the caches' names are the passes' (k_cache_<i>, v_cache_<i>) */
+    for (int i = 0; i < layers && (size_t)n < sizeof extra - 128; i++)
+      n += snprintf(extra + n, sizeof extra - (size_t)n, "%s{\"prefill\": \"k_cache_%d\", \"decode\": \"k_cache_%d\"}, "
+                    "{\"prefill\": \"v_cache_%d\", \"decode\": \"v_cache_%d\"}", i ? ", " : "", i, i, i, i);
+    snprintf(extra + n, sizeof extra - (size_t)n, "]}}");
+    rc = compile_one(c, g, shape, "generate-prefill", g->out_dir, extra, NULL);
+    wf_progress_done();
+  }
+  free(ddir);
+  return rc;
+}
