@@ -4,6 +4,7 @@
  *   waferc model.wir --emit=ir --pass-pipeline='canonicalize,dce'
  *   waferc model.wir --interpret --input x=x.npy --output-dir out/
  *   waferc model.onnx --input-shape input_ids=1x16 --interpret --input input_ids=ids.npy --output-dir out/
+ *   waferc model.onnx --interpret --input input_ids=prompt.npy --generate=8 --output-dir ref/
  */
 #define _XOPEN_SOURCE 700 /* nftw (ftw.h) */
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "ir/support/fsutil.h"
 #include "passes/cli.h"
 #include "passes/partition.h"
+#include "tools/waferc/interpret_generate.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/onnx.h"
@@ -44,6 +46,7 @@ typedef struct options {
   char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
   int gemv_k, gemv_groups;     /* --gemv-k / --gemv-groups or {k=,groups=}; -1 = each op's */
   int auto_region;             /* --auto-region: a larger mesh when SRAM is over budget */
+  int generate;                /* --generate=N: tokens to generate; 0 = no generation */
 } options;
 
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
@@ -80,6 +83,10 @@ static void usage(FILE *out) {
         "  --gemv-k=K, --gemv-groups=G  the K-tree's levels / group count\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
+        "  --generate=N               with --interpret: greedy generation of N tokens,\n"
+        "                             recomputing the whole sequence each step (writes\n"
+        "                             tokens.npy); without --interpret: see docs (compile for\n"
+        "                             generation)\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
@@ -401,6 +408,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--gemv-k", { if (parse_count("--gemv-k", v, 1, &o->gemv_k)) return WF_EXIT_USAGE; })
     VALUE("--gemv-groups", { if (parse_count("--gemv-groups", v, 0, &o->gemv_groups)) return WF_EXIT_USAGE; })
     VALUE("--output-dir", o->output_dir = v)
+    VALUE("--generate", { if (parse_count("--generate", v, 1, &o->generate)) return WF_EXIT_USAGE; })
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
         wf_error(WF_LOC_NONE, "too many --input-shape options (at most %d)", MAX_INPUTS);
@@ -432,7 +440,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
-                                        "--list-onnx-ops"};
+                                        "--list-onnx-ops", "--generate"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -511,6 +519,38 @@ static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* --interpret --generate imports the model once per step, at the step's length, through
+ * load_module: the interpret pipeline and the import path are the ones --interpret uses. */
+typedef struct generate_load {
+  wf_cli *c;
+  const options *o;
+  wf_pipeline *pipeline;
+} generate_load;
+
+static wf_module *load_for_generate(void *user, const char *const *shapes, int n_shapes, int *rc) {
+  generate_load *g = user;
+  options step = *g->o;
+  step.n_inputs = 0; /* the step's shapes replace the prompt file's */
+  step.n_derived = 0;
+  step.n_input_shapes = n_shapes < MAX_INPUTS ? n_shapes : MAX_INPUTS;
+  for (int i = 0; i < step.n_input_shapes; i++) step.input_shapes[i] = shapes[i];
+  return load_module(g->c, &step, g->pipeline, rc);
+}
+
+static int generate(wf_cli *c, const options *o, wf_pipeline *pipeline) {
+  if (!o->interpret) {
+    /* The compile path (issue 17), in tools/waferc/generate.c:
+     *   return wf_waferc_compile_generate(...);
+     */
+    wf_error(WF_LOC_NONE, "--generate without --interpret is not implemented yet");
+    return WF_EXIT_UNSUPPORTED;
+  }
+  generate_load gl = {c, o, pipeline};
+  wf_waferc_generate_ref g = {o->input, o->func, o->inputs, o->n_inputs, o->input_shapes, o->n_input_shapes,
+                              o->generate, o->output_dir, load_for_generate, &gl};
+  return wf_waferc_interpret_generate(&g);
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
@@ -566,6 +606,11 @@ int main(int argc, char **argv) {
     return rc;
   }
 
+  if (o.generate) {
+    rc = generate(&c, &o, pipeline);
+    wf_pipeline_free(pipeline);
+    return rc;
+  }
   if (o.auto_region && !o.interpret && !emit_ir) {
     char *flags = joined_args(argc, argv);
     compile_try ct = {&c, &o, pipeline, flags};
