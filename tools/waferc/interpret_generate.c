@@ -63,9 +63,12 @@ bad:
  * the input's binding, and the first real step reports whatever else is wrong. */
 static int fixed_length(const wf_waferc_generate_ref *g, const char *const *others, int n_others, const char *name,
                         size_t name_len) {
+  int show = wf_progress_enabled();
   wf_diag_set_sink(silent, NULL);
+  if (show) wf_progress_set_quiet(1);
   int rc;
   wf_module *m = g->load(g->load_user, others, n_others, &rc);
+  if (show) wf_progress_set_quiet(0);
   wf_diag_set_sink(NULL, NULL);
   int fixed = 0;
   if (m && rc == WF_EXIT_OK) {
@@ -211,13 +214,18 @@ int wf_waferc_interpret_generate(const wf_waferc_generate_ref *g) {
   wf_tensor_free(prompt);
   if (rc == WF_EXIT_OK && fixed_length(g, shapes + 1, n_others, name, name_len)) rc = WF_EXIT_INPUT;
 
+  /* One progress line per step: the import's and the passes' own lines are held back meanwhile
+   * (they would replace it at once, every step). */
+  int show = wf_progress_enabled();
   char spec[160];
   for (int i = 0; rc == WF_EXIT_OK && i < g->n_new; i++) {
     int64_t s = len + i;
     snprintf(spec, sizeof spec, "%.*s=1x%lld", (int)name_len, name, (long long)s);
     shapes[0] = spec;
     wf_progress("generating token %d of %d (sequence length %lld)", i + 1, g->n_new, (long long)s);
+    if (show) wf_progress_set_quiet(1);
     int64_t next = step(g, shapes, 1 + n_others, name, name_len, seq, s, &rc);
+    if (show) wf_progress_set_quiet(0);
     wf_progress_done();
     if (rc != WF_EXIT_OK) wf_note(WF_LOC_NONE, "in generation step %d of %d (%s)", i + 1, g->n_new, spec);
     seq[s] = next;
