@@ -13,6 +13,16 @@
 
 static void silent(wf_severity sev, wf_loc loc, const char *msg, void *user) { (void)sev, (void)loc, (void)msg, (void)user; }
 
+/* After the first step: the import warns the same at every length (a repaired exporter quirk, an
+ * f64 input), so warnings are dropped; errors and notes are printed as without a sink. */
+static void no_warnings(wf_severity sev, wf_loc loc, const char *msg, void *user) {
+  if (sev == WF_SEV_WARNING) return;
+  wf_diag_set_sink(NULL, NULL);
+  if (sev == WF_SEV_ERROR) wf_error(loc, "%s", msg);
+  else wf_note(loc, "%s", msg);
+  wf_diag_set_sink(no_warnings, user);
+}
+
 static int ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
   return a >= b && strcmp(s + a - b, suffix) == 0;
@@ -217,14 +227,16 @@ int wf_waferc_interpret_generate(const wf_waferc_generate_ref *g) {
   /* One progress line per step: the import's and the passes' own lines are held back meanwhile
    * (they would replace it at once, every step). */
   int show = wf_progress_enabled();
-  char spec[160];
+  char *spec = malloc(name_len + 32);
   for (int i = 0; rc == WF_EXIT_OK && i < g->n_new; i++) {
     int64_t s = len + i;
-    snprintf(spec, sizeof spec, "%.*s=1x%lld", (int)name_len, name, (long long)s);
+    snprintf(spec, name_len + 32, "%.*s=1x%lld", (int)name_len, name, (long long)s);
     shapes[0] = spec;
     wf_progress("generating token %d of %d (sequence length %lld)", i + 1, g->n_new, (long long)s);
     if (show) wf_progress_set_quiet(1);
+    if (i > 0) wf_diag_set_sink(no_warnings, NULL);
     int64_t next = step(g, shapes, 1 + n_others, name, name_len, seq, s, &rc);
+    wf_diag_set_sink(NULL, NULL);
     if (show) wf_progress_set_quiet(0);
     wf_progress_done();
     if (rc != WF_EXIT_OK) wf_note(WF_LOC_NONE, "in generation step %d of %d (%s)", i + 1, g->n_new, spec);
@@ -236,6 +248,7 @@ int wf_waferc_interpret_generate(const wf_waferc_generate_ref *g) {
     for (int i = 0; i < g->n_new; i++) printf(" %lld", (long long)seq[len + i]);
     printf("\n");
   }
+  free(spec);
   free(seq);
   free(shapes);
   return rc;
