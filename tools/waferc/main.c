@@ -539,7 +539,7 @@ static wf_module *load_for_generate(void *user, const char *const *shapes, int n
 
 static int generate(wf_cli *c, const options *o, wf_pipeline *pipeline) {
   if (!o->interpret) {
-    /* The compile path (issue 17), in tools/waferc/generate.c:
+    /* TODO(issue 17): a stub until the compile path lands (tools/waferc/generate.c):
      *   return wf_waferc_compile_generate(...);
      */
     wf_error(WF_LOC_NONE, "--generate without --interpret is not implemented yet");
