@@ -5,12 +5,18 @@ tokens.
 
     /usr/bin/python3 examples/models/export_generate.py                    # rewrites the files
     /usr/bin/python3 examples/models/export_generate.py --out /tmp/g --waferc build/bin   # and checks
+    /usr/bin/python3 examples/models/export_generate.py --out /tmp/g --waferc build/bin --extra   # 9 more
 
 The models are variants.py's TinyLlama and TinyGPT2 (same classes and knobs). Greedy decoding
 here recomputes the whole sequence at every step (no KV cache): the next token is the argmax
 (first index on ties) of the last row of the logits, appended to the sequence. That is what
 `waferc M.onnx --interpret --input input_ids=M_prompt.npy --generate=N` does too, so the two
 are independent of any cache.
+
+--extra adds models that are not committed (EXTRA: other depths, vocabularies, widths, head
+layouts and export forms), to try waferc on models the tests have not seen; there a prompt
+whose tokens repeat is accepted when no other has clear margins (the tied LLaMA repeats its
+last token whatever the prompt).
 
 A prompt is drawn (seeded) until every step's top logit beats the second by at least MARGIN and
 the 8 tokens hold at least 4 distinct ids: a near-tie would make the reference depend on summation order
@@ -46,10 +52,36 @@ MODELS = {
 }
 MIN_DISTINCT = 4  # distinct tokens among the 8
 
+# --extra: more shapes and export forms, not committed (for local checks of waferc --generate on
+# models the tests have not seen): other depths, vocabularies, widths and head layouts, the GQA
+# repeat torch 1.13 writes as a Loop, Hugging Face's RMSNorm and f32 RoPE, cached RoPE tables, a
+# tied LLaMA, Conv1D GPT-2 with the new GELU, a computed triu mask, other opsets.
+EXTRA = {
+    "x_llama_l1_e24h3kv1_v50": ("tiny", dict(embed=24, heads=3, kv_heads=1, vocab=50, layers=1), 5, 1.0),
+    "x_llama_l3_e56h7kv7_v200_il": ("tiny", dict(embed=56, heads=7, kv_heads=7, vocab=200, layers=3,
+                                                rope="interleaved"), 6, 1.0),
+    "x_llama_gqa_loop_e32h4kv2": ("tiny", dict(embed=32, heads=4, kv_heads=2, vocab=101, gqa="repeat_interleave"), 7,
+                                  1.0),
+    "x_llama_hf_e48h6kv3_o14": ("tiny", dict(embed=48, heads=6, kv_heads=3, vocab=77, rms="hf_cast", rope_fp32=True,
+                                             mask="hf", opset=14), 8, 1.0),
+    "x_llama_cached_rope_e32h2kv1": ("tiny", dict(embed=32, heads=2, kv_heads=1, vocab=64, rope="cached"), 5, 1.0),
+    "x_llama_tied_e32h4kv2_tril": ("tiny", dict(embed=32, heads=4, kv_heads=2, vocab=90, tied=True, mask="tril"), 6,
+                                   1.0),
+    "x_gpt2_conv1d_newgelu_e40h5_v70": ("gpt2m", dict(embed=40, heads=5, vocab=70, conv1d=True, gelu="new"), 9, 0.3),
+    "x_gpt2_l1_e24h2_v120_triu_o15": ("gpt2m", dict(embed=24, heads=2, vocab=120, layers=1, mask="triu", opset=15,
+                                                    tied=False), 6, 1.0),
+    "x_gpt2_l3_e64h8_v57_buffer_o13": ("gpt2m", dict(embed=64, heads=8, vocab=57, layers=3, mask="buffer", opset=13,
+                                                     tied=True), 7, 0.3),
+}
+
+
+def spec(name):
+    return MODELS[name] if name in MODELS else EXTRA[name]
+
 
 def config(name):
-    base, knobs = MODELS[name][:2]
-    return variant(base, axes="seq", layers=2, opset=17, **knobs)
+    base, knobs = spec(name)[:2]
+    return variant(base, **dict(dict(axes="seq", layers=2, opset=17), **knobs))
 
 
 def greedy(m, prompt, n):
@@ -67,14 +99,21 @@ def greedy(m, prompt, n):
     return torch.tensor([out], dtype=torch.int64), margin
 
 
-def pick_prompt(m, c, length):
-    for seed in range(1000):
+def pick_prompt(m, c, length, need_distinct):
+    clear = None  # the first prompt with clear margins, if none gives distinct tokens
+    for seed in range(200):
         gen = torch.Generator().manual_seed(seed)
         prompt = torch.randint(0, c["vocab"], (1, length), dtype=torch.int64, generator=gen)
         tokens, margin = greedy(m, prompt, NEW_TOKENS)
-        if margin >= MARGIN and len(set(tokens[0].tolist())) >= MIN_DISTINCT:
+        if margin < MARGIN:
+            continue
+        if len(set(tokens[0].tolist())) >= MIN_DISTINCT:
             return prompt, tokens, margin, seed
-    raise SystemExit("no prompt with margin %g for %s" % (MARGIN, c["name"]))
+        clear = clear or (prompt, tokens, margin, seed)
+    if clear and not need_distinct:
+        return clear
+    raise SystemExit("no prompt with margin %g%s for %s" % (MARGIN, " and distinct tokens" if clear else "",
+                                                             c["name"]))
 
 
 def export(name, out):
@@ -82,14 +121,14 @@ def export(name, out):
     m = build(c)
     with torch.no_grad():
         emb = m.embed_tokens if c["family"] == "tiny" else m.wte
-        emb.weight.mul_(MODELS[name][3])
-    prompt_len = MODELS[name][2]
+        emb.weight.mul_(spec(name)[3])
+    prompt_len = spec(name)[2]
     path = os.path.join(out, name + ".onnx")
     x = torch.zeros(1, prompt_len, dtype=torch.int64)
     torch.onnx.export(m, (x,), path, input_names=["input_ids"], output_names=["logits"],
                       dynamic_axes={"input_ids": {1: "seq"}, "logits": {1: "seq"}}, opset_version=c["opset"],
                       do_constant_folding=True)
-    prompt, tokens, margin, seed = pick_prompt(m, c, prompt_len)
+    prompt, tokens, margin, seed = pick_prompt(m, c, prompt_len, name in MODELS)
     np.save(os.path.join(out, name + "_prompt.npy"), prompt.numpy())
     np.save(os.path.join(out, name + "_tokens.npy"), tokens.numpy())
     print("%s: %s, %d bytes, prompt %s (seed %d), tokens %s, smallest margin %.3f" % (
@@ -138,10 +177,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "generate"), help="output directory")
     ap.add_argument("--waferc", default=None, help="directory holding waferc and wafer-npycmp: also check")
     ap.add_argument("-k", default=None, help="only models whose name contains this")
+    ap.add_argument("--extra", action="store_true",
+                    help="also the EXTRA models (other sizes and export forms; give --out, they are not committed)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     fails = []
-    for name in MODELS:
+    if a.extra and os.path.abspath(a.out) == os.path.join(here, "generate"):
+        ap.error("--extra writes models that are not committed: give --out DIR")
+    for name in list(MODELS) + (list(EXTRA) if a.extra else []):
         if a.k and a.k not in name:
             continue
         m, c = export(name, a.out)
