@@ -4,6 +4,7 @@
  *   waferc model.wir --emit=ir --pass-pipeline='canonicalize,dce'
  *   waferc model.wir --interpret --input x=x.npy --output-dir out/
  *   waferc model.onnx --input-shape input_ids=1x16 --interpret --input input_ids=ids.npy --output-dir out/
+ *   waferc model.onnx --interpret --input input_ids=prompt.npy --generate=8 --output-dir ref/
  */
 #define _XOPEN_SOURCE 700 /* nftw (ftw.h) */
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "passes/cli.h"
 #include "passes/partition.h"
 #include "generate.h"
+#include "tools/waferc/interpret_generate.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/onnx.h"
@@ -528,6 +530,32 @@ static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* --interpret --generate imports the model once per step, at the step's length, through
+ * load_module: the interpret pipeline and the import path are the ones --interpret uses. */
+typedef struct generate_load {
+  wf_cli *c;
+  const options *o;
+  wf_pipeline *pipeline;
+} generate_load;
+
+static wf_module *load_for_generate(void *user, const char *const *shapes, int n_shapes, int *rc) {
+  generate_load *g = user;
+  options step = *g->o;
+  step.n_inputs = 0; /* the step's shapes replace the prompt file's */
+  step.n_derived = 0;
+  step.n_input_shapes = n_shapes < MAX_INPUTS ? n_shapes : MAX_INPUTS;
+  for (int i = 0; i < step.n_input_shapes; i++) step.input_shapes[i] = shapes[i];
+  return load_module(g->c, &step, g->pipeline, rc);
+}
+
+static int generate(wf_cli *c, const options *o, wf_pipeline *pipeline) {
+  WF_ASSERT(o->interpret); /* compiling for generation: wf_waferc_compile_generate (generate.c) */
+  generate_load gl = {c, o, pipeline};
+  wf_waferc_generate_ref g = {o->input, o->func, o->inputs, o->n_inputs, o->input_shapes, o->n_input_shapes,
+                              o->generate, o->output_dir, load_for_generate, &gl};
+  return wf_waferc_interpret_generate(&g);
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
@@ -583,15 +611,6 @@ int main(int argc, char **argv) {
     return rc;
   }
 
-  if (o.auto_region && !o.interpret && !emit_ir) {
-    char *flags = joined_args(argc, argv);
-    compile_try ct = {&c, &o, pipeline, flags};
-    rc = wf_waferc_auto_region(&c.target, compile_once, &ct);
-    free(flags);
-    wf_pipeline_free(pipeline);
-    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
-    return rc;
-  }
   if (o.generate && !o.interpret) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
@@ -614,6 +633,20 @@ int main(int argc, char **argv) {
     }
     free(flags);
     wf_pipeline_free(pipeline);
+    return rc;
+  }
+  if (o.generate) {
+    rc = generate(&c, &o, pipeline);
+    wf_pipeline_free(pipeline);
+    return rc;
+  }
+  if (o.auto_region && !o.interpret && !emit_ir) {
+    char *flags = joined_args(argc, argv);
+    compile_try ct = {&c, &o, pipeline, flags};
+    rc = wf_waferc_auto_region(&c.target, compile_once, &ct);
+    free(flags);
+    wf_pipeline_free(pipeline);
+    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
     return rc;
   }
   wf_progress("parsing %s", o.input);
