@@ -370,7 +370,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   int64_t n = 0;
   char what[128];
   if (wf_partition_is_decode(f)) { /* the token's row on alternating axes (partition_decode.c) */
-    if ((rc = wf_partition_decode(m, f, c.region, &n)) != 0) return rc;
+    if ((rc = wf_partition_decode(m, f, c.region, c.w, c.h, wf_pass_target(ctx)->sram_bytes, &n)) != 0) return rc;
     goto laid;
   }
   for (int i = 0; i < f->n_args; i++) {

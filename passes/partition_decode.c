@@ -13,7 +13,8 @@
  * that admits no colouring is reported (exit 3).
  *
  * Constants follow the value they meet: a bias or a norm's scale [N] is {N_a}, a gather's table
- * [V, E] is {V, E_a} (every PE holds all V rows of its columns), a weight as above. A constant
+ * [V, E] is {V, E_a} (every PE holds all V rows of its columns) or, when that slice is large,
+ * {V_b, E_a} (table_layout), a weight as above. A constant
  * two ops need in different layouts is cloned. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@
 typedef struct {
   wf_module *m;
   wf_func *f;
-  int region;
+  int region, w, h;
+  int64_t sram;
   int *parent, *parity; /* union-find over values, parity relative to the parent */
   signed char *axis;    /* per root: -1 unknown, WF_AXIS_X or WF_AXIS_Y */
 } dctx;
@@ -128,8 +130,19 @@ int wf_partition_is_decode(const wf_func *f) {
   return 0;
 }
 
-int wf_partition_decode(wf_module *m, wf_func *f, int region, int64_t *n_laid) {
-  dctx c = {m, f, region, NULL, NULL, NULL};
+/* A gather's table [V, E] with E along b: every PE holds all V rows of its columns when that
+ * takes at most 1/16 of its SRAM; past that (a vocabulary's embedding, position tables for long
+ * generation) its rows are split along the other axis too, {V_a, E_b}, and the lookup sums the
+ * one PE's row along a (lower_index.c): memory first. */
+static wf_layout table_layout(dctx *c, const wf_type *t, int b) {
+  int a = other(b);
+  int64_t pb = b == WF_AXIS_X ? c->w : c->h, pa = a == WF_AXIS_X ? c->w : c->h;
+  int64_t bytes = t->dims[0] * ((t->dims[1] + pb - 1) / pb) * 4;
+  return mat_layout(c, t, pa > 1 && t->dims[0] > 1 && bytes * 16 > c->sram ? a : WF_AXIS_NONE, b);
+}
+
+int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int64_t sram_bytes, int64_t *n_laid) {
+  dctx c = {m, f, region, w, h, sram_bytes, NULL, NULL, NULL};
   int n = f->n_values;
   c.parent = malloc((size_t)n * sizeof *c.parent);
   c.parity = calloc((size_t)n, sizeof *c.parity);
@@ -212,7 +225,7 @@ int wf_partition_decode(wf_module *m, wf_func *f, int region, int64_t *n_laid) {
         int a = axis_of(&c, op->operands[0]);
         l = mat_layout(&c, ct, a, other(a));
       } else if (op->code == WF_OP_GATHER) {
-        l = mat_layout(&c, ct, WF_AXIS_NONE, axis_of(&c, op->results[0]));
+        l = table_layout(&c, ct, axis_of(&c, op->results[0]));
       } else {
         l = row_layout(&c, ct, axis_of(&c, op->results[0]));
       }

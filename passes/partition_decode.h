@@ -8,6 +8,6 @@
 int wf_partition_is_decode(const wf_func *f);
 /* Lays out f's arguments, results of ops and constants on `region` by the decode rule, and turns
  * each matmul into dist.gemv; *n_laid gets the values laid out. A WF_EXIT_* code. */
-int wf_partition_decode(wf_module *m, wf_func *f, int region, int64_t *n_laid);
+int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int64_t sram_bytes, int64_t *n_laid);
 
 #endif

@@ -129,8 +129,9 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   if (rc == WF_EXIT_NOFIT) {
     int64_t best = largest_fit(c, g, name, L, g->n, concat);
     if (best > 0)
-      wf_note(WF_LOC_NONE, "with a prompt of %lld tokens on this mesh the KV cache (%s) holds at most --generate=%lld "
-                           "(%lld slots per row of PEs)", L, g->kv_cache, (long long)best,
+      wf_note(WF_LOC_NONE, "with a prompt of %lld tokens the decode step fits this mesh for at most --generate=%lld "
+                           "(its KV cache, %s, then holds %lld slots per row of PEs; the cache and the position "
+                           "tables every PE holds grow with N)", L, (long long)best, g->kv_cache,
               (long long)slots_per_row(L, rows, best, concat));
     else
       wf_note(WF_LOC_NONE, "the decode step does not fit this mesh even for --generate=1");
