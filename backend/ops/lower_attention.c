@@ -122,6 +122,32 @@ int64_t wf_lower_attn_group_sum(wf_lower *L, const grp *G, int sym, int64_t len)
   return 2 * len + 2 * (int64_t)(G->g - 1) * link + 4 * L->t->ramp_cycles;
 }
 
+int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
+                        int64_t ckb, wf_attn_slots *s) {
+  if (cb >= hd && cb % hd == 0) s->nh = cb / hd, s->ds = hd, s->g = 1;
+  else if (cb < hd && hd % cb == 0) s->nh = 1, s->ds = cb, s->g = hd / cb;
+  else {
+    wf_error(op->loc, "%s: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
+                      "(the model was packed for another mesh width: run head-layout with this mesh)",
+             who, (long long)hd, (long long)cb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  s->nkv = s->nh;
+  if (kvh > 0) {
+    s->nkv = s->g == 1 && ckb % hd == 0 ? ckb / hd : 0;
+    if (!s->nkv || s->nh % s->nkv || heads / kvh != s->nh / s->nkv) {
+      wf_error(op->loc, "%s: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
+                        "per column (run head-layout with this mesh)", who, (long long)kvh, (long long)ckb,
+               (long long)s->nh);
+      return WF_EXIT_UNSUPPORTED;
+    }
+  } else if (ckb != cb) {
+    wf_error(op->loc, "%s: k has %lld columns per PE, q %lld", who, (long long)ckb, (long long)cb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  return 0;
+}
+
 /* The q/k/v and result layouts this lowering reads: {B, S_y or whole, N_x or whole}. */
 static int check_layout(wf_lower *L, const wf_op *op, wf_value v) {
   const wf_type *t = wf_value_type(L->f, v);
@@ -152,28 +178,13 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, qt, bq);
   int64_t nbatch = bq[0], sb = bq[1], cb = bq[2], tb = sb, len = qt->dims[1];
   int rows = qt->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
-  int64_t nh, ds, g;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
-  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
-  else {
-    wf_error(op->loc, "attention: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
-                      "(the model was packed for another mesh width: run head-layout with this mesh)",
-             (long long)hd, (long long)cb);
-    return WF_EXIT_UNSUPPORTED;
-  }
-  /* K and V: the same columns as q, or (kv_heads, head-layout's shared GQA) nkv whole kv heads
-   * per column, q slot k reading kv slot k / (nh / nkv). */
   int64_t bk[WF_MAX_RANK];
   wf_lower_block_dims(L, kt, bk);
-  int64_t ckb = bk[2], nkv = nh, kvh = wf_op_int(L->f, op, "kv_heads", 0);
-  if (kvh > 0) {
-    nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
-    if (!nkv || nh % nkv || (heads / kvh) != nh / nkv) {
-      wf_error(op->loc, "attention: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
-                        "per column (run head-layout with this mesh)", (long long)kvh, (long long)ckb, (long long)nh);
-      return WF_EXIT_UNSUPPORTED;
-    }
-  }
+  int64_t ckb = bk[2];
+  wf_attn_slots hs;
+  if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, ckb, &hs))
+    return WF_EXIT_UNSUPPORTED;
+  int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);

@@ -87,26 +87,9 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
   wf_lower_block_dims(L, ct, bc);
   int64_t cb = bq[2], cap = bc[1], ckb = bc[2];
   int rows = ct->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
-  int64_t nh, ds, g;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
-  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
-  else {
-    wf_error(op->loc, "decode_attention: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
-                      "(run head-layout with this mesh)", (long long)hd, (long long)cb);
-    return WF_EXIT_UNSUPPORTED;
-  }
-  int64_t nkv = nh;
-  if (kvh > 0) {
-    nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
-    if (!nkv || nh % nkv || heads / kvh != nh / nkv) {
-      wf_error(op->loc, "decode_attention: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
-                        "per column (run head-layout with this mesh)", (long long)kvh, (long long)ckb, (long long)nh);
-      return WF_EXIT_UNSUPPORTED;
-    }
-  } else if (ckb != cb) {
-    wf_error(op->loc, "decode_attention: k has %lld columns per PE, q %lld", (long long)ckb, (long long)cb);
-    return WF_EXIT_UNSUPPORTED;
-  }
+  wf_attn_slots hs;
+  if (wf_lower_attn_slots(op, "decode_attention", heads, hd, kvh, cb, ckb, &hs)) return WF_EXIT_UNSUPPORTED;
+  int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);

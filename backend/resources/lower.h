@@ -210,6 +210,15 @@ typedef struct wf_attn_group {
 int wf_lower_attn_group_init(wf_lower *L, wf_attn_group *G, int g, wf_loc loc);
 /* sym[0..len) = its sum over the PE's group; returns the predicted cycles. */
 int64_t wf_lower_attn_group_sum(wf_lower *L, const wf_attn_group *G, int sym, int64_t len);
+/* A PE's head slots: cb columns of q hold nh whole heads of ds = hd columns, or one part
+ * (ds = cb) of a head spread over g = hd / cb columns; its ckb columns of k/v hold nkv kv slots
+ * (nh unless kv_heads > 0: head-layout's shared GQA, q slot k reading kv slot k / (nh / nkv)).
+ * Reports (naming `who`) and returns WF_EXIT_UNSUPPORTED when the blocks do not fall on heads. */
+typedef struct wf_attn_slots {
+  int64_t nh, ds, g, nkv;
+} wf_attn_slots;
+int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
+                        int64_t ckb, wf_attn_slots *s);
 /* lower_decode_attention.c: one decode step's attention over the KV cache (docs/generation.md). */
 int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
