@@ -10,6 +10,7 @@
  * policy (include/waferc/kvcache.h, as waferrun sets them). When the decode plan does not fit
  * the SRAM, the largest N that does is searched (compiles into a scratch directory) and named. */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include <cjson/cJSON.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,102 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   return lo;
 }
 
+/* The manifest's predicted_cycles of the plan in dir, or -1. */
+static double predicted(const char *dir) {
+  char *path = wf_path_join(dir, "manifest.json");
+  FILE *f = fopen(path, "rb");
+  free(path);
+  if (!f) return -1;
+  char *text = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n + 4096 > cap && !(text = realloc(text, cap = cap * 2 + 8192))) break;
+    size_t got = fread(text + n, 1, 4096, f);
+    n += got;
+    if (!got) break;
+  }
+  fclose(f);
+  if (!text) return -1;
+  text[n] = 0;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "predicted_cycles");
+  double v = cJSON_IsNumber(p) ? p->valuedouble : -1;
+  cJSON_Delete(j);
+  return v;
+}
+
+typedef struct cand {
+  int w, h, fits;
+  double prefill, step; /* predicted cycles */
+} cand;
+
+/* --autotune: compiles both phases for square meshes of 2, 4, 8, ... PEs a side (and the
+ * given mesh) into a scratch directory, weighs each by the cost model's cycles (the prefill,
+ * and N - 1 decode steps), prints the candidates and sets the target's mesh to the one with
+ * the least time to the last token. Returns 0, or WF_EXIT_NOFIT when none fits. */
+static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long long L, int concat) {
+  char dir[] = "/tmp/waferc-tune-XXXXXX";
+  if (!mkdtemp(dir)) return WF_EXIT_IO;
+  cand cs[32];
+  int n = 0, w0 = c->target.mesh_w, h0 = c->target.mesh_h;
+  for (int k = 2; k <= c->target.program_w && k <= c->target.program_h && n < 31; k *= 2) cs[n++] = (cand){k, k, 0, 0, 0};
+  int have = 0;
+  for (int i = 0; i < n; i++) have |= cs[i].w == w0 && cs[i].h == h0;
+  if (!have) cs[n++] = (cand){w0, h0, 0, 0, 0};
+  char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d");
+  char shape[256];
+  snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
+  for (int i = 0; i < n; i++) {
+    char mesh[32];
+    snprintf(mesh, sizeof mesh, "%dx%d", cs[i].w, cs[i].h);
+    wf_progress("autotune: %s (%d of %d)", mesh, i + 1, n);
+    if (wf_target_set_mesh(&c->target, mesh)) continue;
+    wf_diag_set_sink(no_diag, NULL);
+    int64_t cap = slots_per_row(L, cs[i].h, g->n, concat);
+    cs[i].fits = !compile_decode(c, g, name, L, g->n, cap, ddir, NULL) &&
+                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL);
+    wf_diag_set_sink(NULL, NULL);
+    if (cs[i].fits) cs[i].prefill = predicted(pdir), cs[i].step = predicted(ddir);
+  }
+  wf_progress_done();
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(pdir);
+  free(ddir);
+  double hz = c->target.clock_hz > 0 ? c->target.clock_hz : 1;
+  int best = -1, bp = -1, bd = -1;
+  printf("autotune: a prompt of %lld tokens, %lld generated, on %s (the cost model's cycles; %.3g GHz)\n", L,
+         (long long)g->n, c->target.name, hz / 1e9);
+  printf("  %-10s %14s %12s %14s %14s %16s\n", "mesh", "prefill cyc", "TTFT us", "decode cyc/step",
+         "decode tok/s", "last token us");
+  for (int i = 0; i < n; i++) {
+    char mesh[32];
+    snprintf(mesh, sizeof mesh, "%dx%d", cs[i].w, cs[i].h);
+    if (!cs[i].fits) {
+      printf("  %-10s %14s\n", mesh, "does not fit");
+      continue;
+    }
+    double total = cs[i].prefill + (double)(g->n - 1) * cs[i].step;
+    printf("  %-10s %14.0f %12.2f %14.0f %14.4g %16.2f\n", mesh, cs[i].prefill, cs[i].prefill / hz * 1e6, cs[i].step,
+           hz / cs[i].step, total / hz * 1e6);
+    if (best < 0 || total < cs[best].prefill + (double)(g->n - 1) * cs[best].step) best = i;
+    if (bp < 0 || cs[i].prefill < cs[bp].prefill) bp = i;
+    if (bd < 0 || cs[i].step < cs[bd].step) bd = i;
+  }
+  if (best < 0) {
+    wf_error(WF_LOC_NONE, "--autotune: neither phase fits any candidate mesh");
+    return WF_EXIT_NOFIT;
+  }
+  printf("  the prefill alone would take %dx%d, the decode alone %dx%d; one region serves both phases (regions of "
+         "different sizes per phase are not built): %dx%d\n", cs[bp].w, cs[bp].h, cs[bd].w, cs[bd].h, cs[best].w,
+         cs[best].h);
+  fflush(stdout);
+  char mesh[32];
+  snprintf(mesh, sizeof mesh, "%dx%d", cs[best].w, cs[best].h);
+  wf_target_set_mesh(&c->target, mesh);
+  return 0;
+}
+
 int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
   long long b = 0, L = 0;
@@ -115,6 +212,10 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int concat = !strcmp(g->kv_cache, "concat");
   char name[128];
   snprintf(name, sizeof name, "%.*s", (int)(eq - g->ids_shape), g->ids_shape);
+  if (g->autotune) {
+    int rc = autotune(c, g, name, L, concat);
+    if (rc) return rc;
+  }
   int rows = c->target.mesh_h;
   int64_t cap = slots_per_row(L, rows, g->n, concat);
   /* No plan until both compiled: an older manifest goes first (docs/plan-format.md). */

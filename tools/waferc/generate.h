@@ -13,6 +13,7 @@ typedef struct wf_gen_compile {
   const char *gemm_algo;            /* lower-gemm's algo, NULL = auto */
   const char *out_dir;
   wf_plan_opts po;                  /* flags, collectives, quiet */
+  int autotune;                     /* --autotune: the mesh from the cost model's candidates */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate") and out_dir/decode/ (the

@@ -49,6 +49,7 @@ typedef struct options {
   int auto_region;             /* --auto-region: a larger mesh when SRAM is over budget */
   int generate;                /* --generate=N: tokens to generate (0: none) */
   const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
+  int autotune;                /* --autotune (with --generate): the mesh from the cost model */
 } options;
 
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
@@ -89,6 +90,9 @@ static void usage(FILE *out) {
         "                             the largest N that fits); with --interpret: greedy\n"
         "                             generation recomputing the whole sequence each step\n"
         "  --kv-cache=shift|concat    the cache's policy with --generate (default shift)\n"
+        "  --autotune                 with --generate: compile for the square mesh (2, 4, 8, ...\n"
+        "                             PEs a side, and --mesh) with the least predicted time to\n"
+        "                             the last token; prints the candidates it weighed\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
         "  -q                         no progress lines\n"
@@ -437,6 +441,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
 #undef VALUE
     if (strcmp(a, "--interpret") == 0) {
       o->interpret = 1;
+    } else if (strcmp(a, "--autotune") == 0) {
+      o->autotune = 1;
     } else if (strcmp(a, "--auto-region") == 0) {
       o->auto_region = 1;
     } else if (strcmp(a, "--list-onnx-ops") == 0) {
@@ -451,7 +457,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
-                                        "--list-onnx-ops", "--generate", "--kv-cache"};
+                                        "--list-onnx-ops", "--generate", "--kv-cache", "--autotune"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -614,7 +620,7 @@ int main(int argc, char **argv) {
   if (o.generate && !o.interpret) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
-                        o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT};
+                        o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
