@@ -11,7 +11,9 @@
 #    zero): under shift no two rows differ by more than one once the prefill's padding rows have
 #    filled, under concat the last row holds every generated token;
 #  - a cache too large for the SRAM is refused at compile time (exit 4) with the largest N that
-#    fits, and that N compiles; generating more tokens than the plan was compiled for is exit 4.
+#    fits (both phases, each beside the other's weights), and that N compiles, but not N + 1;
+#    generating more tokens than the plan was compiled for is exit 4;
+#  - --autotune lists its candidates and compiles the one with the least predicted time.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
@@ -79,29 +81,34 @@ PY
 }
 
 for m in llama_mha_halfrope llama_gqa_interleaved llama_mqa_halfrope gpt2_tied gpt2_untied; do
-  run_one "$m" 4x4 shift
-  run_one "$m" 5x3 concat
-  run_one "$m" 7x2 shift
+  run_one "$m" 6x4 shift
+  run_one "$m" 5x8 concat
+  run_one "$m" 9x3 shift
 done
-run_one llama_gqa_interleaved 3x5 shift
-run_one gpt2_tied 6x6 concat
+run_one llama_gqa_interleaved 8x5 shift
+run_one gpt2_tied 8x8 concat
 
 # past the SRAM: exit 4 names the largest N, which then compiles
 m=llama_mha_halfrope
 L=$(prompt_len "$G/${m}_prompt.npy")
 set +e
-waferc "$G/$m.onnx" -o "$TMP/big" --target=wse2 --mesh=2x2 --input-shape "input_ids=1x$L" --generate=600 -q 2>"$TMP/err"
+waferc "$G/$m.onnx" -o "$TMP/big" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=600 -q 2>"$TMP/err"
 rc=$?
 set -e
 [ $rc -eq 4 ] || fail "a cache past the SRAM: waferc exited $rc, want 4: $(head -3 "$TMP/err")"
 [ ! -e "$TMP/big/manifest.json" ] || fail "a refused --generate left a plan behind"
 best=$(grep -o -- '--generate=[0-9]*' "$TMP/err" | head -1 | cut -d= -f2)
 [ -n "$best" ] || fail "exit 4 does not name the largest N: $(cat "$TMP/err")"
-waferc "$G/$m.onnx" -o "$TMP/best" --target=wse2 --mesh=2x2 --input-shape "input_ids=1x$L" --generate="$best" -q ||
+waferc "$G/$m.onnx" -o "$TMP/best" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate="$best" -q ||
   fail "--generate=$best, the N exit 4 named, does not compile"
+set +e
+waferc "$G/$m.onnx" -o "$TMP/best1" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=$((best + 1)) -q 2>/dev/null
+rc=$?
+set -e
+[ $rc -eq 4 ] || fail "--generate=$((best + 1)), one past the N exit 4 named, exited $rc, want 4"
 n=$((n + 1))
 set +e
-waferrun "$TMP/$m.4x4.shift" -q --input "input_ids=$G/${m}_prompt.npy" --generate=9 --output-dir "$TMP/o9" 2>"$TMP/err"
+waferrun "$TMP/$m.6x4.shift" -q --input "input_ids=$G/${m}_prompt.npy" --generate=9 --output-dir "$TMP/o9" 2>"$TMP/err"
 rc=$?
 set -e
 [ $rc -eq 4 ] || fail "--generate=9 on a plan for 8: waferrun exited $rc, want 4"

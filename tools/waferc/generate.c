@@ -86,47 +86,106 @@ static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
   (void)sev, (void)loc, (void)msg, (void)user;
 }
 
-/* The largest n' < n whose decode plan fits; 0 when none does. Errors are silenced. */
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir);
+
+/* The largest n' < n for which both phases fit; 0 when none does. Errors are silenced. */
 static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int concat) {
   char dir[] = "/tmp/waferc-gen-XXXXXX";
   if (!mkdtemp(dir)) return 0;
+  char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d"), shape[256];
+  snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)L);
   int64_t lo = 0, hi = n; /* lo fits (0: nothing known), hi does not */
   wf_diag_set_sink(no_diag, NULL);
+  if (compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL)) hi = 1; /* the prefill alone does not */
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, c->target.mesh_h, mid, concat), dir, NULL);
+    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, c->target.mesh_h, mid, concat), ddir, NULL);
+    if (!rc) rc = check_coresident(c, pdir, ddir);
     if (rc == WF_EXIT_OK) lo = mid;
     else if (rc == WF_EXIT_NOFIT) hi = mid;
     else break;
   }
   wf_diag_set_sink(NULL, NULL);
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(pdir);
+  free(ddir);
   return lo;
 }
 
-/* The manifest's predicted_cycles of the plan in dir, or -1. */
-static double predicted(const char *dir) {
+/* The manifest of the plan in dir, parsed (NULL when unreadable). */
+static cJSON *read_manifest(const char *dir) {
   char *path = wf_path_join(dir, "manifest.json");
   FILE *f = fopen(path, "rb");
   free(path);
-  if (!f) return -1;
+  if (!f) return NULL;
   char *text = NULL;
   size_t cap = 0, n = 0;
   for (;;) {
-    if (n + 4096 > cap && !(text = realloc(text, cap = cap * 2 + 8192))) break;
+    if (n + 4096 > cap) {
+      char *t = realloc(text, cap = cap * 2 + 8192);
+      if (!t) {
+        free(text);
+        fclose(f);
+        return NULL;
+      }
+      text = t;
+    }
     size_t got = fread(text + n, 1, 4096, f);
     n += got;
     if (!got) break;
   }
   fclose(f);
-  if (!text) return -1;
   text[n] = 0;
   cJSON *j = cJSON_Parse(text);
   free(text);
+  return j;
+}
+
+/* The manifest's predicted_cycles of the plan in dir, or -1. */
+static double predicted(const char *dir) {
+  cJSON *j = read_manifest(dir);
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "predicted_cycles");
   double v = cJSON_IsNumber(p) ? p->valuedouble : -1;
   cJSON_Delete(j);
   return v;
+}
+
+/* A PE's bytes in the plan in dir: all of its memory (the planner's high-water mark, `all`) or
+ * only its constants (`@` symbols: the weights), the most over the plan's classes; -1 when
+ * unreadable. */
+static int64_t pe_bytes(const char *dir, int all) {
+  cJSON *j = read_manifest(dir);
+  int64_t most = -1;
+  const cJSON *reg, *cls, *mem;
+  cJSON_ArrayForEach(reg, cJSON_GetObjectItemCaseSensitive(j, "regions"))
+  cJSON_ArrayForEach(cls, cJSON_GetObjectItemCaseSensitive(reg, "classes")) {
+    int64_t b = 0;
+    if (all) b = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cls, "memory_bytes"));
+    else
+      cJSON_ArrayForEach(mem, cJSON_GetObjectItemCaseSensitive(cls, "memory")) {
+        const char *sym = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mem, "symbol"));
+        if (sym && sym[0] == '@') b += (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "bytes"));
+      }
+    if (b > most) most = b;
+  }
+  cJSON_Delete(j);
+  return most;
+}
+
+/* Both phases run on one region with their weights pre-placed: a PE holds the decode step's
+ * weights while the prefill runs and the prefill's while the decode runs (nothing reloads or
+ * reshuffles them between requests), so each phase's memory plus the other's weights must fit.
+ * Reported (exit 4) when not. */
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir) {
+  int64_t pm = pe_bytes(pdir, 1), pw = pe_bytes(pdir, 0), dm = pe_bytes(ddir, 1), dw = pe_bytes(ddir, 0);
+  int64_t sram = c->target.sram_bytes;
+  if (pm < 0 || dm < 0) return WF_EXIT_IO;
+  if (pm + dw <= sram && dm + pw <= sram) return 0;
+  wf_error(WF_LOC_NONE, "the two phases do not fit a PE together: the prefill's %lld bytes and the decode step's "
+                        "weights (%lld), or the decode step's %lld bytes and the prefill's weights (%lld), exceed the "
+                        "%lld-byte SRAM (each phase keeps its weights on the PEs); use a larger mesh (--mesh, or "
+                        "--autotune)", (long long)pm, (long long)dw, (long long)dm, (long long)pw, (long long)sram);
+  return WF_EXIT_NOFIT;
 }
 
 typedef struct cand {
@@ -158,7 +217,7 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
     wf_diag_set_sink(no_diag, NULL);
     int64_t cap = slots_per_row(L, cs[i].h, g->n, concat);
     cs[i].fits = !compile_decode(c, g, name, L, g->n, cap, ddir, NULL) &&
-                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL);
+                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL) && !check_coresident(c, pdir, ddir);
     wf_diag_set_sink(NULL, NULL);
     if (cs[i].fits) cs[i].prefill = predicted(pdir), cs[i].step = predicted(ddir);
   }
@@ -227,16 +286,6 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int layers = 0;
   int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers);
   wf_progress_done();
-  if (rc == WF_EXIT_NOFIT) {
-    int64_t best = largest_fit(c, g, name, L, g->n, concat);
-    if (best > 0)
-      wf_note(WF_LOC_NONE, "with a prompt of %lld tokens the decode step fits this mesh for at most --generate=%lld "
-                           "(its KV cache, %s, then holds %lld slots per row of PEs; the cache and the position "
-                           "tables every PE holds grow with N)", L, (long long)best, g->kv_cache,
-              (long long)slots_per_row(L, rows, best, concat));
-    else
-      wf_note(WF_LOC_NONE, "the decode step does not fit this mesh even for --generate=1");
-  }
   if (!rc) {
     char shape[256], extra[4096];
     snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
@@ -254,6 +303,21 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
     snprintf(extra + n, sizeof extra - (size_t)n, "]}}");
     rc = compile_one(c, g, shape, "generate-prefill", g->out_dir, extra, NULL);
     wf_progress_done();
+    if (!rc && (rc = check_coresident(c, g->out_dir, ddir)) != 0) {
+      char *mp = wf_path_join(g->out_dir, "manifest.json");
+      unlink(mp); /* no plan that does not fit */
+      free(mp);
+    }
+  }
+  if (rc == WF_EXIT_NOFIT) {
+    int64_t best = largest_fit(c, g, name, L, g->n, concat);
+    if (best > 0)
+      wf_note(WF_LOC_NONE, "with a prompt of %lld tokens both phases fit this mesh for at most --generate=%lld "
+                           "(the KV cache, %s, then holds %lld slots per row of PEs; the cache and the position "
+                           "tables every PE holds grow with N)", L, (long long)best, g->kv_cache,
+              (long long)slots_per_row(L, rows, best, concat));
+    else
+      wf_note(WF_LOC_NONE, "the two phases do not fit this mesh even for --generate=1 (a larger --mesh, or --autotune)");
   }
   free(ddir);
   return rc;
