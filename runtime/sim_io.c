@@ -1,6 +1,5 @@
 /* Moving whole host tensors in and out of PE memory by layout: the host's memcpy before
- * launch and after completion, which the cycle model does not charge (docs/cycle-model.md);
- * and the other thing the host sets before launch, a decode step's parameters R and C. */
+ * launch and after completion, which the cycle model does not charge (docs/cycle-model.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,36 +135,4 @@ wf_tensor *wf_sim_output(wf_sim *s, int i) {
   }
   free(f);
   return out;
-}
-
-/* The step parameters live in each PE's environment, beside x and y: the interpreter and the
- * JIT's operands both read them through wf_term_eval, so a decode step sees them in every
- * guard, loop bound and size. Routes cannot name them (the parser refuses it), so the routers
- * built by wf_sim_new stay valid. */
-int wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts) {
-  const wf_plan *p = s->plan;
-  if (s->ran) {
-    wf_error_at("wf_sim_set_step", "called after the run started: set the step before wf_sim_run");
-    return -1;
-  }
-  int rows = 0;
-  for (int i = 0; i < p->n_regions; i++)
-    if (p->regions[i].h > rows) rows = p->regions[i].h;
-  if (grow_row < 0 || grow_row >= rows) {
-    wf_error_at("wf_sim_set_step", "grow row %d is not a row of the plan's regions (0..%d)", grow_row, rows - 1);
-    return -1;
-  }
-  for (int y = 0; y < rows; y++)
-    if (row_counts[y] < 0) {
-      wf_error_at("wf_sim_set_step", "row %d: negative token count %d", y, row_counts[y]);
-      return -1;
-    }
-  size_t cells = (size_t)s->w * (size_t)s->h;
-  for (size_t i = 0; i < cells; i++) {
-    wf_pe *pe = s->pes[i];
-    if (!pe) continue;
-    pe->env.step_r = grow_row;
-    pe->env.step_c = row_counts[pe->env.y];
-  }
-  return 0;
 }

@@ -238,9 +238,9 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path_for_err
 typedef struct wf_pe_env {
   int x, y, w, h;
   int32_t vars[8];
+  int32_t r, c; /* WF_TERM_R, WF_TERM_C: the decode step's parameters (0 outside generation) */
   const wf_pe_set *sets; /* the class's sets, for `in` conditions (NULL: none) */
   int n_sets;
-  int32_t step_r, step_c; /* the step parameters R and C (wf_sim_set_step); 0 by default */
 } wf_pe_env;
 static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   int32_t b;
@@ -250,8 +250,8 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     case WF_TERM_W: b = e->w; break;
     case WF_TERM_H: b = e->h; break;
     case WF_TERM_VAR: b = e->vars[t->var]; break;
-    case WF_TERM_R: b = e->step_r; break;
-    case WF_TERM_C: b = e->step_c; break;
+    case WF_TERM_R: b = e->r; break;
+    case WF_TERM_C: b = e->c; break;
     default: return t->k;
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
@@ -262,7 +262,7 @@ int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
 /* The environment of PE (x, y) of a w x h region running class c (no loop variables set,
  * step parameters 0). */
 static inline wf_pe_env wf_pe_env_at(const wf_pe_class *c, int x, int y, int w, int h) {
-  wf_pe_env e = {x, y, w, h, {0}, c ? c->sets : NULL, c ? c->n_sets : 0, 0, 0};
+  wf_pe_env e = {x, y, w, h, {0}, 0, 0, c ? c->sets : NULL, c ? c->n_sets : 0};
   return e;
 }
 /* Adds `a in set` to g. */

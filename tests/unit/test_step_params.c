@@ -78,16 +78,16 @@ static void test_text(void) {
 
   /* Evaluation: R and C come from the environment, 0 by default. */
   wf_pe_env e = wf_pe_env_at(c, 1, 2, 4, 3);
-  CHECK(e.step_r == 0 && e.step_c == 0, "step parameters are not 0 by default");
+  CHECK(e.r == 0 && e.c == 0, "step parameters are not 0 by default");
   CHECK(!wf_guard_eval(&c->code[7].guard, &e), "y==R holds on row 2 with R 0");
-  e.step_r = 2;
-  e.step_c = 3;
+  e.r = 2;
+  e.c = 3;
   CHECK(wf_guard_eval(&c->code[7].guard, &e), "y==R fails on row 2 with R 2");
   CHECK(wf_pe_arg_int(&c->code[2].args[3], &e) == 3, "matmul m is not C's value");
   CHECK(wf_pe_arg_off(&c->code[3].args[0], &e) == 4, "offset C+1 is not 4");
   CHECK(wf_guard_eval(&c->code[8].guard, &e), "C>=1, 2*R%%4<=C-1 fails with R 2, C 3");
-  e.step_r = 1;
-  e.step_c = 2;
+  e.r = 1;
+  e.c = 2;
   CHECK(!wf_guard_eval(&c->code[8].guard, &e), "C>=1, 2*R%%4<=C-1 holds with R 1, C 2");
 
   /* The route checks evaluate rules per column and per row: R and C go with y. */

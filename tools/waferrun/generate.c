@@ -13,6 +13,7 @@
 #include "runtime/gen_report.h"
 #include "runtime/jit.h"
 #include "waferc/diag.h"
+#include "waferc/kvcache.h"
 #include "waferc/tensor.h"
 
 typedef struct gen {
@@ -253,15 +254,10 @@ static wf_tensor *switch_cache(const gen *g, const wf_tensor *pre, const wf_plan
   return d;
 }
 
-/* The row whose cache grows at the next step: shift, the bottom-most of the emptiest rows;
- * concat, always the last row. */
+/* The row whose cache grows at the next step, by the rule waferc sized the cache with
+ * (include/waferc/kvcache.h): shift, the bottom-most of the emptiest rows; concat, the last. */
 static int grow_row(const gen *g, const int *cnt) {
-  int rows = g->G->rows;
-  if (!strcmp(g->G->kv_cache, "concat")) return rows - 1;
-  int r = rows - 1;
-  for (int y = rows - 1; y >= 0; y--)
-    if (cnt[y] < cnt[r]) r = y;
-  return r;
+  return wf_kv_grow_row(cnt, g->G->rows, !strcmp(g->G->kv_cache, "concat"));
 }
 
 /* --dump-caches DIR: DIR/<phase>/<cache>.npy and DIR/<phase>/row_counts.npy (int64
@@ -423,10 +419,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   g.dec_jit = load_jit(d, o);
 
   if ((rc = run_prefill(&g, caches, tokens, &pre_cycles))) goto done;
-  for (int y = 0; y < G->rows; y++) {
-    int64_t c = G->prompt_length - y * g.Lb;
-    cnt[y] = (int)(c < 0 ? 0 : c > g.Lb ? g.Lb : c);
-  }
+  wf_kv_prefill_counts(G->prompt_length, G->rows, g.Lb, cnt);
   for (int c = 0; c < G->n_caches; c++) {
     wf_tensor *pre = caches[c];
     caches[c] = switch_cache(&g, pre, &d->inputs[g.dec_in[c]], cnt);
