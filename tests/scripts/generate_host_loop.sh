@@ -37,6 +37,14 @@ gen_ok() {
   $TOY tokens "$out/tokens.npy" >"$TMP/$name.npy.txt"
   grep -q "'shape': (1, $n)" "$TMP/$name.npy.txt" || fail "$name: tokens.npy is not [1, $n]: $(head -1 "$TMP/$name.npy.txt")"
   [ "$(sed -n 2p "$TMP/$name.npy.txt")" = "$want" ] || fail "$name: tokens.npy holds $(sed -n 2p "$TMP/$name.npy.txt"), want $want"
+  # the cache after the last step beside the tokens (the last phase of --dump-caches)
+  local last=switch
+  [ "$n" -gt 1 ] && last=step_$((n - 1))
+  python3 -c "
+import sys; sys.path.insert(0, '$SRC/tests/tools'); import gen_toy_plan as t
+_, got = t.read_npy('$out/k_cache_0.npy')
+want = t.reference_caches($n, '$policy')['$last'][1]
+sys.exit(0 if got == want else 'final cache %s, want %s' % (got, want))" || fail "$name: the final cache in --output-dir"
   python3 - "$TMP/$name.json" "$n" "$want" "$occ" "$policy" <<'EOF' || fail "$name: report check failed"
 import json, sys
 r = json.load(open(sys.argv[1]))

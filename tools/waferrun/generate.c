@@ -336,19 +336,26 @@ static int run_decode(gen *g, wf_tensor **caches, int *cnt, int64_t *tokens, int
   return rc;
 }
 
-static int write_tokens(const char *out_dir, const int64_t *tokens, int64_t n) {
+/* --output-dir: tokens.npy, and each decode cache as it stands after the last step
+ * (<cache>.npy: what the PEs' SRAM holds at the end, for checking the rows' occupancy). */
+static int write_outputs(const gen *g, const int64_t *tokens, wf_tensor *const *caches) {
+  const char *out_dir = g->o->out_dir;
   if (mkdir(out_dir, 0777) && errno != EEXIST) {
     wf_error_at(out_dir, "cannot create the output directory: %s", strerror(errno));
     return WF_EXIT_IO;
   }
-  int64_t dims[2] = {1, n};
+  int64_t dims[2] = {1, g->o->n};
   wf_tensor *t = wf_tensor_new(WF_I64, 2, dims);
   WF_ASSERT(t);
-  memcpy(t->data, tokens, (size_t)n * sizeof *tokens);
+  memcpy(t->data, tokens, (size_t)g->o->n * sizeof *tokens);
   char path[4096];
   snprintf(path, sizeof path, "%s/tokens.npy", out_dir);
   int rc = wf_npy_write(path, t) ? WF_EXIT_IO : 0;
   wf_tensor_free(t);
+  for (int c = 0; c < g->G->n_caches && !rc; c++) {
+    snprintf(path, sizeof path, "%s/%s.npy", out_dir, g->G->caches[c].decode);
+    if (wf_npy_write(path, caches[c])) rc = WF_EXIT_IO;
+  }
   return rc;
 }
 
@@ -428,7 +435,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   if ((rc = dump_caches(&g, "switch", caches, cnt)) || (rc = run_decode(&g, caches, cnt, tokens, step_cycles)))
     goto done;
 
-  if (o->out_dir && (rc = write_tokens(o->out_dir, tokens, o->n))) goto done;
+  if (o->out_dir && (rc = write_outputs(&g, tokens, caches))) goto done;
   wf_gen_result r = {p->dir, d->dir, p->target.name, p->target.clock_hz, d->target.clock_hz, G->prompt_length,
                      (int)o->n, tokens, pre_cycles, (int)o->n - 1, step_cycles, G->kv_cache, G->rows,
                      G->slots_per_row, cnt};
