@@ -88,6 +88,68 @@ done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
 
+# switch_and_steps MODEL MESH POLICY: the caches the switch builds hold the interpreter's k and v
+# of the prompt (the packed graph for this mesh with generate-prefill, interpreted), each token
+# on the row and slot the layout gives (row y slot j: token y Lb + j), the other slots zero; and
+# after every decode step each row holds (non-zero slots of the simulated cache) the count the
+# host recorded, the policy's own, balanced within one under shift once the prefill's short rows
+# have filled.
+switch_and_steps() {
+  local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
+  L=$(prompt_len "$G/${m}_prompt.npy")
+  waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/dump.out" --dump-caches "$d/dump" ||
+    fail "$m on $mesh: waferrun --dump-caches exited $?"
+  waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
+    --pass-pipeline="canonicalize,raise,cse,dce,head-layout,generate-prefill" --output-dir "$d/iref" -q ||
+    fail "$m on $mesh: interpreting the prefill graph exited $?"
+  python3 - "$d" "$pol" <<'PY' || fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"
+import json, os, struct, sys
+d, policy = sys.argv[1:3]
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h = b[10:10 + hl].decode("latin1")
+    shape = tuple(int(t) for t in h[h.index("(") + 1:h.index(")")].split(",") if t.strip())
+    code = "q" if "<i8" in h else "f"
+    return shape, struct.unpack("<%d%s" % ((len(b) - 10 - hl) // struct.calcsize(code), code), b[10 + hl:])
+g = json.load(open(d + "/manifest.json"))["generate"]
+H, cap, L = g["rows"], g["slots_per_row"], g["prompt_length"]
+lb = -(-L // H)
+for c in g["caches"]:
+    (_, T, nk), ref = load("%s/iref/%s.npy" % (d, c["prefill"]))
+    (_, C, nk2), got = load("%s/dump/switch/%s.npy" % (d, c["decode"]))
+    assert T == L and nk2 == nk and C == H * cap, (T, L, nk, nk2, C)
+    for y in range(H):
+        for j in range(cap):
+            t = y * lb + j
+            row = got[(y * cap + j) * nk:(y * cap + j + 1) * nk]
+            want = ref[t * nk:(t + 1) * nk] if j < lb and t < L else [0.0] * nk
+            err = max(abs(a - b) for a, b in zip(row, want))
+            if err > 1e-4:
+                sys.exit("%s: row %d slot %d (token %d) differs from the interpreter's by %g" % (c["decode"], y, j, t, err))
+cnt = [max(0, min(lb, L - y * lb)) for y in range(H)]
+short = lb - min(cnt)
+for s in range(1, g["max_new_tokens"]):
+    r = H - 1
+    if policy == "shift":
+        for y in range(H - 1, -1, -1):
+            if cnt[y] < cnt[r]:
+                r = y
+    cnt[r] += 1
+    _, rc = load("%s/dump/step_%d/row_counts.npy" % (d, s))
+    (_, C, nk), k = load("%s/dump/step_%d/%s.npy" % (d, s, g["caches"][0]["decode"]))
+    held = [sum(1 for j in range(cap) if any(k[(y * cap + j) * nk:(y * cap + j + 1) * nk])) for y in range(H)]
+    if list(rc) != cnt or held != cnt:
+        sys.exit("step %d: the host says %s, the simulated cache holds %s, the policy %s" % (s, list(rc), held, cnt))
+    if policy == "shift" and max(cnt) - min(cnt) > max(1, short):
+        sys.exit("step %d: shift left the rows unbalanced: %s" % (s, cnt))
+PY
+  n=$((n + 1))
+}
+switch_and_steps llama_gqa_interleaved 9x3 shift
+switch_and_steps gpt2_tied 5x8 concat
+switch_and_steps llama_mqa_halfrope 6x4 shift
+
 # past the SRAM: exit 4 names the largest N, which then compiles
 m=llama_mha_halfrope
 L=$(prompt_len "$G/${m}_prompt.npy")
