@@ -97,7 +97,8 @@ run_one gpt2_tied 8x8 concat
 switch_and_steps() {
   local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
   L=$(prompt_len "$G/${m}_prompt.npy")
-  waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/dump.out" --dump-caches "$d/dump" ||
+  waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/dump.out" --dump-caches "$d/dump" \
+    --heatmap "$d/heat" ||
     fail "$m on $mesh: waferrun --dump-caches exited $?"
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
     --pass-pipeline="canonicalize,raise,cse,dce,head-layout,generate-prefill" --output-dir "$d/iref" -q ||
@@ -143,6 +144,12 @@ for s in range(1, g["max_new_tokens"]):
         sys.exit("step %d: the host says %s, the simulated cache holds %s, the policy %s" % (s, list(rc), held, cnt))
     if policy == "shift" and max(cnt) - min(cnt) > max(1, short):
         sys.exit("step %d: shift left the rows unbalanced: %s" % (s, cnt))
+rows = [l.strip().split(",") for l in open(d + "/heat/kv_occupancy.csv")][1:]
+W = json.load(open(d + "/decode/manifest.json"))["mesh"][0]
+if len(rows) != W * H or any(float(v) != cnt[int(y)] for x, y, v in rows):
+    sys.exit("kv_occupancy.csv does not hold every PE's count: %s" % rows[:4])
+if open(d + "/heat/kv_occupancy.png", "rb").read(8) != b"\x89PNG\r\n\x1a\n":
+    sys.exit("kv_occupancy.png is not a PNG")
 PY
   n=$((n + 1))
 }

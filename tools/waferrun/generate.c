@@ -3,6 +3,7 @@
  * reported before the first cycle is simulated, naming the manifest and the tensor, so that a
  * compiler-side change shows up as one clear message rather than as wrong tokens. */
 #include "generate.h"
+#include "runtime/heatmap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -359,6 +360,25 @@ static int write_outputs(const gen *g, const int64_t *tokens, wf_tensor *const *
   return rc;
 }
 
+/* --heatmap with --generate: the tokens each PE of the decode region holds after the last step
+ * (every PE of a row holds its row's count, of its own columns), on the fixed scale 0..slots
+ * per row, so the shift policy's even rows and concat's one full row show at a glance. */
+static int occupancy_heatmap(const gen *g, const char *dir, const int *cnt) {
+  int w = g->dec->mesh_w, h = g->dec->mesh_h;
+  double *v = calloc((size_t)w * (size_t)h, sizeof *v);
+  WF_ASSERT(v);
+  for (int y = 0; y < h && y < g->n_rows; y++)
+    for (int x = 0; x < w; x++) v[(size_t)y * w + x] = cnt[y];
+  char title[96], sub[160];
+  snprintf(title, sizeof title, "KV cache: tokens per PE after the last step (%s)", g->G->kv_cache);
+  snprintf(sub, sizeof sub, "plan %.40s, %s %dx%d, %lld slots per row", g->dec->dir, g->dec->target.name, w, h,
+           (long long)g->G->slots_per_row);
+  int rc = wf_heatmap_write_counts(dir, "kv_occupancy", title, sub, "tokens", w, h, v, (double)g->G->slots_per_row);
+  free(v);
+  if (!rc && !g->o->quiet) printf("heatmap: %s/kv_occupancy.png\n", dir);
+  return rc;
+}
+
 int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   const wf_plan_generate *G = &p->gen;
   char mpath[1100];
@@ -440,6 +460,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
                      (int)o->n, tokens, pre_cycles, (int)o->n - 1, step_cycles, G->kv_cache, G->rows,
                      G->slots_per_row, cnt};
   if (o->report && (rc = wf_gen_write_report(&r, o->report))) goto done;
+  if (o->heat_dir && (rc = occupancy_heatmap(&g, o->heat_dir, cnt))) goto done;
   if (o->quiet) {
     for (int64_t i = 0; i < o->n; i++) printf("%s%lld", i ? " " : "", (long long)tokens[i]);
     printf("\n");

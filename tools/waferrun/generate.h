@@ -16,6 +16,7 @@ typedef struct wf_gen_opts {
   const char *dump_dir;         /* --dump-caches: the caches after the switch and each step */
   wf_sim_opts so;               /* functional mode */
   int no_jit, quiet;
+  const char *heat_dir;         /* --heatmap: DIR/kv_occupancy.png and .csv after the last step */
 } wf_gen_opts;
 
 /* Runs the generation; returns a WF_EXIT_* code (every failure reported, naming the place):

@@ -210,9 +210,9 @@ int main(int argc, char **argv) {
     wf_error_at("waferrun", "--dump-caches writes a generation's KV caches: it needs --generate=N");
     return WF_EXIT_USAGE;
   }
-  if (gen_n && (trace_path || heat_dir || so.mode == WF_SIM_TIMING || print_outputs)) {
+  if (gen_n && (trace_path || so.mode == WF_SIM_TIMING || print_outputs)) {
     wf_error_at("waferrun", "--generate runs many simulations and needs their data: it does not take %s",
-                trace_path ? "--trace" : heat_dir ? "--heatmap" : print_outputs ? "--print-outputs" : "--mode=timing");
+                trace_path ? "--trace" : print_outputs ? "--print-outputs" : "--mode=timing");
     return WF_EXIT_USAGE;
   }
   int rc = wf_run_check_plan_dir(plan_dir);
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
-    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet};
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir};
     rc = wf_run_generate(p, &go);
     for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);
