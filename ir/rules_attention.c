@@ -143,3 +143,49 @@ int64_t wf_cost_attention(const wf_func *f, const wf_op *op) {
   int64_t scores = q->dims[0] * q->dims[1] * q->dims[2] * k->dims[2];
   return scores * (2 * q->dims[3] + 2 * v->dims[3] + 5);
 }
+
+/* decode_attention(q, k, v, k_cache, v_cache) {scale, heads, head_dim, kv_heads}: q [B, 1, N],
+ * k/v [B, 1, Nk], caches [B, C, Nk] -> [B, 1, N] (ops.def). */
+int wf_rule_decode_attention(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *t[5];
+  for (int i = 0; i < 5; i++) t[i] = wf_rule_in(f, op, i);
+  for (int i = 0; i < 5; i++)
+    if (t[i]->rank != 3 || t[i]->dtype != t[0]->dtype || !wf_dtype_is_float(t[i]->dtype)) {
+      wf_error(op->loc, "'decode_attention' operands must be floating point [B, S, N] of one dtype, got %s, %s, %s, %s, %s",
+               TS(t[0]), TS(t[1]), TS(t[2]), TS(t[3]), TS(t[4]));
+      return -1;
+    }
+  int64_t b = t[0]->dims[0], nk = t[1]->dims[2], heads = wf_op_int(f, op, "heads", 0);
+  int64_t hd = wf_op_int(f, op, "head_dim", 0), kvh = wf_op_int(f, op, "kv_heads", 0);
+  if (t[0]->dims[1] != 1 || t[1]->dims[1] != 1 || t[2]->dims[1] != 1) {
+    wf_error(op->loc, "'decode_attention' takes one token: q, k and v must be [B, 1, N], got %s, %s, %s", TS(t[0]),
+             TS(t[1]), TS(t[2]));
+    return -1;
+  }
+  for (int i = 1; i < 5; i++)
+    if (t[i]->dims[0] != b || t[i]->dims[2] != nk || (i >= 3 && t[i]->dims[1] != t[3]->dims[1])) {
+      wf_error(op->loc, "'decode_attention' shapes do not agree: k %s, v %s, k_cache %s, v_cache %s (want [B, 1, Nk] "
+                        "and [B, C, Nk])", TS(t[1]), TS(t[2]), TS(t[3]), TS(t[4]));
+      return -1;
+    }
+  if (heads <= 0 || hd <= 0 || heads * hd > t[0]->dims[2] || kvh < 0 || (kvh > 0 && (heads % kvh || kvh * hd > nk)) ||
+      (kvh == 0 && nk != t[0]->dims[2])) {
+    wf_error(op->loc, "'decode_attention': %lld heads of head_dim %lld (kv_heads %lld) do not fit q %s and k %s",
+             (long long)heads, (long long)hd, (long long)kvh, TS(t[0]), TS(t[1]));
+    return -1;
+  }
+  if (!wf_op_attr(f, op, "scale") || !isfinite(wf_rule_float(f, op, "scale", 1.0))) {
+    wf_error(op->loc, "'decode_attention' needs a finite 'scale' attribute");
+    return -1;
+  }
+  *out = wf_rule_type(t[0]->dtype, 3, t[0]->dims);
+  return 0;
+}
+
+/* Per head: C + 1 scores of hd-long dots, and as many rows of V. */
+int64_t wf_cost_decode_attention(const wf_func *f, const wf_op *op) {
+  const wf_type *q = wf_rule_in(f, op, 0), *kc = wf_rule_in(f, op, 3);
+  int64_t heads = wf_op_int(f, op, "heads", 0), hd = wf_op_int(f, op, "head_dim", 0);
+  if (q->rank != 3 || kc->rank != 3) return 0;
+  return q->dims[0] * heads * (kc->dims[1] + 1) * (4 * hd + 5);
+}

@@ -8,6 +8,8 @@ extern const wf_pass_info wf_pass_cse;
 extern const wf_pass_info wf_pass_symbol_dce;
 extern const wf_pass_info wf_pass_partition;
 extern const wf_pass_info wf_pass_head_layout;
+extern const wf_pass_info wf_pass_generate_prefill;
+extern const wf_pass_info wf_pass_decode_step;
 extern const wf_pass_info wf_pass_lower_gemm;
 extern const wf_pass_info wf_pass_raise_rmsnorm;
 extern const wf_pass_info wf_pass_raise_layernorm;
@@ -23,6 +25,8 @@ static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_cse,
     &wf_pass_symbol_dce,
     &wf_pass_head_layout,
+    &wf_pass_generate_prefill,
+    &wf_pass_decode_step,
     &wf_pass_partition,
     &wf_pass_lower_gemm,
     &wf_pass_raise_rmsnorm,

@@ -28,6 +28,7 @@
 
 #include "passes/decompose.h"
 #include "passes/partition.h"
+#include "passes/partition_decode.h"
 #include "passes/partition_pad.h"
 #include "waferc/pass.h"
 
@@ -285,6 +286,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
     case WF_OP_GATHER: case WF_OP_ARGMAX: /* backend/ops/lower_index.c */
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
+    case WF_OP_DECODE_ATTENTION: /* decode-step's */
     case WF_OP_RETURN:
       return 1;
     default:
@@ -367,6 +369,10 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
 
   int64_t n = 0;
   char what[128];
+  if (wf_partition_is_decode(f)) { /* the token's row on alternating axes (partition_decode.c) */
+    if ((rc = wf_partition_decode(m, f, c.region, c.w, c.h, wf_pass_target(ctx)->sram_bytes, &n)) != 0) return rc;
+    goto laid;
+  }
   for (int i = 0; i < f->n_args; i++) {
     snprintf(what, sizeof what, "argument %%%s", wf_str(m, wf_value_get(f, f->args[i])->name));
     wf_type *at = wf_value_type(f, f->args[i]);
@@ -413,6 +419,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     }
   }
   label_heads(m, f);
+laid:;
   const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));

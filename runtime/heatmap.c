@@ -261,12 +261,14 @@ typedef struct map {
   double *v;            /* [w*h] */
   unsigned char *has;   /* [w*h]: 1 = a value, 0 = no PE or no link there */
   unsigned char *pe;    /* [w*h]: 1 = a PE runs a program (CSV rows) */
-  const wf_sim *sim;    /* for the CSV's extra columns */
+  const wf_sim *sim;    /* for the CSV's extra columns; NULL: a count map (wf_heatmap_write_counts) */
   int dir;              /* link maps: WF_DIR_*; -1 = the PE map */
+  const char *unit;     /* a count map's unit ("tokens") */
 } map;
 
 static void fmt_value(const map *m, double v, char *buf, size_t cap) {
-  if (m->link) snprintf(buf, cap, "%.2f/cyc", v);
+  if (!m->sim) snprintf(buf, cap, "%g %s", v, m->unit);
+  else if (m->link) snprintf(buf, cap, "%.2f/cyc", v);
   else snprintf(buf, cap, "%.1f%%", v);
 }
 
@@ -300,7 +302,8 @@ static int write_map(const map *m, int w, int h, const char *dir, const char *pl
       if (!any || m->v[i] > hi) hi = m->v[i];
       any = 1;
     }
-  /* The colour scale: fixed (in percent; a link's capacity is 100%) unless auto. */
+  /* The colour scale: fixed (in percent; a link's capacity is 100%; a count map's own units)
+   * unless auto. */
   double unit = m->link ? 0.01 : 1.0, s_lo = o->lo * unit, s_hi = o->hi * unit;
   if (o->auto_scale) {
     s_lo = any ? lo : 0;
@@ -360,14 +363,17 @@ static int write_map(const map *m, int w, int h, const char *dir, const char *pl
   }
   /* value is what the image colours; the PE map adds each PE's cycle classes (which add up
    * to `cycles`), the link maps the wavelet count behind the rate. */
-  if (m->dir < 0) fprintf(f, "x,y,value,cycles,compute,communication,stall,idle,overlap\n");
+  if (!m->sim) fprintf(f, "x,y,value\n");
+  else if (m->dir < 0) fprintf(f, "x,y,value,cycles,compute,communication,stall,idle,overlap\n");
   else fprintf(f, "x,y,value,wavelets\n");
-  int64_t total = wf_sim_cycles(m->sim);
+  int64_t total = m->sim ? wf_sim_cycles(m->sim) : 0;
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       int i = y * w + x;
       if (!m->pe[i]) continue;
-      if (m->dir < 0) {
+      if (!m->sim) {
+        fprintf(f, "%d,%d,%g\n", x, y, m->v[i]);
+      } else if (m->dir < 0) {
         wf_sim_pe_stats st;
         wf_sim_pe_stats_at(m->sim, x, y, &st);
         fprintf(f, "%d,%d,%.3f,%lld,%lld,%lld,%lld,%lld,%lld\n", x, y, m->v[i], (long long)total,
@@ -430,7 +436,7 @@ int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir, const w
   int rc = WF_EXIT_OK;
   for (int k = -1; k < 4 && !rc; k++) {
     map m = {k < 0 ? "pe_busy" : dir_file[k], "", k >= 0, calloc(cells, sizeof(double)),
-             calloc(cells, 1), pe, s, k};
+             calloc(cells, 1), pe, s, k, NULL};
     WF_ASSERT(m.v && m.has);
     if (k < 0) snprintf(m.title, sizeof m.title, "PE busy %% of %lld cycles", (long long)total);
     else snprintf(m.title, sizeof m.title, "link %s: wavelets per cycle", dir_word[k]);
@@ -457,5 +463,24 @@ int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir, const w
     free(m.has);
   }
   free(pe);
+  return rc;
+}
+
+int wf_heatmap_write_counts(const char *dir, const char *file, const char *title, const char *subtitle,
+                            const char *unit, int w, int h, const double *v, double hi) {
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    wf_error_at(dir, "cannot create the heatmap directory: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  size_t cells = (size_t)w * (size_t)h;
+  map m = {file, "", 0, (double *)v, malloc(cells), malloc(cells), NULL, -1, unit};
+  WF_ASSERT(m.has && m.pe);
+  memset(m.has, 1, cells);
+  memset(m.pe, 1, cells);
+  snprintf(m.title, sizeof m.title, "%s", title);
+  wf_heatmap_opts o = {0, 0.0, hi > 0 ? hi : 1.0};
+  int rc = write_map(&m, w, h, dir, subtitle, &o);
+  free(m.has);
+  free(m.pe);
   return rc;
 }

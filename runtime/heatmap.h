@@ -35,6 +35,11 @@ int wf_heatmap_parse_scale(const char *text, wf_heatmap_opts *o);
 /* o = NULL: the defaults. */
 int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir, const wf_heatmap_opts *o);
 
+/* DIR/<file>.png and .csv of a count per PE (v [w*h], row-major; waferrun --generate's KV
+ * cache occupancy), on the fixed scale 0..hi of `unit`s. */
+int wf_heatmap_write_counts(const char *dir, const char *file, const char *title, const char *subtitle,
+                            const char *unit, int w, int h, const double *v, double hi);
+
 /* Exposed for tests: the pixel size of the image for a w x h mesh. */
 void wf_heatmap_image_size(int w, int h, int *img_w, int *img_h);
 

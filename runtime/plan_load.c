@@ -467,6 +467,85 @@ static int load_colls(lctx *c, wf_plan *p, const cJSON *o, int op, const char *w
   return 0;
 }
 
+static int find_tensor(const wf_plan_tensor *ts, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ts[i].name, name)) return i;
+  return -1;
+}
+
+/* A name the generation loop binds: a string naming a tensor of `ts` (when ts is given). */
+static int gen_name(lctx *c, const cJSON *o, const char *key, const char *where, char *out, size_t cap,
+                    const wf_plan_tensor *ts, int n, const char *kind) {
+  if (get_str(c, o, key, where, out, cap)) return -1;
+  if (ts && find_tensor(ts, n, out) < 0) {
+    lerr(c, "%s.%s: '%s' is not an %s of the plan", where, key, out, kind);
+    return -1;
+  }
+  return 0;
+}
+
+static int gen_count(lctx *c, const cJSON *o, const char *key, const char *where, int64_t max, int64_t *out) {
+  if (get_int(c, o, key, where, out)) return -1;
+  if (*out < 1 || *out > max) {
+    lerr(c, "%s.%s: %lld is out of range (1..%lld)", where, key, (long long)*out, (long long)max);
+    return -1;
+  }
+  return 0;
+}
+
+/* "generate" (optional): the host loop's parameters. The decode plan's directory must stay
+ * inside this plan, like the program paths: a manifest is data and may come from anywhere. */
+static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
+  wf_plan_generate *G = &p->gen;
+  const char *w = "generate";
+  if (!cJSON_IsObject(g)) {
+    lerr(c, "generate: expected an object");
+    return -1;
+  }
+  int64_t rows, slots;
+  if (get_str(c, g, "decode_plan", w, G->decode_plan, sizeof G->decode_plan) ||
+      gen_name(c, g, "prompt_input", w, G->prompt_input, 256, p->inputs, p->n_inputs, "input") ||
+      gen_name(c, g, "prefill_next", w, G->prefill_next, 256, p->outputs, p->n_outputs, "output") ||
+      gen_name(c, g, "decode_ids", w, G->decode_ids, 256, NULL, 0, NULL) ||
+      gen_name(c, g, "decode_position", w, G->decode_position, 256, NULL, 0, NULL) ||
+      gen_name(c, g, "decode_next", w, G->decode_next, 256, NULL, 0, NULL) ||
+      gen_count(c, g, "prompt_length", w, 1 << 24, &G->prompt_length) ||
+      gen_count(c, g, "max_new_tokens", w, 1 << 24, &G->max_new_tokens) ||
+      get_str(c, g, "kv_cache", w, G->kv_cache, sizeof G->kv_cache) ||
+      gen_count(c, g, "rows", w, 1 << 16, &rows) || gen_count(c, g, "slots_per_row", w, 1 << 24, &slots))
+    return -1;
+  G->rows = (int)rows;
+  G->slots_per_row = (int)slots;
+  const char *d = G->decode_plan;
+  if (!d[0] || d[0] == '/' || strstr(d, "..") || strchr(d, '\\')) {
+    lerr(c, "generate.decode_plan: '%s' must be a relative directory inside the plan (no '..', not absolute)", d);
+    return -1;
+  }
+  if (strcmp(G->kv_cache, "shift") && strcmp(G->kv_cache, "concat")) {
+    lerr(c, "generate.kv_cache: expected \"shift\" or \"concat\", got \"%s\"", G->kv_cache);
+    return -1;
+  }
+  const cJSON *caches = get(c, g, "caches", w);
+  if (!caches) return -1;
+  if (!cJSON_IsArray(caches) || cJSON_GetArraySize(caches) < 1) {
+    lerr(c, "generate.caches: expected a non-empty array of {\"prefill\": NAME, \"decode\": NAME}");
+    return -1;
+  }
+  G->n_caches = cJSON_GetArraySize(caches);
+  G->caches = calloc((size_t)G->n_caches, sizeof *G->caches);
+  WF_ASSERT(G->caches);
+  for (int i = 0; i < G->n_caches; i++) {
+    char cw[48];
+    snprintf(cw, sizeof cw, "generate.caches[%d]", i);
+    const cJSON *e = cJSON_GetArrayItem(caches, i);
+    if (gen_name(c, e, "prefill", cw, G->caches[i].prefill, 256, p->outputs, p->n_outputs, "output") ||
+        gen_name(c, e, "decode", cw, G->caches[i].decode, 256, NULL, 0, NULL))
+      return -1;
+  }
+  G->present = 1;
+  return 0;
+}
+
 wf_plan *wf_plan_load(const char *dir) {
   wf_plan *p = calloc(1, sizeof *p);
   WF_ASSERT(p != NULL);
@@ -597,6 +676,8 @@ wf_plan *wf_plan_load(const char *dir) {
   const cJSON *nrl = cJSON_GetObjectItemCaseSensitive(root, "relayouts");
   p->fabric_transposes = cJSON_IsNumber(nft) && nft->valuedouble >= 0 ? (int)nft->valuedouble : -1;
   p->relayouts = cJSON_IsNumber(nrl) && nrl->valuedouble >= 0 ? (int)nrl->valuedouble : -1;
+  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generate");
+  if (gen && load_generate(&c, p, gen)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (cJSON_IsNumber(pt)) p->predicted_total = (int64_t)pt->valuedouble;
   /* `op N` markers must name an op of the manifest. */
@@ -640,5 +721,6 @@ void wf_plan_free(wf_plan *p) {
   free(p->weight_data);
   free(p->ops);
   free(p->colls);
+  free(p->gen.caches);
   free(p);
 }

@@ -67,6 +67,26 @@ typedef struct wf_plan_coll {
   int64_t words, predicted, lowered; /* lowered: 0 when the manifest gives none */
 } wf_plan_coll;
 
+/* A generation plan's manifest key "generate" (docs/plan-format.md, "Generation"): how
+ * waferrun --generate runs the prefill plan, then the decode step plan in decode_plan/ once
+ * per new token. Names refer to the prefill plan's tensors (prompt_input, prefill_next,
+ * caches[].prefill, checked at load) or the decode plan's (decode_*, caches[].decode,
+ * checked when it is loaded). */
+typedef struct wf_plan_cache_pair {
+  char prefill[256], decode[256]; /* the same cache as a prefill output and a decode input/output */
+} wf_plan_cache_pair;
+
+typedef struct wf_plan_generate {
+  int present;                  /* 0: the plan was not compiled with --generate */
+  char decode_plan[256];        /* a relative directory inside the plan (no "..", not absolute) */
+  char prompt_input[256], prefill_next[256];
+  char decode_ids[256], decode_position[256], decode_next[256];
+  int64_t prompt_length, max_new_tokens;
+  char kv_cache[16];            /* "shift" or "concat" */
+  int rows, slots_per_row;      /* the cache's rows of PEs and the tokens one row can hold */
+  wf_plan_cache_pair *caches; int n_caches;
+} wf_plan_generate;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -84,6 +104,7 @@ typedef struct wf_plan {
   uint32_t colors_used;       /* bit set */
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
   int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
+  wf_plan_generate gen;       /* manifest "generate" (optional) */
 } wf_plan;
 
 /* A program whose routes no WSE router can hold (per color and switch position, rx ports
@@ -110,6 +131,13 @@ void wf_sim_free(wf_sim *s);
 /* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
  * In timing mode the shape is checked and the data ignored. */
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *t);
+/* Sets the step parameters of a decode step (docs/pe-programs.md, "Parameters"): on every PE
+ * of every region, R = grow_row (the region row whose KV cache grows at this step) and
+ * C = row_counts[y] (the tokens its row holds after the append; y relative to its region,
+ * so row_counts has as many entries as the tallest region has rows). Call it after
+ * wf_sim_new and before wf_sim_run; without it both are 0. Returns 0, or -1 (reported) when
+ * the run has started or a value is negative. */
+int wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts);
 /* Runs to completion. Returns a WF_EXIT_* code; errors (deadlock ...) are reported. */
 int wf_sim_run(wf_sim *s);
 int64_t wf_sim_cycles(const wf_sim *s);

@@ -344,6 +344,39 @@ static int step_cycle(wf_sim *s, jump_state *j) {
   return 0;
 }
 
+/* The step parameters live in each PE's environment, beside x and y: the interpreter and the
+ * JIT's operands both read them through wf_term_eval, so a decode step sees them in every
+ * guard, loop bound and size. Routes cannot name them (the parser refuses it), so the routers
+ * built by wf_sim_new stay valid. A host's mistake is reported, not asserted: the values come
+ * from a manifest. */
+int wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts) {
+  const wf_plan *plan = s->plan;
+  if (s->ran) {
+    wf_error_at("wf_sim_set_step", "called after the run started: set the step before wf_sim_run");
+    return -1;
+  }
+  int rows = 0;
+  for (int i = 0; i < plan->n_regions; i++)
+    if (plan->regions[i].h > rows) rows = plan->regions[i].h;
+  if (grow_row < 0 || grow_row >= rows) {
+    wf_error_at("wf_sim_set_step", "grow row %d is not a row of the plan's regions (0..%d)", grow_row, rows - 1);
+    return -1;
+  }
+  for (int y = 0; y < rows; y++)
+    if (row_counts[y] < 0) {
+      wf_error_at("wf_sim_set_step", "row %d: negative token count %d", y, row_counts[y]);
+      return -1;
+    }
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++) {
+    wf_pe *p = s->pes[i];
+    if (!p || !p->cls) continue;
+    p->env.r = grow_row;
+    p->env.c = row_counts[p->env.y];
+  }
+  return 0;
+}
+
 int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
   s->ran = 1;

@@ -1,6 +1,9 @@
 /* dist.gemv — MeshGEMV (WaferLLM §6): y[N] = x[K] . W[K,N] with W {K_x, N_y}, x {K_x}
  * (replicated along y) and y {N_y} (replicated along x). Each PE multiplies its x block by
- * its W block (a 1 x k x n local GEMV), then every row allreduces its n partial sums along x:
+ * its W block (a 1 x k x n local GEMV), then every row allreduces its n partial sums along x.
+ * The same with the axes swapped (x {K_y}, W {K_y, N_x}, y {N_x}: every column allreduces
+ * along y), so that a decode step alternates them (docs/generation.md); x and y may carry
+ * leading dims of 1 (the token's [1, 1, K]). The allreduce:
  *   ktree     the K-tree of WaferLLM §6.2 (k levels, or the two-level variant with `groups`
  *             groups), root in the middle, then a flooding broadcast back;
  *   pipeline  the baseline: a chain reduce to the row's end, then a flooding broadcast;
@@ -26,13 +29,20 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_func *f = L->f;
   wf_value xv = op->operands[0], wv = op->operands[1], yv = op->results[0];
   const wf_type *tx = wf_value_type(f, xv), *tw = wf_value_type(f, wv), *ty = wf_value_type(f, yv);
-  if (tx->rank != 1 || tw->rank != 2 || ty->rank != 1 || tx->layout.dims[0].split != WF_AXIS_X ||
-      tw->layout.dims[0].split != WF_AXIS_X || tw->layout.dims[1].split == WF_AXIS_X ||
-      ty->layout.dims[0].split == WF_AXIS_X || ty->layout.dims[0].split != tw->layout.dims[1].split) {
+  int lead_ok = tx->rank >= 1 && ty->rank == tx->rank;
+  for (int d = 0; lead_ok && d + 1 < tx->rank; d++)
+    lead_ok = tx->dims[d] == 1 && ty->dims[d] == 1;
+  int ax = lead_ok ? tx->layout.dims[tx->rank - 1].split : WF_AXIS_NONE;
+  if (ax == WF_AXIS_NONE && lead_ok && tx->dims[tx->rank - 1] == 1) ax = tw->layout.dims[0].split; /* K = 1 */
+  int oy = ax == WF_AXIS_X ? WF_AXIS_Y : WF_AXIS_X;
+  if (!lead_ok || tw->rank != 2 || (ax != WF_AXIS_X && ax != WF_AXIS_Y) || tw->layout.dims[0].split != ax ||
+      (tw->layout.dims[1].split != oy && tw->layout.dims[1].split != WF_AXIS_NONE) ||
+      ty->layout.dims[ty->rank - 1].split != tw->layout.dims[1].split) {
     wf_error(op->loc, "dist.gemv needs x[K]{K_x}, W[K,N]{K_x, N_y} and y[N]{N_y} (N may be "
-                      "unsplit); got other layouts");
+                      "unsplit), or the same with x and y swapped, and x, y [1, .., K]; got other layouts");
     return WF_EXIT_UNSUPPORTED;
   }
+  int P = ax == WF_AXIS_X ? L->w : L->h; /* the PEs of one allreduce line */
   int64_t r, k, kb, n, yr, yc;
   wf_lower_block(L, xv, &r, &k);
   wf_lower_block(L, wv, &kb, &n);
@@ -48,8 +58,8 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return WF_EXIT_INPUT;
   }
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  double ck = ktree_cost(L->w, K, groups, n, &p), cp = pipeline_cost(L->w, n, &p);
-  double cr = L->w > 1 ? wf_coll_ring_lowered(L->w, n, &p) : 0;
+  double ck = ktree_cost(P, K, groups, n, &p), cp = pipeline_cost(P, n, &p);
+  double cr = P > 1 ? wf_coll_ring_lowered(P, n, &p) : 0;
   int use_ktree, use_ring = 0;
   if (!strcmp(how, "ktree")) use_ktree = 1;
   else if (!strcmp(how, "pipeline")) use_ktree = 0;
@@ -68,24 +78,24 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
                         wf_arg_int(n)});
   int64_t local = n + (k * n + L->t->fmac_per_cycle - 1) / L->t->fmac_per_cycle;
   int rc = 0;
-  wf_coll_line ln = {WF_AXIS_X, L->w, wf_guard0()};
-  if (L->w > 1) {
+  wf_coll_line ln = {ax, P, wf_guard0()};
+  if (P > 1) {
     wf_line_tree t = {0, NULL, 1}; /* by shape: its groups repeat along the row */
-    int root = L->w - 1;
+    int root = P - 1;
     if (use_ring) {
       rc = wf_lower_coll_ring(L, &ln, sy, n, op->loc);
     } else if (use_ktree) {
       wf_ktree kt;
-      if (wf_ktree_build(L->w, K, groups, &kt)) {
-        wf_error(op->loc, "dist.gemv: cannot build a %d-level K-tree over %d PEs", K, L->w);
+      if (wf_ktree_build(P, K, groups, &kt)) {
+        wf_error(op->loc, "dist.gemv: cannot build a %d-level K-tree over %d PEs", K, P);
         return WF_EXIT_NOFIT;
       }
-      t.n = L->w;
+      t.n = P;
       t.parent = kt.tree.parent;
       root = kt.root;
       rc = wf_lower_tree_reduce(L, &ln, &t, sy, n, WF_PEOP_RECVADD, op->loc, NULL);
       /* relayed past the color budget: the relay's cycles replace the K-tree's reduce */
-      wf_coll_cache_relay_extra(L, ck - wf_coll_bcast_at(L->w, n, root, &p));
+      wf_coll_cache_relay_extra(L, ck - wf_coll_bcast_at(P, n, root, &p));
       wf_ktree_free(&kt);
     } else {
       wf_coll_result res;
@@ -104,6 +114,6 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   snprintf(out->explain, sizeof out->explain,
            "%s: local GEMV 1x%lldx%lld (%lld cycles), allreduce of %lld words over %d PEs: ktree "
            "%.0f, pipeline %.0f, ring %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
-           (long long)k, (long long)n, (long long)local, (long long)n, L->w, ck, cp, cr);
+           (long long)k, (long long)n, (long long)local, (long long)n, P, ck, cp, cr);
   return rc;
 }

@@ -11,7 +11,7 @@
  * the rounds, and sends it so; the score block of a slot is
  *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb]
  * and, for a head spanning g columns, the sum of the g partial products inside the group (a
- * chain east and a flood back west on the group's columns only: grp_sum below).
+ * chain east and a flood back west on the group's columns only: wf_lower_attn_group_sum below).
  *
  * The softmax is online (FlashAttention's recurrence), one K/V block per round, so SRAM holds
  * one Sb x Tb score block per slot, never Sb x T:
@@ -58,10 +58,7 @@ static void copy2d(wf_lower *L, const wf_pe_guard *g, wf_pe_arg d, wf_pe_arg s, 
  * floods the sum back west on a third color, which stops at the group's first PE. Per round it
  * moves len words over g - 1 links twice, where the whole row's allreduce of every group's
  * slot moved ceil(W/g) len words over W - 1. */
-typedef struct grp {
-  int g, w;
-  int c[2], cw; /* eastbound colors by the sender's parity; the westbound flood */
-} grp;
+typedef wf_attn_group grp;
 
 /* The PEs at place p of their group (x mod g == p), the mesh's last column apart (`edge`
  * selects it alone; it ends its group wherever it falls). */
@@ -78,12 +75,17 @@ static wf_pe_guard at_place(const grp *G, int p, int edge) {
   return gd;
 }
 
-static int grp_init(wf_lower *L, grp *G, int g, wf_loc loc) {
+int wf_lower_attn_group_init(wf_lower *L, grp *G, int g, wf_loc loc) {
   G->g = g, G->w = L->w;
+  if (L->attn_grp[0] == g) { /* an earlier attention's: same groups, same routes */
+    G->c[0] = L->attn_grp[1], G->c[1] = L->attn_grp[2], G->cw = L->attn_grp[3];
+    return 0;
+  }
   G->c[0] = wf_lower_color_fresh(L, "attention head-group chain east (even places)", loc);
   G->c[1] = wf_lower_color_fresh(L, "attention head-group chain east (odd places)", loc);
   G->cw = wf_lower_color_fresh(L, "attention head-group sum back west", loc);
   if (G->c[0] < 0 || G->c[1] < 0 || G->cw < 0) return WF_EXIT_NOFIT;
+  if (!L->attn_grp[0]) L->attn_grp[0] = g, L->attn_grp[1] = G->c[0], L->attn_grp[2] = G->c[1], L->attn_grp[3] = G->cw;
   for (int edge = 0; edge < 2; edge++)
     for (int p = 0; p < g; p++) {
       if (edge && p != (G->w - 1) % g) continue;
@@ -100,7 +102,7 @@ static int grp_init(wf_lower *L, grp *G, int g, wf_loc loc) {
 }
 
 /* sym[0..len) = its sum over the PE's group; returns the predicted cycles. */
-static int64_t grp_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
+int64_t wf_lower_attn_group_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
   for (int edge = 0; edge < 2; edge++)
     for (int p = 0; p < G->g; p++) {
       if (edge && p != (G->w - 1) % G->g) continue;
@@ -119,6 +121,32 @@ static int64_t grp_sum(wf_lower *L, const grp *G, int sym, int64_t len) {
   /* the chain and the flood each pipeline: len through the ramps, a hop and a ramp per link */
   int64_t link = L->t->hop_cycles + L->t->ramp_cycles;
   return 2 * len + 2 * (int64_t)(G->g - 1) * link + 4 * L->t->ramp_cycles;
+}
+
+int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
+                        int64_t ckb, wf_attn_slots *s) {
+  if (cb >= hd && cb % hd == 0) s->nh = cb / hd, s->ds = hd, s->g = 1;
+  else if (cb < hd && hd % cb == 0) s->nh = 1, s->ds = cb, s->g = hd / cb;
+  else {
+    wf_error(op->loc, "%s: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
+                      "(the model was packed for another mesh width: run head-layout with this mesh)",
+             who, (long long)hd, (long long)cb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  s->nkv = s->nh;
+  if (kvh > 0) {
+    s->nkv = s->g == 1 && ckb % hd == 0 ? ckb / hd : 0;
+    if (!s->nkv || s->nh % s->nkv || heads / kvh != s->nh / s->nkv) {
+      wf_error(op->loc, "%s: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
+                        "per column (run head-layout with this mesh)", who, (long long)kvh, (long long)ckb,
+               (long long)s->nh);
+      return WF_EXIT_UNSUPPORTED;
+    }
+  } else if (ckb != cb) {
+    wf_error(op->loc, "%s: k has %lld columns per PE, q %lld", who, (long long)ckb, (long long)cb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  return 0;
 }
 
 /* The q/k/v and result layouts this lowering reads: {B, S_y or whole, N_x or whole}. */
@@ -151,28 +179,13 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, qt, bq);
   int64_t nbatch = bq[0], sb = bq[1], cb = bq[2], tb = sb, len = qt->dims[1];
   int rows = qt->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
-  int64_t nh, ds, g;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
-  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
-  else {
-    wf_error(op->loc, "attention: heads of %lld columns do not fall on the %lld-column blocks of this mesh "
-                      "(the model was packed for another mesh width: run head-layout with this mesh)",
-             (long long)hd, (long long)cb);
-    return WF_EXIT_UNSUPPORTED;
-  }
-  /* K and V: the same columns as q, or (kv_heads, head-layout's shared GQA) nkv whole kv heads
-   * per column, q slot k reading kv slot k / (nh / nkv). */
   int64_t bk[WF_MAX_RANK];
   wf_lower_block_dims(L, kt, bk);
-  int64_t ckb = bk[2], nkv = nh, kvh = wf_op_int(L->f, op, "kv_heads", 0);
-  if (kvh > 0) {
-    nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
-    if (!nkv || nh % nkv || (heads / kvh) != nh / nkv) {
-      wf_error(op->loc, "attention: %lld kv heads over %lld-column blocks do not line up with %lld query heads "
-                        "per column (run head-layout with this mesh)", (long long)kvh, (long long)ckb, (long long)nh);
-      return WF_EXIT_UNSUPPORTED;
-    }
-  }
+  int64_t ckb = bk[2];
+  wf_attn_slots hs;
+  if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, ckb, &hs))
+    return WF_EXIT_UNSUPPORTED;
+  int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);
@@ -223,7 +236,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
 
   grp G;
-  int rc = g > 1 ? grp_init(L, &G, (int)g, op->loc) : 0;
+  int rc = g > 1 ? wf_lower_attn_group_init(L, &G, (int)g, op->loc) : 0;
   if (rc) return rc;
   int ccol = -1;
   if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
@@ -259,7 +272,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_emit(L, lg, WF_PEOP_MATMUL,
               (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, (b * nkv + k / share) * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
       round += sb * tb + (sb * ds * tb + f - 1) / f;
-      if (g > 1) round += grp_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
+      if (g > 1) round += wf_lower_attn_group_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
       if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
       else
         for (int j = 0; j < rows; j++) {

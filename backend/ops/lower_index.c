@@ -69,6 +69,63 @@ static int split_of(const wf_type *t, int d) {
 
 /* ---- gather -------------------------------------------------------------------------- */
 
+static void bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode) {
+  wf_emit(L, NULL, op,
+          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
+}
+
+/* A table whose rows are split too ({V_a, E_b}, a decode step's large tables: partition_decode.c)
+ * and ids every PE holds: each PE looks up the ids that fall in its block of rows and zeros the
+ * others, then the rows are summed along a (an allreduce: exactly one PE of the line holds each
+ * id). Per id i, with base = Vb a the PE's first row (written as data by `rfind` of a one-word
+ * row against itself, whose result is its base term):
+ *   id' = id + V [id < 0]                    (negative ids count from the end)
+ *   loc = id' - base; idx = clamp(loc, 0, Vb - 1); keep = 1 - min(1, |loc - idx|)
+ *   rows = table[idx] * keep                 (an id outside the block: idx is any valid row)
+ * ids past V match no PE and give a row of zeros: the host checks the ids it feeds against
+ * the input's index_bound, and an argmax's index is in range. */
+static int gather_split_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t n, int64_t eb, int a) {
+  const wf_func *f = L->f;
+  const wf_type *tt = wf_value_type(f, op->operands[0]);
+  int64_t bt[WF_MAX_RANK];
+  wf_lower_block_dims(L, tt, bt);
+  int64_t V = tt->dims[0], vb = bt[0];
+  int st = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]), sr = wf_lower_sym(L, op->results[0]);
+  int one = wf_lower_scalar(L, 1.0f), zero = wf_lower_scalar(L, 0.0f), vmax = wf_lower_scalar(L, (float)(vb - 1));
+  int vs = wf_lower_scalar(L, (float)V), mone = wf_lower_scalar(L, -1.0f);
+  int base = wf_lower_temp(L, "$gx_base", 4), loc = wf_lower_temp(L, "$gx_loc", n * 4);
+  int idx = wf_lower_temp(L, "$gx_idx", n * 4), keep = wf_lower_temp(L, "$gx_keep", n * 4);
+  wf_pe_term coord = wf_term_scaled(wf_term(a == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0), (int)vb, 0);
+  wf_emit(L, NULL, WF_PEOP_RFIND, (wf_pe_arg[]){wf_arg_sym(base), wf_arg_sym(one), wf_arg_sym(one), wf_arg_int(1),
+                                                wf_arg_int(1), wf_arg_term(coord)});
+  /* keep = 1 - min(1, max(0, id + 1)): 1 for a negative id; loc = id + V keep - base */
+  bin(L, WF_PEOP_ADD, keep, si, one, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MAX, keep, keep, zero, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MUL, loc, keep, vs, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_ADD, loc, loc, si, 1, n, WF_BMODE_IJ);
+  bin(L, WF_PEOP_SUB, loc, loc, base, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MAX, idx, loc, zero, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MIN, idx, idx, vmax, 1, n, WF_BMODE_I);
+  /* keep = 1 - min(1, |loc - idx|) */
+  bin(L, WF_PEOP_SUB, keep, loc, idx, 1, n, WF_BMODE_IJ);
+  bin(L, WF_PEOP_MUL, loc, keep, mone, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MAX, keep, keep, loc, 1, n, WF_BMODE_IJ);
+  bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
+  bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
+  wf_emit(L, NULL, WF_PEOP_GATHER, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(st), wf_arg_sym(idx), wf_arg_int(n),
+                                                 wf_arg_int(eb), wf_arg_int(vb)});
+  bin(L, WF_PEOP_MUL, sr, sr, keep, n, eb, WF_BMODE_I);
+  int64_t cyc = 1 + 16 * n + 2 * n * eb;
+  int rc = wf_lower_allreduce(L, sr, n * eb, a, 0, op->loc, &cyc, NULL);
+  out->lowering = a == WF_AXIS_X ? "split-rows+allreduce-x" : "split-rows+allreduce-y";
+  out->predicted = cyc;
+  return rc;
+}
+
 int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_func *f = L->f;
   wf_value tv = op->operands[0], iv = op->operands[1], rv = op->results[0];
@@ -76,7 +133,12 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (wf_op_int(f, op, "axis", 0) != 0) return unsupported(op, "only axis 0 (rows of the table) is lowered");
   if (f->values[tv].kind != WF_VAL_GLOBAL || tt->rank != 2 || tt->dtype != WF_F32)
     return unsupported(op, "the table must be an f32 constant [V, E]");
-  if (split_of(tt, 0) != WF_AXIS_NONE || split_of(tt, 1) == WF_AXIS_Y)
+  /* {V, E_y} and {V_a, E_b} are a decode step's (partition_decode.c): the token's row along
+   * one axis, its ids whole */
+  int ids_whole = 1;
+  for (int d = 0; d < it->rank; d++) ids_whole &= split_of(it, d) == WF_AXIS_NONE;
+  if ((split_of(tt, 0) != WF_AXIS_NONE && (!ids_whole || split_of(tt, 0) == split_of(tt, 1))) ||
+      (split_of(tt, 1) == WF_AXIS_Y && !ids_whole))
     return unsupported(op, "the table must be laid out {V, E_x} (partition's layout for it)");
   if (!is_int(it->dtype) || it->rank < 1 || rt->rank != it->rank + 1)
     return unsupported(op, "the ids must be an integer tensor [.., L]");
@@ -99,6 +161,7 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, tt, bt);
   int64_t eb = bt[1], lb = bi[l], outer = 1;
   for (int d = 0; d < l; d++) outer *= bi[d];
+  if (split_of(tt, 0) != WF_AXIS_NONE) return gather_split_rows(L, op, out, outer * lb, eb, split_of(tt, 0));
   int st = wf_lower_sym(L, tv), si = wf_lower_sym(L, iv), sr = wf_lower_sym(L, rv);
 
   /* Rows of L: PEs y < q hold lb real rows, y == q holds r, the rest none. */

@@ -77,10 +77,10 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   emit_bin(L, WF_PEOP_MUL, sy, sy, ss, m, n, smode);
   if (layer) emit_bin(L, WF_PEOP_ADD, sy, sy, sb, m, n, bmode);
   cyc += m * n * (3 + layer) + m * (2 + L->t->div_cycles);
-  /* A padded axis split along x: the PEs holding padding columns zero them (times a 1/0 mask
+  /* A padded axis split along x (or y, a decode step's token): the PEs holding padding columns zero them (times a 1/0 mask
    * of their block's columns), so the result's padding is 0 whatever the scale, shift and
    * statistics put there, and a matmul may contract over it (partition_pad.c). */
-  if (v.split == WF_AXIS_X && v.full < v.len * v.parts) {
+  if (v.split != WF_AXIS_NONE && v.full < v.len * v.parts) {
     float *mask = malloc((size_t)n * sizeof *mask);
     WF_ASSERT(mask);
     for (int px = 0; px < v.parts; px++) {
@@ -89,7 +89,7 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       for (int64_t c = 0; c < n; c++) mask[c] = c < real ? 1.0f : 0.0f;
       int km = wf_lower_const_block(L, mask, n);
       wf_pe_guard g = wf_guard0();
-      wf_gadd(&g, wf_term(WF_TERM_X, 0), WF_CMP_EQ, wf_term(WF_TERM_INT, px));
+      wf_gadd(&g, wf_term(v.split == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0), WF_CMP_EQ, wf_term(WF_TERM_INT, px));
       wf_emit(L, &g, WF_PEOP_MUL,
               (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sy), wf_arg_sym(km), wf_arg_int(m), wf_arg_int(n),
                             wf_arg_int(WF_BMODE_J)});

@@ -127,6 +127,7 @@ static int lower_func(wf_lower *L) {
     else if (op->code == WF_OP_DIST_GEMV) rc = wf_lower_gemv(L, op, lo);
     else if (op->code == WF_OP_SOFTMAX) rc = wf_lower_softmax(L, op, lo);
     else if (op->code == WF_OP_ATTENTION) rc = wf_lower_attention(L, op, lo);
+    else if (op->code == WF_OP_DECODE_ATTENTION) rc = wf_lower_decode_attention(L, op, lo);
     else if (op->code == WF_OP_ROTATE_PAIRS) rc = wf_lower_rotate_pairs(L, op, lo);
     else if (op->code == WF_OP_LAYERNORM || op->code == WF_OP_RMSNORM) rc = wf_lower_norm(L, op, lo);
     else if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN ||
@@ -306,7 +307,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   w.offset = calloc((size_t)f->n_values + 1, sizeof *w.offset);
   w.bytes = calloc((size_t)f->n_values + 1, sizeof *w.bytes);
   if (!rc) rc = write_weights(&L, plan_dir, &w);
-  if (!rc) rc = wf_manifest_write(&L, &w, o.compiler_flags, tmp);
+  if (!rc) rc = wf_manifest_write(&L, &w, o.compiler_flags, o.manifest_extra, tmp);
   if (!rc && rename(tmp, mpath)) {
     wf_error_at(mpath, "cannot write the manifest: %s", strerror(errno));
     rc = WF_EXIT_IO;

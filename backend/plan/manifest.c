@@ -122,7 +122,7 @@ static int all_digits(const char *s) {
 }
 
 int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
-                      const char *path) {
+                      const char *extra, const char *path) {
   const wf_pe_class *c = L->cls;
   const wf_region *reg = &L->m->regions[L->region];
   cJSON *root = cJSON_CreateObject();
@@ -292,6 +292,19 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   cJSON *k = wf_llvm_kernels_manifest(c);
   if (k) cJSON_AddItemToArray(kernels, k);
 
+  cJSON *ex = extra ? cJSON_Parse(extra) : NULL;
+  if (extra && !cJSON_IsObject(ex)) {
+    wf_error_at(path, "internal error: the manifest's extra members are not a JSON object");
+    cJSON_Delete(ex);
+    cJSON_Delete(root);
+    return WF_EXIT_USAGE;
+  }
+  for (cJSON *it = ex ? ex->child : NULL; it;) {
+    cJSON *next = it->next;
+    cJSON_AddItemToObject(root, it->string, cJSON_DetachItemViaPointer(ex, it));
+    it = next;
+  }
+  cJSON_Delete(ex);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   FILE *f = fopen(path, "w");

@@ -12,8 +12,10 @@ typedef struct wf_manifest_weights {
   int64_t total;
 } wf_manifest_weights;
 
-/* Writes the manifest to `path` (the caller renames it into place). Returns WF_EXIT_*. */
+/* Writes the manifest to `path` (the caller renames it into place). extra (may be NULL): a
+ * JSON object whose members are added at the top level (waferc --generate's "generate").
+ * Returns WF_EXIT_*. */
 int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
-                      const char *path);
+                      const char *extra, const char *path);
 
 #endif

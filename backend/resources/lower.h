@@ -95,6 +95,12 @@ typedef struct wf_lower {
    * that the blocks, the lowerings and the manifest agree); NULL = never padded. */
   int64_t (*dim_pad)(const wf_func *f, wf_value v, int d, int w, int h);
   wf_value_names *names; /* the IR dumps' value names: symbols and the manifest's op results */
+  /* Colors every attention of the class shares (their routes are the same each time, and one
+   * op's streams end before the next op's start on each PE): the head-group sum's for groups
+   * of attn_grp[0] columns (attn_grp[1..3]; 0 = not yet), the decode cache's upward shift
+   * (dec_up, when dec_up_set). */
+  int attn_grp[4];
+  int dec_up[2], dec_up_set;
   unsigned move_bits;    /* WF_MOVE_* bits the op being lowered set (the movers set them, so
                             every caller is counted); emit.c files them in its wf_lowered_op */
 } wf_lower;
@@ -195,6 +201,26 @@ int wf_lower_done_task(wf_lower *L);
  * is complete. */
 void wf_lower_close_tasks(wf_lower *L);
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_attention.c: the sum inside a head's group of g columns (a chain east on two colors,
+ * a flood west on a third), which decode attention shares. */
+typedef struct wf_attn_group {
+  int g, w;
+  int c[2], cw; /* eastbound colors by the sender's parity; the westbound flood */
+} wf_attn_group;
+int wf_lower_attn_group_init(wf_lower *L, wf_attn_group *G, int g, wf_loc loc);
+/* sym[0..len) = its sum over the PE's group; returns the predicted cycles. */
+int64_t wf_lower_attn_group_sum(wf_lower *L, const wf_attn_group *G, int sym, int64_t len);
+/* A PE's head slots: cb columns of q hold nh whole heads of ds = hd columns, or one part
+ * (ds = cb) of a head spread over g = hd / cb columns; its ckb columns of k/v hold nkv kv slots
+ * (nh unless kv_heads > 0: head-layout's shared GQA, q slot k reading kv slot k / (nh / nkv)).
+ * Reports (naming `who`) and returns WF_EXIT_UNSUPPORTED when the blocks do not fall on heads. */
+typedef struct wf_attn_slots {
+  int64_t nh, ds, g, nkv;
+} wf_attn_slots;
+int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
+                        int64_t ckb, wf_attn_slots *s);
+/* lower_decode_attention.c: one decode step's attention over the KV cache (docs/generation.md). */
+int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */

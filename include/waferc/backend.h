@@ -28,8 +28,11 @@ typedef struct wf_plan_opts {
   const char *reduce_algo;
   const char *gemv_allreduce;
   int gemv_k, gemv_groups;
+  /* A JSON object whose members the manifest carries at its top level (waferc --generate
+   * writes "generate", docs/generation.md); NULL = none. */
+  const char *manifest_extra;
 } wf_plan_opts;
-#define WF_PLAN_OPTS_DEFAULT ((wf_plan_opts){NULL, NULL, 0, NULL, NULL, -1, -1})
+#define WF_PLAN_OPTS_DEFAULT ((wf_plan_opts){NULL, NULL, 0, NULL, NULL, -1, -1, NULL})
 
 /* Writes plan/ (manifest.json, programs/, weights.bin). The directory is created; on error
  * nothing is left that looks like a valid plan (the manifest is written last, atomically).

@@ -98,3 +98,13 @@ int wf_kern_ATTENTION(const wf_kctx *k) {
   free(acc);
   return 0;
 }
+
+/* The cache's occupancy is the host's, step by step (docs/generation.md): there is no
+ * reference of one step alone. The reference of generation recomputes the whole sequence
+ * (waferc --interpret --generate), which this op's compiled steps are checked against. */
+int wf_kern_DECODE_ATTENTION(const wf_kctx *k) {
+  wf_error(k->op->loc, "decode_attention runs on the mesh only: which cache slots hold tokens is set per step by "
+                       "the host; the reference of generation is waferc --interpret --generate (the whole sequence "
+                       "recomputed)");
+  return -1;
+}

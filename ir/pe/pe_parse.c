@@ -62,7 +62,7 @@ static int parse_int(const char *s, int32_t *out) {
   return 0;
 }
 
-/* term := int | ('-'? int '*')? (x|y|W|H|var) ('%' int)? ([+-]int)? */
+/* term := int | ('-'? int '*')? (x|y|W|H|R|C|var) ('%' int)? ([+-]int)? */
 static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   while (isspace((unsigned char)*s)) s++;
   char buf[64];
@@ -106,6 +106,8 @@ static int parse_term(pstate *ps, const char *s, wf_pe_term *t) {
   else if (!strcmp(name, "y")) t->kind = WF_TERM_Y;
   else if (!strcmp(name, "W")) t->kind = WF_TERM_W;
   else if (!strcmp(name, "H")) t->kind = WF_TERM_H;
+  else if (!strcmp(name, "R")) t->kind = WF_TERM_R;
+  else if (!strcmp(name, "C")) t->kind = WF_TERM_C;
   else {
     int v = wf_pe_class_find_var(ps->c, name, 0);
     if (v < 0) return -1;
@@ -209,7 +211,7 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
       const char *nst;
       wf_pe_cond *c = &g->c[g->n];
       if (parse_term(ps, cond, &c->a)) {
-        perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|loop variable)[%%M][+-k]",
+        perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|R|C|loop variable)[%%M][+-k]",
              cond, NULL);
         return NULL;
       }
@@ -240,7 +242,7 @@ static const char *parse_guard(pstate *ps, const char *p, wf_pe_guard *g) {
     *at = 0;
     wf_pe_cond *c = &g->c[g->n];
     if (parse_term(ps, cond, &c->a) || parse_term(ps, at + strlen(ops[which]), &c->b)) {
-      perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|loop variable)[%%M][+-k]", cond,
+      perr(ps, q, "bad term in guard '%s': expected an integer or [c*](x|y|W|H|R|C|loop variable)[%%M][+-k]", cond,
            NULL);
       return NULL;
     }
@@ -506,6 +508,13 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
       perr(ps, dir_at, "expected tx directions after '->' (or none)", NULL, NULL);
       return;
     }
+    if (wf_guard_uses_step(g)) {
+      /* The routers are configured once, when the simulator is built; R and C change with
+         every decode step (and the route checks evaluate rules per column and row). */
+      perr(ps, dir_at, "a route's guard cannot name the step parameters R or C (routes are fixed "
+                       "when the program is loaded; guard the instructions instead)", NULL, NULL);
+      return;
+    }
     wf_pe_class_add_route_pos(ps->c, g, col, pos, rx, tx);
     ps->c->routes[ps->c->n_routes - 1].line = (int)ps->line;
   } else if (!strcmp(tok, ".set")) {
@@ -616,7 +625,7 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
         break;
       case 'v': {
         if (!isalpha((unsigned char)tok[0]) || !strcmp(tok, "x") || !strcmp(tok, "y") ||
-            !strcmp(tok, "W") || !strcmp(tok, "H")) {
+            !strcmp(tok, "W") || !strcmp(tok, "H") || !strcmp(tok, "R") || !strcmp(tok, "C")) {
           perr(ps, st, "bad loop variable '%s'", tok, NULL);
           return;
         }
@@ -640,7 +649,7 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
       default:
         if (parse_int_sum(ps, tok, a)) {
           perr(ps, st,
-               "expected an integer term (int, x, y, W, H or a loop variable[+-int]; at most two such terms and a "
+               "expected an integer term (int, x, y, W, H, R, C or a loop variable[+-int]; at most two such terms and a "
                "constant), got '%s'",
                tok, NULL);
           return;

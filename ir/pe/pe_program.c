@@ -86,6 +86,10 @@ int wf_pe_class_find_var(wf_pe_class *c, const char *name, int create) {
   for (int i = 0; i < c->n_vars; i++)
     if (!strcmp(c->vars[i], name)) return i;
   if (!create || c->n_vars == 8 || strlen(name) >= sizeof c->vars[0]) return -1;
+  /* A loop variable named like a parameter would print as that parameter (the parser
+     refuses such names in text; a lowering must not make one). */
+  static const char *const params[] = {"x", "y", "W", "H", "R", "C"};
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) WF_ASSERT(strcmp(name, params[i]));
   snprintf(c->vars[c->n_vars], sizeof c->vars[0], "%s", name);
   return c->n_vars++;
 }
@@ -103,6 +107,9 @@ void wf_pe_class_add_color(wf_pe_class *c, int color, const char *purpose) {
 void wf_pe_class_add_route_pos(wf_pe_class *c, const wf_pe_guard *g, int color, int pos, int rx,
                                unsigned tx) {
   WF_ASSERT(pos >= 0 && pos < WF_PE_MAX_POS);
+  /* Routers are configured once per simulator; the step parameters change per decode step
+     (the parser refuses such a route with a message; a lowering must never build one). */
+  WF_ASSERT(!g || !wf_guard_uses_step(g));
   GROW(c->routes, c->n_routes, c->cap_routes);
   wf_pe_route *r = &c->routes[c->n_routes++];
   memset(r, 0, sizeof *r);
@@ -231,8 +238,23 @@ wf_pe_guard wf_guard0(void) {
 }
 enum { AX_X = 1, AX_Y = 2, AX_OTHER = 4 };
 
+/* R and C are the same on every PE of a row (C is the row's count, R region-wide): they go
+ * with y. */
 static int term_axes(const wf_pe_term *t) {
-  return t->kind == WF_TERM_X ? AX_X : t->kind == WF_TERM_Y ? AX_Y : t->kind == WF_TERM_VAR ? AX_OTHER : 0;
+  switch (t->kind) {
+    case WF_TERM_X: return AX_X;
+    case WF_TERM_Y: case WF_TERM_R: case WF_TERM_C: return AX_Y;
+    case WF_TERM_VAR: return AX_OTHER;
+    default: return 0;
+  }
+}
+
+static int term_is_step(const wf_pe_term *t) { return t->kind == WF_TERM_R || t->kind == WF_TERM_C; }
+
+int wf_guard_uses_step(const wf_pe_guard *g) {
+  for (int i = 0; i < g->n; i++)
+    if (term_is_step(&g->c[i].a) || (g->c[i].cmp != WF_CMP_IN && term_is_step(&g->c[i].b))) return 1;
+  return 0;
 }
 
 int wf_guard_split(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy) {
@@ -290,6 +312,9 @@ static void term_str(const wf_pe_class *c, const wf_pe_term *t, char *buf, size_
     case WF_TERM_W: base = "W"; break;
     case WF_TERM_H: base = "H"; break;
     case WF_TERM_VAR: base = c->vars[t->var]; break;
+    case WF_TERM_R: base = "R"; break;
+    case WF_TERM_C: base = "C"; break;
+    default: snprintf(buf, cap, "?"); return;
   }
   char m[16] = "", sc[16] = "";
   if (t->mod) snprintf(m, sizeof m, "%%%d", (int)t->mod);

@@ -57,12 +57,19 @@ int wf_peop_lookup(const char *name, wf_peop *out); /* 0 on success */
 enum { WF_DIR_N, WF_DIR_E, WF_DIR_S, WF_DIR_W, WF_DIR_RAMP, WF_DIR_COUNT };
 extern const char *const wf_dir_names[WF_DIR_COUNT];
 
-/* A term: (c * base) % M + k, where base is a constant 0, a PE parameter or a loop
- * variable; the scale c and the modulus M are optional. The scale names a PE's virtual index
+/* A term: (c * base) % M + k, where base is a constant 0, a PE parameter, a step parameter
+ * (R, C: set by the host before each decode step, 0 otherwise) or a loop variable; the scale
+ * c and the modulus M are optional. The scale names a PE's virtual index
  * when every PE stands for c positions of a longer line (`3*y+1`: the second of three virtual
  * rows, docs/gemm.md); it is applied before the modulus (`3*y%4`). A negative scale counts
  * down (`-16*j+96`: what is left of a row after slot j). */
-typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR } wf_term_kind;
+/* WF_TERM_R: the row of the region (0 = top) whose KV cache grows by one token at this decode
+ * step; WF_TERM_C: the tokens this PE's row holds after the step's append. Both are step
+ * parameters (wf_sim_set_step): the same for every PE of a row, so a condition on them goes
+ * with the y conditions, and 0 outside generation. Routes may not name them (the routers are
+ * configured once, when the simulator is built). */
+typedef enum { WF_TERM_INT, WF_TERM_X, WF_TERM_Y, WF_TERM_W, WF_TERM_H, WF_TERM_VAR, WF_TERM_R,
+               WF_TERM_C } wf_term_kind;
 typedef struct wf_pe_term {
   uint8_t kind; /* wf_term_kind */
   uint8_t var;  /* WF_TERM_VAR: loop variable index in the class */
@@ -209,11 +216,14 @@ wf_pe_term wf_term_affine(int v, int64_t step, int64_t base);
 wf_pe_guard wf_guard0(void);
 /* Adds `a cmp b` to g. */
 void wf_guard_add(wf_pe_guard *g, wf_pe_term a, wf_cmp cmp, wf_pe_term b);
-/* Splits g into its conditions on x (with the constant ones) and those on y, so that g holds
- * on PE (x, y) exactly when gx holds on x and gy on y; nonzero (gx, gy unspecified) when a
- * condition ties x to y or names a loop variable. The route-code check and the runtime's
+/* Splits g into its conditions on x (with the constant ones) and those on y (with those on
+ * the step parameters R and C, which are per row), so that g holds on PE (x, y) exactly when
+ * gx holds on x and gy on y; nonzero (gx, gy unspecified) when a condition ties x to y (or to
+ * R or C) or names a loop variable. The route-code check and the runtime's
  * route check use it to evaluate rules per column and per row instead of per PE. */
 int wf_guard_split(const wf_pe_guard *g, wf_pe_guard *gx, wf_pe_guard *gy);
+/* Nonzero when a condition of g names a step parameter (R or C): routes may not. */
+int wf_guard_uses_step(const wf_pe_guard *g);
 
 /* ---- text ---- */
 /* Writes the class in the .wpe text form (docs/pe-programs.md). */
@@ -228,6 +238,7 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path_for_err
 typedef struct wf_pe_env {
   int x, y, w, h;
   int32_t vars[8];
+  int32_t r, c; /* WF_TERM_R, WF_TERM_C: the decode step's parameters (0 outside generation) */
   const wf_pe_set *sets; /* the class's sets, for `in` conditions (NULL: none) */
   int n_sets;
 } wf_pe_env;
@@ -239,6 +250,8 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     case WF_TERM_W: b = e->w; break;
     case WF_TERM_H: b = e->h; break;
     case WF_TERM_VAR: b = e->vars[t->var]; break;
+    case WF_TERM_R: b = e->r; break;
+    case WF_TERM_C: b = e->c; break;
     default: return t->k;
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
@@ -246,9 +259,10 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   return b + t->k;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
-/* The environment of PE (x, y) of a w x h region running class c (no loop variables set). */
+/* The environment of PE (x, y) of a w x h region running class c (no loop variables set,
+ * step parameters 0). */
 static inline wf_pe_env wf_pe_env_at(const wf_pe_class *c, int x, int y, int w, int h) {
-  wf_pe_env e = {x, y, w, h, {0}, c ? c->sets : NULL, c ? c->n_sets : 0};
+  wf_pe_env e = {x, y, w, h, {0}, 0, 0, c ? c->sets : NULL, c ? c->n_sets : 0};
   return e;
 }
 /* Adds `a in set` to g. */

@@ -4,6 +4,7 @@
  *   waferc model.wir --emit=ir --pass-pipeline='canonicalize,dce'
  *   waferc model.wir --interpret --input x=x.npy --output-dir out/
  *   waferc model.onnx --input-shape input_ids=1x16 --interpret --input input_ids=ids.npy --output-dir out/
+ *   waferc model.onnx --interpret --input input_ids=prompt.npy --generate=8 --output-dir ref/
  */
 #define _XOPEN_SOURCE 700 /* nftw (ftw.h) */
 #include <stdio.h>
@@ -17,6 +18,8 @@
 #include "ir/support/fsutil.h"
 #include "passes/cli.h"
 #include "passes/partition.h"
+#include "generate.h"
+#include "tools/waferc/interpret_generate.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/onnx.h"
@@ -44,6 +47,9 @@ typedef struct options {
   char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
   int gemv_k, gemv_groups;     /* --gemv-k / --gemv-groups or {k=,groups=}; -1 = each op's */
   int auto_region;             /* --auto-region: a larger mesh when SRAM is over budget */
+  int generate;                /* --generate=N: tokens to generate (0: none) */
+  const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
+  int autotune;                /* --autotune (with --generate): the mesh from the cost model */
 } options;
 
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
@@ -78,6 +84,15 @@ static void usage(FILE *out) {
         "  --gemv-allreduce=A         dist.gemv's allreduce: ktree, pipeline, ring or auto;\n"
         "                             ktree{k=2} or ktree{groups=4} set the K-tree's shape\n"
         "  --gemv-k=K, --gemv-groups=G  the K-tree's levels / group count\n"
+        "  --generate=N               compile for generation (docs/generation.md): -o DIR gets\n"
+        "                             the prefill for --input-shape IDS=1xL and DIR/decode/ one\n"
+        "                             decode step, with a KV cache for N tokens (exit 4 names\n"
+        "                             the largest N that fits); with --interpret: greedy\n"
+        "                             generation recomputing the whole sequence each step\n"
+        "  --kv-cache=shift|concat    the cache's policy with --generate (default shift)\n"
+        "  --autotune                 with --generate: compile for the square mesh (2, 4, 8, ...\n"
+        "                             PEs a side, and --mesh) with the least predicted time to\n"
+        "                             the last token; prints the candidates it weighed\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
         "  -q                         no progress lines\n"
@@ -401,6 +416,14 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--gemv-k", { if (parse_count("--gemv-k", v, 1, &o->gemv_k)) return WF_EXIT_USAGE; })
     VALUE("--gemv-groups", { if (parse_count("--gemv-groups", v, 0, &o->gemv_groups)) return WF_EXIT_USAGE; })
     VALUE("--output-dir", o->output_dir = v)
+    VALUE("--generate", { if (parse_count("--generate", v, 1, &o->generate)) return WF_EXIT_USAGE; })
+    VALUE("--kv-cache", {
+      if (strcmp(v, "shift") && strcmp(v, "concat")) {
+        wf_error(WF_LOC_NONE, "--kv-cache expects shift or concat, got '%s'", v);
+        return WF_EXIT_USAGE;
+      }
+      o->kv_cache = v;
+    })
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
         wf_error(WF_LOC_NONE, "too many --input-shape options (at most %d)", MAX_INPUTS);
@@ -418,6 +441,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
 #undef VALUE
     if (strcmp(a, "--interpret") == 0) {
       o->interpret = 1;
+    } else if (strcmp(a, "--autotune") == 0) {
+      o->autotune = 1;
     } else if (strcmp(a, "--auto-region") == 0) {
       o->auto_region = 1;
     } else if (strcmp(a, "--list-onnx-ops") == 0) {
@@ -432,7 +457,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
-                                        "--list-onnx-ops"};
+                                        "--list-onnx-ops", "--generate", "--kv-cache", "--autotune"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -511,6 +536,32 @@ static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* --interpret --generate imports the model once per step, at the step's length, through
+ * load_module: the interpret pipeline and the import path are the ones --interpret uses. */
+typedef struct generate_load {
+  wf_cli *c;
+  const options *o;
+  wf_pipeline *pipeline;
+} generate_load;
+
+static wf_module *load_for_generate(void *user, const char *const *shapes, int n_shapes, int *rc) {
+  generate_load *g = user;
+  options step = *g->o;
+  step.n_inputs = 0; /* the step's shapes replace the prompt file's */
+  step.n_derived = 0;
+  step.n_input_shapes = n_shapes < MAX_INPUTS ? n_shapes : MAX_INPUTS;
+  for (int i = 0; i < step.n_input_shapes; i++) step.input_shapes[i] = shapes[i];
+  return load_module(g->c, &step, g->pipeline, rc);
+}
+
+static int generate(wf_cli *c, const options *o, wf_pipeline *pipeline) {
+  WF_ASSERT(o->interpret); /* compiling for generation: wf_waferc_compile_generate (generate.c) */
+  generate_load gl = {c, o, pipeline};
+  wf_waferc_generate_ref g = {o->input, o->func, o->inputs, o->n_inputs, o->input_shapes, o->n_input_shapes,
+                              o->generate, o->output_dir, load_for_generate, &gl};
+  return wf_waferc_interpret_generate(&g);
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
@@ -566,6 +617,35 @@ int main(int argc, char **argv) {
     return rc;
   }
 
+  if (o.generate && !o.interpret) {
+    char *flags = joined_args(argc, argv);
+    wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
+                        o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune};
+    g.po.compiler_flags = flags;
+    g.po.quiet = c.quiet;
+    g.po.reduce_algo = o.reduce_algo;
+    g.po.gemv_allreduce = o.gemv_how[0] ? o.gemv_how : NULL;
+    g.po.gemv_k = o.gemv_k;
+    g.po.gemv_groups = o.gemv_groups;
+    if (!o.output) {
+      wf_error(WF_LOC_NONE, "--generate compiles a plan: give -o DIR");
+      rc = WF_EXIT_USAGE;
+    } else if (!ends_with(o.input, ".onnx") || o.n_input_shapes != 1) {
+      wf_error(WF_LOC_NONE, "--generate compiles an ONNX export with a dynamic sequence axis: give the model.onnx "
+                            "and the prompt's ids as --input-shape NAME=1xL");
+      rc = WF_EXIT_USAGE;
+    } else {
+      rc = wf_waferc_compile_generate(&c, &g);
+    }
+    free(flags);
+    wf_pipeline_free(pipeline);
+    return rc;
+  }
+  if (o.generate) {
+    rc = generate(&c, &o, pipeline);
+    wf_pipeline_free(pipeline);
+    return rc;
+  }
   if (o.auto_region && !o.interpret && !emit_ir) {
     char *flags = joined_args(argc, argv);
     compile_try ct = {&c, &o, pipeline, flags};

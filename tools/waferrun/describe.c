@@ -1,6 +1,7 @@
 /* waferrun --describe: what a plan needs and gives, read from its manifest without
  * simulating. */
 #include <stdio.h>
+#include <string.h>
 
 #include "run_io.h"
 
@@ -22,4 +23,16 @@ void wf_run_describe(const wf_plan *p, FILE *out) {
   for (int i = 0; i < p->n_inputs; i++) tensor_line(&p->inputs[i], out);
   fprintf(out, "outputs (%d):\n", p->n_outputs);
   for (int i = 0; i < p->n_outputs; i++) tensor_line(&p->outputs[i], out);
+  const wf_plan_generate *g = &p->gen;
+  if (!g->present) return;
+  fprintf(out, "generate (waferrun --generate=N, N <= %lld): prompt '%s' of %lld tokens, next token '%s'\n",
+          (long long)g->max_new_tokens, g->prompt_input, (long long)g->prompt_length, g->prefill_next);
+  fprintf(out, "  decode step plan %s/%s: token '%s', position '%s', next token '%s'\n", p->dir, g->decode_plan,
+          g->decode_ids, g->decode_position, g->decode_next);
+  fprintf(out, "  kv cache: %s, %d rows x %d slots per row, %d tensor%s:", g->kv_cache, g->rows, g->slots_per_row,
+          g->n_caches, g->n_caches == 1 ? "" : "s");
+  for (int i = 0; i < g->n_caches; i++)
+    fprintf(out, " %s%s%s", g->caches[i].prefill, strcmp(g->caches[i].prefill, g->caches[i].decode) ? "->" : "",
+            strcmp(g->caches[i].prefill, g->caches[i].decode) ? g->caches[i].decode : "");
+  fprintf(out, "\n");
 }

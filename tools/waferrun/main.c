@@ -10,6 +10,7 @@
 #include "runtime/runtime.h"
 #include "runtime/summary.h"
 #include "runtime/trace.h"
+#include "generate.h"
 #include "observe.h"
 #include "run_io.h"
 #include "waferc/diag.h"
@@ -30,6 +31,16 @@ static void usage(FILE *out) {
           "  --describe              print the plan's target, mesh, inputs and outputs (shapes,\n"
           "                          dtypes, layouts) and exit without simulating\n"
           "  --output-dir DIR        write each output as DIR/<name>.npy\n"
+          "  --generate=N            generate N tokens with a plan compiled by `waferc\n"
+          "                          --generate` (greedy): the prefill with the prompt\n"
+          "                          (--input input_ids=prompt.npy), then one decode step per\n"
+          "                          token; prints the tokens, prefill cycles, time to first\n"
+          "                          token and decode tokens/s, writes tokens.npy (int64\n"
+          "                          [1, N]) and the final KV caches in --output-dir and a\n"
+          "                          report per phase with --report (docs/running.md,\n"
+          "                          \"Generation\")\n"
+          "  --dump-caches DIR       with --generate: write the KV caches after the switch and\n"
+          "                          after each decode step (DIR/switch/, DIR/step_<s>/)\n"
           "  --report FILE           write cycles, per-op split, utilization, links (JSON)\n"
           "  --trace FILE            write a Chrome Trace Event file (open it in Perfetto)\n"
           "  --trace-limit N         keep at most N trace events (default 500000)\n"
@@ -51,8 +62,9 @@ static void usage(FILE *out) {
           "Every output path is checked before the run starts. On a terminal a progress line\n"
           "shows the cycle, the plan's predicted total and an estimate of the time left.\n"
           "\n"
-          "exit codes: 0 ok, 1 bad plan or input, 2 usage, 5 simulation failed (deadlock,\n"
-          "max cycles), 6 a file or directory cannot be read or written\n");
+          "exit codes: 0 ok, 1 bad plan or input, 2 usage, 4 --generate=N above the plan's\n"
+          "maximum, 5 simulation failed (deadlock, max cycles), 6 a file or directory cannot\n"
+          "be read or written\n");
 }
 
 static int parse_count(const char *opt, const char *v, int64_t *out) {
@@ -98,6 +110,8 @@ int main(int argc, char **argv) {
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
   wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
+  int64_t gen_n = 0; /* --generate=N */
+  const char *dump_dir = NULL; /* --dump-caches DIR (with --generate) */
   wf_run_input in[WF_RUN_MAX_INPUTS];
   int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0, describe = 0;
   wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
@@ -135,6 +149,14 @@ int main(int argc, char **argv) {
       }
       in[n_in].name = strndup(val, (size_t)(eq - val));
       in[n_in++].spec = eq + 1;
+    } else if (OPTVAL("--generate")) {
+      if (parse_count("--generate", val, &gen_n)) return WF_EXIT_USAGE;
+      if (gen_n < 1) {
+        wf_error_at("waferrun", "--generate expects the number of tokens to generate (at least 1)");
+        return WF_EXIT_USAGE;
+      }
+    } else if (OPTVAL("--dump-caches")) {
+      dump_dir = val;
     } else if (OPTVAL("--output-dir")) {
       out_dir = val;
     } else if (OPTVAL("--report")) {
@@ -169,7 +191,7 @@ int main(int argc, char **argv) {
       static const char *const own[] = {
           "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
-          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles"};
+          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate", "--dump-caches"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (!plan_dir) {
@@ -184,6 +206,15 @@ int main(int argc, char **argv) {
     usage(stderr);
     return WF_EXIT_USAGE;
   }
+  if (dump_dir && !gen_n) {
+    wf_error_at("waferrun", "--dump-caches writes a generation's KV caches: it needs --generate=N");
+    return WF_EXIT_USAGE;
+  }
+  if (gen_n && (trace_path || so.mode == WF_SIM_TIMING || print_outputs)) {
+    wf_error_at("waferrun", "--generate runs many simulations and needs their data: it does not take %s",
+                trace_path ? "--trace" : print_outputs ? "--print-outputs" : "--mode=timing");
+    return WF_EXIT_USAGE;
+  }
   int rc = wf_run_check_plan_dir(plan_dir);
   if (rc) return rc;
   wf_plan *p = wf_plan_load(plan_dir);
@@ -193,6 +224,14 @@ int main(int argc, char **argv) {
     else disasm(p);
     wf_plan_free(p);
     return WF_EXIT_OK;
+  }
+  if (gen_n) { /* the generation loop: generate.c */
+    wf_progress_set_quiet(quiet);
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir};
+    rc = wf_run_generate(p, &go);
+    for (int i = 0; i < n_in; i++) free(in[i].name);
+    wf_plan_free(p);
+    return rc;
   }
   /* Usage and paths first: a run must not simulate for minutes and then fail to write. */
   rc = wf_run_check_input_names(p, in, n_in, so.mode != WF_SIM_TIMING); /* timing mode needs no data */

@@ -99,6 +99,8 @@ static int check_path(const char *opt, const char *path, int want_dir) {
   return 0;
 }
 
+int wf_run_check_dir(const char *opt, const char *dir) { return check_path(opt, dir, 1) ? WF_EXIT_IO : 0; }
+
 int wf_run_check_outputs(const char *out_dir, const char *report, const char *trace, const char *heat_dir) {
   int bad = 0;
   if (out_dir) bad |= check_path("--output-dir", out_dir, 1);

@@ -24,6 +24,9 @@ int wf_run_check_plan_dir(const char *dir);
  * one. Reports every bad path; WF_EXIT_IO if any, else 0. NULL paths are skipped. */
 int wf_run_check_outputs(const char *out_dir, const char *report, const char *trace, const char *heat_dir);
 
+/* The same check for one more output directory, named by its option `opt` in messages. */
+int wf_run_check_dir(const char *opt, const char *dir);
+
 /* Names every --input that is not an input of the plan (with the plan's inputs and the
  * nearest name) and every input of the plan left unbound (unless `need_all` is 0), all at
  * once. WF_EXIT_USAGE if any, else 0. */

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Generation on the mesh (docs/generation.md): every committed model of examples/models/generate/
+# (LLaMA MHA/GQA/MQA with both RoPE forms, GPT-2 with learned positions, tied and untied) is
+# compiled with `waferc --generate=8` for wse2 on square and non-square meshes, with the shift and
+# the concat cache, and `waferrun --generate=8` must give torch's own greedy tokens exactly:
+#  - out/tokens.npy is int64 [1, 8] and equal to M_tokens.npy (atol 0, rtol 0);
+#  - the decode plan has no fabric transpose and no relayout, and every matmul of the step is a
+#    MeshGEMV (dist.gemv); the prefill plan none either;
+#  - the caches waferrun writes after the last step hold, row by row, the token counts of the
+#    cache policy computed here independently (a slot holds a token when its K is not all
+#    zero): under shift no two rows differ by more than one once the prefill's padding rows have
+#    filled, under concat the last row holds every generated token;
+#  - a cache too large for the SRAM is refused at compile time (exit 4) with the largest N that
+#    fits (both phases, each beside the other's weights), and that N compiles, but not N + 1;
+#    generating more tokens than the plan was compiled for is exit 4;
+#  - --autotune lists its candidates and compiles the one with the least predicted time.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+G=$SRC/examples/models/generate
+
+header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
+prompt_len() { header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
+
+# occupancy PLAN OUTDIR POLICY: the rows' counts in the final caches against the policy's
+check_occupancy() {
+  python3 - "$1" "$2" "$3" <<'PY' || return 1
+import json, struct, sys
+plan, out, policy = sys.argv[1:4]
+g = json.load(open(plan + "/manifest.json"))["generate"]
+H, cap, L, N = g["rows"], g["slots_per_row"], g["prompt_length"], g["max_new_tokens"]
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h = b[10:10 + hl].decode("latin1")
+    shape = tuple(int(t) for t in h[h.index("(") + 1:h.index(")")].split(",") if t.strip())
+    return shape, struct.unpack("<%df" % ((len(b) - 10 - hl) // 4), b[10 + hl:])
+shape, k = load(out + "/" + g["caches"][0]["decode"] + ".npy")
+_, C, nk = shape
+assert C == H * cap, (C, H, cap)
+got = [sum(1 for j in range(cap) if any(k[((y * cap + j) * nk):((y * cap + j + 1) * nk)])) for y in range(H)]
+lb = -(-L // H)
+cnt = [max(0, min(lb, L - y * lb)) for y in range(H)]
+for _ in range(1, N):
+    r = H - 1
+    if policy == "shift":
+        for y in range(H - 1, -1, -1):
+            if cnt[y] < cnt[r]:
+                r = y
+    cnt[r] += 1
+if got != cnt:
+    sys.exit("occupancy per row %s, the %s policy says %s" % (got, policy, cnt))
+if policy == "shift" and max(cnt) - min(cnt) > max(1, lb - min(max(0, min(lb, L - y * lb)) for y in range(H))):
+    sys.exit("shift left rows %s unbalanced" % cnt)
+PY
+}
+
+run_one() { # MODEL MESH POLICY
+  local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
+  L=$(prompt_len "$G/${m}_prompt.npy")
+  waferc "$G/$m.onnx" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "input_ids=1x$L" --generate=8 \
+    --kv-cache="$pol" -q 2>"$TMP/err" || fail "$m on $mesh ($pol): waferc exited $?: $(head -3 "$TMP/err")"
+  waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/out" 2>"$TMP/err" ||
+    fail "$m on $mesh ($pol): waferrun exited $?: $(head -3 "$TMP/err")"
+  header "$d/out/tokens.npy" | grep -q "'<i8'.*(1, 8)" || fail "$m on $mesh: tokens.npy is $(header "$d/out/tokens.npy")"
+  wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
+    fail "$m on $mesh ($pol): the mesh's tokens differ from torch's: $(wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 | tail -1)"
+  python3 - "$d" <<'PY' || fail "$m on $mesh ($pol): a plan moves data to change a layout"
+import json, sys
+for sub in ("", "/decode"):
+    m = json.load(open(sys.argv[1] + sub + "/manifest.json"))
+    if m["fabric_transposes"] or m["relayouts"]:
+        sys.exit("%s: %d fabric transposes, %d relayouts" % (sub or "prefill", m["fabric_transposes"], m["relayouts"]))
+    if sub and any(o["op"] in ("dist.gemm", "matmul", "dist.gemm_t") for o in m["ops"]):
+        sys.exit("the decode step has a GEMM that is not a MeshGEMV")
+    if sub and not any(o["op"] == "dist.gemv" for o in m["ops"]):
+        sys.exit("the decode step has no dist.gemv")
+PY
+  check_occupancy "$d" "$d/out" "$pol" || fail "$m on $mesh ($pol): the cache's occupancy is wrong"
+  n=$((n + 1))
+}
+
+for m in llama_mha_halfrope llama_gqa_interleaved llama_mqa_halfrope gpt2_tied gpt2_untied; do
+  run_one "$m" 6x4 shift
+  run_one "$m" 5x8 concat
+  run_one "$m" 9x3 shift
+done
+run_one llama_gqa_interleaved 8x5 shift
+run_one gpt2_tied 8x8 concat
+
+# switch_and_steps MODEL MESH POLICY: the caches the switch builds hold the interpreter's k and v
+# of the prompt (the packed graph for this mesh with generate-prefill, interpreted), each token
+# on the row and slot the layout gives (row y slot j: token y Lb + j), the other slots zero; and
+# after every decode step each row holds (non-zero slots of the simulated cache) the count the
+# host recorded, the policy's own, balanced within one under shift once the prefill's short rows
+# have filled.
+switch_and_steps() {
+  local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
+  L=$(prompt_len "$G/${m}_prompt.npy")
+  waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/dump.out" --dump-caches "$d/dump" \
+    --heatmap "$d/heat" ||
+    fail "$m on $mesh: waferrun --dump-caches exited $?"
+  waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
+    --pass-pipeline="canonicalize,raise,cse,dce,head-layout,generate-prefill" --output-dir "$d/iref" -q ||
+    fail "$m on $mesh: interpreting the prefill graph exited $?"
+  python3 - "$d" "$pol" <<'PY' || fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"
+import json, os, struct, sys
+d, policy = sys.argv[1:3]
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h = b[10:10 + hl].decode("latin1")
+    shape = tuple(int(t) for t in h[h.index("(") + 1:h.index(")")].split(",") if t.strip())
+    code = "q" if "<i8" in h else "f"
+    return shape, struct.unpack("<%d%s" % ((len(b) - 10 - hl) // struct.calcsize(code), code), b[10 + hl:])
+g = json.load(open(d + "/manifest.json"))["generate"]
+H, cap, L = g["rows"], g["slots_per_row"], g["prompt_length"]
+lb = -(-L // H)
+for c in g["caches"]:
+    (_, T, nk), ref = load("%s/iref/%s.npy" % (d, c["prefill"]))
+    (_, C, nk2), got = load("%s/dump/switch/%s.npy" % (d, c["decode"]))
+    assert T == L and nk2 == nk and C == H * cap, (T, L, nk, nk2, C)
+    for y in range(H):
+        for j in range(cap):
+            t = y * lb + j
+            row = got[(y * cap + j) * nk:(y * cap + j + 1) * nk]
+            want = ref[t * nk:(t + 1) * nk] if j < lb and t < L else [0.0] * nk
+            err = max(abs(a - b) for a, b in zip(row, want))
+            if err > 1e-4:
+                sys.exit("%s: row %d slot %d (token %d) differs from the interpreter's by %g" % (c["decode"], y, j, t, err))
+cnt = [max(0, min(lb, L - y * lb)) for y in range(H)]
+short = lb - min(cnt)
+for s in range(1, g["max_new_tokens"]):
+    r = H - 1
+    if policy == "shift":
+        for y in range(H - 1, -1, -1):
+            if cnt[y] < cnt[r]:
+                r = y
+    cnt[r] += 1
+    _, rc = load("%s/dump/step_%d/row_counts.npy" % (d, s))
+    (_, C, nk), k = load("%s/dump/step_%d/%s.npy" % (d, s, g["caches"][0]["decode"]))
+    held = [sum(1 for j in range(cap) if any(k[(y * cap + j) * nk:(y * cap + j + 1) * nk])) for y in range(H)]
+    if list(rc) != cnt or held != cnt:
+        sys.exit("step %d: the host says %s, the simulated cache holds %s, the policy %s" % (s, list(rc), held, cnt))
+    if policy == "shift" and max(cnt) - min(cnt) > max(1, short):
+        sys.exit("step %d: shift left the rows unbalanced: %s" % (s, cnt))
+rows = [l.strip().split(",") for l in open(d + "/heat/kv_occupancy.csv")][1:]
+W = json.load(open(d + "/decode/manifest.json"))["mesh"][0]
+if len(rows) != W * H or any(float(v) != cnt[int(y)] for x, y, v in rows):
+    sys.exit("kv_occupancy.csv does not hold every PE's count: %s" % rows[:4])
+if open(d + "/heat/kv_occupancy.png", "rb").read(8) != b"\x89PNG\r\n\x1a\n":
+    sys.exit("kv_occupancy.png is not a PNG")
+PY
+  n=$((n + 1))
+}
+switch_and_steps llama_gqa_interleaved 9x3 shift
+switch_and_steps gpt2_tied 5x8 concat
+switch_and_steps llama_mqa_halfrope 6x4 shift
+
+# past the SRAM: exit 4 names the largest N, which then compiles
+m=llama_mha_halfrope
+L=$(prompt_len "$G/${m}_prompt.npy")
+set +e
+waferc "$G/$m.onnx" -o "$TMP/big" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=600 -q 2>"$TMP/err"
+rc=$?
+set -e
+[ $rc -eq 4 ] || fail "a cache past the SRAM: waferc exited $rc, want 4: $(head -3 "$TMP/err")"
+[ ! -e "$TMP/big/manifest.json" ] || fail "a refused --generate left a plan behind"
+best=$(grep -o -- '--generate=[0-9]*' "$TMP/err" | head -1 | cut -d= -f2)
+[ -n "$best" ] || fail "exit 4 does not name the largest N: $(cat "$TMP/err")"
+waferc "$G/$m.onnx" -o "$TMP/best" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate="$best" -q ||
+  fail "--generate=$best, the N exit 4 named, does not compile"
+set +e
+waferc "$G/$m.onnx" -o "$TMP/best1" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=$((best + 1)) -q 2>/dev/null
+rc=$?
+set -e
+[ $rc -eq 4 ] || fail "--generate=$((best + 1)), one past the N exit 4 named, exited $rc, want 4"
+n=$((n + 1))
+set +e
+waferrun "$TMP/$m.6x4.shift" -q --input "input_ids=$G/${m}_prompt.npy" --generate=9 --output-dir "$TMP/o9" 2>"$TMP/err"
+rc=$?
+set -e
+[ $rc -eq 4 ] || fail "--generate=9 on a plan for 8: waferrun exited $rc, want 4"
+n=$((n + 1))
+# --autotune weighs the candidates by the cost model and compiles the one it prints
+m=llama_gqa_interleaved
+L=$(prompt_len "$G/${m}_prompt.npy")
+waferc "$G/$m.onnx" -o "$TMP/tuned" --target=wse2 --mesh=8x8 --input-shape "input_ids=1x$L" --generate=8 --autotune \
+  -q >"$TMP/tune.txt" 2>/dev/null || fail "--autotune exited $?"
+grep -q "^  8x8 " "$TMP/tune.txt" && grep -q "^  4x4 " "$TMP/tune.txt" || fail "--autotune does not list its candidates: $(cat "$TMP/tune.txt")"
+chosen=$(grep -o 'one region serves both phases[^:]*: [0-9x]*' "$TMP/tune.txt" | grep -o '[0-9]*x[0-9]*$')
+python3 - "$TMP/tuned/manifest.json" "$chosen" "$TMP/tune.txt" <<'PY' || fail "--autotune compiled another mesh than it chose"
+import json, sys
+m = json.load(open(sys.argv[1]))
+w, h = m["mesh"]
+assert "%dx%d" % (w, h) == sys.argv[2], (w, h, sys.argv[2])
+rows = [l.split() for l in open(sys.argv[3]) if l.startswith("  ") and "x" in l.split()[0] and "fit" not in l]
+best = min(rows, key=lambda r: float(r[5]))
+assert best[0] == sys.argv[2], (best, sys.argv[2])
+PY
+waferrun "$TMP/tuned" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$TMP/tuned.out" ||
+  fail "the autotuned plan does not run"
+wafer-npycmp "$TMP/tuned.out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null || fail "the autotuned plan's tokens differ from torch's"
+n=$((n + 1))
+echo "generate_plans: $n checks passed"

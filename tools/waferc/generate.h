@@ -1,0 +1,23 @@
+/* waferc --generate: compiles a model for generation (docs/generation.md). */
+#ifndef WAFERC_TOOLS_GENERATE_H
+#define WAFERC_TOOLS_GENERATE_H
+
+#include "passes/cli.h"
+#include "waferc/backend.h"
+
+typedef struct wf_gen_compile {
+  const char *model;                /* an ONNX export with a dynamic sequence axis */
+  const char *ids_shape;            /* --input-shape NAME=1xL: the prompt's token ids */
+  int64_t n;                        /* tokens to generate (the first comes from the prefill) */
+  const char *kv_cache;             /* "shift" (default) or "concat" */
+  const char *gemm_algo;            /* lower-gemm's algo, NULL = auto */
+  const char *out_dir;
+  wf_plan_opts po;                  /* flags, collectives, quiet */
+  int autotune;                     /* --autotune: the mesh from the cost model's candidates */
+} wf_gen_compile;
+
+/* Writes out_dir/ (the prefill plan, with the manifest's "generate") and out_dir/decode/ (the
+ * decode step). Returns a WF_EXIT_* code; exit 4 names the largest N whose KV cache fits. */
+int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g);
+
+#endif
