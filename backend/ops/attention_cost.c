@@ -36,3 +36,26 @@ int64_t wf_attention_predict(const wf_target *t, int rows, int64_t nbatch, int64
   (void)nkv;
   return pred;
 }
+
+int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {
+  int64_t nh, ds, g;
+  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
+  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
+  else return -1;
+  int64_t fm = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
+  int64_t kw = ckb, pred = 0; /* words of one token's K (or V) on a PE */
+  /* the append: the shift's copies out, its async hop up, the copies in; the new slot */
+  if (rows > 1) pred += 2 * kw + 2 * kw + t->hop_cycles + 2 * t->ramp_cycles + 2 * kw;
+  pred += 2 * kw;
+  /* scores: q scaled, s zeroed, per slot the row's cap keys and K q; a split head's group sum;
+   * the tail masked */
+  pred += 2 * cb + nh * cap;
+  pred += nh * (cap * ds + (cap * ds + fm - 1) / fm);
+  if (g > 1) pred += wf_attention_group_sum_cost(t, (int)g, nh * cap);
+  pred += nh * cap;
+  /* softmax's local part (max, subtract, exp, sum), p V per slot, the divide */
+  pred += nh * cap * (2 + ec) + 2 * nh * cap;
+  pred += nh * (cap * ds + (cap * ds + fm - 1) / fm);
+  pred += cb * (dc + 1);
+  return pred;
+}

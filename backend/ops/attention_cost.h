@@ -20,5 +20,10 @@ int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len);
  * the heads do not fall on the blocks (the lowering refuses such a layout). */
 int64_t wf_attention_predict(const wf_target *t, int rows, int64_t nbatch, int64_t sb, int64_t cb, int64_t ckb,
                              int64_t hd, int kv_packed);
+/* decode_attention's prediction without its three allreduces along the column (the max and
+ * the sum of nh words, p V's cb words: the collectives' choice, which the lowering adds as
+ * lowered): rows of PEs holding the cache, q blocks of cb columns, k/v blocks of ckb, cap slots
+ * per row. -1 when the heads do not fall on the blocks. */
+int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap);
 
 #endif

@@ -314,7 +314,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   pred += (int64_t)rows * round + blk * (dc + 1);
   if (rows > 1) pred += (int64_t)(rows - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles;
   out->predicted = pred;
-  WF_ASSERT(pred == wf_attention_predict(L->t, rows, nbatch, sb, cb, ckb, hd, kvh > 0)); /* attention_cost.c */
+  WF_ASSERT(pred == wf_attention_predict(L->t, rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0));
   snprintf(out->text, sizeof out->text, "heads-%s%s-online", g > 1 ? "split" : "whole", rows > 1 ? "-colbcast" : "");
   out->lowering = out->text;
   return 0;

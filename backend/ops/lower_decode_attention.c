@@ -23,6 +23,7 @@
  *   ·V       each row's p · V over its C keys, allreduced along y, divided by the sum: every
  *            row ends with the result (the {B, 1, N_x} layout). */
 #include "backend/collectives/lower_collective.h"
+#include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
@@ -207,6 +208,7 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
         WF_BMODE_I);
   pred += cb * (dc + 1) + cyc;
   out->predicted = pred;
+  WF_ASSERT(pred - cyc == wf_decode_attention_local(L->t, rows, cb, ckb, hd, cap)); /* attention_cost.c */
   snprintf(out->text, sizeof out->text, "decode-heads-%s%s", g > 1 ? "split" : "whole",
            rows > 1 ? "-cache-y" : "");
   out->lowering = out->text;

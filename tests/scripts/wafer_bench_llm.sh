@@ -56,7 +56,9 @@ assert once["prefill_sample_cycles"] > 0 and once["decode_sample_cycles"] > 0
 assert once["prefill_cycles"] == once["prefill_sample_cycles"] + once["embedding_from_cost_model"][0]
 assert sim["prefill_cycles"] == round(sim["prefill_layer_cycles"] * a["config"]["layers"]) + once["prefill_cycles"]
 dops = [o["op"] for o in sim["decode_sample"]["sample_ops"]]
-assert dops.count("dist.gemv") == 7, dops
+assert dops.count("dist.gemv") == 7 and "decode_attention" in dops, dops
+assert sim["decode_sample"]["cache_tokens_per_row"] == 9  # ceil((64 + 8 / 2) / 8)
+assert sim["decode_step_cycles"] == sim["decode_layer_cycles"] * a["config"]["layers"] + once["decode_cycles"]
 # 2. a smaller sample scales its GEMMs and attention by W / S = 2
 bs = b["simulated"]["prefill_sample"]
 assert bs["mesh"] == [8, 8] and bs["step_scale"] == 2

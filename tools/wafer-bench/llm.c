@@ -6,7 +6,7 @@
  *   cost_model  the compiler's own predictions for one full-size layer on the full meshes,
  *               times the layer count, plus the once-per-pass ops (llm_cost.c);
  *   simulated   a timing-mode simulation of sampled work, scaled: decode, one layer's ops at the
- *               full decode mesh (decode attention from the cost model), times the layers;
+ *               full decode mesh (decode attention over a balanced cache), times the layers;
  *               prefill, one layer on an S x S region with the full-size per-PE blocks, each
  *               mesh-stepped op (MeshGEMM, attention: one step or round per PE of a line)
  *               scaled by W / S, the local ops as simulated; the final norm and LM head
@@ -43,7 +43,7 @@ typedef struct sim_op {
 } sim_op;
 
 static int simulate(const char *ir, const char *pipeline, const wf_target *t, const char *keep, int64_t *total,
-                    sim_op *ops, int *n_ops, int cap) {
+                    sim_op *ops, int *n_ops, int cap, int64_t step_count) {
   wf_module *m = wf_parse_string(ir, "wafer-bench-llm.wir");
   if (!m) return WF_EXIT_INPUT;
   int rc = wf_verify_module(m) ? WF_EXIT_INPUT : 0;
@@ -86,15 +86,21 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
     so.mode = WF_SIM_TIMING;
     wf_sim *s = wf_sim_new(p, &so);
     if (!s) rc = WF_EXIT_RUNTIME;
-    else {
+    if (s && step_count > 0) { /* decode_attention's step terms: every row holds step_count tokens */
+      int *counts = malloc((size_t)t->mesh_h * sizeof *counts);
+      for (int i = 0; counts && i < t->mesh_h; i++) counts[i] = (int)step_count;
+      if (!counts || wf_sim_set_step(s, 0, counts)) rc = WF_EXIT_RUNTIME;
+      free(counts);
+    }
+    if (s && !rc) {
       rc = wf_sim_run(s) ? WF_EXIT_RUNTIME : 0;
       *total = wf_sim_cycles(s);
       for (int i = 0; i < *n_ops; i++) {
         int64_t a, b;
         ops[i].cycles = wf_sim_op_extent(s, i, &a, &b) ? 0 : b - a;
       }
-      wf_sim_free(s);
     }
+    if (s) wf_sim_free(s);
   }
   if (p) wf_plan_free(p);
   if (!keep) wf_bench_rmplan(dir);
@@ -188,7 +194,7 @@ int wf_bench_llm(int argc, char **argv) {
   int64_t dec_cm = dc.layer_cycles * m->layers + dc.model_cycles;
 
   /* ---- simulated samples ---- */
-  int64_t pre_sim = -1, dec_sim = -1, pre_sample = 0, dec_sample = 0, dec_att = 0;
+  int64_t pre_sim = -1, dec_sim = -1, pre_sample = 0, dec_sample = 0;
   double pre_layer = 0, pre_wall = 0, dec_wall = 0;
   int64_t pre_once_sample = 0, dec_once_sample = 0, pre_once = 0, dec_once = 0;
   sim_op pops[64], dops[64], oops[8];
@@ -213,7 +219,7 @@ int wf_bench_llm(int argc, char **argv) {
     char pipe[128];
     snprintf(pipe, sizeof pipe, "partition{mesh=%dx%d},lower-gemm{algo=meshgemm}", S, S);
     clock_t c0 = clock();
-    int rc = simulate(ir, pipe, &st, keep, &pre_sample, pops, &npo, 64);
+    int rc = simulate(ir, pipe, &st, keep, &pre_sample, pops, &npo, 64, 0);
     pre_wall = (double)(clock() - c0) / CLOCKS_PER_SEC;
     free(ir);
     if (rc) return rc;
@@ -221,7 +227,7 @@ int wf_bench_llm(int argc, char **argv) {
     pre_layer = scaled(pre_sample, pops, npo, scale);
     ir = wf_llm_once_ir(m, &ps, S, 0);
     c0 = clock();
-    rc = simulate(ir, pipe, &st, NULL, &pre_once_sample, oops, &noo, 8);
+    rc = simulate(ir, pipe, &st, NULL, &pre_once_sample, oops, &noo, 8, 0);
     pre_wall += (double)(clock() - c0) / CLOCKS_PER_SEC;
     free(ir);
     if (rc) return rc;
@@ -233,20 +239,18 @@ int wf_bench_llm(int argc, char **argv) {
     snprintf(mesh, sizeof mesh, "%dx%d", dw, dh);
     wf_target_set_mesh(&dt, mesh);
     c0 = clock();
-    rc = simulate(ir, NULL, &dt, NULL, &dec_sample, dops, &ndo, 64);
+    rc = simulate(ir, NULL, &dt, NULL, &dec_sample, dops, &ndo, 64, ds.cap);
     dec_wall = (double)(clock() - c0) / CLOCKS_PER_SEC;
     free(ir);
     if (rc) return rc;
-    for (int i = 0; i < dc.n_layer; i++)
-      if (!strcmp(dc.layer[i].kind, "decode_attention")) dec_att = dc.layer[i].cycles;
     ir = wf_llm_once_ir(m, &ds, 0, 1);
     c0 = clock();
-    rc = simulate(ir, NULL, &dt, NULL, &dec_once_sample, oops, &noo, 8);
+    rc = simulate(ir, NULL, &dt, NULL, &dec_once_sample, oops, &noo, 8, 0);
     dec_wall += (double)(clock() - c0) / CLOCKS_PER_SEC;
     free(ir);
     if (rc) return rc;
     dec_once = dec_once_sample + dc.model[0].cycles; /* + embedding */
-    dec_sim = (dec_sample + dec_att) * m->layers + dec_once;
+    dec_sim = dec_sample * m->layers + dec_once;
   }
 
   /* ---- one JSON object ---- */
@@ -297,15 +301,15 @@ int wf_bench_llm(int argc, char **argv) {
   printf(" \"simulated\": {\"prefill_cycles\": %lld, \"prefill_layer_cycles\": %.0f, \"time_to_first_token_s\": %.6g, "
          "\"prefill_tokens_per_s\": %.6g, \"decode_step_cycles\": %lld, \"decode_layer_cycles\": %lld, "
          "\"decode_time_per_token_s\": %.6g, \"decode_tokens_per_s\": %.6g,\n",
-         (long long)pre_sim, pre_layer, ttft_s, P / ttft_s, (long long)dec_sim, (long long)(dec_sample + dec_att),
+         (long long)pre_sim, pre_layer, ttft_s, P / ttft_s, (long long)dec_sim, (long long)dec_sample,
          step_s, 1.0 / step_s);
   printf("  \"prefill_sample\": {\"mesh\": [%d, %d], \"tokens\": %lld, \"cycles\": %lld, \"step_scale\": %.6g, "
          "\"host_cpu_seconds\": %.1f, ",
          S, S, (long long)(ps.sb * S), (long long)pre_sample, (double)pw / S, pre_wall);
   print_sim_ops(pops, npo, (double)pw / S, 1);
-  printf("},\n  \"decode_sample\": {\"mesh\": [%d, %d], \"cycles\": %lld, \"decode_attention_from_cost_model\": %lld, "
+  printf("},\n  \"decode_sample\": {\"mesh\": [%d, %d], \"cycles\": %lld, \"cache_tokens_per_row\": %lld, "
          "\"host_cpu_seconds\": %.1f, ",
-         dw, dh, (long long)dec_sample, (long long)dec_att, dec_wall);
+         dw, dh, (long long)dec_sample, (long long)ds.cap, dec_wall);
   print_sim_ops(dops, ndo, 1.0, 0);
   printf("},\n  \"once\": {\"prefill_cycles\": %lld, \"prefill_sample_cycles\": %lld, \"decode_cycles\": %lld, "
          "\"decode_sample_cycles\": %lld, \"embedding_from_cost_model\": [%lld, %lld]}}}\n",

@@ -115,27 +115,14 @@ int wf_llm_prefill_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_
   return check(c);
 }
 
-/* decode_attention on `rows` rows (the lowering's count, lower_decode_attention.c): the shift
- * append, then per head slot the row's cap keys, scores, the group sum of a split head, the
- * column's max and sum (allreduces along y), p V and its allreduce, the divide. */
+/* decode_attention on `rows` rows: the lowering's local count (wf_decode_attention_local, which
+ * lower_decode_attention.c asserts it agrees with) plus its three allreduces along the column. */
 static int64_t decode_attention(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {
-  int64_t nh, ds, g;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
-  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
-  else return -1;
-  int64_t fm = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
-  int64_t kw = ckb, pred = 0;
-  if (rows > 1) pred += 2 * kw + 2 * kw + t->hop_cycles + 2 * t->ramp_cycles + 2 * kw;
-  pred += 2 * kw;
-  pred += 2 * cb + nh * cap;
-  pred += nh * (cap * ds + cdiv(cap * ds, fm));
-  if (g > 1) pred += wf_attention_group_sum_cost(t, (int)g, nh * cap);
-  pred += nh * cap;
-  pred += nh * cap * (2 + ec) + 2 * nh * cap;
-  pred += nh * (cap * ds + cdiv(cap * ds, fm));
-  pred += cb * (dc + 1);
-  if (rows > 1) pred += allreduce(t, rows, nh, 1) + allreduce(t, rows, nh, 0) + allreduce(t, rows, cb, 0);
-  return pred;
+  int64_t loc = wf_decode_attention_local(t, rows, cb, ckb, hd, cap);
+  if (loc < 0) return -1;
+  int64_t nh = cb >= hd ? cb / hd : 1;
+  if (rows > 1) loc += allreduce(t, rows, nh, 1) + allreduce(t, rows, nh, 0) + allreduce(t, rows, cb, 0);
+  return loc;
 }
 
 /* Decode: the token BE_yL^x (E along y, replicated along x); each GEMV MeshGEMV with the

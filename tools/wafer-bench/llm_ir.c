@@ -95,8 +95,9 @@ char *wf_llm_prefill_ir(const wf_llm_model *m, const wf_llm_shape *f, int S) {
  * GEMV is written with its K along x; on a square mesh a reduce along y has the same cycles.
  * Each op reads its own argument where the real layer would read the previous op's result in
  * the other axis' layout: timing mode moves no data and every op's cost depends only on its
- * blocks, so the ops run the same programs in the same order. decode_attention is not part of
- * the sample (llm.c adds the cost model's). */
+ * blocks, so the ops run the same programs in the same order. decode_attention reads q, k, v
+ * {B, 1, N_x} and caches of cap slots per row {B, C_y, Nk_x}; llm.c sets every row's count to
+ * cap and the growing row to 0 (every row below it shifts: the most the append moves). */
 char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
   int64_t W = s->w, H = s->h;
   int64_t E = cdiv(m->hidden, H) * W, Eq = cdiv(s->eq, W) * H, Ekv = cdiv(s->ekv, W) * H;
@@ -111,6 +112,11 @@ char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
   for (int i = 0; i < 7; i++)
     put(&b, ", %%%s: f32[%lld, %lld]{K_x, N_y} @mesh, %%%s_in: f32[%lld]{K_x} @mesh", g[i].w, (long long)g[i].k,
         (long long)g[i].n, g[i].w, (long long)g[i].k);
+  int64_t nq = cdiv(s->eq, W) * W, nk = cdiv(s->ekv, W) * W, C = s->cap * H;
+  put(&b, ", %%qa: f32[1, 1, %lld]{B, S, N_x} @mesh, %%ka: f32[1, 1, %lld]{B, S, N_x} @mesh, "
+          "%%va: f32[1, 1, %lld]{B, S, N_x} @mesh, %%kc: f32[1, %lld, %lld]{B, C_y, N_x} @mesh, "
+          "%%vc: f32[1, %lld, %lld]{B, C_y, N_x} @mesh",
+      (long long)nq, (long long)nk, (long long)nk, (long long)C, (long long)nk, (long long)C, (long long)nk);
   put(&b, ", %%qr: f32[1, %lld]{B, N_x} @mesh, %%kr: f32[1, %lld]{B, N_x} @mesh", (long long)(cdiv(s->eq, W) * W),
       (long long)(cdiv(s->ekv, W) * W));
   put(&b, ", %%cq: f32[1, %lld]{B, N_x} @mesh, %%ck: f32[1, %lld]{B, N_x} @mesh", (long long)(cdiv(s->eq, W) * W),
@@ -125,6 +131,12 @@ char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
           (long long)(cdiv(s->eq, W) * W));
       put(&b, "    %%krot = rotate_pairs(%%kr, %%ck, %%ck) : f32[1, %lld]{B, N_x} @mesh\n",
           (long long)(cdiv(s->ekv, W) * W));
+    }
+    if (i == 2) {
+      put(&b, "    %%att = decode_attention(%%qa, %%ka, %%va, %%kc, %%vc) {scale = 0.088, heads = %lld, head_dim = %lld",
+          (long long)m->heads, (long long)s->dp);
+      if (s->kv_shared) put(&b, ", kv_heads = %lld", (long long)m->kv_heads);
+      put(&b, "} : f32[1, 1, %lld]{B, S, N_x} @mesh\n", (long long)nq);
     }
     if (i == 3) put(&b, "    %%r1 = add(%%wo_out, %%wo_out) : f32[%lld]{N_y} @mesh\n", (long long)E);
     if (i == 3)
