@@ -63,34 +63,6 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return WF_EXIT_INPUT;
   }
   wf_coll_params p = wf_coll_params_from_target(L->t);
-  /* Neither the op nor the command line fixes the K-tree's shape: the cost model's, over K
-   * levels 1..6 and the two-level variant's group counts 2..P/2 (WaferLLM §6.2 tunes them by
-   * P and message length). One shape per mesh axis, for the sum over every dist.gemv that
-   * allreduces along it: a router holds few colors, and a tree of another shape would need
-   * its own (the collectives reuse the colors of identical routes). */
-  int tuned = !wf_op_attr(f, op, "k") && !wf_op_attr(f, op, "groups") && L->gemv_k < 0 && L->gemv_groups < 0;
-  if (tuned && P > 2) {
-    double best = -1;
-    for (int cand = 0; cand < 6 + P / 2; cand++) {
-      int k = cand < 6 ? cand + 1 : 2, gr = cand < 6 ? 0 : cand - 4; /* groups 2 .. P/2 */
-      if (gr > P / 2) break;
-      double sum = 0;
-      wf_func_foreach_op(f, o2) {
-        if (o2->code != WF_OP_DIST_GEMV) continue;
-        const wf_type *x2 = wf_value_type(f, o2->operands[0]);
-        if (x2->layout.rank != x2->rank || x2->layout.dims[x2->rank - 1].split != ax) continue;
-        int64_t kb2, n2;
-        wf_lower_block(L, o2->operands[1], &kb2, &n2);
-        double v = ktree_cost(P, k, gr, n2, &p);
-        if (v < 0) {
-          sum = -1;
-          break;
-        }
-        sum += v;
-      }
-      if (sum >= 0 && (best < 0 || sum < best)) best = sum, K = k, groups = gr;
-    }
-  }
   double ck = ktree_cost(P, K, groups, n, &p), cp = pipeline_cost(P, n, &p);
   double cr = P > 1 ? wf_coll_ring_lowered(P, n, &p) : 0;
   int use_ktree, use_ring = 0;
