@@ -3,7 +3,8 @@
 # sequence axis (examples/models/export.py tiny_llama: RMSNorm, rotate-half RoPE, GQA, SwiGLU),
 # compiled with waferc --generate for wse2 on square meshes and SIMULATED by waferrun --generate
 # (every token from the mesh's own argmax). Per mesh, in one run:
-#  - decode cycles per step and tokens/s with MeshGEMV's K-tree allreduce, the pipeline
+#  - decode cycles per step (and the cost model's, for a full cache: its prediction) and
+#    tokens/s with MeshGEMV's K-tree allreduce, the pipeline
 #    (chain + broadcast) and the ring allreduce (--gemv-allreduce), and their ratios;
 #  - the shift cache against the concat baseline (cycles per step, and the most tokens one row
 #    of PEs holds after the last step);
@@ -14,7 +15,7 @@
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
 set -euo pipefail
 CONFIGS=${CONFIGS:-"256:8:2"}
-MESHES=${MESHES:-"8 16 32"}
+MESHES=${MESHES:-"32 48 64"}
 PROMPT=${PROMPT:-32}
 GEN=${GEN:-16}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,11 +32,11 @@ gen() {
   "$waferc" "$model" -o "$d/$label" --target=wse2 --mesh="${n}x${n}" --input-shape "input_ids=1x$PROMPT" \
     --generate="$GEN" -q "$@"
   "$waferrun" "$d/$label" --input input_ids="$d/prompt.npy" --generate="$GEN" --output-dir "$d/$label.out" \
-    --report "$d/$label.json" -q
+    --report "$d/$label.json" -q >/dev/null
 }
 
-printf '| E | heads/kv | mesh | prompt + new | prefill cycles | TTFT (us) | switch | K-tree cycles/step | pipeline | ring | pipeline / K-tree | ring / K-tree | K-tree tokens/s | concat cycles/step | concat / shift | most tokens in a row: shift / concat |\n'
-printf '|---:|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+printf '| E | heads/kv | mesh | prompt + new | prefill cycles | TTFT (us) | switch | K-tree cycles/step | predicted | pipeline | ring | pipeline / K-tree | ring / K-tree | K-tree tokens/s | concat cycles/step | concat / shift | most tokens in a row: shift / concat |\n'
+printf '|---:|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
 for cfg in $CONFIGS; do
   IFS=: read -r e h kv <<<"$cfg"
   d=$tmp/e$e
@@ -43,7 +44,10 @@ for cfg in $CONFIGS; do
     --kv-heads "$kv" --layers 2 --vocab 256 --dynamic >/dev/null 2>&1
   /usr/bin/python3 -c "import numpy as np; np.save('$d/prompt.npy', (np.arange($PROMPT, dtype=np.int64) * 7 % 256).reshape(1, -1))"
   for n in $MESHES; do
-    gen "$d" "$d/tiny_llama.onnx" "$n" ktree --gemv-allreduce=ktree
+    if ! gen "$d" "$d/tiny_llama.onnx" "$n" ktree --gemv-allreduce=ktree 2>/dev/null; then
+      echo "| $e | $h/$kv | ${n}x$n | $PROMPT + $GEN | does not fit (both phases' weights and the cache) | | | | | | | | | | | | |"
+      continue
+    fi
     gen "$d" "$d/tiny_llama.onnx" "$n" pipeline --gemv-allreduce=pipeline
     gen "$d" "$d/tiny_llama.onnx" "$n" ring --gemv-allreduce=ring
     gen "$d" "$d/tiny_llama.onnx" "$n" concat --gemv-allreduce=ktree --kv-cache=concat
@@ -57,9 +61,10 @@ r = {k: json.load(open("%s/%s.json" % (d, k))) for k in ("ktree", "pipeline", "r
 step = {k: v["decode"]["cycles_per_step"] for k, v in r.items()}
 pre, sw = r["ktree"]["prefill"], r["ktree"]["switch"]
 occ = lambda k: max(r[k]["kv_cache"]["occupancy"])
-print("| %s | %s/%s | %sx%s | %s + %s | %d | %.2f | %d cycles, %d words | %.0f | %.0f | %.0f | %.2f | %.2f | %.3g | %.0f | %.2f | %d / %d |" % (
+pred = json.load(open(d + "/ktree/decode/manifest.json"))["predicted_cycles"]
+print("| %s | %s/%s | %sx%s | %s + %s | %d | %.2f | %d cycles, %d words | %.0f | %d (%+.1f%%) | %.0f | %.0f | %.2f | %.2f | %.3g | %.0f | %.2f | %d / %d |" % (
     e, h, kv, n, n, p, g, pre["cycles"], pre["time_to_first_token_s"] * 1e6, sw["cycles"], sw["fabric_words"],
-    step["ktree"], step["pipeline"], step["ring"], step["pipeline"] / step["ktree"], step["ring"] / step["ktree"],
+    step["ktree"], pred, 100.0 * (pred / step["ktree"] - 1), step["pipeline"], step["ring"], step["pipeline"] / step["ktree"], step["ring"] / step["ktree"],
     r["ktree"]["decode"]["tokens_per_s"], step["concat"], step["concat"] / step["ktree"], occ("ktree"), occ("concat")))
 PY
   done

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
+#include "runtime/json_out.h"
 #include "waferc/diag.h"
 
 static cJSON *num(double v) { return cJSON_CreateNumber(v); }
@@ -72,22 +73,7 @@ int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   cJSON_AddItemToObject(kv, "occupancy", occ);
   cJSON_AddItemToObject(root, "kv_cache", kv);
 
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    wf_error_at(path, "cannot write the report");
-    free(text);
-    return WF_EXIT_IO;
-  }
-  fputs(text, f);
-  fputc('\n', f);
-  free(text);
-  if (fclose(f)) {
-    wf_error_at(path, "cannot write the report");
-    return WF_EXIT_IO;
-  }
-  return WF_EXIT_OK;
+  return wf_json_write_report(root, path);
 }
 
 void wf_gen_print_summary(const wf_gen_result *r, FILE *out) {

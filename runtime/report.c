@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/json_out.h"
 #include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
@@ -207,6 +208,10 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddItemToObject(links, "undelivered", num(s->undelivered));
   cJSON_AddItemToObject(links, "per_link", per);
 
+  return wf_json_write_report(root, path);
+}
+
+int wf_json_write_report(cJSON *root, const char *path) {
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   FILE *f = fopen(path, "w");

@@ -170,6 +170,46 @@ def check_waferc(tools, name, out, m, c):
     return fails
 
 
+def check_plans(tools, name, out, meshes, policies, table):
+    """waferc --generate and waferrun --generate on each mesh and cache policy: the mesh's tokens
+    against torch's. table[(mesh, policy)] counts [equal, compiled, tried]; an exit 4 (the model
+    and its cache do not fit the mesh) counts as tried, not compiled."""
+    fails = []
+    model = os.path.join(out, name + ".onnx")
+    prompt = os.path.join(out, name + "_prompt.npy")
+    want = np.load(os.path.join(out, name + "_tokens.npy"))
+    length = np.load(prompt).shape[1]
+    for mesh in meshes:
+        for pol in policies:
+            cell = table.setdefault((mesh, pol), [0, 0, 0])
+            cell[2] += 1
+            with tempfile.TemporaryDirectory() as d:
+                r = subprocess.run([os.path.join(tools, "waferc"), model, "-q", "-o", os.path.join(d, "p"),
+                                    "--target=wse2", "--mesh=" + mesh, "--input-shape", "input_ids=1x%d" % length,
+                                    "--generate=%d" % NEW_TOKENS, "--kv-cache=" + pol], capture_output=True, text=True)
+                if r.returncode == 4:
+                    continue
+                if r.returncode != 0:
+                    fails.append("%s on %s (%s): waferc exited %d: %s" % (name, mesh, pol, r.returncode,
+                                                                         r.stderr.strip()[-300:]))
+                    continue
+                cell[1] += 1
+                r = subprocess.run([os.path.join(tools, "waferrun"), os.path.join(d, "p"), "-q", "--input",
+                                    "input_ids=" + prompt, "--generate=%d" % NEW_TOKENS, "--output-dir",
+                                    os.path.join(d, "o")], capture_output=True, text=True)
+                if r.returncode != 0:
+                    fails.append("%s on %s (%s): waferrun exited %d: %s" % (name, mesh, pol, r.returncode,
+                                                                           r.stderr.strip()[-300:]))
+                    continue
+                got = np.load(os.path.join(d, "o", "tokens.npy"))
+                if got.dtype != np.int64 or got.shape != want.shape or (got != want).any():
+                    fails.append("%s on %s (%s): the mesh's tokens %s, torch's %s" % (name, mesh, pol, got.tolist(),
+                                                                                    want.tolist()))
+                    continue
+                cell[0] += 1
+    return fails
+
+
 def main():
     warnings.filterwarnings("ignore")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -177,11 +217,15 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "generate"), help="output directory")
     ap.add_argument("--waferc", default=None, help="directory holding waferc and wafer-npycmp: also check")
     ap.add_argument("-k", default=None, help="only models whose name contains this")
+    ap.add_argument("--plans", default=None,
+                    help="with --waferc: also compile each model with --generate for these meshes (comma-separated "
+                         "WxH) and both cache policies, run waferrun --generate and compare the tokens with torch's")
     ap.add_argument("--extra", action="store_true",
                     help="also the EXTRA models (other sizes and export forms; give --out, they are not committed)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     fails = []
+    table = {}
     if a.extra and os.path.abspath(a.out) == os.path.join(here, "generate"):
         ap.error("--extra writes models that are not committed: give --out DIR")
     for name in list(MODELS) + (list(EXTRA) if a.extra else []):
@@ -190,8 +234,17 @@ def main():
         m, c = export(name, a.out)
         if a.waferc:
             fails += check_waferc(a.waferc, name, a.out, m, c)
+            if a.plans:
+                fails += check_plans(a.waferc, name, a.out, a.plans.split(","), ("shift", "concat"), table)
     for f in fails:
         print("FAIL " + f)
+    if table:  # the table CONFORMANCE.md "Generation on the mesh" holds
+        meshes = a.plans.split(",")
+        print("| cache | " + " | ".join(meshes) + " |")
+        print("|---|" + "---:|" * len(meshes))
+        for pol in ("shift", "concat"):
+            print("| %s | " % pol + " | ".join("%d/%d (%d fit)" % (table[(ms, pol)][0], table[(ms, pol)][2],
+                                                                  table[(ms, pol)][1]) for ms in meshes) + " |")
     return 1 if fails else 0
 
 
