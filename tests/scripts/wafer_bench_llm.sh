@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wafer-bench llm (docs/llm-estimates.md) on the small built-in test-tiny configuration:
+# wafer-bench llm (BENCHMARKS.md, "Full-size estimates") on the small built-in test-tiny configuration:
 #  1. the JSON object has both figures, cost_model and simulated, each with prefill and decode
 #     tokens/s, time to first token and time per token, and the per-op breakdowns; every
 #     figure is positive, and prefill and decode differ (one P-token pass against one token);

@@ -1,7 +1,7 @@
 /* wafer-bench llm --model=NAME --prompt=P --generate=N [--target=T] [--prefill-mesh=WxH]
  *                 [--decode-mesh=WxH] [--sample-mesh=S] [--no-sim] [--keep=DIR]
  *
- * Full-size prefill and decode estimates for a LLaMA-shaped model (docs/llm-estimates.md), as
+ * Full-size prefill and decode estimates for a LLaMA-shaped model (BENCHMARKS.md, "Full-size estimates"), as
  * one JSON object with two figures side by side:
  *   cost_model  the compiler's own predictions for one full-size layer on the full meshes,
  *               times the layer count, plus the once-per-pass ops (llm_cost.c);

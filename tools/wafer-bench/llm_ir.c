@@ -1,4 +1,4 @@
-/* IR text of the layer wafer-bench llm simulates (docs/llm-estimates.md, "Simulated").
+/* IR text of the layer wafer-bench llm simulates (BENCHMARKS.md, "Full-size estimates", "Simulated").
  *
  * Weights are function arguments, not constants: timing mode (cycles only) reads no data, so
  * the run leaves them unset and the plan carries no weights.bin (a full-size layer's would be
@@ -90,7 +90,7 @@ char *wf_llm_prefill_ir(const wf_llm_model *m, const wf_llm_shape *f, int S) {
   return b.s;
 }
 
-/* Decode: the layer's ops with the blocks of the decode layout (docs/llm-estimates.md), each
+/* Decode: the layer's ops with the blocks of the decode layout (BENCHMARKS.md, "Full-size estimates"), each
  * dist.gemv MeshGEMV with the K-tree (k = 2). The dist.gemv lowering reduces along x, so every
  * GEMV is written with its K along x; on a square mesh a reduce along y has the same cycles.
  * Each op reads its own argument where the real layer would read the previous op's result in
