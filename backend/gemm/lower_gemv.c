@@ -60,17 +60,14 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_coll_params p = wf_coll_params_from_target(L->t);
   double ck = ktree_cost(P, K, groups, n, &p), cp = pipeline_cost(P, n, &p);
   double cr = P > 1 ? wf_coll_ring_lowered(P, n, &p) : 0;
-  int use_ktree, use_ring = 0;
-  if (!strcmp(how, "ktree")) use_ktree = 1;
-  else if (!strcmp(how, "pipeline")) use_ktree = 0;
-  else if (!strcmp(how, "ring")) use_ktree = 0, use_ring = 1;
-  else if (!strcmp(how, "auto")) {
-    use_ktree = ck >= 0 && ck <= cp && ck <= cr;
-    use_ring = !use_ktree && cr < cp;
-  } else {
+  if (strcmp(how, "ktree") && strcmp(how, "pipeline") && strcmp(how, "ring") && strcmp(how, "auto")) {
     wf_error(op->loc, "dist.gemv: allreduce '%s' is not lowered (ktree, pipeline, ring or auto)", how);
     return WF_EXIT_UNSUPPORTED;
   }
+  /* the choice and the prediction are gemv_cost.c's, which full-size estimates read too */
+  const char *chosen = how;
+  int64_t predicted = wf_gemv_predict(L->t, P, k, n, how, K, groups, &chosen);
+  int use_ring = !strcmp(chosen, "ring"), use_ktree = !strcmp(chosen, "ktree");
   int sx = wf_lower_sym(L, xv), sw = wf_lower_sym(L, wv), sy = wf_lower_sym(L, yv);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_int(n)});
   wf_emit(L, NULL, WF_PEOP_MATMUL,
@@ -104,13 +101,13 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     if (!rc && !use_ring) rc = wf_lower_coll_bcast(L, &ln, root, sy, n, op->loc);
     if (!rc && !use_ring) wf_coll_cache_reset_last(L, &ln);
   }
-  double comm = use_ring ? cr : use_ktree ? ck : cp;
   if (use_ring) snprintf(out->text, sizeof out->text, "gemv:ring-allreduce");
   else if (groups > 0 && use_ktree) snprintf(out->text, sizeof out->text, "meshgemv:ktree{groups=%d}", groups);
   else if (use_ktree) snprintf(out->text, sizeof out->text, "meshgemv:ktree{k=%d}", K);
   else snprintf(out->text, sizeof out->text, "gemv:pipeline-allreduce");
   out->lowering = out->text;
-  out->predicted = local + (int64_t)(comm + 0.5);
+  WF_ASSERT(predicted == local + (int64_t)((use_ring ? cr : use_ktree ? ck : cp) + 0.5));
+  out->predicted = predicted;
   snprintf(out->explain, sizeof out->explain,
            "%s: local GEMV 1x%lldx%lld (%lld cycles), allreduce of %lld words over %d PEs: ktree "
            "%.0f, pipeline %.0f, ring %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
