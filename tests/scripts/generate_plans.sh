@@ -13,7 +13,8 @@
 #  - a cache too large for the SRAM is refused at compile time (exit 4) with the largest N that
 #    fits (both phases, each beside the other's weights), and that N compiles, but not N + 1;
 #    generating more tokens than the plan was compiled for is exit 4;
-#  - --autotune lists its candidates and compiles the one with the least predicted time.
+#  - --autotune lists its candidates and compiles the one with the least predicted time;
+#  - a one-token prompt and --generate=1 give the interpreter's tokens.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
@@ -156,6 +157,27 @@ PY
 switch_and_steps llama_gqa_interleaved 9x3 shift
 switch_and_steps gpt2_tied 5x8 concat
 switch_and_steps llama_mqa_halfrope 6x4 shift
+
+# a one-token prompt (its length is not split over the rows: every row holds it) and --generate=1
+# (the prefill's token only) give the interpreter's tokens
+python3 -c 'import struct, sys
+h = "{\x27descr\x27: \x27<i8\x27, \x27fortran_order\x27: False, \x27shape\x27: (1, 1), }"
+h += " " * (117 - len(h)) + "\n"
+sys.stdout.buffer.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<q", 44))' >"$TMP/one.npy"
+for m in llama_mha_halfrope gpt2_tied; do
+  for N in 6 1; do
+    d="$TMP/$m.one.$N"
+    waferc "$G/$m.onnx" -o "$d" --target=wse2 --mesh=6x4 --input-shape input_ids=1x1 --generate=$N -q 2>/dev/null ||
+      fail "$m, a one-token prompt, --generate=$N: waferc exited $?"
+    waferrun "$d" -q --input "input_ids=$TMP/one.npy" --generate=$N --output-dir "$d/out" >/dev/null ||
+      fail "$m, a one-token prompt, --generate=$N: waferrun exited $?"
+    waferc "$G/$m.onnx" --interpret --input "input_ids=$TMP/one.npy" --generate=$N --output-dir "$d/ref" -q >/dev/null ||
+      fail "$m, a one-token prompt: the interpreter exited $?"
+    wafer-npycmp "$d/out/tokens.npy" "$d/ref/tokens.npy" --atol 0 --rtol 0 >/dev/null ||
+      fail "$m, a one-token prompt, --generate=$N: the mesh's tokens differ from the interpreter's"
+    n=$((n + 1))
+  done
+done
 
 # past the SRAM: exit 4 names the largest N, which then compiles
 m=llama_mha_halfrope

@@ -137,6 +137,9 @@ static int check_plans(gen *g) {
       return -1;
     }
     int64_t padded = a->padded[1] ? a->padded[1] : a->dims[1];
+    /* A one-token prompt is not split (a dim of 1 never is): every row holds it, and the
+     * cache takes row 0's copy, as ceil(1 / rows) = 1 token a row says (kvcache.h). */
+    if (a->split[1] != WF_AXIS_Y && a->dims[1] == 1) padded = G->rows;
     if (padded % G->rows) {
       wf_error_at(g->pre_manifest, "prefill cache '%s': its padded length %lld is not a multiple of generate.rows %d",
                   a->name, (long long)padded, G->rows);
