@@ -286,6 +286,10 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int layers = 0;
   int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers);
   wf_progress_done();
+  if (rc == WF_EXIT_INPUT || rc == WF_EXIT_UNSUPPORTED)
+    wf_note(WF_LOC_NONE, "the decode step is the model imported for L + N = %lld positions (every position a step "
+                         "reads): a model that holds fewer (a learned position table) cannot generate that far",
+            L + (long long)g->n);
   if (!rc) {
     char shape[256], extra[4096];
     snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
