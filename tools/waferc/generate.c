@@ -115,28 +115,10 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
 /* The manifest of the plan in dir, parsed (NULL when unreadable). */
 static cJSON *read_manifest(const char *dir) {
   char *path = wf_path_join(dir, "manifest.json");
-  FILE *f = fopen(path, "rb");
+  size_t len = 0;
+  char *text = wf_read_file(path, &len); /* NUL-terminated */
   free(path);
-  if (!f) return NULL;
-  char *text = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n + 4096 > cap) {
-      char *t = realloc(text, cap = cap * 2 + 8192);
-      if (!t) {
-        free(text);
-        fclose(f);
-        return NULL;
-      }
-      text = t;
-    }
-    size_t got = fread(text + n, 1, 4096, f);
-    n += got;
-    if (!got) break;
-  }
-  fclose(f);
-  text[n] = 0;
-  cJSON *j = cJSON_Parse(text);
+  cJSON *j = text ? cJSON_Parse(text) : NULL;
   free(text);
   return j;
 }
@@ -150,11 +132,10 @@ static double predicted(const char *dir) {
   return v;
 }
 
-/* A PE's bytes in the plan in dir: all of its memory (the planner's high-water mark, `all`) or
+/* A PE's bytes in a plan's manifest j: all of its memory (the planner's high-water mark, `all`) or
  * only its constants (`@` symbols: the weights), the most over the plan's classes; -1 when
  * unreadable. */
-static int64_t pe_bytes(const char *dir, int all) {
-  cJSON *j = read_manifest(dir);
+static int64_t pe_bytes(const cJSON *j, int all) {
   int64_t most = -1;
   const cJSON *reg, *cls, *mem;
   cJSON_ArrayForEach(reg, cJSON_GetObjectItemCaseSensitive(j, "regions"))
@@ -168,7 +149,6 @@ static int64_t pe_bytes(const char *dir, int all) {
       }
     if (b > most) most = b;
   }
-  cJSON_Delete(j);
   return most;
 }
 
@@ -177,7 +157,10 @@ static int64_t pe_bytes(const char *dir, int all) {
  * reshuffles them between requests), so each phase's memory plus the other's weights must fit.
  * Reported (exit 4) when not. */
 static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir) {
-  int64_t pm = pe_bytes(pdir, 1), pw = pe_bytes(pdir, 0), dm = pe_bytes(ddir, 1), dw = pe_bytes(ddir, 0);
+  cJSON *pj = read_manifest(pdir), *dj = read_manifest(ddir);
+  int64_t pm = pe_bytes(pj, 1), pw = pe_bytes(pj, 0), dm = pe_bytes(dj, 1), dw = pe_bytes(dj, 0);
+  cJSON_Delete(pj);
+  cJSON_Delete(dj);
   int64_t sram = c->target.sram_bytes;
   if (pm < 0 || dm < 0) return WF_EXIT_IO;
   if (pm + dw <= sram && dm + pw <= sram) return 0;
