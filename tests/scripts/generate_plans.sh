@@ -23,39 +23,6 @@ G=$SRC/examples/models/generate
 header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
 prompt_len() { header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
 
-# occupancy PLAN OUTDIR POLICY: the rows' counts in the final caches against the policy's
-check_occupancy() {
-  python3 - "$1" "$2" "$3" <<'PY' || return 1
-import json, struct, sys
-plan, out, policy = sys.argv[1:4]
-g = json.load(open(plan + "/manifest.json"))["generate"]
-H, cap, L, N = g["rows"], g["slots_per_row"], g["prompt_length"], g["max_new_tokens"]
-def load(p):
-    b = open(p, "rb").read()
-    hl = struct.unpack("<H", b[8:10])[0]
-    h = b[10:10 + hl].decode("latin1")
-    shape = tuple(int(t) for t in h[h.index("(") + 1:h.index(")")].split(",") if t.strip())
-    return shape, struct.unpack("<%df" % ((len(b) - 10 - hl) // 4), b[10 + hl:])
-shape, k = load(out + "/" + g["caches"][0]["decode"] + ".npy")
-_, C, nk = shape
-assert C == H * cap, (C, H, cap)
-got = [sum(1 for j in range(cap) if any(k[((y * cap + j) * nk):((y * cap + j + 1) * nk)])) for y in range(H)]
-lb = -(-L // H)
-cnt = [max(0, min(lb, L - y * lb)) for y in range(H)]
-for _ in range(1, N):
-    r = H - 1
-    if policy == "shift":
-        for y in range(H - 1, -1, -1):
-            if cnt[y] < cnt[r]:
-                r = y
-    cnt[r] += 1
-if got != cnt:
-    sys.exit("occupancy per row %s, the %s policy says %s" % (got, policy, cnt))
-if policy == "shift" and max(cnt) - min(cnt) > max(1, lb - min(max(0, min(lb, L - y * lb)) for y in range(H))):
-    sys.exit("shift left rows %s unbalanced" % cnt)
-PY
-}
-
 run_one() { # MODEL MESH POLICY
   local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
   L=$(prompt_len "$G/${m}_prompt.npy")
@@ -77,7 +44,8 @@ for sub in ("", "/decode"):
     if sub and not any(o["op"] == "dist.gemv" for o in m["ops"]):
         sys.exit("the decode step has no dist.gemv")
 PY
-  check_occupancy "$d" "$d/out" "$pol" || fail "$m on $mesh ($pol): the cache's occupancy is wrong"
+  python3 "$SRC/tests/tools/gen_check.py" occupancy "$d" "$d/out" "$pol" ||
+    fail "$m on $mesh ($pol): the cache's occupancy is wrong"
   n=$((n + 1))
 }
 
@@ -104,54 +72,8 @@ switch_and_steps() {
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
     --pass-pipeline="canonicalize,raise,cse,dce,head-layout,generate-prefill" --output-dir "$d/iref" -q ||
     fail "$m on $mesh: interpreting the prefill graph exited $?"
-  python3 - "$d" "$pol" <<'PY' || fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"
-import json, os, struct, sys
-d, policy = sys.argv[1:3]
-def load(p):
-    b = open(p, "rb").read()
-    hl = struct.unpack("<H", b[8:10])[0]
-    h = b[10:10 + hl].decode("latin1")
-    shape = tuple(int(t) for t in h[h.index("(") + 1:h.index(")")].split(",") if t.strip())
-    code = "q" if "<i8" in h else "f"
-    return shape, struct.unpack("<%d%s" % ((len(b) - 10 - hl) // struct.calcsize(code), code), b[10 + hl:])
-g = json.load(open(d + "/manifest.json"))["generate"]
-H, cap, L = g["rows"], g["slots_per_row"], g["prompt_length"]
-lb = -(-L // H)
-for c in g["caches"]:
-    (_, T, nk), ref = load("%s/iref/%s.npy" % (d, c["prefill"]))
-    (_, C, nk2), got = load("%s/dump/switch/%s.npy" % (d, c["decode"]))
-    assert T == L and nk2 == nk and C == H * cap, (T, L, nk, nk2, C)
-    for y in range(H):
-        for j in range(cap):
-            t = y * lb + j
-            row = got[(y * cap + j) * nk:(y * cap + j + 1) * nk]
-            want = ref[t * nk:(t + 1) * nk] if j < lb and t < L else [0.0] * nk
-            err = max(abs(a - b) for a, b in zip(row, want))
-            if err > 1e-4:
-                sys.exit("%s: row %d slot %d (token %d) differs from the interpreter's by %g" % (c["decode"], y, j, t, err))
-cnt = [max(0, min(lb, L - y * lb)) for y in range(H)]
-short = lb - min(cnt)
-for s in range(1, g["max_new_tokens"]):
-    r = H - 1
-    if policy == "shift":
-        for y in range(H - 1, -1, -1):
-            if cnt[y] < cnt[r]:
-                r = y
-    cnt[r] += 1
-    _, rc = load("%s/dump/step_%d/row_counts.npy" % (d, s))
-    (_, C, nk), k = load("%s/dump/step_%d/%s.npy" % (d, s, g["caches"][0]["decode"]))
-    held = [sum(1 for j in range(cap) if any(k[(y * cap + j) * nk:(y * cap + j + 1) * nk])) for y in range(H)]
-    if list(rc) != cnt or held != cnt:
-        sys.exit("step %d: the host says %s, the simulated cache holds %s, the policy %s" % (s, list(rc), held, cnt))
-    if policy == "shift" and max(cnt) - min(cnt) > max(1, short):
-        sys.exit("step %d: shift left the rows unbalanced: %s" % (s, cnt))
-rows = [l.strip().split(",") for l in open(d + "/heat/kv_occupancy.csv")][1:]
-W = json.load(open(d + "/decode/manifest.json"))["mesh"][0]
-if len(rows) != W * H or any(float(v) != cnt[int(y)] for x, y, v in rows):
-    sys.exit("kv_occupancy.csv does not hold every PE's count: %s" % rows[:4])
-if open(d + "/heat/kv_occupancy.png", "rb").read(8) != b"\x89PNG\r\n\x1a\n":
-    sys.exit("kv_occupancy.png is not a PNG")
-PY
+  python3 "$SRC/tests/tools/gen_check.py" steps "$d" "$d/iref" "$d/dump" "$pol" ||
+    fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"
   n=$((n + 1))
 }
 switch_and_steps llama_gqa_interleaved 9x3 shift
@@ -160,10 +82,7 @@ switch_and_steps llama_mqa_halfrope 6x4 shift
 
 # a one-token prompt (its length is not split over the rows: every row holds it) and --generate=1
 # (the prefill's token only) give the interpreter's tokens
-python3 -c 'import struct, sys
-h = "{\x27descr\x27: \x27<i8\x27, \x27fortran_order\x27: False, \x27shape\x27: (1, 1), }"
-h += " " * (117 - len(h)) + "\n"
-sys.stdout.buffer.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<q", 44))' >"$TMP/one.npy"
+python3 "$SRC/tests/tools/npy.py" "$TMP/one.npy" 1,1 7 i64:96
 for m in llama_mha_halfrope gpt2_tied; do
   for N in 6 1; do
     d="$TMP/$m.one.$N"
