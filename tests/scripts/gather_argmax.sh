@@ -220,22 +220,27 @@ wafer-npycmp "$TMP/ta_int/next.npy" "$TMP/torch_ref/next.npy" --atol 0 --rtol 0 
 for mesh in 1x1 2x2 3x2 4x4 5x3; do
   run "tiny_argmax_$mesh" "$M/tiny_argmax.onnx" "$mesh" "input_ids=$M/tiny_argmax_input.npy" "$TMP/torch_ref"
 done
+# logits_plans NAME MODEL IDS_SHAPE INPUT REF TARGET MESHES...: the plan's logits on each mesh
+# against torch's (1e-4)
+logits_plans() {
+  local name=$1 model=$2 shape=$3 input=$4 ref=$5 target=$6 mesh d
+  shift 6
+  for mesh in "$@"; do
+    d=$TMP/${name}_$mesh
+    waferc "$model" -o "$d/plan" --target="$target" --mesh="$mesh" --input-shape input_ids="$shape" -q \
+      2>"$TMP/lp.err" || fail "$name on $mesh: waferc exited $?: $(grep -m1 error "$TMP/lp.err")"
+    waferrun "$d/plan" -q --input input_ids="$input" --output-dir "$d/out" 2>"$TMP/lp.err" ||
+      fail "$name on $mesh: waferrun exited $?: $(head -1 "$TMP/lp.err")"
+    wafer-npycmp "$d/out/logits.npy" "$ref" --atol 1e-4 --rtol 0 >"$TMP/lp.cmp" 2>&1 ||
+      fail "$name on $mesh: the logits differ from torch's: $(head -1 "$TMP/lp.cmp")"
+    n=$((n + 1))
+  done
+}
 # ---- a whole model from token ids to logits: examples/models/tiny_llama.onnx (embedding,
 # two LLaMA blocks, final norm, lm_head) at S = 8 and 13, against torch's logits ----------------
 for s in 8 13; do
   tag=tiny_llama; [ "$s" = 13 ] && tag=tiny_llama_s13
-  mkdir -p "$TMP/ref_$tag"
-  cp "$M/${tag}_ref.npy" "$TMP/ref_$tag/logits.npy"
-  for mesh in 2x2 3x2 4x4 5x3; do
-    d=$TMP/${tag}_$mesh
-    waferc "$M/tiny_llama.onnx" -o "$d/plan" --target=test8x8 --mesh="$mesh" --input-shape input_ids=1x$s -q \
-      2>"$TMP/tl.err" || fail "$tag on $mesh: waferc exited $?: $(grep -m1 error "$TMP/tl.err")"
-    waferrun "$d/plan" -q --input input_ids="$M/${tag}_input.npy" --output-dir "$d/out" 2>"$TMP/tl.err" ||
-      fail "$tag on $mesh: waferrun exited $?: $(head -1 "$TMP/tl.err")"
-    wafer-npycmp "$d/out/logits.npy" "$TMP/ref_$tag/logits.npy" --atol 1e-4 --rtol 0 >"$TMP/tl.cmp" 2>&1 ||
-      fail "$tag on $mesh: the logits differ from torch's: $(head -1 "$TMP/tl.cmp")"
-    n=$((n + 1))
-  done
+  logits_plans "$tag" "$M/tiny_llama.onnx" "1x$s" "$M/${tag}_input.npy" "$M/${tag}_ref.npy" test8x8 2x2 3x2 4x4 5x3
 done
 # ---- tiny GPT-2 models from token ids to logits (examples/models/exported/: learned
 # positions folded at import, an LM head untied or tied to the embedding) for wse2 --------------
@@ -243,15 +248,6 @@ X=$M/exported
 for m in gpt2m_untied_e32h4_v96_s8:1x8 gpt2m_tied_e48h6_v100_s11:1x11; do
   name=${m%%:*} shape=${m##*:}
   [ -f "$X/$name.onnx" ] || fail "$name: not in $X"
-  for mesh in 4x4 5x3 7x2; do
-    d=$TMP/${name}_$mesh
-    waferc "$X/$name.onnx" -o "$d/plan" --target=wse2 --mesh="$mesh" --input-shape input_ids="$shape" -q \
-      2>"$TMP/g2.err" || fail "$name on $mesh: waferc exited $?: $(grep -m1 error "$TMP/g2.err")"
-    waferrun "$d/plan" -q --input input_ids="$X/${name}_input.npy" --output-dir "$d/out" 2>"$TMP/g2.err" ||
-      fail "$name on $mesh: waferrun exited $?: $(head -1 "$TMP/g2.err")"
-    wafer-npycmp "$d/out/logits.npy" "$X/${name}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/g2.cmp" 2>&1 ||
-      fail "$name on $mesh: the logits differ from torch's: $(head -1 "$TMP/g2.cmp")"
-    n=$((n + 1))
-  done
+  logits_plans "$name" "$X/$name.onnx" "$shape" "$X/${name}_input.npy" "$X/${name}_ref.npy" wse2 4x4 5x3 7x2
 done
 echo "ok   gather/argmax: $n plans"
