@@ -73,7 +73,7 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       if (tb->rank < 2 || !ta->layout.rank || !tb->layout.rank || !tc->layout.rank || !batch_whole(ta) ||
           !batch_whole(tb) || !batch_whole(tc))
         continue; /* not partitioned, or a matrix-vector product: left to the matmul lowering */
-      if (gemm_t && ta->rank == 2 && to_gemm_t(f, op)) {
+      if (gemm_t && to_gemm_t(f, op)) { /* A's batch dims are whole: they fold into its rows */
         n++;
         continue;
       }

@@ -22,7 +22,8 @@
  * two places that hold indices (integer_ok): the token ids of a gather, a function argument
  * laid out like the gather's rows ({B, L_y}, held by every PE of a row), and the i64 result
  * of an argmax; its table, a constant [V, E], is held as {V, E_x} (E split like the
- * activations, every row of PEs holds all V rows: gather_table_layout). */
+ * activations, every row of PEs holds all V rows), or {V_y, E_x} when it is tied to an LM head
+ * or too large for that, with the ids then whole on every PE (partition_table.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -30,12 +31,15 @@
 #include "passes/partition.h"
 #include "passes/partition_decode.h"
 #include "passes/partition_pad.h"
+#include "passes/partition_table.h"
 #include "waferc/pass.h"
 
 static const wf_pass_option partition_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH of the region to partition over (default: the target's mesh)"},
+    {"tie-heads", WF_OPT_BOOL, "true",
+     "an LM head whose weight is the embedding table transposed multiplies by the table (one copy, dist.gemm_t)"},
 };
-static const char *const partition_stats[] = {"values-partitioned"};
+static const char *const partition_stats[] = {"values-partitioned", "tied-heads"};
 
 typedef struct {
   wf_module *m;
@@ -109,12 +113,13 @@ static int integer_ok(const wf_func *f, wf_value v) {
 }
 
 /* A gather's ids [.., L] take the layout of its result's rows ([.., L, E] -> {.., L_y, E_x}
- * without E): every dim whole but the last, split along y; every PE of a row holds them. */
-static void ids_layout(wf_module *m, wf_type *t) {
+ * without E): every dim whole but the last, split along y; every PE of a row holds them.
+ * whole: the ids of a table with split rows, which every PE holds whole (partition_table.c). */
+static void ids_layout(wf_module *m, wf_type *t, int whole) {
   static const char *const lead[] = {"B", "C", "D", "F", "G", "H"};
   for (int d = 0; d < t->rank; d++) {
     int last = d == t->rank - 1;
-    t->layout.dims[d].split = last && t->dims[d] != 1 ? WF_AXIS_Y : WF_AXIS_NONE;
+    t->layout.dims[d].split = last && t->dims[d] != 1 && !whole ? WF_AXIS_Y : WF_AXIS_NONE;
     t->layout.dims[d].label = wf_intern(m, last ? "M" : lead[d % 6]); /* the result's labels */
   }
 }
@@ -295,8 +300,9 @@ int wf_partition_lowers(wf_opcode c) {
 }
 
 /* A gather's table is held as {V, E_x} (its rows whole on every PE row); any other use of the
- * same constant expects partition's {M_y, N_x}, so a table shared with another op (an LM
- * head tied to the embedding) is not lowered yet: said here, before any PE program. */
+ * same constant expects partition's {M_y, N_x}, so a table shared with another op is not
+ * lowered: said here, before any PE program. A tied LM head (partition_table.c) is the
+ * exception: the table is {V_y, E_x} for both. */
 static int gather_table_conflict(const wf_func *f, const wf_global *g, int gi, const char *what) {
   int as_table = 0, other = 0;
   const char *other_op = "";
@@ -306,7 +312,7 @@ static int gather_table_conflict(const wf_func *f, const wf_global *g, int gi, c
     if (op->code == WF_OP_GATHER && i == 0) as_table = 1;
     else if (!other) other = 1, other_op = wf_opinfos[op->code].name;
   }
-  if (!as_table || !other) return 0;
+  if (!as_table || !other || wf_partition_table_tied(f, gi)) return 0;
   wf_error(g->loc, "partition: %s is the table of a 'gather' and an operand of '%s': a gather "
                    "table shared with another op has no mesh lowering yet", what, other_op);
   return -1;
@@ -373,12 +379,14 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     if ((rc = wf_partition_decode(m, f, c.region, c.w, c.h, wf_pass_target(ctx)->sram_bytes, &n)) != 0) return rc;
     goto laid;
   }
+  int64_t sram = wf_pass_target(ctx)->sram_bytes;
+  if (wf_pass_opt_bool(ctx, "tie-heads")) wf_pass_stat_add(ctx, "tied-heads", wf_partition_tie_heads(m, f));
   for (int i = 0; i < f->n_args; i++) {
     snprintf(what, sizeof what, "argument %%%s", wf_str(m, wf_value_get(f, f->args[i])->name));
     wf_type *at = wf_value_type(f, f->args[i]);
     int ids = at->dtype != WF_F32 && integer_ok(f, f->args[i]);
     if (layout_for_dt(&c, at, f->loc, what, ids)) return WF_EXIT_UNSUPPORTED;
-    if (ids) ids_layout(m, at);
+    if (ids) ids_layout(m, at, wf_partition_ids_whole(m, f, f->args[i], c.w, c.h, sram));
     n++;
   }
   /* Only values of ops still in the body: values of erased ops keep their table slots. */
@@ -401,7 +409,8 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
       if (g->type.layout.rank == 0) {
         if (layout_for(&c, &g->type, g->loc, what)) return WF_EXIT_UNSUPPORTED;
-        if (op->code == WF_OP_GATHER && i == 0) g->type.layout.dims[0].split = WF_AXIS_NONE;
+        if (op->code == WF_OP_GATHER && i == 0 && !wf_partition_table_rows_split(m, f, vi->index, c.w, c.h, sram))
+          g->type.layout.dims[0].split = WF_AXIS_NONE;
         n++;
       }
       if (gather_table_conflict(f, g, vi->index, what)) return WF_EXIT_UNSUPPORTED;
@@ -439,4 +448,4 @@ laid:;
 const wf_pass_info wf_pass_partition = {
     "partition",
     "Assign every tensor a layout on one mesh region: [R,C] -> {M_y, N_x}, [C] -> {N_x}",
-    partition_opts, 1, partition_stats, 1, run_partition};
+    partition_opts, 2, partition_stats, 2, run_partition};

@@ -159,16 +159,17 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
       }
       case WF_OP_DIST_GEMM_T: { /* K is the last dim of both; C's columns are B's rows */
         const wf_type *tb = wf_value_type(f, op->operands[1]);
-        if ((padded(in, 1, w, h) || padded(tb, 1, w, h)) &&
-            ((dirty[op->operands[0]] | dirty[op->operands[1]]) >> 1 & 1)) {
+        int ka = in->rank - 1;
+        if ((padded(in, ka, w, h) || padded(tb, 1, w, h)) &&
+            ((dirty[op->operands[0]] >> ka | dirty[op->operands[1]] >> 1) & 1)) {
           wf_error(op->loc, "partition: 'dist.gemm_t' contracts K = %lld, which the mesh does not "
                             "divide, and an operand's padding along K may be nonzero; choose a mesh "
                             "side that divides %lld",
-                   (long long)in->dims[1], (long long)in->dims[1]);
+                   (long long)in->dims[ka], (long long)in->dims[ka]);
           errors++;
         }
-        if (dirty[op->operands[0]] & 1) m |= 1u;
-        if (dirty[op->operands[1]] & 1) m |= 2u;
+        m |= dirty[op->operands[0]] & ((1u << ka) - 1); /* A's rows (and batch) are C's */
+        if (dirty[op->operands[1]] & 1) m |= 1u << ka;
         m &= all_padded(rt, w, h);
         break;
       }

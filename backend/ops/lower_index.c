@@ -12,7 +12,9 @@
  * result [.., L, E] has the activations' layout {.., L_y, E_x}. The ids [.., L] are held like
  * the result's rows ({.., L_y}, every PE of a row holds them). A PE row past the last real
  * row of L gathers nothing and writes zeros, so the result's padding is zero and the ids'
- * padding is never read (it may be an argmax's index of padding).
+ * padding is never read (it may be an argmax's index of padding). A table whose rows are
+ * split too (a tied LM head's, a vocabulary too large for {V, E_x}, a decode step's) is read
+ * by a masked lookup on every PE and a sum of the rows along the split axis (below).
  *
  * argmax(x) over any axis (the vocabulary's: the last, split along x): the maxima by the
  * statistic of lower_reduce.c (a masked local max, then an allreduce-max along the mesh axis
@@ -74,23 +76,25 @@ static void bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t
           (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
 }
 
-/* A table whose rows are split too ({V_a, E_b}, a decode step's large tables: partition_decode.c)
- * and ids every PE holds: each PE looks up the ids that fall in its block of rows and zeros the
- * others, then the rows are summed along a (an allreduce: exactly one PE of the line holds each
- * id). Per id i, with base = Vb a the PE's first row (written as data by `rfind` of a one-word
- * row against itself, whose result is its base term):
+/* A table whose rows are split along a ({V_a, E_b}) and ids every PE holds: each PE looks up the
+ * ids that fall in its block of rows and zeros the others; summed along a (exactly one PE of
+ * the line holds each id), the rows are the lookup. Per id i, with base = Vb a the PE's first
+ * row (written as data by `rfind` of a one-word row against itself, whose result is its base
+ * term):
  *   id' = id + V [id < 0]                    (negative ids count from the end)
  *   loc = id' - base; idx = clamp(loc, 0, Vb - 1); keep = 1 - min(1, |loc - idx|)
  *   rows = table[idx] * keep                 (an id outside the block: idx is any valid row)
  * ids past V match no PE and give a row of zeros: the host checks the ids it feeds against
- * the input's index_bound, and an argmax's index is in range. */
-static int gather_split_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t n, int64_t eb, int a) {
-  const wf_func *f = L->f;
-  const wf_type *tt = wf_value_type(f, op->operands[0]);
+ * the input's index_bound, and an argmax's index is in range. The n ids' rows go to `dst` in
+ * `parts` runs of n / parts, run p at word p * stride (a batch's rows, then the padding of its
+ * L that the caller zeroed); returns the lookup's cycles. */
+static int64_t masked_lookup(wf_lower *L, const wf_op *op, int dst, int64_t n, int64_t eb, int a, int64_t parts,
+                             int64_t stride) {
+  const wf_type *tt = wf_value_type(L->f, op->operands[0]);
   int64_t bt[WF_MAX_RANK];
   wf_lower_block_dims(L, tt, bt);
   int64_t V = tt->dims[0], vb = bt[0];
-  int st = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]), sr = wf_lower_sym(L, op->results[0]);
+  int st = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]);
   int one = wf_lower_scalar(L, 1.0f), zero = wf_lower_scalar(L, 0.0f), vmax = wf_lower_scalar(L, (float)(vb - 1));
   int vs = wf_lower_scalar(L, (float)V), mone = wf_lower_scalar(L, -1.0f);
   int base = wf_lower_temp(L, "$gx_base", 4), loc = wf_lower_temp(L, "$gx_loc", n * 4);
@@ -116,14 +120,59 @@ static int gather_split_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out, i
   bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
   bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
   bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
-  wf_emit(L, NULL, WF_PEOP_GATHER, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(st), wf_arg_sym(idx), wf_arg_int(n),
-                                                 wf_arg_int(eb), wf_arg_int(vb)});
-  bin(L, WF_PEOP_MUL, sr, sr, keep, n, eb, WF_BMODE_I);
-  int64_t cyc = 1 + 16 * n + 2 * n * eb;
+  int64_t run = n / parts;
+  for (int64_t p = 0; p < parts; p++) {
+    wf_pe_arg d = wf_arg_sym(dst), ix = wf_arg_sym(idx), kp = wf_arg_sym(keep);
+    d.off = (int32_t)(p * stride);
+    ix.off = kp.off = (int32_t)(p * run);
+    wf_emit(L, NULL, WF_PEOP_GATHER,
+            (wf_pe_arg[]){d, wf_arg_sym(st), ix, wf_arg_int(run), wf_arg_int(eb), wf_arg_int(vb)});
+    wf_emit(L, NULL, WF_PEOP_MUL, (wf_pe_arg[]){d, d, kp, wf_arg_int(run), wf_arg_int(eb), wf_arg_int(WF_BMODE_I)});
+  }
+  return 1 + 16 * n + 2 * n * eb;
+}
+
+/* A decode step's large tables ({V_a, E_b}: partition_decode.c): the token's rows whole on
+ * every PE of the line, summed along a. */
+static int gather_split_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t n, int64_t eb, int a) {
+  int sr = wf_lower_sym(L, op->results[0]);
+  int64_t cyc = masked_lookup(L, op, sr, n, eb, a, 1, 0);
   int rc = wf_lower_allreduce(L, sr, n * eb, a, 0, op->loc, &cyc, NULL);
   out->lowering = a == WF_AXIS_X ? "split-rows+allreduce-x" : "split-rows+allreduce-y";
   out->predicted = cyc;
   return rc;
+}
+
+/* A table with split rows in a prefill ({V_y, E_x}: a tied LM head's, or one too large for
+ * {V, E_x}: passes/partition_table.c), the ids [outer, Lf] whole on every PE and the result
+ * {.., L_y, E_x}: every PE looks up all the ids into rows [outer,
+ * Lp, Eb] (Lp = H lb, the padding rows zero), the rows are summed along y, and PE row y keeps
+ * rows [y lb, (y + 1) lb) of each batch: its block of the result. */
+static int gather_rows_y(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t outer, int64_t lf, int64_t lb,
+                       int64_t eb) {
+  int64_t lp = lb * L->h, all = outer * lp * eb;
+  if (lb * eb > WF_PE_MAX_SCALE) {
+    wf_error(op->loc, "'gather' of a table with split rows: a block of %lld x %lld rows is more than the %d words a PE "
+                      "offset term can step; use a mesh with more rows",
+             (long long)lb, (long long)eb, WF_PE_MAX_SCALE);
+    return WF_EXIT_NOFIT;
+  }
+  int sr = wf_lower_sym(L, op->results[0]);
+  int rows = wf_lower_temp(L, "$gx_rows", all * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(rows), wf_arg_int(all)});
+  int64_t cyc = all + masked_lookup(L, op, rows, outer * lf, eb, WF_AXIS_Y, outer, lp * eb);
+  int rc = wf_lower_allreduce(L, rows, all, WF_AXIS_Y, 0, op->loc, &cyc, NULL);
+  if (rc) return rc;
+  for (int64_t o = 0; o < outer; o++) {
+    wf_pe_arg d = wf_arg_sym(sr), s = wf_arg_sym(rows);
+    d.off = (int32_t)(o * lb * eb);
+    s.off = (int32_t)(o * lp * eb);
+    s.term = wf_term_scaled(wf_term(WF_TERM_Y, 0), (int)(lb * eb), 0);
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){d, s, wf_arg_int(lb * eb)});
+  }
+  out->lowering = "split-rows+allreduce-y+own-rows";
+  out->predicted = cyc + outer * lb * eb;
+  return 0;
 }
 
 int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
@@ -142,11 +191,14 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return unsupported(op, "the table must be laid out {V, E_x} (partition's layout for it)");
   if (!is_int(it->dtype) || it->rank < 1 || rt->rank != it->rank + 1)
     return unsupported(op, "the ids must be an integer tensor [.., L]");
+  /* {V_y, E_x} with the result's rows along y: a prefill's table with split rows
+   * (partition_table.c) */
+  int tied = split_of(tt, 0) == WF_AXIS_Y && ids_whole && split_of(rt, rt->rank - 2) == WF_AXIS_Y;
   for (int d = 0; d + 1 < it->rank; d++)
     if (split_of(it, d) != WF_AXIS_NONE || split_of(rt, d) != WF_AXIS_NONE)
       return unsupported(op, "the ids' leading dims must be whole on every PE");
   int l = it->rank - 1;
-  if (split_of(it, l) == WF_AXIS_X || split_of(it, l) != split_of(rt, l) ||
+  if (split_of(it, l) == WF_AXIS_X || (split_of(it, l) != split_of(rt, l) && !tied) ||
       split_of(rt, rt->rank - 1) != split_of(tt, 1))
     return unsupported(op, "the ids must be laid out like the result's rows ({.., L_y}) and the "
                            "result's E like the table's");
@@ -161,6 +213,11 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, tt, bt);
   int64_t eb = bt[1], lb = bi[l], outer = 1;
   for (int d = 0; d < l; d++) outer *= bi[d];
+  if (tied) {
+    int64_t br[WF_MAX_RANK];
+    wf_lower_block_dims(L, rt, br);
+    return gather_rows_y(L, op, out, outer, it->dims[l], br[l], eb);
+  }
   if (split_of(tt, 0) != WF_AXIS_NONE) return gather_split_rows(L, op, out, outer * lb, eb, split_of(tt, 0));
   int st = wf_lower_sym(L, tv), si = wf_lower_sym(L, iv), sr = wf_lower_sym(L, rv);
 
