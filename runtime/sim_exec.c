@@ -105,6 +105,20 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
         }
       return 0;
     }
+    case WF_PEOP_MATMUL_T: { /* B read by rows: a strided operand, as a DSD walks it */
+      int64_t m = ival(p, in, 3), k = ival(p, in, 4), n = ival(p, in, 5);
+      OPND(c, 0, m * n);
+      OPND(a, 1, m * k);
+      OPND(b, 2, n * k);
+      if (!fn) return 0;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          float acc = c[i * n + j];
+          for (int64_t kk = 0; kk < k; kk++) acc += a[i * k + kk] * b[j * k + kk];
+          c[i * n + j] = acc;
+        }
+      return 0;
+    }
     case WF_PEOP_COPY2D: { /* d and s must not overlap: the backend never asks for it */
       int64_t r = ival(p, in, 2), n = ival(p, in, 3), ds = ival(p, in, 4), ss = ival(p, in, 5);
       if (r <= 0 || n <= 0) return 0;

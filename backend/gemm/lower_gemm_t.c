@@ -1,12 +1,13 @@
-/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T on an N x N or W x H region, B kept as stored (WaferLLM
+/* dist.gemm_t: C[M,N] = A[M,K] . B[N,K]^T (A may carry whole leading dims) on an N x N or W x H region, B kept as stored (WaferLLM
  * §5.4: the attention score Q K^T needs no transpose of K over the fabric).
  *
  * Layouts (partition): A {M_y, K_x}, B {N_y, K_x}, C {M_y, N_x}. PE (x, y) holds A[y][x]
  * and B[y][x]; C[y][j] = sum_x A[y][x] B[j][x]^T lives on PE (j, y). Round j of N: PE
  * (x, j) multicasts its B block down column x (the SUMMA column color), every PE
- * transposes the B block it has locally (n x k -> k x n, n k cycles on the PE, no fabric
- * traffic) and multiplies, and the partials are summed along the row by the library
- * allreduce; PE (j, y) keeps the sum as its C block.
+ * multiplies its A block by the B block it has, read by rows (the PE instruction
+ * `matmul_t`: a strided operand, no transposed copy and no fabric traffic), and the
+ * partials are summed along the row by the library allreduce; PE (j, y) keeps the sum as
+ * its C block.
  *
  * WaferLLM moves B by cyclic shifts along y and reduces to a root that changes with the
  * step ((y + s) mod N). Our guards compare one term (a PE coordinate or a loop variable plus
@@ -20,31 +21,56 @@
 
 #include "waferc/diag.h"
 
-/* The operand symbols and scratch of one dist.gemm_t. */
+/* The operand symbols and scratch of one dist.gemm_t: partT is the round's partial product
+ * transposed (C's columns of the round as rows, nb x m), so that each piece of B rows adds
+ * whole rows of it. */
 typedef struct gt_syms {
-  int a, b, bt, brecv, part;
+  int a, b, brecv, partT;
+  int64_t piece; /* rows of B a receiver holds at once (divides nb) */
 } gt_syms;
 
-/* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0)
- * and everyone transposes the block it has, multiplies it with its A block into `part`,
- * and sums `part` along the row. The allreduce's predicted cycles are added to *ar. When K
- * is whole on every PE (partition does not split K = 1), `part` is already the sum: no
+/* B's blocks travel in pieces of r rows so that a receiver holds r x k words, not a whole
+ * block beside its own (a tied LM head's B is the vocabulary: a second block would take what
+ * sharing the table saved). r: the most rows that divide nb in at most GT_PIECE_WORDS. */
+#define GT_PIECE_WORDS 512
+static int64_t piece_rows(int64_t nb, int64_t k, int64_t m) {
+  if (nb * k <= GT_PIECE_WORDS || nb * m > WF_PE_MAX_SCALE) return nb;
+  int64_t r = GT_PIECE_WORDS / k;
+  if (r < 1) r = 1;
+  while (nb % r) r--;
+  return r;
+}
+
+/* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0),
+ * piece by piece, and everyone multiplies the pieces it has, read by rows (`matmul_t`: no
+ * transposed copy), by its A block into partT: partT[rows of the piece] += Bpiece · Aᵀ. Then
+ * partT is summed along the row. The allreduce's predicted cycles are added to *ar. When K
+ * is whole on every PE (partition does not split K = 1), partT is already the sum: no
  * allreduce (it would add the same product W times). */
 static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
                       const gt_syms *s, int64_t m, int64_t k, int64_t nb, int k_split, wf_loc loc,
                       int64_t *ar, int64_t *spread) {
-  if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(nb * k)});
-  wf_emit(L, own, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->b), wf_arg_int(nb), wf_arg_int(k)});
-  if (ccol >= 0) {
-    wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(nb * k)});
-    wf_emit(L, recv, WF_PEOP_TRANSPOSE,
-            (wf_pe_arg[]){wf_arg_sym(s->bt), wf_arg_sym(s->brecv), wf_arg_int(nb), wf_arg_int(k)});
+  /* partT is zeroed first, by every PE: a receiver's zero would otherwise hide behind the
+   * owner's send, which the prediction does not count on */
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(s->partT), wf_arg_int(m * nb)});
+  int64_t r = ccol >= 0 ? s->piece : nb, np = nb / r;
+  int jv = np > 1 ? wf_lower_var(L, "j") : -1;
+  wf_pe_arg bp = wf_arg_sym(s->b), pp = wf_arg_sym(s->partT);
+  if (np > 1) {
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(jv, 0)), wf_arg_int(0), wf_arg_int(np)});
+    bp.term = wf_term_scaled(wf_term_var(jv, 0), (int)(r * k), 0);
+    pp.term = wf_term_scaled(wf_term_var(jv, 0), (int)(r * m), 0);
   }
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_int(m * nb)});
-  wf_emit(L, NULL, WF_PEOP_MATMUL,
-          (wf_pe_arg[]){wf_arg_sym(s->part), wf_arg_sym(s->a), wf_arg_sym(s->bt), wf_arg_int(m), wf_arg_int(k),
-                        wf_arg_int(nb)});
-  return k_split ? wf_lower_allreduce(L, s->part, m * nb, WF_AXIS_X, 0, loc, ar, spread) : 0;
+  if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), bp, wf_arg_int(r * k)});
+  wf_emit(L, ccol >= 0 ? own : NULL, WF_PEOP_MATMUL_T,
+          (wf_pe_arg[]){pp, bp, wf_arg_sym(s->a), wf_arg_int(r), wf_arg_int(k), wf_arg_int(m)});
+  if (ccol >= 0) {
+    wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(r * k)});
+    wf_emit(L, recv, WF_PEOP_MATMUL_T,
+            (wf_pe_arg[]){pp, wf_arg_sym(s->brecv), wf_arg_sym(s->a), wf_arg_int(r), wf_arg_int(k), wf_arg_int(m)});
+  }
+  if (np > 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  return k_split ? wf_lower_allreduce(L, s->partT, m * nb, WF_AXIS_X, 0, loc, ar, spread) : 0;
 }
 
 /* K is split along x (A's last dim; B's is cut the same way). */
@@ -100,14 +126,17 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   WF_ASSERT(k == kb && r == m);
   /* C's N is whole on every PE when partition does not split it (N = 1): every PE keeps
    * the slice of each round's sum, not only the PE whose column block it would be. */
-  int c_split = wf_value_type(L->f, c)->layout.dims[1].split == WF_AXIS_X;
+  const wf_type *ct = wf_value_type(L->f, c);
+  int c_split = ct->layout.dims[ct->rank - 1].split == WF_AXIS_X;
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
   int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
   int64_t mac = (m * k * nb + f - 1) / f;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
   if (ccol < 0) return WF_EXIT_NOFIT;
-  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_bt", k * nb * 4), wf_lower_temp(L, "$gemmt_brecv", nb * k * 4),
-                wf_lower_temp(L, "$gemmt_part", m * nb * 4)};
+  int64_t piece = piece_rows(nb, k, m);
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", piece * k * 4), wf_lower_temp(L, "$gemmt_partT", m * nb * 4),
+                piece};
+  int part = wf_lower_temp(L, "$gemmt_part", m * nb * 4); /* partT transposed back, for the copies */
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
   gt_item *it = calloc((size_t)H * ((size_t)W + 1) + 1, sizeof *it);
@@ -140,7 +169,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     if (per && i == k0)
       wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
     if (x->x < 0) {
-      if (i) pred += 2 * nb * k + mac + m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
+      if (i) pred += nb * k + mac + 2 * m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
       widest = 0;
       if (emit) {
         wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
@@ -154,13 +183,14 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
           free(it);
           return rc;
         }
+        wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(part), wf_arg_sym(gs.partT), wf_arg_int(nb), wf_arg_int(m)});
       }
     } else {
       int64_t lo = (int64_t)x->j * nb, clo = (int64_t)x->x * nc;
       if (emit) {
         wf_pe_guard at = wf_guard0();
         wf_gadd(&at, tx, WF_CMP_EQ, wf_term_affine(in_loop ? qv : -1, in_loop ? sx : 0, x->x - (in_loop ? sx * q0 : 0)));
-        wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(gs.part);
+        wf_pe_arg dst = wf_arg_sym(sc), src = wf_arg_sym(part);
         dst.off = (int32_t)(x->s0 - clo);
         src.off = (int32_t)(x->s0 - lo);
         wf_emit(L, c_split ? &at : NULL, WF_PEOP_COPY2D,
@@ -170,10 +200,10 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     }
     if (per && i == k0 + per - 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
-  /* Per round: the swset that sets the column broadcast's positions (lower_util.c), the B
-   * block through the ramp, its transpose, the multiply, the row allreduce and the widest
-   * slice copied. */
-  pred += 2 * nb * k + mac + m * nb + ar + m * widest + (H > 1);
+  /* Per round: the swset that sets the column broadcast's positions (lower_util.c), the zero
+   * of partT, the B block through the ramp, the multiply, the row allreduce, partT transposed
+   * back and the widest slice copied. */
+  pred += nb * k + mac + 2 * m * nb + ar + m * widest + (H > 1);
   free(it);
   out->lowering = "gemm_t-bcast-allreduce";
   out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
@@ -183,8 +213,13 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
   const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
-  if (ta->rank != 2 || tb->rank != 2) {
-    wf_error(op->loc, "dist.gemm_t lowers rank-2 operands only (got rank %d and %d)", ta->rank, tb->rank);
+  /* A's leading dims (a batch of activations [B, S, E], the tied LM head's) are whole on every
+   * PE and fold into the rows of its block: the blocks multiply as a rank-2 A's do. */
+  int lead_whole = ta->rank >= 2;
+  for (int d = 0; d + 2 < ta->rank; d++) lead_whole &= ta->layout.dims[d].split == WF_AXIS_NONE;
+  if (!lead_whole || tb->rank != 2) {
+    wf_error(op->loc, "dist.gemm_t lowers A [.., M, K] with its leading dims whole and B [N, K] only (got "
+                      "rank %d and %d)", ta->rank, tb->rank);
     return WF_EXIT_UNSUPPORTED;
   }
   if (L->w != L->h) return lower_rect(L, op, out);
@@ -197,21 +232,20 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
   int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
   int64_t mac = (m * k * n + f - 1) / f;
-  int bt = wf_lower_temp(L, "$gemmt_bt", k * n * 4);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {
-    wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(bt), wf_arg_sym(sb), wf_arg_int(n), wf_arg_int(k)});
-    wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(bt), wf_arg_int(m), wf_arg_int(k),
+    wf_emit(L, NULL, WF_PEOP_MATMUL_T,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sa), wf_arg_sym(sb), wf_arg_int(m), wf_arg_int(k),
                           wf_arg_int(n)});
     out->lowering = "local";
-    out->predicted = m * n + n * k + mac;
+    out->predicted = m * n + mac;
     return 0;
   }
   int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
   if (ccol < 0) return WF_EXIT_NOFIT;
-  gt_syms gs = {sa, sb, bt, wf_lower_temp(L, "$gemmt_brecv", n * k * 4), wf_lower_temp(L, "$gemmt_part", m * n * 4)};
-  int part = gs.part;
+  int64_t piece = piece_rows(n, k, m);
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", piece * k * 4), wf_lower_temp(L, "$gemmt_partT", m * n * 4),
+                piece};
   int j = wf_lower_var(L, "jt");
   wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
@@ -222,15 +256,14 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t ar = 0, spread = 0;
   int rc = round_body(L, &own, &recv, ccol, &gs, m, k, n, k_split(L, a), op->loc, &ar, &spread);
   if (rc) return rc;
-  wf_emit(L, &root, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(part), wf_arg_int(m * n)});
+  wf_emit(L, &root, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(gs.partT), wf_arg_int(n), wf_arg_int(m)});
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   out->lowering = "gemm_t-bcast-allreduce";
-  /* Per round: the broadcast's swset (1), the B block through the ramp (n k), its local
-   * transpose (n k), the multiply,
+  /* Per round: the broadcast's swset (1), the B block through the ramp (n k), the multiply,
    * the allreduce of the m n partial, the copy (m n); between rounds the allreduce's spread
    * (the next round's reduce waits for the PEs its broadcast reached last); the column
    * broadcast's farthest-PE latency once (the rounds pipeline, as SUMMA's). */
-  out->predicted = m * n + (int64_t)N * (1 + 2 * n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
+  out->predicted = m * n + (int64_t)N * (1 + n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
                    (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
   return 0;
 }

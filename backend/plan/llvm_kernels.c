@@ -177,6 +177,21 @@ static void gen_body(kgen *g, wf_peop op, int mode) {
       loop_end(g, &li, NULL);
       return;
     }
+    case WF_PEOP_MATMUL_T: { /* c[m x n] += a[m x k] * b[n x k]^T, i-j-k order, the sum in a register
+                              from c's value (the interpreter's order of additions) */
+      LLVMValueRef m = g->n[0], k = g->n[1], n = g->n[2];
+      kloop li = loop_begin(g, m, "i", NULL);
+      kloop lj = loop_begin(g, n, "j", NULL);
+      LLVMValueRef ci = idx2(g, li.i, n, lj.i);
+      kloop lk = loop_begin(g, k, "k", load(g, 0, ci, "c"));
+      LLVMValueRef av = load(g, 1, idx2(g, li.i, k, lk.i), "av");
+      LLVMValueRef bv = load(g, 2, idx2(g, lj.i, k, lk.i), "bv");
+      LLVMValueRef acc = loop_end(g, &lk, LLVMBuildFAdd(b, lk.acc, LLVMBuildFMul(b, av, bv, "prod"), "sum"));
+      store(g, 0, ci, acc);
+      loop_end(g, &lj, NULL);
+      loop_end(g, &li, NULL);
+      return;
+    }
     case WF_PEOP_RMAX:
     case WF_PEOP_RSUM: {
       LLVMValueRef m = g->n[0], n = g->n[1];

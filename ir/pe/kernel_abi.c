@@ -8,7 +8,7 @@
 
 int wf_kernel_covers(wf_peop op) {
   switch (op) {
-    case WF_PEOP_ZERO: case WF_PEOP_COPY: case WF_PEOP_MATMUL:
+    case WF_PEOP_ZERO: case WF_PEOP_COPY: case WF_PEOP_MATMUL: case WF_PEOP_MATMUL_T:
     case WF_PEOP_ADD: case WF_PEOP_SUB: case WF_PEOP_MUL: case WF_PEOP_DIV:
     case WF_PEOP_MAX: case WF_PEOP_MIN:
     case WF_PEOP_NEG: case WF_PEOP_RELU: case WF_PEOP_EXP: case WF_PEOP_LOG:
@@ -54,6 +54,7 @@ int wf_kernel_extents(wf_peop op, int mode, const int64_t *n, int64_t *words) {
   switch (op) {
     case WF_PEOP_ZERO: words[0] = n[0]; return 1;
     case WF_PEOP_MATMUL:
+    case WF_PEOP_MATMUL_T: /* b is n x k instead of k x n: as many words */
       words[0] = n[0] * n[2];
       words[1] = n[0] * n[1];
       words[2] = n[1] * n[2];

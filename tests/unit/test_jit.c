@@ -61,6 +61,13 @@ static void reference(wf_peop op, int mode, const int64_t *n, float *mem) {
         float av = a[i * n[1] + k];
         for (int64_t j = 0; j < n[2]; j++) d[i * n[2] + j] += av * b[k * n[2] + j];
       }
+  } else if (op == WF_PEOP_MATMUL_T) { /* b is n x k, read by rows */
+    for (int64_t i = 0; i < n[0]; i++)
+      for (int64_t j = 0; j < n[2]; j++) {
+        float acc = d[i * n[2] + j];
+        for (int64_t k = 0; k < n[1]; k++) acc += a[i * n[1] + k] * b[j * n[1] + k];
+        d[i * n[2] + j] = acc;
+      }
   } else if (op == WF_PEOP_RMAX || op == WF_PEOP_RSUM) {
     for (int64_t i = 0; i < n[0]; i++) {
       float acc = op == WF_PEOP_RMAX ? -INFINITY : 0.0f;
