@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ir/support/fsutil.h"
-#include "runtime/plan_routes.h"
+#include "ir/pe/pe_routes.h"
 #include "runtime/runtime.h"
 #include "waferc/diag.h"
 
@@ -402,7 +402,9 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
          edges decide which rules hold and which ports face a neighbour). */
       char ppath[2048];
       snprintf(ppath, sizeof ppath, "%s/%s", p->dir, prog);
-      if (wf_plan_check_routes(p->classes[idx], &p->regions[i], &p->places[p->n_places - 1], ppath)) {
+      const wf_plan_region *rg = &p->regions[i];
+      const wf_plan_place *pl = &p->places[p->n_places - 1];
+      if (wf_pe_check_routes(p->classes[idx], rg->x, rg->y, rg->w, rg->h, pl->x, pl->y, pl->w, pl->h, ppath)) {
         c->errors++;
         return -1;
       }

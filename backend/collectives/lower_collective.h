@@ -150,7 +150,7 @@ uint32_t wf_coll_cache_take_touched(wf_lower *L);
 int wf_coll_cache_ports_free(const wf_lower *L, int color, const wf_pe_route *rules, int n);
 /* 1 if, with `rules` (guard, rx, tx are read) added to `color` at every switch position of
  * `posm`, every PE's router still holds one rx set -> one tx set per position (the hardware
- * rule, checked again at load by runtime/plan_routes.c): no rx port that a wavelet can arrive
+ * rule, checked again for the whole class by ir/pe/pe_routes.c): no rx port that a wavelet can arrive
  * on has a tx set different from another's. */
 int wf_coll_cache_holdable(const wf_lower *L, int color, const wf_pe_route *rules, int n, unsigned posm);
 /* Switch positions that rules on `color` use (bit p = position p). */

@@ -13,6 +13,7 @@
 #include "backend/collectives/lower_collective.h"
 #include "backend/gemm/gemm_kcut.h"
 #include "backend/plan/manifest.h"
+#include "ir/pe/pe_routes.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/diag.h"
@@ -177,6 +178,20 @@ static int check_sram(const wf_lower *L) {
   return WF_EXIT_NOFIT;
 }
 
+/* The routes a WSE router can hold (ir/pe/pe_routes.c), on every PE of the region: the rule
+ * waferrun checks at load, so that waferc never writes a plan the runtime refuses (a
+ * color-budget fallback that serialized routes a router cannot hold, say). */
+static int check_routes_hold(const wf_lower *L, const char *dir) {
+  const wf_region *r = &L->m->regions[L->region];
+  char path[4096];
+  snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, L->cls->name);
+  if (!wf_pe_check_routes(L->cls, r->x, r->y, r->w, r->h, r->x, r->y, r->w, r->h, path)) return 0;
+  wf_note(WF_LOC_NONE, "the lowering wrote routes that no WSE router holds, so no plan was written; a "
+                       "larger mesh (--mesh) needs fewer colors per PE, or fix the K-tree's shape "
+                       "(--gemv-k=2); please report it with the command that made it");
+  return WF_EXIT_NOFIT;
+}
+
 static int write_program(const wf_pe_class *c, const char *dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, c->name);
@@ -295,6 +310,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   if (!rc) rc = wf_lower_plan_memory(&L);
   if (!rc) rc = check_sram(&L);
   if (!rc) rc = wf_lower_check_route_codes(&L);
+  if (!rc) rc = check_routes_hold(&L, plan_dir);
   char pdir[4096];
   snprintf(pdir, sizeof pdir, "%s/programs", plan_dir);
   if (!rc && (mkdir_if_needed(plan_dir) || mkdir_if_needed(pdir))) rc = WF_EXIT_IO;

@@ -1,10 +1,12 @@
-/* The hardware rule for routes, checked at load: per color and switch position a WSE router
- * has one rx set and one tx set. A class whose rules give some PE, in one position of one
- * color, rx ports with different tx sets (`RAMP -> W` with `E -> RAMP`) describes a router
- * no wafer can be configured as, so its plan is refused (plan_load.c), whatever made it
- * (the color-budget fallbacks too: backend/collectives/collective_relay.c).
+/* The hardware rule for routes: per color and switch position a WSE router has one rx set and
+ * one tx set. A class whose rules give some PE, in one position of one color, rx ports with
+ * different tx sets (`RAMP -> W` with `E -> RAMP`) describes a router no wafer can be
+ * configured as. waferc checks it when it writes a plan (backend/plan/emit.c: exit 4, so no
+ * lowering, the color-budget fallbacks of backend/collectives/collective_relay.c included,
+ * writes a plan no wafer can hold) and waferrun when it loads one (runtime/plan_load.c: a
+ * plan is input from elsewhere).
  *
- * What a PE's router holds is what wf_router_setup (sim_fabric.c) builds: for each (color,
+ * What a PE's router holds is what wf_router_setup (runtime/sim_fabric.c) builds: for each (color,
  * position, rx) the last matching rule, its tx directions that leave the region dropped.
  * Only the rx ports a wavelet can arrive on count: the ramp, and the links from neighbours
  * inside the region (nothing crosses a region's edge, so a rule for a port facing outside
@@ -18,7 +20,7 @@
  * backend/resources/route_check.c counts route codes, so a 750x994 region costs a few
  * columns and rows of guard evaluations, not 745,500 PEs'. A class with a condition tying x
  * to y is checked PE by PE, skipping a PE whose rules and edges equal its left neighbour's. */
-#include "runtime/plan_routes.h"
+#include "ir/pe/pe_routes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +28,12 @@
 #include "waferc/diag.h"
 
 typedef struct {
+  int x, y, w, h; /* the region */
+} rect;
+
+typedef struct {
   const wf_pe_class *c;
-  const wf_plan_region *reg;
+  const rect *reg;
   const char *path;
   int nr, n_words;
   /* per (color, position, rx): tx set + 1 (0: no rule), and the rule that set it */
@@ -93,7 +99,8 @@ static int check_pe(chk *k, const uint64_t *on, unsigned live, int x, int y) {
         snprintf(rules + l, sizeof rules - l, "%s%s -> %s (line %d)", l ? ", " : "", wf_dir_names[d], txs,
                  c->routes[k->rule[col][pos][d]].line);
       }
-      wf_loc at = wf_loc_make(k->path, (uint32_t)c->routes[k->rule[col][pos][first]].line, 1);
+      int line = c->routes[k->rule[col][pos][first]].line;
+      wf_loc at = line ? wf_loc_make(k->path, (uint32_t)line, 1) : wf_loc_make(k->path, 0, 0);
       wf_error(
           at, "PE (%d,%d) of class '%s': color c%d, switch position p%d has per-input rules %s; a "
               "WSE router holds one rx set -> one tx set per color and position",
@@ -129,9 +136,11 @@ static uint64_t *coord_sets(const chk *k, const wf_pe_guard *part, int along_y, 
   return m;
 }
 
-int wf_plan_check_routes(const wf_pe_class *c, const wf_plan_region *reg, const wf_plan_place *pl,
-                         const char *path) {
+int wf_pe_check_routes(const wf_pe_class *c, int rx, int ry, int rw, int rh, int px, int py, int pw, int ph,
+                       const char *path) {
   if (!c->n_routes) return 0;
+  rect region = {rx, ry, rw, rh}, place = {px, py, pw, ph};
+  const rect *reg = &region, *pl = &place;
   chk *k = calloc(1, sizeof *k);
   WF_ASSERT(k);
   k->c = c;
