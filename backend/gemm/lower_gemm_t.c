@@ -41,35 +41,108 @@ static int64_t piece_rows(int64_t nb, int64_t k, int64_t m) {
   return r;
 }
 
+/* Piece p of a round: p = step * var + p0 with var a loop variable, or p0 when var < 0. */
+typedef struct gt_piece {
+  int var;
+  int64_t step, p0;
+} gt_piece;
+
+/* sym's word offset of piece p, for pieces of `words` words. */
+static wf_pe_arg at_piece(int sym, gt_piece p, int64_t words) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  a.off = (int32_t)(p.p0 * words);
+  if (p.var >= 0) a.term = wf_term_scaled(wf_term_var(p.var, 0), (int)(p.step * words), 0);
+  return a;
+}
+
+static wf_pe_guard guard_and(const wf_pe_guard *g, const wf_pe_cond *c) {
+  wf_pe_guard r = *g;
+  if (c) wf_gadd(&r, c->a, (wf_cmp)c->cmp, c->b);
+  return r;
+}
+
+/* Piece p on its way: the owner streams it from its block, a receiver into `slot` of its
+ * two-piece buffer; both activate the done task when they end (wait collects them). */
+static void post_piece(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, const wf_pe_cond *extra,
+                       int ccol, const gt_syms *s, gt_piece p, int slot, int64_t rk, int done) {
+  wf_pe_guard go = guard_and(own, extra), gr = guard_and(recv, extra);
+  wf_pe_arg dst = wf_arg_sym(s->brecv);
+  dst.off = (int32_t)(slot * rk);
+  wf_emit(L, &gr, WF_PEOP_ARECV, (wf_pe_arg[]){wf_arg_int(ccol), dst, wf_arg_int(rk), wf_arg_int(done)});
+  wf_emit(L, &go, WF_PEOP_ASEND,
+          (wf_pe_arg[]){wf_arg_int(ccol), at_piece(s->b, p, rk), wf_arg_int(rk), wf_arg_int(done)});
+}
+
+/* partT[rows of piece p] += piece p · Aᵀ: the owner's from its block, a receiver's from `slot`. */
+static void mul_piece(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, const gt_syms *s, gt_piece p,
+                      int slot, int64_t r, int64_t k, int64_t m) {
+  wf_pe_arg src = wf_arg_sym(s->brecv);
+  src.off = (int32_t)(slot * r * k);
+  wf_emit(L, own, WF_PEOP_MATMUL_T,
+          (wf_pe_arg[]){at_piece(s->partT, p, r * m), at_piece(s->b, p, r * k), wf_arg_sym(s->a), wf_arg_int(r),
+                        wf_arg_int(k), wf_arg_int(m)});
+  wf_emit(L, recv, WF_PEOP_MATMUL_T,
+          (wf_pe_arg[]){at_piece(s->partT, p, r * m), src, wf_arg_sym(s->a), wf_arg_int(r), wf_arg_int(k),
+                        wf_arg_int(m)});
+}
+
+/* Cycles of a round's transfer and multiply: one block, sent then multiplied; or pieces, the
+ * next one in flight while the PE multiplies the one it has (the first one's transfer is not
+ * hidden). */
+static int64_t xfer_mul_cycles(const wf_lower *L, int64_t nb, int64_t k, int64_t m, int64_t r, int moves) {
+  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1, np = nb / r;
+  int64_t mac = (m * k * nb + f - 1) / f, pmac = (m * k * r + f - 1) / f;
+  if (!moves) return mac;
+  if (np == 1) return nb * k + mac;
+  return r * k + np * (pmac > r * k ? pmac : r * k);
+}
+
 /* One round: the PEs of `own` multicast their B block down the column (when `ccol` >= 0),
- * piece by piece, and everyone multiplies the pieces it has, read by rows (`matmul_t`: no
- * transposed copy), by its A block into partT: partT[rows of the piece] += Bpiece · Aᵀ. Then
- * partT is summed along the row. The allreduce's predicted cycles are added to *ar. When K
- * is whole on every PE (partition does not split K = 1), partT is already the sum: no
- * allreduce (it would add the same product W times). */
+ * and everyone multiplies the B rows it has, read by rows (`matmul_t`: no transposed copy),
+ * by its A block into partT: partT[rows] += B rows · Aᵀ. A block larger than a piece travels
+ * in pieces, double-buffered: while a PE multiplies piece p, piece p + 1 streams into the
+ * other half of its buffer (async send and receive; the loop is unrolled by two so that each
+ * half has a fixed address). Then partT is summed along the row. The allreduce's predicted
+ * cycles are added to *ar. When K is whole on every PE (partition does not split K = 1),
+ * partT is already the sum: no allreduce (it would add the same product W times). */
 static int round_body(wf_lower *L, const wf_pe_guard *own, const wf_pe_guard *recv, int ccol,
                       const gt_syms *s, int64_t m, int64_t k, int64_t nb, int k_split, wf_loc loc,
                       int64_t *ar, int64_t *spread) {
   /* partT is zeroed first, by every PE: a receiver's zero would otherwise hide behind the
    * owner's send, which the prediction does not count on */
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(s->partT), wf_arg_int(m * nb)});
-  int64_t r = ccol >= 0 ? s->piece : nb, np = nb / r;
-  int jv = np > 1 ? wf_lower_var(L, "j") : -1;
-  wf_pe_arg bp = wf_arg_sym(s->b), pp = wf_arg_sym(s->partT);
-  if (np > 1) {
-    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(jv, 0)), wf_arg_int(0), wf_arg_int(np)});
-    bp.term = wf_term_scaled(wf_term_var(jv, 0), (int)(r * k), 0);
-    pp.term = wf_term_scaled(wf_term_var(jv, 0), (int)(r * m), 0);
+  int64_t r = ccol >= 0 ? s->piece : nb, np = nb / r, rk = r * k;
+  if (np == 1) {
+    if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->b), wf_arg_int(rk)});
+    wf_emit(L, ccol >= 0 ? own : NULL, WF_PEOP_MATMUL_T,
+            (wf_pe_arg[]){wf_arg_sym(s->partT), wf_arg_sym(s->b), wf_arg_sym(s->a), wf_arg_int(nb), wf_arg_int(k),
+                          wf_arg_int(m)});
+    if (ccol >= 0) {
+      wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(rk)});
+      wf_emit(L, recv, WF_PEOP_MATMUL_T,
+              (wf_pe_arg[]){wf_arg_sym(s->partT), wf_arg_sym(s->brecv), wf_arg_sym(s->a), wf_arg_int(nb),
+                            wf_arg_int(k), wf_arg_int(m)});
+    }
+  } else {
+    int done = wf_lower_done_task(L);
+    int64_t pairs = np / 2, tail = np % 2;
+    int q = wf_lower_var(L, "j");
+    wf_lower_flood_positions(L, own, ccol); /* the round's root, for all its pieces */
+    post_piece(L, own, recv, NULL, ccol, s, (gt_piece){-1, 0, 0}, 0, rk, done);
+    wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+    wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(q, 0)), wf_arg_int(0), wf_arg_int(pairs)});
+    gt_piece p0 = {q, 2, 0}, p1 = {q, 2, 1}, p2 = {q, 2, 2};
+    post_piece(L, own, recv, NULL, ccol, s, p1, 1, rk, done);
+    mul_piece(L, own, recv, s, p0, 0, r, k, m);
+    wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+    /* the next pair's first piece, unless this pair is the last piece's */
+    wf_pe_cond more = {wf_term_var(q, 0), wf_term_int((int32_t)(pairs - 1)), WF_CMP_LT};
+    if (pairs - 1 + tail > 0) post_piece(L, own, recv, tail ? NULL : &more, ccol, s, p2, 0, rk, done);
+    mul_piece(L, own, recv, s, p1, 1, r, k, m);
+    wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
+    wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+    if (tail) mul_piece(L, own, recv, s, (gt_piece){-1, 0, np - 1}, 0, r, k, m);
   }
-  if (ccol >= 0) wf_emit(L, own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), bp, wf_arg_int(r * k)});
-  wf_emit(L, ccol >= 0 ? own : NULL, WF_PEOP_MATMUL_T,
-          (wf_pe_arg[]){pp, bp, wf_arg_sym(s->a), wf_arg_int(r), wf_arg_int(k), wf_arg_int(m)});
-  if (ccol >= 0) {
-    wf_emit(L, recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(s->brecv), wf_arg_int(r * k)});
-    wf_emit(L, recv, WF_PEOP_MATMUL_T,
-            (wf_pe_arg[]){pp, wf_arg_sym(s->brecv), wf_arg_sym(s->a), wf_arg_int(r), wf_arg_int(k), wf_arg_int(m)});
-  }
-  if (np > 1) wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   return k_split ? wf_lower_allreduce(L, s->partT, m * nb, WF_AXIS_X, 0, loc, ar, spread) : 0;
 }
 
@@ -129,14 +202,13 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_type *ct = wf_value_type(L->f, c);
   int c_split = ct->layout.dims[ct->rank - 1].split == WF_AXIS_X;
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b), sc = wf_lower_sym(L, c);
-  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1;
-  int64_t mac = (m * k * nb + f - 1) / f;
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
   if (ccol < 0) return WF_EXIT_NOFIT;
   int64_t piece = piece_rows(nb, k, m);
-  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", piece * k * 4), wf_lower_temp(L, "$gemmt_partT", m * nb * 4),
-                piece};
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", (piece < nb ? 2 : 1) * piece * k * 4),
+                wf_lower_temp(L, "$gemmt_partT", m * nb * 4), piece};
   int part = wf_lower_temp(L, "$gemmt_part", m * nb * 4); /* partT transposed back, for the copies */
+  int64_t xm = xfer_mul_cycles(L, nb, k, m, H > 1 ? piece : nb, H > 1);
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * nc)});
   gt_item *it = calloc((size_t)H * ((size_t)W + 1) + 1, sizeof *it);
@@ -169,7 +241,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     if (per && i == k0)
       wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(qv, 0)), wf_arg_int(q0), wf_arg_int(q1)});
     if (x->x < 0) {
-      if (i) pred += nb * k + mac + 2 * m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
+      if (i) pred += xm + 2 * m * nb + ar + spread + m * widest + (H > 1); /* the previous round */
       widest = 0;
       if (emit) {
         wf_pe_term tj = wf_term_affine(in_loop ? qv : -1, in_loop ? sj : 0, x->j - (in_loop ? sj * q0 : 0));
@@ -203,7 +275,7 @@ static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* Per round: the swset that sets the column broadcast's positions (lower_util.c), the zero
    * of partT, the B block through the ramp, the multiply, the row allreduce, partT transposed
    * back and the widest slice copied. */
-  pred += nb * k + mac + 2 * m * nb + ar + m * widest + (H > 1);
+  pred += xm + 2 * m * nb + ar + m * widest + (H > 1);
   free(it);
   out->lowering = "gemm_t-bcast-allreduce";
   out->predicted = pred + (H > 1 ? (int64_t)(H - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1 : 0);
@@ -244,8 +316,8 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc);
   if (ccol < 0) return WF_EXIT_NOFIT;
   int64_t piece = piece_rows(n, k, m);
-  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", piece * k * 4), wf_lower_temp(L, "$gemmt_partT", m * n * 4),
-                piece};
+  gt_syms gs = {sa, sb, wf_lower_temp(L, "$gemmt_brecv", (piece < n ? 2 : 1) * piece * k * 4),
+                wf_lower_temp(L, "$gemmt_partT", m * n * 4), piece};
   int j = wf_lower_var(L, "jt");
   wf_pe_term tj = wf_term_var(j, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_pe_guard own = wf_guard0(), recv = wf_guard0(), root = wf_guard0();
@@ -263,7 +335,8 @@ int wf_lower_gemm_t(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
    * the allreduce of the m n partial, the copy (m n); between rounds the allreduce's spread
    * (the next round's reduce waits for the PEs its broadcast reached last); the column
    * broadcast's farthest-PE latency once (the rounds pipeline, as SUMMA's). */
-  out->predicted = m * n + (int64_t)N * (1 + n * k + mac + ar + m * n) + (int64_t)(N - 1) * spread +
+  out->predicted = m * n + (int64_t)N * (1 + xfer_mul_cycles(L, n, k, m, piece, 1) + ar + m * n) +
+                   (int64_t)(N - 1) * spread +
                    (int64_t)(N - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles + 1;
   return 0;
 }

@@ -127,6 +127,10 @@ int wf_lower_color(wf_lower *L, int purpose, wf_loc loc);
 /* Local block of a value: rows x cols (rank 1: 1 x cols). */
 void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols);
 
+/* Sets every PE of the line to its role (root, before, after) on broadcast color `col` for the
+ * root that guard g names (`y == T` on the column color, `x == T` on the row's), as a plain
+ * send on it does: async streams on a broadcast color need it first. */
+void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col);
 /* Instruction helpers: guard may be NULL. */
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
 wf_pe_arg wf_arg_sym(int sym);

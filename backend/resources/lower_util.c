@@ -251,6 +251,8 @@ static void flood_positions(wf_lower *L, const wf_pe_guard *g, int col) {
   }
 }
 
+void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col) { flood_positions(L, g, col); }
+
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
   if (wf_peops[op].cost == WF_PECOST_FABRIC || wf_peops[op].cost == WF_PECOST_ASYNC) {
     int col = args[0].term.k;
@@ -275,9 +277,10 @@ void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *arg
       return;
     }
     int flood = col == L->color[WF_COLOR_ROW_BCAST] || col == L->color[WF_COLOR_COL_BCAST];
-    /* only plain sends broadcast on these colors (receives need no more than the position) */
+    /* plain sends broadcast on these colors (receives need no more than the position); async
+     * streams too, once wf_lower_flood_positions has set the positions for their root */
     WF_ASSERT(!flood || op == WF_PEOP_SEND || op == WF_PEOP_RECV || op == WF_PEOP_RECVADD ||
-              op == WF_PEOP_RECVMAX);
+              op == WF_PEOP_RECVMAX || op == WF_PEOP_ASEND || op == WF_PEOP_ARECV);
     /* a send right after a send of the same root on the color continues its broadcast */
     const wf_pe_instr *prev = L->cls->n_code ? &L->cls->code[L->cls->n_code - 1] : NULL;
     wf_pe_guard g0 = g ? *g : wf_guard0();
