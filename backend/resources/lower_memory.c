@@ -2,8 +2,11 @@
  * (memplan.c). A symbol is live from its first to its last reference in program order;
  * a reference inside a loop counts for the whole outermost loop (it runs every
  * iteration). Inputs and weights are written at launch (live from 0), outputs are read at
- * the end (live to the end). A class with tasks (asynchronous code, format 2) runs in no
- * fixed order, so its symbols are all kept live for the whole program. Over budget: an
+ * the end (live to the end). An async stream reads or writes its buffer in the background,
+ * until some later wait: a symbol an async op names is kept live for the whole program. The
+ * rest of the main task runs in program order, so its other symbols keep their ranges. A
+ * class whose code runs in other tasks too (data or control tasks, in no fixed order) keeps
+ * every symbol live for the whole program. Over budget: an
  * error naming the tensor that ends highest, the class, the bytes missing, and what to do. */
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +47,20 @@ int wf_lower_plan_memory(wf_lower *L) {
   wf_mem_sym *ms = calloc((size_t)n, sizeof *ms);
   WF_ASSERT(first && last && ms);
   for (int i = 0; i < n; i++) first[i] = last[i] = -1;
-  int async = c->n_tasks > 0;
-  for (int i = 0; i < c->n_code; i++) async |= wf_peops[c->code[i].op].cost == WF_PECOST_ASYNC;
+  /* Code outside the main task (the backend's stream_done task is empty) runs in no fixed
+   * order: then nothing is reused. */
+  int unordered = 0;
+  for (int t = 0; t < c->n_tasks; t++)
+    unordered |= strcmp(c->tasks[t].name, "main") && c->tasks[t].end > c->tasks[t].start;
+  char *streamed = calloc((size_t)n + 1, 1);
+  WF_ASSERT(streamed);
+  for (int i = 0; i < c->n_code; i++) {
+    const wf_pe_instr *in = &c->code[i];
+    if (wf_peops[in->op].cost != WF_PECOST_ASYNC) continue;
+    const char *sig = wf_peops[in->op].sig;
+    for (int a = 0; sig[a]; a++)
+      if (sig[a] == 'd' || sig[a] == 's') streamed[in->args[a].sym] = 1;
+  }
   /* Outermost loop extent of each instruction. */
   int depth = 0, open = 0;
   for (int i = 0; i < c->n_code; i++) {
@@ -66,7 +81,7 @@ int wf_lower_plan_memory(wf_lower *L) {
     touch(first, last, wf_lower_sym(L, ret->operands[i]), end, end);
   for (int i = 0; i < n; i++) {
     if (first[i] < 0) first[i] = last[i] = 0;
-    if (async) first[i] = 0, last[i] = end;
+    if (unordered || streamed[i]) first[i] = 0, last[i] = end;
     ms[i] = (wf_mem_sym){c->syms[i].name, c->syms[i].bytes, 16, first[i], last[i]};
   }
   wf_mem_plan p;
@@ -121,6 +136,7 @@ int wf_lower_plan_memory(wf_lower *L) {
     wf_mem_plan_free(&p);
   }
   free(first);
+  free(streamed);
   free(last);
   free(ms);
   return rc;
