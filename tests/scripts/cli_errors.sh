@@ -43,6 +43,11 @@ expect io_waferc_npy 6 "nope.npy: error: cannot open" -- \
 expect io_target 6 "nope.target: error: cannot open target file" -- waferc "$E/mlp_softmax.wir" -o "$TMP/p" --target="$TMP/nope.target"
 expect io_wafer_opt 6 "cannot open" -- wafer-opt "$TMP/nope.wir"
 expect io_npycmp 6 "nope.npy: error: cannot open" -- wafer-npycmp "$TMP/nope.npy" "$E/mlp_softmax_x.npy"
+# token ids against float values: a mismatch of dtypes whatever the values, unless asked
+python3 "$SRC/tests/tools/npy.py" "$TMP/ids0.npy" 4 1 i64:1
+python3 "$SRC/tests/tools/npy.py" "$TMP/f0.npy" 4 1 0
+expect npycmp_dtype 1 "dtypes differ: i64 against f32" -- wafer-npycmp "$TMP/ids0.npy" "$TMP/f0.npy"
+expect npycmp_any_dtype 0 "^match" -- wafer-npycmp "$TMP/ids0.npy" "$TMP/f0.npy" --any-dtype
 expect io_pb2npy 6 "nope.pb: error: cannot open" -- wafer-pb2npy "$TMP/nope.pb" "$TMP/o.npy"
 expect io_cost 6 "cannot open target file" -- wafer-cost reduce --pes=4 --len=8 --target="$TMP/nope.target"
 expect io_bench 6 "cannot open target file" -- \
