@@ -209,6 +209,29 @@ grep -q "does not fit the 49152-byte SRAM.*the largest is '@emb' (65536 bytes pe
 [ ! -e "$TMP/bigplan/manifest.json" ] || fail "big table: a manifest was written"
 waferc "$TMP/big.wir" -o "$TMP/bigplan" --target=test8x8 --mesh=8x8 -q || fail "big table on 8x8: waferc exited $?"
 
+# ---- a tied head over a batch of 2 (passes/partition_table.c): the table {V_y, E_x} once, the
+# ids [2, 5] whole on every PE, the lookup's rows summed along y per batch, the head a
+# dist.gemm_t of [2, 5, E] against the table; values and the argmax against the interpreter --
+python3 - "$TMP" <<'PY'
+import struct, sys
+v, e = 11, 6
+t = [((i * 7 + j * 3) % 13) / 13.0 - 0.4 for i in range(v) for j in range(e)]
+def lit(xs): return "[" + ", ".join(repr(x) for x in xs) + "]"
+ht = [t[j * e + i] for i in range(e) for j in range(v)]
+open(sys.argv[1] + "/tied.wir", "w").write(
+    "module @tied {\n  const @emb : f32[%d, %d] = dense<%s>\n  const @head : f32[%d, %d] = dense<%s>\n"
+    "  func @main(%%ids: i64[2, 5]) -> (f32[2, 5, %d], i64[2, 5]) {\n"
+    "    %%x = gather(@emb, %%ids) {axis = 0} : f32[2, 5, %d]\n"
+    "    %%logits = matmul(%%x, @head) : f32[2, 5, %d]\n"
+    "    %%next = argmax(%%logits) {axis = -1, keepdims = false} : i64[2, 5]\n"
+    "    return %%logits, %%next\n  }\n}\n" % (v, e, lit(t), e, v, lit(ht), v, e, v))
+PY
+python3 "$SRC/tests/tools/npy.py" "$TMP/tied_ids.npy" 2,5 7 i64:11
+for mesh in 3x2 4x4 2x3; do
+  run "tied_b2_$mesh" "$TMP/tied.wir" "$mesh" "ids=$TMP/tied_ids.npy"
+  grep -q '"dist.gemm_t"' "$TMP/tied_b2_$mesh/plan/manifest.json" || fail "tied_b2_$mesh: the head is not a dist.gemm_t"
+done
+
 # ---- torch's export: Embedding, Linear, argmax(dim=-1) --------------------------------------
 M=$SRC/examples/models
 mkdir -p "$TMP/torch_ref"
