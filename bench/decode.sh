@@ -18,12 +18,7 @@ CONFIGS=${CONFIGS:-"256:8:2"}
 MESHES=${MESHES:-"32 48 64"}
 PROMPT=${PROMPT:-32}
 GEN=${GEN:-16}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$here/targets}
-waferc=${WAFERC:-waferc}
-waferrun=${WAFERRUN:-waferrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
 
 # gen DIR MODEL MESH LABEL OPTIONS...: compiles and runs, leaves DIR/LABEL.json (the report)
 gen() {

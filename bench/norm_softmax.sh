@@ -9,12 +9,7 @@
 #   MESHES="8 16" bench/norm_softmax.sh
 set -euo pipefail
 MESHES=${MESHES:-"8 32 64 128 256"}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$here/targets}
-waferc=${WAFERC:-waferc}
-waferrun=${WAFERRUN:-waferrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
 # run NAME MESH [waferc options]: compile, simulate, print "total predicted layernorm softmax picks"
 run() {
   local d=$tmp/$1_$2
