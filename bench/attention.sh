@@ -12,7 +12,7 @@
 #   CONFIGS="16:64:8:32" bench/attention.sh  # N:S:H:D ...
 set -euo pipefail
 CONFIGS=${CONFIGS:-"16:64:8:32 16:128:8:32 16:64:16:16 32:128:8:64 32:256:16:32"}
-. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
+. "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 
 gen() { # N S H D: packed.wir, transposed.wir
   python3 - "$tmp" "$@" <<'PY'

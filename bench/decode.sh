@@ -18,7 +18,7 @@ CONFIGS=${CONFIGS:-"256:8:2"}
 MESHES=${MESHES:-"32 48 64"}
 PROMPT=${PROMPT:-32}
 GEN=${GEN:-16}
-. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
+. "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 
 # gen DIR MODEL MESH LABEL OPTIONS...: compiles and runs, leaves DIR/LABEL.json (the report)
 gen() {

@@ -9,7 +9,7 @@
 #   MESHES="8 16" bench/norm_softmax.sh
 set -euo pipefail
 MESHES=${MESHES:-"8 32 64 128 256"}
-. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
+. "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 # run NAME MESH [waferc options]: compile, simulate, print "total predicted layernorm softmax picks"
 run() {
   local d=$tmp/$1_$2

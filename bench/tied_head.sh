@@ -13,7 +13,7 @@
 #   CONFIGS="16:256:2048:64" bench/tied_head.sh # N:E:V:L ...
 set -euo pipefail
 CONFIGS=${CONFIGS:-"16:256:2048:64 16:256:4096:64 32:256:8192:64 32:512:8192:128"}
-. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
+. "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 PIPE="canonicalize,raise,cse,dce,head-layout,partition{tie-heads=%s},lower-gemm,symbol-dce"
 
 gen() { # E V L: m.wir (constants as raw f32 files: the table and its transpose)

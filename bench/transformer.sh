@@ -13,7 +13,7 @@ set -euo pipefail
 CONFIGS=${CONFIGS:-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 512:8:2:512:32 1024:16:4:128:64"}
 KV_SWEEP=${KV_SWEEP-"256:8:64:16"}
 MODE=${MODE:-timing}
-. "$(dirname "${BASH_SOURCE[0]}")/env.sh" # $here, targets, $waferc, $waferrun, $tmp
+. "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 
 run() { # E H KV L N: prints one table row
   local e=$1 h=$2 kv=$3 l=$4 n=$5 d=$tmp/e$1h$2kv$3l$4n$5

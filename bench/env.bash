@@ -1,4 +1,5 @@
-# Sourced by the bench scripts: the repository root ($here), the targets, the tools ($waferc,
+# Sourced by the bench scripts (not a bench itself: tests/CMakeLists.txt runs bench/*.sh under the
+# label "long"): the repository root ($here), the targets, the tools ($waferc,
 # $waferrun: WAFERC / WAFERRUN or the ones on PATH) and a scratch directory ($tmp) removed at
 # exit.
 here=$(cd "$(dirname "${BASH_SOURCE[1]}")/.." && pwd)
