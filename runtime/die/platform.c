@@ -1,6 +1,6 @@
 /* The SimGrid platform of a die system, written as XML (SimGrid's C API loads platforms only
  * from files): one host per die and one per die's HBM, one link per direction between
- * neighbours, and an explicit X-Y route for every (src, dst) pair some flow uses. Explicit
+ * neighbours (without latency: runtime/die/engine.c adds it), and an explicit X-Y route for every (src, dst) pair some flow uses. Explicit
  * routes keep SimGrid's routing out of the model: the X-Y order is waferc's choice. */
 #include <errno.h>
 #include <stdio.h>
@@ -30,8 +30,8 @@ int wf_die_platform_write(const wf_die_system *s, const wf_die_flows *sets, int 
     for (int dir = 0; dir < 4; dir++) {
       int l = wf_die_link(s, d, dir);
       if (l >= 0)
-        fprintf(f, "  <link id=\"l%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", l, wf_die_link_bw(s, l),
-                wf_die_link_latency(s, l));
+        /* No latency here: the engine applies it (engine.c says why). */
+        fprintf(f, "  <link id=\"l%d\" bandwidth=\"%.17gBps\" latency=\"0s\"/>\n", l, wf_die_link_bw(s, l));
     }
   for (int d = 0; d < s->n; d++)
     fprintf(f, "  <route src=\"m%d\" dst=\"d%d\" symmetrical=\"NO\"><link_ctn id=\"hbm%d\"/></route>\n", d, d, d);
