@@ -114,9 +114,6 @@ static int non_invasive_cost(const wf_die_system *s, const wf_moe_mapping *m, wf
   double win_l, win_g;
   double d_l = window_cost(s, e, loc, nl, total, ar, t_ar, &win_l);
   double d_g = window_cost(s, e, glo, ng, total, disp, t_disp, &win_g);
-  if (getenv("WF_MOE_DEBUG"))
-    fprintf(stderr, "non-invasive: %d local pieces, %g windows, +%g s each; %d global pieces, %g windows, +%g s each\n",
-            nl, win_l, d_l, ng, win_g, d_g);
   *critical = d_l * win_l + d_g * win_g;
   free(loc);
   free(glo);
