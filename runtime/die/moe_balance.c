@@ -96,7 +96,9 @@ static void plan_greedy(const wf_die_system *s, const double *load, wf_moe_place
 }
 
 /* MoEntwine Alg. 1: the hottest die's hottest expert goes to the nearest die whose heat stays
- * below the hottest's once it takes a share; stop when no such die has a free slot. */
+ * below the hottest's once it takes a share; stop when no such die has a free slot. "Stays
+ * below" is the paper's text (heat + load / (copies + 1) < peak); its listing's line 5 reads
+ * heat < peak - load / copies, which stops early when one expert makes most of a die's heat. */
 static void plan_topology(const wf_die_system *s, const double *load, wf_moe_placement *p, double *heat) {
   for (;;) {
     wf_moe_device_heat(p, load, heat);
@@ -107,10 +109,10 @@ static void plan_topology(const wf_die_system *s, const double *load, wf_moe_pla
     for (int e = 0; e < p->experts; e++)
       if (hosts(p, e, hot) && (src < 0 || load[e] / p->nrep[e] > load[src] / p->nrep[src])) src = e;
     if (src < 0 || load[src] <= 0) return;
-    double share = load[src] / p->nrep[src];
+    double share = load[src] / (p->nrep[src] + 1);
     int dst = -1;
     for (int d = 0; d < p->n; d++) {
-      if (heat[d] >= heat[hot] - share || hosts(p, src, d) || free_slot(p, d) < 0) continue;
+      if (heat[d] + share >= heat[hot] || hosts(p, src, d) || free_slot(p, d) < 0) continue;
       if (dst < 0 || wf_die_hops(s, hot, d) < wf_die_hops(s, hot, dst)) dst = d;
     }
     if (dst < 0) return;
