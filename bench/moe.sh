@@ -62,6 +62,16 @@ for m, k in (("deepseek-v3", 8), ("qwen3", 8), ("deepseek-v2", 6), ("dbrx", 4), 
           red(j["baseline"]["all_to_all_us"], j["er"]["all_to_all_us"]),
           "up to 35%; grows with top-k" if k > 2 else "may bring no gain"))
 
+print("\n## Fig. 14(b): keeping the all-gather (6x6 dies, TP=4): a2a + allreduce (us), with and without AG\n")
+print("| model | baseline with AG | baseline without | ER with AG | ER without | ER: AG's gain | paper |")
+print("|---|---|---|---|---|---|---|")
+for m in ("deepseek-v3", "qwen3", "deepseek-v2", "dbrx", "mixtral-8x22b"):
+    j = J("b_" + m)
+    w = {k: j[k]["all_to_all_us"] + j[k]["allreduce_us"] for k in ("baseline", "er")}
+    wo = {k: j[k]["all_to_all_without_ag_us"] + j[k]["allreduce_without_ag_us"] for k in ("baseline", "er")}
+    print("| %s | %.2f | %.2f | %.2f | %.2f | %.0f%% | AG improves by 17%% on average |" % (m, w["baseline"], wo["baseline"], w["er"], wo["er"],
+          red(wo["er"], w["er"])))
+
 print("\n## Fig. 13(c): Qwen3, system size x TP, ER's communication reduction\n")
 print("| dies | " + " | ".join("TP=%d" % t for t in (2, 4, 8, 16)) + " |")
 print("|---|---|---|---|---|")

@@ -73,7 +73,7 @@ void wf_moe_even_share(int n, int experts, double *share) {
 }
 
 void wf_moe_dispatch_flows(const wf_die_system *s, const wf_moe_mapping *m, const wf_moe_model *md, double tokens,
-                           const double *dev_share, wf_die_flows *out) {
+                           const double *dev_share, int with_ag, wf_die_flows *out) {
   int n = m->n;
   double *even = NULL;
   if (!dev_share) {
@@ -83,7 +83,12 @@ void wf_moe_dispatch_flows(const wf_die_system *s, const wf_moe_mapping *m, cons
     dev_share = even;
   }
   double token_bytes = md->hidden * 2.0; /* FP16 activations */
-  if (m->kind != WF_MOE_HER) {
+  if (m->kind != WF_MOE_HER && !with_ag) {
+    /* Shards: member r of group g holds tokens/tp of g's tokens, the die's own included. */
+    for (int d = 0; d < n; d++)
+      for (int i = 0; i < m->groups * m->tp; i++)
+        wf_die_flows_add(out, m->ring[i], d, tokens / m->tp * md->active * dev_share[d] * token_bytes, 0);
+  } else if (m->kind != WF_MOE_HER) {
     /* Die d gets share[d] of each group's tokens x top-k, from its FTD's die of that group. */
     int *member = malloc(sizeof(int) * (size_t)m->nftd * m->groups);
     WF_ASSERT(member != NULL);

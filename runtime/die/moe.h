@@ -74,9 +74,11 @@ void wf_moe_allreduce_flows(const wf_die_system *s, const wf_moe_mapping *m, dou
 /* The MoE dispatch: every die fetches the tokens its experts get, from inside its FTD (HER: its
  * wafer, where each die holds distinct tokens). `tokens` per TP group; dev_share[d] is the
  * share of all routed tokens that die d computes (NULL: experts spread evenly, uniform
- * gating). Combine is the same flows reversed (wf_moe_reverse). */
+ * gating). Without the all-gather (with_ag = 0; baseline and ER) a group's tokens lie in
+ * shards, 1/tp on each member, so a die fetches from every member of every group (§IV-A,
+ * Fig. 9). Combine is the same flows reversed (wf_moe_reverse). */
 void wf_moe_dispatch_flows(const wf_die_system *s, const wf_moe_mapping *m, const wf_moe_model *md, double tokens,
-                           const double *dev_share, wf_die_flows *out);
+                           const double *dev_share, int with_ag, wf_die_flows *out);
 void wf_moe_reverse(const wf_die_flows *f, wf_die_flows *out);
 /* The expert share per die when experts are spread evenly (E >= n: E/n each; E < n:
  * replicas split their expert's tokens). share has n entries and sums to 1. */

@@ -3,7 +3,8 @@
 #  1. mapping on Fig. 8's example (4x4 dies, TP=4): the JSON has baseline, er and her with
 #     all_to_all_us, allreduce_us, ftd_area, avg_hops; ER halves the FTD's hops (8/3 -> 4/3),
 #     shrinks its area (9 -> 4) and cuts the all-to-all about 2x; its two-hop rings cost more
-#     allreduce; the allreduce without its all-gather half is faster; --heatmap writes the
+#     allreduce; the allreduce without its all-gather half is faster, but without it ER's
+#     dispatch must fetch shards from every group member and slows; --heatmap writes the
 #     link maps (PNG + CSV) whose dispatch bytes match the JSON's busiest link;
 #  2. mapping across two wafers: HER keeps the all-to-all inside each wafer (no byte crosses a
 #     border) and beats the baseline's communication;
@@ -38,6 +39,8 @@ assert e["allreduce_us"] > b["allreduce_us"], "ER's two-hop rings should cost mo
 for k in ("baseline", "er"):
     assert m[k]["allreduce_without_ag_us"] < m[k]["allreduce_us"], k
     assert m[k]["all_to_all_eq1_us"] > 0, k
+# without the all-gather a die fetches shards from every group member: ER loses its short FTDs
+assert e["all_to_all_without_ag_us"] > 1.5 * e["all_to_all_us"], (e["all_to_all_without_ag_us"], e["all_to_all_us"])
 # the heatmaps: 4 directions x (dispatch, allreduce) x 3 mappings, PNG + CSV, and the link CSVs
 for k in ("baseline", "er", "her"):
     for ph in ("dispatch", "allreduce"):

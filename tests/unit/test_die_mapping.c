@@ -52,8 +52,8 @@ int main(void) {
     }
 
   wf_die_flows bd = {0}, ed = {0}, ba = {0}, ea = {0};
-  wf_moe_dispatch_flows(&s, &base, md, 256, NULL, &bd);
-  wf_moe_dispatch_flows(&s, &er, md, 256, NULL, &ed);
+  wf_moe_dispatch_flows(&s, &base, md, 256, NULL, 1, &bd);
+  wf_moe_dispatch_flows(&s, &er, md, 256, NULL, 1, &ed);
   CHECK(near(wf_die_flows_mean_hops(&s, &bd), 8.0 / 3, 1e-12), "baseline hops %g (paper: 2.7)",
         wf_die_flows_mean_hops(&s, &bd));
   CHECK(near(wf_die_flows_mean_hops(&s, &ed), 4.0 / 3, 1e-12), "ER hops %g", wf_die_flows_mean_hops(&s, &ed));

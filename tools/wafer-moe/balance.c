@@ -279,7 +279,7 @@ int moe_cmd_balance(int argc, char **argv) {
       /* This iteration's all-to-all, scaled to its routed tokens. */
       wf_die_flows disp = {0}, comb = {0};
       double tokens_now = sum / (map.groups * md->active);
-      wf_moe_dispatch_flows(&s, &map, md, tokens_now, share, &disp);
+      wf_moe_dispatch_flows(&s, &map, md, tokens_now, share, 1, &disp);
       wf_moe_reverse(&disp, &comb);
       double t_disp = wf_die_engine_run(e, &disp), t_a2a = t_disp + wf_die_engine_run(e, &comb);
       if (b == 3) {

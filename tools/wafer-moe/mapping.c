@@ -8,7 +8,7 @@
 #include "tools/wafer-moe/moe.h"
 #include "waferc/diag.h"
 
-enum { AR, AR_NOAG, DISPATCH, COMBINE, NSETS };
+enum { AR, AR_NOAG, DISPATCH, COMBINE, DISPATCH_NOAG, COMBINE_NOAG, NSETS };
 static const wf_moe_mapping_kind kinds[3] = {WF_MOE_BASELINE, WF_MOE_ER, WF_MOE_HER};
 
 int moe_cmd_mapping(int argc, char **argv) {
@@ -55,8 +55,10 @@ int moe_cmd_mapping(int argc, char **argv) {
     double ar_bytes = tokens * md->hidden * 2.0;
     wf_moe_allreduce_flows(&s, &maps[k], ar_bytes, with_ag, &sets[k][AR]);
     wf_moe_allreduce_flows(&s, &maps[k], ar_bytes, 0, &sets[k][AR_NOAG]);
-    wf_moe_dispatch_flows(&s, &maps[k], md, tokens, NULL, &sets[k][DISPATCH]);
+    wf_moe_dispatch_flows(&s, &maps[k], md, tokens, NULL, with_ag, &sets[k][DISPATCH]);
     wf_moe_reverse(&sets[k][DISPATCH], &sets[k][COMBINE]);
+    wf_moe_dispatch_flows(&s, &maps[k], md, tokens, NULL, 0, &sets[k][DISPATCH_NOAG]);
+    wf_moe_reverse(&sets[k][DISPATCH_NOAG], &sets[k][COMBINE_NOAG]);
   }
   char *xml = moe_platform_path(&o);
   wf_die_engine *e = xml ? wf_die_engine_open(&s, &sets[0][0], 3 * NSETS, xml) : NULL;
@@ -86,6 +88,7 @@ int moe_cmd_mapping(int argc, char **argv) {
     double t_ar_noag = wf_die_engine_run(e, &sets[k][AR_NOAG]);
     double t_disp = wf_die_engine_run(e, &sets[k][DISPATCH]);
     double t_comb = wf_die_engine_run(e, &sets[k][COMBINE]);
+    double t_noag = wf_die_engine_run(e, &sets[k][DISPATCH_NOAG]) + wf_die_engine_run(e, &sets[k][COMBINE_NOAG]);
     a2a[k] = t_disp + t_comb;
     ar[k] = t_ar;
     cJSON *j = cJSON_AddObjectToObject(root, wf_moe_mapping_name(kinds[k]));
@@ -94,6 +97,9 @@ int moe_cmd_mapping(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "combine_us", t_comb * 1e6);
     cJSON_AddNumberToObject(j, "allreduce_us", t_ar * 1e6);
     cJSON_AddNumberToObject(j, "allreduce_without_ag_us", t_ar_noag * 1e6);
+    /* Without the all-gather the dispatch fetches shards from every group member (HER keeps
+     * no all-gather inside a wafer in either case). */
+    cJSON_AddNumberToObject(j, "all_to_all_without_ag_us", t_noag * 1e6);
     cJSON_AddNumberToObject(j, "comm_us", (t_disp + t_comb + t_ar) * 1e6);
     cJSON_AddNumberToObject(j, "all_to_all_eq1_us",
                             (wf_die_flows_eq1(&s, &sets[k][DISPATCH]) + wf_die_flows_eq1(&s, &sets[k][COMBINE])) * 1e6);
