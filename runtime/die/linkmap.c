@@ -1,5 +1,6 @@
 /* Link heatmaps of a die system: per direction, the bytes each die sends on that link, drawn
- * by the runtime's heatmap writer (runtime/heatmap.c), and one CSV of every directed link. */
+ * by the runtime's heatmap writer (runtime/heatmap.c), and one CSV of every directed link.
+ * A die on the mesh's edge has no link that way: its cell shows 0. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ int wf_die_heatmap_write(const wf_die_system *s, const double *loads, const char
     for (int d = 0; d < s->n; d++) v[d] = loads[d * 4 + dirn] / 1e6;
     char fname[256], t[256];
     snprintf(fname, sizeof fname, "%s_link_%s", file, names[dirn]);
-    snprintf(t, sizeof t, "%s: MB sent %s per die", title, words[dirn]);
+    snprintf(t, sizeof t, "%s: MB sent %s", title, words[dirn]);
     /* One scale (the busiest link of all four maps) so the directions compare. */
     int rc = wf_heatmap_write_counts(dir, fname, t, sub, "MB", s->w, s->h, v, hi);
     if (rc) {

@@ -122,11 +122,11 @@ int moe_cmd_mapping(int argc, char **argv) {
     if (o.heatmap) {
       char file[64], title[128];
       snprintf(file, sizeof file, "%s_dispatch", wf_moe_mapping_name(kinds[k]));
-      snprintf(title, sizeof title, "%s all-to-all dispatch, %s TP=%ld", wf_moe_mapping_name(kinds[k]), md->name, tp);
+      snprintf(title, sizeof title, "%s dispatch, %s TP=%ld", wf_moe_mapping_name(kinds[k]), md->name, tp);
       rc = wf_die_heatmap_write(&s, loads, o.heatmap, file, title);
       wf_die_flows_link_bytes(&s, &sets[k][AR], loads);
       snprintf(file, sizeof file, "%s_allreduce", wf_moe_mapping_name(kinds[k]));
-      snprintf(title, sizeof title, "%s attention allreduce, %s TP=%ld", wf_moe_mapping_name(kinds[k]), md->name, tp);
+      snprintf(title, sizeof title, "%s allreduce, %s TP=%ld", wf_moe_mapping_name(kinds[k]), md->name, tp);
       if (!rc) rc = wf_die_heatmap_write(&s, loads, o.heatmap, file, title);
     }
   }
