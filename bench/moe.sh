@@ -26,6 +26,7 @@ done
 if [ -z "${QUICK:-}" ]; then
   # Fig. 13(d) and Fig. 17: four 8x8 wafers (256 dies)
   for tp in 4 8 16; do run "d_$tp" mapping --dies=8x8 --wafers=4 --tp=$tp --model=qwen3 --tokens=256; done
+  run d2_4 mapping --dies=8x8 --wafers=2 --tp=4 --model=qwen3 --tokens=256
   run fig17 mapping --dies=8x8 --wafers=4 --tp=4 --model=deepseek-v3 --tokens=256
   # Fig. 15/16: the balancers, Qwen3 on 8x8 dies (two experts a die), 60 iterations
   for g in math mixed; do
@@ -93,6 +94,14 @@ if os.path.exists(os.path.join(d, "d_4.json")):
         j = J("d_%d" % tp)
         print("| %d | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | HER up to 62%%, ahead in every case |" % (tp, comm(j, "baseline"), comm(j, "er"),
               comm(j, "her"), red(comm(j, "baseline"), comm(j, "er")), red(comm(j, "baseline"), comm(j, "her"))))
+    print("\n## Fig. 6: all-to-all against allreduce as the system grows (Qwen3, TP=4, baseline mapping)\n")
+    print("| system | dies | all-to-all (us) | allreduce (us) | ratio | paper |")
+    print("|---|---|---|---|---|---|")
+    for name, label, n in (("c_4x4_4", "4x4", 16), ("c_6x6_4", "6x6", 36), ("c_8x8_4", "8x8", 64),
+                           ("d2_4", "2 x 8x8", 128), ("d_4", "4 x 8x8", 256)):
+        j = J(name)
+        a, r = j["baseline"]["all_to_all_us"], j["baseline"]["allreduce_us"]
+        print("| %s | %d | %.1f | %.2f | %.0fx | all-to-all surges, allreduce stays small |" % (label, n, a, r, a / r))
     j = J("fig17")
     print("\n## Fig. 17: four 8x8 wafers, DeepSeek-V3, TP=4: all-to-all\n")
     print("| mapping | all-to-all (us) | reduction | paper |")
