@@ -31,7 +31,7 @@ typedef struct bal_cfg {
 static const char *const bal_names[4] = {"none", "greedy", "topology", "non_invasive"};
 
 typedef struct acc { /* one balancer's totals over the trace */
-  double ratio, ratio_steady, a2a, comp, layer, critical, migrated_bytes, mig_hops;
+  double ratio, ratio_steady, a2a, a2a_eq1, comp, layer, critical, migrated_bytes, mig_hops;
   int steady_n, migrations, triggers;
   double apply_delay; /* iterations from trigger to the new placement */
 } acc;
@@ -346,6 +346,7 @@ int moe_cmd_balance(int argc, char **argv) {
       }
       /* Per layer: what this iteration pays for copies is spread over its L layers. */
       r->a2a += t_a2a;
+      r->a2a_eq1 += wf_die_flows_eq1(&s, &disp) + wf_die_flows_eq1(&s, &comb);
       r->comp += t_comp;
       r->layer += t_a2a + t_comp + exposed / L;
       wf_die_flows_free(&disp);
@@ -378,6 +379,7 @@ int moe_cmd_balance(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "critical_migration_us", r->critical * 1e6);
     cJSON_AddNumberToObject(j, "moe_latency_us", r->layer / I * 1e6);
     cJSON_AddNumberToObject(j, "all_to_all_us", r->a2a / I * 1e6);
+    cJSON_AddNumberToObject(j, "all_to_all_eq1_us", r->a2a_eq1 / I * 1e6);
     cJSON_AddNumberToObject(j, "expert_compute_us", r->comp / I * 1e6);
     cJSON_AddNumberToObject(j, "triggers", r->triggers);
     cJSON_AddNumberToObject(j, "expert_copies", r->migrations);
