@@ -33,6 +33,7 @@ static const char *const bal_names[4] = {"none", "greedy", "topology", "non_inva
 typedef struct acc { /* one balancer's totals over the trace */
   double ratio, ratio_steady, a2a, a2a_eq1, comp, layer, critical, migrated_bytes, mig_hops;
   int steady_n, migrations, triggers;
+  int max_from_one; /* most copies leaving one die in one plan */
   double apply_delay; /* iterations from trigger to the new placement */
 } acc;
 
@@ -321,6 +322,9 @@ int moe_cmd_balance(int argc, char **argv) {
           r->migrations += nm;
           wf_die_flows copies = {0};
           for (int k = 0; k < nm; k++) {
+            int same = 0;
+            for (int q = 0; q < nm; q++) same += mig[q].src == mig[k].src;
+            if (same > r->max_from_one) r->max_from_one = same;
             wf_die_flows_add(&copies, mig[k].src, mig[k].dst, md->expert_bytes * L, 0);
             r->mig_hops += wf_die_hops(&s, mig[k].src, mig[k].dst);
           }
@@ -385,6 +389,7 @@ int moe_cmd_balance(int argc, char **argv) {
     cJSON_AddNumberToObject(j, "expert_copies", r->migrations);
     cJSON_AddNumberToObject(j, "migrated_gb", r->migrated_bytes / 1e9);
     cJSON_AddNumberToObject(j, "copy_avg_hops", r->migrations ? r->mig_hops / r->migrations : 0);
+    cJSON_AddNumberToObject(j, "copies_from_one_die_max", r->max_from_one);
     cJSON_AddNumberToObject(j, "iterations_to_apply", r->triggers ? r->apply_delay / r->triggers : 0);
   }
   if (o.heatmap) {
