@@ -164,7 +164,9 @@ static int parse_bal(int argc, char **argv, moe_opts *o, bal_cfg *c) {
     } else if ((v = moe_opt_value(argc, argv, &i, "--skew", &bad))) {
       if (moe_parse_double("--skew", v, 0, &c->skew)) return WF_EXIT_USAGE;
     } else {
-      if (!bad) moe_unknown_option(argv[0], argv[i], known, 17);
+      char sub[64];
+      snprintf(sub, sizeof sub, "wafer-moe %s", argv[0]);
+      if (!bad) moe_unknown_option(sub, argv[i], known, 17);
       return WF_EXIT_USAGE;
     }
   }
