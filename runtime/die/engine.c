@@ -1,9 +1,10 @@
-/* Running phases on SimGrid (C API). One platform per process; each phase is one or more
- * simgrid_run() calls on it, and its time is the simulated clock's advance.
+/* Running phases on SimGrid (C API). One platform per process; each phase is one
+ * simgrid_run() on it, and its time is the simulated clock's advance.
  *
- * A step's flows start together: per source die one sender actor posts every message at once
- * (sg_mailbox_put_async), per destination one receiver waits for all of its own; a step ends
- * when all have arrived, which is the barrier between the steps of a ring. */
+ * A conductor actor runs the steps: in a step, per source die one sender actor posts its
+ * messages (sg_mailbox_put_async), each once its route's latency has passed, and per
+ * destination one receiver waits for all of its own; the step ends when all have arrived,
+ * which is the barrier between the steps of a ring. */
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
