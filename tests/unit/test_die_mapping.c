@@ -8,7 +8,14 @@
 #include <string.h>
 
 #include "runtime/die/moe.h"
+#include "waferc/diag.h"
 #include "wf_test.h"
+
+static char msgs[4096];
+static void sink(wf_severity sev, wf_loc loc, const char *msg, void *user) {
+  size_t n = strlen(msgs);
+  snprintf(msgs + n, sizeof msgs - n, "%s:%u: %s\n", loc.file ? loc.file : "-", loc.line, msg);
+}
 
 static int near(double a, double b, double tol) { return fabs(a - b) <= tol * fabs(b); }
 
@@ -19,6 +26,27 @@ int main(void) {
   wf_die_target t;
   CHECK(wf_die_target_load(path, &t) == 0, "loading %s", path);
   CHECK(t.dies_w == 4 && t.dies_h == 4 && t.link_bw == 4e12, "moe-b200: 4x4 dies, 4 TB/s per direction");
+  /* Every preset loads; a file missing keys is an error naming them. */
+  static const char *const presets[] = {"moe-b200", "moe-b200-6x6", "moe-b200-8x8", "moe-b200-4w",
+                                        "watos-config1", "watos-config2", "watos-config3", "watos-config4"};
+  for (int i = 0; i < 8; i++) {
+    char p2[1100];
+    wf_die_target u;
+    snprintf(p2, sizeof p2, "%s/targets/dies/%s.target", src ? src : "../..", presets[i]);
+    CHECK(wf_die_target_load(p2, &u) == 0 && !strcmp(u.name, presets[i]), "preset %s", presets[i]);
+  }
+  FILE *bad = fopen("/tmp/wf_test_die_bad.target", "w");
+  if (bad) {
+    fputs("name = x\ndies = 4x4\nlink_bw = -1\n", bad);
+    fclose(bad);
+    wf_die_target u;
+    wf_diag_set_sink(sink, NULL);
+    CHECK(wf_die_target_load("/tmp/wf_test_die_bad.target", &u) == 1, "a bad die target is exit 1");
+    wf_diag_set_sink(NULL, NULL);
+    CHECK(strstr(msgs, ":3: bad value '-1' for 'link_bw'") != NULL, "got: %s", msgs);
+    CHECK(strstr(msgs, "missing die target keys: description, wafers") != NULL, "got: %s", msgs);
+    remove("/tmp/wf_test_die_bad.target");
+  }
   wf_die_system s;
   wf_die_system_init(&s, &t, 1, 1);
   const wf_moe_model *md = wf_moe_model_find("deepseek-v3");
