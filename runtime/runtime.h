@@ -111,6 +111,11 @@ typedef struct wf_plan {
  * with different tx sets) is refused, naming the PE, the color, the position and the rules
  * (docs/cycle-model.md). */
 wf_plan *wf_plan_load(const char *dir);
+/* wf_plan_load with flags: WF_PLAN_ALLOW_MODIFIED accepts a plan whose files or manifest
+ * differ from their digests, or that has none (a plan edited or written by hand), with a
+ * warning per file; every other check still applies. */
+#define WF_PLAN_ALLOW_MODIFIED 1u
+wf_plan *wf_plan_load_ex(const char *dir, unsigned flags);
 void wf_plan_free(wf_plan *p);
 
 typedef enum wf_sim_mode {

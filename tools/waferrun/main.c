@@ -47,6 +47,9 @@ static void usage(FILE *out) {
           "  --heatmap DIR           write PNG heatmaps (PE busy %%, link use N/E/S/W) + CSVs\n"
           "  --heatmap-scale=LO:HI   the heatmaps' colour scale in %% (default 0:100; links: %% of\n"
           "                          one wavelet per cycle), or auto (each map's own range)\n"
+          "  --allow-modified-plan   run a plan whose files differ from the digests waferc\n"
+          "                          recorded, or that has none (edited or written by hand),\n"
+          "                          with a warning per file; every other check still applies\n"
           "  --no-jit                interpret compute instructions instead of JIT-compiling\n"
           "                          the plan's kernels (same outputs and cycles)\n"
           "  --mode=functional|timing  data and cycles (default), or cycles only: no PE memory,\n"
@@ -110,6 +113,7 @@ int main(int argc, char **argv) {
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
   wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
+  unsigned load_flags = 0; /* --allow-modified-plan */
   int64_t gen_n = 0; /* --generate=N */
   const char *dump_dir = NULL; /* --dump-caches DIR (with --generate) */
   wf_run_input in[WF_RUN_MAX_INPUTS];
@@ -133,6 +137,8 @@ int main(int argc, char **argv) {
       quiet = 1;
     } else if (!strcmp(a, "--no-jit")) {
       no_jit = 1;
+    } else if (!strcmp(a, "--allow-modified-plan")) {
+      load_flags |= WF_PLAN_ALLOW_MODIFIED;
     } else if (!strcmp(a, "--disasm")) {
       want_disasm = 1;
     } else if (!strcmp(a, "--describe")) {
@@ -189,7 +195,7 @@ int main(int argc, char **argv) {
       if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return WF_EXIT_USAGE;
     } else if (a[0] == '-') {
       static const char *const own[] = {
-          "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
+          "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--allow-modified-plan", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
           "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate", "--dump-caches"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
@@ -217,7 +223,7 @@ int main(int argc, char **argv) {
   }
   int rc = wf_run_check_plan_dir(plan_dir);
   if (rc) return rc;
-  wf_plan *p = wf_plan_load(plan_dir);
+  wf_plan *p = wf_plan_load_ex(plan_dir, load_flags);
   if (!p) return WF_EXIT_INPUT;
   if (want_disasm || describe) {
     if (describe) wf_run_describe(p, stdout);
@@ -227,7 +233,7 @@ int main(int argc, char **argv) {
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
-    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir};
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir, load_flags};
     rc = wf_run_generate(p, &go);
     for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);
@@ -253,9 +259,13 @@ int main(int argc, char **argv) {
   wf_jit *jit = NULL;
   if (!no_jit) {
     char why[512];
-    jit = wf_jit_load(p, why, sizeof why);
+    int rejected = 0;
+    jit = wf_jit_load_ex(p, why, sizeof why, &rejected);
     if (jit) wf_sim_set_compute_hook(s, wf_jit_compute, jit);
-    else if (why[0])
+    else if (rejected) {
+      wf_error(WF_LOC_NONE, "refusing the plan's kernels: %s", why);
+      rc = WF_EXIT_INPUT;
+    } else if (why[0])
       wf_warning(WF_LOC_NONE, "JIT unavailable (%s); interpreting compute instructions", why);
   }
   wf_run_observer obs = {.trace = NULL, .predicted = p->predicted_total};
