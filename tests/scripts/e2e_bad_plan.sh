@@ -108,14 +108,17 @@ grep -q "weights/weights.bin: error: modified or truncated since waferc wrote th
 expect_fail edited 1 "version/manifest.json: error: modified since waferc wrote the plan" -- \
   waferrun "$TMP/version" --input x="$X"
 
-# A failed compile into an existing plan leaves no manifest behind.
+# A failed compile into an existing plan leaves the old plan as it was (waferc writes beside
+# it and moves the new plan into place only when all of it is written).
 cp -r "$TMP/good" "$TMP/stale"
 # (two_layer on one PE fits 48 KiB once dead values' memory is reused: use a 16 KiB PE.)
 sed 's/^sram_bytes = .*/sram_bytes = 16384/; s/^name = .*/name = tiny16k/' "$SRC/targets/test4x4.target" \
   > "$TMP/tiny16k.target"
 expect_fail nofit 4 "tensor '.*' does not fit the 16384-byte SRAM" -- \
   waferc "$E/two_layer.wir" -o "$TMP/stale" --target="$TMP/tiny16k.target" --mesh=1x1
-[ ! -e "$TMP/stale/manifest.json" ] || fail "a failed compile left a manifest behind"
+diff -r "$TMP/good" "$TMP/stale" >/dev/null || fail "a failed compile changed the plan that was there"
+waferrun "$TMP/stale" -q --input x="$X" || fail "the old plan no longer runs after a failed compile"
+[ -z "$(ls -A "$TMP" | grep '^\.stale\.waferc-')" ] || fail "a failed compile left its stage directory behind"
 
 # Not divisible by the mesh where the padding would reach a result (softmax writes nonzero
 # values into the padding of its last axis, which the matmul then contracts): a located,

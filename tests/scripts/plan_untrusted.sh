@@ -85,4 +85,20 @@ waferrun "$TMP/sealed" --input x="$X" -q 2>"$TMP/sealed.err"; rc=$?
   { cat "$TMP/sealed.err" >&2; fail "sealed: exit $rc"; }
 n=$((n + 1))
 
+# waferc: a missing constant is exit 6, found before the plan directory is touched.
+cp "$E/mlp_softmax.wir" "$E"/mlp_softmax_*.npy "$TMP/"
+rm "$TMP/mlp_softmax_w.npy"
+cp -r "$TMP/good" "$TMP/kept"
+waferc "$TMP/mlp_softmax.wir" -o "$TMP/kept" --target=test4x4 -q 2>"$TMP/noconst.err"; rc=$?
+[ "$rc" -eq 6 ] && grep -q "mlp_softmax_w.npy" "$TMP/noconst.err" || { cat "$TMP/noconst.err" >&2; fail "noconst: exit $rc, expected 6"; }
+diff -r "$TMP/good" "$TMP/kept" >/dev/null || fail "noconst: the old plan was changed"
+n=$((n + 1))
+# A plan directory in a read-only directory: exit 6, naming it (not as root, which may write anywhere).
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
+  waferc "$E/mlp_softmax.wir" -o "$TMP/ro/plan" --target=test4x4 -q 2>"$TMP/ro.err"; rc=$?
+  chmod 755 "$TMP/ro"
+  [ "$rc" -eq 6 ] && grep -q "ro: error: cannot write the plan" "$TMP/ro.err" || { cat "$TMP/ro.err" >&2; fail "ro: exit $rc, expected 6"; }
+  n=$((n + 1))
+fi
 echo "plan_untrusted: $n corrupted plans and failed writes handled"
