@@ -173,6 +173,10 @@ static int parse_options(parser *p, wf_pipeline_pass *pp, size_t open_pos) {
     wf_opt_value v;
     char why[128];
     int rc = wf_opt_value_parse(spec->kind, vtext, &v, why);
+    if (rc == 0 && wf_opt_value_check(spec, &v, why)) {
+      wf_opt_value_clear(&v);
+      rc = 1;
+    }
     if (rc != 0) {
       perr(p, val_pos, "option '%s' of pass '%s' %s, got '%s'", spec->name, info->name, why, vtext);
       free(vtext);
