@@ -557,6 +557,10 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
   const char *st;
   p = next_tok(p, tok, sizeof tok, &st);
   wf_peop op;
+  if (!p) {
+    perr(ps, NULL, "expected an instruction", NULL, NULL);
+    return;
+  }
   if (wf_peop_lookup(tok, &op)) {
     perr(ps, st, "unknown instruction '%s'", tok, NULL);
     return;
@@ -740,6 +744,10 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path) {
       q = parse_guard(&ps, q, &g);
       if (!q) continue;
       q = skip_ws(q);
+      if (!*q) { /* found by fuzzing: a guard alone read an uninitialised mnemonic */
+        perr(&ps, gstart, "a guard must be followed by an instruction or .route", NULL, NULL);
+        continue;
+      }
     }
     if (*q == '.') parse_directive(&ps, q, &g, gstart);
     else if (!ps.in_code) perr(&ps, q, "instruction before .code", NULL, NULL);

@@ -51,6 +51,9 @@ refused sym_bytes "main.wpe:[0-9]*:1: error: .sym expects NAME OFFSET BYTES" \
   'text("programs/main.wpe", lambda t: t.replace(".sym %x                  0      128", ".sym %x 0 9223372036854775000", 1))'
 refused sym_offset "main.wpe:[0-9]*:1: error: .sym expects NAME OFFSET BYTES" \
   'text("programs/main.wpe", lambda t: t.replace(".sym %x                  0      128", ".sym %x 9223372036854775000 128", 1))'
+# Found by fuzzing: a guard with nothing after it read an uninitialised mnemonic.
+refused guard_alone "main.wpe:[0-9]*:1: error: a guard must be followed by an instruction or .route" \
+  'text("programs/main.wpe", lambda t: t.replace(".code\n", ".code\n[x==0]\n", 1))'
 # Cross-checks between the manifest and the programs.
 refused no_class "regions\[0\] 'mesh': its classes cover 0 of its 4x4 PEs" 'm["regions"][0]["classes"] = []'
 refused no_weight "weights.tensors: no weight for symbol '@w' of class 'main'" \
@@ -92,6 +95,12 @@ cp -r "$TMP/good" "$TMP/kept"
 waferc "$TMP/mlp_softmax.wir" -o "$TMP/kept" --target=test4x4 -q 2>"$TMP/noconst.err"; rc=$?
 [ "$rc" -eq 6 ] && grep -q "mlp_softmax_w.npy" "$TMP/noconst.err" || { cat "$TMP/noconst.err" >&2; fail "noconst: exit $rc, expected 6"; }
 diff -r "$TMP/good" "$TMP/kept" >/dev/null || fail "noconst: the old plan was changed"
+n=$((n + 1))
+# A plan directory whose parent is a file: exit 6, nothing written.
+touch "$TMP/afile"
+waferc "$E/mlp_softmax.wir" -o "$TMP/afile/plan" --target=test4x4 -q 2>"$TMP/afile.err"; rc=$?
+[ "$rc" -eq 6 ] && grep -q "afile: error: cannot create directory" "$TMP/afile.err" ||
+  { cat "$TMP/afile.err" >&2; fail "afile: exit $rc, expected 6"; }
 n=$((n + 1))
 # A plan directory in a read-only directory: exit 6, naming it (not as root, which may write anywhere).
 if [ "$(id -u)" -ne 0 ]; then
