@@ -695,7 +695,9 @@ static int check_duplicate_keys(lctx *c, const cJSON *o, const char *where) {
 
 /* One file the manifest names against its digest. 0 when it matches; 1 when it differs. */
 static int check_digest(lctx *c, const cJSON *digests, const char *dir, const char *rel, int allow) {
-  if (!rel) return 0; /* a missing name is reported where the key is read */
+  /* A missing name, or one outside the plan, is reported where the key is read; such a file
+   * is not even opened here. */
+  if (!rel || !rel[0] || strstr(rel, "..") || rel[0] == '/') return 0;
   const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(digests, rel));
   char path[2400], hex[65];
   snprintf(path, sizeof path, "%s/%s", dir, rel);
@@ -841,8 +843,12 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (!w) goto fail;
   char wfile[256];
   if (get_str(&c, w, "file", "weights", wfile, sizeof wfile) ||
-      get_int(&c, w, "bytes", "weights", &p->weight_bytes))
+      get_int_in(&c, w, "bytes", "weights", 0, JSON_INT_MAX, &p->weight_bytes))
     goto fail;
+  if (!wfile[0] || strstr(wfile, "..") || wfile[0] == '/') { /* as program paths: inside the plan */
+    lerr(&c, "weights.file '%s' must be a relative path inside the plan", wfile);
+    goto fail;
+  }
   if (p->weight_bytes > 0) {
     char wpath[1400];
     snprintf(wpath, sizeof wpath, "%s/%s", dir, wfile);
