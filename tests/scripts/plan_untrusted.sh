@@ -44,6 +44,8 @@ refused weight_1e19 "weights.tensors\[0\].shape\[0\]/split\[0\]: expected an int
   'm["weights"]["tensors"][0]["shape"][0] = 1e19; m["weights"]["tensors"][0]["bytes"] = 0'
 refused weight_bytes "weights.tensors\[0\]: byte range .* does not match the shape" 'm["weights"]["tensors"][0]["bytes"] -= 4'
 refused weight_offset "weights.tensors\[0\].offset: expected an integer in \[0, " 'm["weights"]["tensors"][0]["offset"] = 2**60'
+refused weights_path "weights.file '../good/weights.bin' must be a relative path inside the plan" \
+  'm["weights"]["file"] = "../good/weights.bin"'
 refused mesh_huge "manifest.mesh\[0\]: expected an integer in \[1, 65536\]" 'm["mesh"][0] = 1e12'
 refused sram_huge "target.sram_bytes: expected an integer in \[1, 1073741824\]" 'm["target"]["sram_bytes"] = 2**62'
 # .sym sizes near INT64_MAX: signed overflow in wf_pe_class_add_sym, heap overflows after.
@@ -86,6 +88,38 @@ echo "# a comment" >>"$TMP/sealed/programs/main.wpe"
 waferrun "$TMP/sealed" --input x="$X" -q 2>"$TMP/sealed.err"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "sealed/programs/main.wpe: error: modified or truncated since waferc wrote the plan" "$TMP/sealed.err" ||
   { cat "$TMP/sealed.err" >&2; fail "sealed: exit $rc"; }
+n=$((n + 1))
+
+# Resource limits: a program that loops 2^31 times stops at --time-limit (exit 5), and a run
+# whose PEs' memory exceeds --memory-limit is refused before simulating (exit 5).
+rm -rf "$TMP/slow"; cp -r "$TMP/good" "$TMP/slow"
+sed -i '0,/^op 0 /s//loop q 0 2147483647\nzero %h 1\nendloop\nop 0 /' "$TMP/slow/programs/main.wpe"
+t0=$(date +%s)
+waferrun "$TMP/slow" --allow-modified-plan --no-jit -q --input x="$X" --time-limit 2 2>"$TMP/slow.err"; rc=$?
+t1=$(date +%s)
+[ "$rc" -eq 5 ] && grep -q "exceeded --time-limit=2 s of host time" "$TMP/slow.err" && [ $((t1 - t0)) -lt 60 ] ||
+  { cat "$TMP/slow.err" >&2; fail "slow: exit $rc after $((t1 - t0)) s, expected 5 within a minute"; }
+n=$((n + 1))
+# 64 PEs whose memory map ends at 40000 bytes: 2,560,000 bytes of host memory, 3 MiB rounded up.
+waferc "$E/mlp_softmax.wir" -o "$TMP/big" --target=test8x8 -q || fail "memory: compile failed"
+sed -i 's/^\(\.sym %x *[0-9]* *\)[0-9]*$/\1 40000/' "$TMP/big/programs/main.wpe"
+python3 - "$TMP/big/manifest.json" <<'PY' || fail "memory: editing the manifest"
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = m["regions"][0]["classes"][0]
+next(e for e in c["memory"] if e["symbol"] == "%x")["bytes"] = 40000
+c["memory_bytes"] = max(e["offset"] + e["bytes"] for e in c["memory"])
+assert c["memory_bytes"] == 40000 and c["rect"][2] * c["rect"][3] == 64, c["rect"]
+json.dump(m, open(sys.argv[1], "w"))
+PY
+B=(waferrun "$TMP/big" --allow-modified-plan -q --input x="$X")
+"${B[@]}" --memory-limit 2 2>"$TMP/mem.err"; rc=$?
+[ "$rc" -eq 5 ] && grep -q "big: error: the PEs' memory needs 3 MiB of host memory, over --memory-limit=2" "$TMP/mem.err" ||
+  { cat "$TMP/mem.err" >&2; fail "memory: 3 MiB under --memory-limit=2: exit $rc, expected 5"; }
+"${B[@]}" --memory-limit 2 --mode=timing >/dev/null 2>&1 || fail "memory: --mode=timing holds no PE memory, refused"
+"${B[@]}" --memory-limit 3 --max-cycles 1 2>"$TMP/mem3.err"; rc=$? # past the check: stopped by --max-cycles
+[ "$rc" -eq 5 ] && grep -q "exceeded --max-cycles=1" "$TMP/mem3.err" ||
+  { cat "$TMP/mem3.err" >&2; fail "memory: 3 MiB under --memory-limit=3: exit $rc"; }
 n=$((n + 1))
 
 # waferc: a missing constant is exit 6, found before the plan directory is touched.

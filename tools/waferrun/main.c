@@ -56,6 +56,10 @@ static void usage(FILE *out) {
           "                          same cycles, inputs optional (for meshes whose data would\n"
           "                          not fit in host memory)\n"
           "  --max-cycles N          stop with an error after N cycles\n"
+          "  --time-limit SECONDS    stop with an error (exit 5) after SECONDS of host time in\n"
+          "                          one simulation (cycles are never affected)\n"
+          "  --memory-limit MB       refuse (exit 5) before simulating when the PEs' memory the\n"
+          "                          simulator would allocate exceeds MB MiB of host memory\n"
           "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
           "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
@@ -120,6 +124,7 @@ int main(int argc, char **argv) {
   wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
   unsigned load_flags = 0; /* --allow-modified-plan */
+  int64_t mem_limit_mb = 0; /* --memory-limit, 0 = none */
   int64_t gen_n = 0; /* --generate=N */
   const char *dump_dir = NULL; /* --dump-caches DIR (with --generate) */
   wf_run_input in[WF_RUN_MAX_INPUTS];
@@ -195,6 +200,10 @@ int main(int argc, char **argv) {
         wf_error_at("waferrun", "--mode expects functional or timing, got '%s'", val);
         return finish(in, n_in, WF_EXIT_USAGE);
       }
+    } else if (OPTVAL("--time-limit")) {
+      if (parse_count("--time-limit", val, &so.max_seconds)) return finish(in, n_in, WF_EXIT_USAGE);
+    } else if (OPTVAL("--memory-limit")) {
+      if (parse_count("--memory-limit", val, &mem_limit_mb)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (OPTVAL("--max-cycles")) {
       if (parse_count("--max-cycles", val, &so.max_cycles)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (OPTVAL("--deadlock-cycles")) {
@@ -203,7 +212,7 @@ int main(int argc, char **argv) {
       static const char *const own[] = {
           "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--allow-modified-plan", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
-          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate", "--dump-caches"};
+          "--heatmap-scale", "--mode", "--max-cycles", "--time-limit", "--memory-limit", "--deadlock-cycles", "--generate", "--dump-caches"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return finish(in, n_in, WF_EXIT_USAGE);
     } else if (!plan_dir) {
@@ -231,6 +240,14 @@ int main(int argc, char **argv) {
   if (rc) return finish(in, n_in, rc);
   wf_plan *p = wf_plan_load_ex(plan_dir, load_flags);
   if (!p) return finish(in, n_in, WF_EXIT_INPUT);
+  if (mem_limit_mb && so.mode != WF_SIM_TIMING && !want_disasm && !describe &&
+      wf_plan_sram_host_bytes(p) > (mem_limit_mb > (INT64_MAX >> 20) ? INT64_MAX : mem_limit_mb << 20)) {
+    wf_error_at(plan_dir, "the PEs' memory needs %lld MiB of host memory, over --memory-limit=%lld (--mode=timing "
+                          "holds no PE memory)", (long long)((wf_plan_sram_host_bytes(p) + (1 << 20) - 1) >> 20),
+                (long long)mem_limit_mb);
+    wf_plan_free(p);
+    return finish(in, n_in, WF_EXIT_RUNTIME);
+  }
   if (want_disasm || describe) {
     if (describe) wf_run_describe(p, stdout);
     else disasm(p);
