@@ -30,6 +30,13 @@ static const char *shape_str(char *buf, size_t n, wf_dtype dt, int rank, const i
 
 static int load_npy(wf_module *m, wf_global *g, const char *full) {
   const char *name = wf_str(m, g->name);
+  /* A file that cannot be opened is an I/O failure (exit 6), not bad content (exit 1). */
+  FILE *probe = fopen(full, "rb");
+  if (!probe) {
+    wf_error(g->loc, "cannot read '%s' for constant @%s: %s", full, name, strerror(errno));
+    return WF_EXIT_IO;
+  }
+  fclose(probe);
   /* Errors from the reader name the path; say which constant wanted it. */
   wf_tensor *t = wf_npy_read(full);
   if (!t) {
@@ -68,7 +75,7 @@ static int load_raw(wf_module *m, wf_global *g, const char *full) {
   FILE *fp = fopen(full, "rb");
   if (!fp) {
     wf_error(g->loc, "cannot open '%s' for constant @%s: %s", full, name, strerror(errno));
-    return -1;
+    return WF_EXIT_IO;
   }
   int ok = g->offset >= 0 && fseek(fp, 0, SEEK_END) == 0;
   long size = ok ? ftell(fp) : -1;

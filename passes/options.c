@@ -94,3 +94,22 @@ void wf_opt_value_clear(wf_opt_value *v) {
   free(v->str);
   memset(v, 0, sizeof *v);
 }
+
+int wf_opt_value_check(const wf_pass_option *spec, const wf_opt_value *v, char *why) {
+  why[0] = '\0';
+  if (spec->kind == WF_OPT_INT && (v->i > WF_OPT_INT_LIMIT || v->i < -WF_OPT_INT_LIMIT)) {
+    snprintf(why, 128, "expects an int in [-%lld, %lld]", (long long)WF_OPT_INT_LIMIT, (long long)WF_OPT_INT_LIMIT);
+    return 1;
+  }
+  if (spec->kind == WF_OPT_STRING && !strcmp(spec->name, "mesh") && v->str && v->str[0]) {
+    long long w = 0, h = 0;
+    char tail;
+    if (sscanf(v->str, "%7lldx%7lld%c", &w, &h, &tail) != 2 || w < 1 || h < 1 || w > WF_OPT_MESH_SIDE ||
+        h > WF_OPT_MESH_SIDE || w * h > WF_OPT_MESH_PES) {
+      snprintf(why, 128, "expects a mesh WxH with sides in 1..%d and at most %d PEs", WF_OPT_MESH_SIDE,
+               WF_OPT_MESH_PES);
+      return 1;
+    }
+  }
+  return 0;
+}

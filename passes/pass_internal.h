@@ -47,6 +47,14 @@ struct wf_pipeline {
 /* Parses `text` as a value of `kind` into `out` (text and str are malloc'd). Returns 0, or
  * nonzero with a reason in `why` (which must hold 128 bytes). */
 int wf_opt_value_parse(wf_opt_kind kind, const char *text, wf_opt_value *out, char *why);
+/* Limits on a value from a pipeline string, which is user input and sizes work a pass does
+ * (a loop per mesh column, a cache of `capacity` slots): an int within +-WF_OPT_INT_LIMIT, and
+ * an option named "mesh" (a WxH region, by convention of every pass that takes one) with
+ * sides in 1..WF_OPT_MESH_SIDE and at most WF_OPT_MESH_PES PEs. 0, or 1 with why[128] set. */
+#define WF_OPT_INT_LIMIT INT64_C(2147483647)
+#define WF_OPT_MESH_SIDE 65536
+#define WF_OPT_MESH_PES (1 << 20) /* a whole WSE-3 (762x1172) and more */
+int wf_opt_value_check(const wf_pass_option *spec, const wf_opt_value *v, char *why);
 void wf_opt_value_clear(wf_opt_value *v);
 const char *wf_opt_kind_name(wf_opt_kind kind);
 

@@ -173,6 +173,10 @@ static int parse_options(parser *p, wf_pipeline_pass *pp, size_t open_pos) {
     wf_opt_value v;
     char why[128];
     int rc = wf_opt_value_parse(spec->kind, vtext, &v, why);
+    if (rc == 0 && wf_opt_value_check(spec, &v, why)) {
+      wf_opt_value_clear(&v);
+      rc = 1;
+    }
     if (rc != 0) {
       perr(p, val_pos, "option '%s' of pass '%s' %s, got '%s'", spec->name, info->name, why, vtext);
       free(vtext);
@@ -205,6 +209,7 @@ static int parse_options(parser *p, wf_pipeline_pass *pp, size_t open_pos) {
 wf_pipeline *wf_pipeline_parse(wf_pass_registry *r, const char *text) {
   WF_ASSERT(r && text);
   parser p = {r, text, 0};
+  int cap = 0;
   wf_pipeline *pl = calloc(1, sizeof *pl);
   WF_ASSERT(pl);
   skip_ws(&p);
@@ -230,8 +235,11 @@ wf_pipeline *wf_pipeline_parse(wf_pass_registry *r, const char *text) {
       goto fail;
     }
     free(name);
-    pl->passes = realloc(pl->passes, (size_t)(pl->n + 1) * sizeof *pl->passes);
-    WF_ASSERT(pl->passes);
+    if (pl->n == cap) { /* geometric growth: a long pipeline parses in linear time */
+      cap = cap ? 2 * cap : 8;
+      pl->passes = realloc(pl->passes, (size_t)cap * sizeof *pl->passes);
+      WF_ASSERT(pl->passes);
+    }
     wf_pipeline_pass *pp = &pl->passes[pl->n++];
     memset(pp, 0, sizeof *pp);
     pp->info = info;

@@ -6,6 +6,7 @@
  * vectorise the elementwise loops (each element still sees the same operations) but may not
  * reassociate a reduction nor fuse a multiply-add. */
 #include <cjson/cJSON.h>
+#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/IRReader.h>
@@ -34,6 +35,7 @@ struct wf_jit {
   jit_class *cls; /* [n_classes] */
   int n_classes;
   int n_kernels;
+  int rejected; /* the plan's kernels, not the host, are at fault */
 };
 
 static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -96,8 +98,118 @@ static LLVMTargetMachineRef host_machine(char *why, size_t cap) {
   return tm;
 }
 
-/* Parses, optimises and adds one kernel file. 0 on success. */
-static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const char *path, char *why, size_t cap) {
+/* The only external symbols a generated kernel calls (backend/plan/llvm_kernels.c, libm()): the libm
+ * functions the interpreter calls too. LLVM intrinsics (llvm.memset) are not symbols of the
+ * process. Anything else a kernel declares (system, fopen, ...) is refused. */
+static const char *const kernel_symbols[] = {"expf", "logf", "tanhf", "erff", "sqrtf"};
+
+static int allowed_symbol(const char *name) {
+  for (size_t i = 0; i < sizeof kernel_symbols / sizeof kernel_symbols[0]; i++)
+    if (!strcmp(name, kernel_symbols[i])) return 1;
+  return 0;
+}
+
+/* The JIT's view of this process: the allowed symbols only, so even a lookup by a name from
+ * the manifest cannot reach anything else. */
+static int process_symbol_filter(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
+  (void)ctx;
+  const char *name = LLVMOrcSymbolStringPoolEntryStr(sym);
+  /* LLVM lowers the memory intrinsics (llvm.memset) to calls of the C library's. */
+  return allowed_symbol(name) || !strcmp(name, "memset") || !strcmp(name, "memcpy") || !strcmp(name, "memmove");
+}
+
+/* A kernel file is input from elsewhere: before LLVM optimises or compiles it, it must be a
+ * valid module of the kernel ABI that calls nothing but its own functions, intrinsics and
+ * the allowed libm functions: no other declaration, no inline assembly or indirect call,
+ * no integer turned into a pointer, no aliases. 0, or -1 with the reason in why. */
+static int check_module(LLVMModuleRef mod, const char *path, char *why, size_t cap) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    say(why, cap, "%s: not a valid LLVM module: %s", path, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMDisposeMessage(msg);
+  if (LLVMGetFirstGlobalAlias(mod) || LLVMGetFirstGlobalIFunc(mod)) {
+    say(why, cap, "%s: a kernel module may not define aliases or ifuncs", path);
+    return -1;
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+    if (LLVMIsDeclaration(g)) {
+      say(why, cap, "%s: declares the external variable '%s' (kernels use none)", path, LLVMGetValueName(g));
+      return -1;
+    }
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    const char *name = LLVMGetValueName(f);
+    if (LLVMIsDeclaration(f)) {
+      if (LLVMGetIntrinsicID(f) || allowed_symbol(name)) continue;
+      say(why, cap, "%s: declares '%s', which generated kernels never call (allowed: expf, logf, tanhf, erff, sqrtf "
+                    "and LLVM intrinsics)", path, name);
+      return -1;
+    }
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+        LLVMOpcode op = LLVMGetInstructionOpcode(in);
+        if (op == LLVMInvoke || op == LLVMCallBr || op == LLVMIntToPtr) {
+          say(why, cap, "%s: function '%s' uses an instruction kernels never use (invoke, callbr or inttoptr)",
+              path, name);
+          return -1;
+        }
+        if (op == LLVMCall && !LLVMIsAFunction(LLVMGetCalledValue(in))) {
+          say(why, cap, "%s: function '%s' makes an indirect call or uses inline assembly", path, name);
+          return -1;
+        }
+        for (int k = 0; k < LLVMGetNumOperands(in); k++) {
+          LLVMValueRef v = LLVMGetOperand(in, (unsigned)k);
+          if (v && LLVMIsAConstantExpr(v) && LLVMGetConstOpcode(v) == LLVMIntToPtr) {
+            say(why, cap, "%s: function '%s' turns an integer into a pointer", path, name);
+            return -1;
+          }
+        }
+      }
+  }
+  return 0;
+}
+
+/* void (float*, float*, float*, i64, i64, i64): ir/pe/kernel_abi.h. */
+static int abi_type(LLVMTypeRef t) {
+  if (LLVMGetTypeKind(t) != LLVMFunctionTypeKind || LLVMIsFunctionVarArg(t) || LLVMCountParamTypes(t) != 6 ||
+      LLVMGetTypeKind(LLVMGetReturnType(t)) != LLVMVoidTypeKind)
+    return 0;
+  LLVMTypeRef ps[6];
+  LLVMGetParamTypes(t, ps);
+  for (int i = 0; i < 6; i++) {
+    if (i < 3 && (LLVMGetTypeKind(ps[i]) != LLVMPointerTypeKind ||
+                  LLVMGetTypeKind(LLVMGetElementType(ps[i])) != LLVMFloatTypeKind))
+      return 0;
+    if (i >= 3 && (LLVMGetTypeKind(ps[i]) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(ps[i]) != 64)) return 0;
+  }
+  return 1;
+}
+
+/* Every function the manifest's entry names must be defined by the module with the kernel
+ * ABI: only those are ever called (a name alone could resolve to anything). */
+static int check_entry(LLVMModuleRef mod, const cJSON *entry, const char *path, char *why, size_t cap) {
+  const cJSON *fns = cJSON_GetObjectItemCaseSensitive(entry, "functions"), *f;
+  if (!cJSON_IsArray(fns)) {
+    say(why, cap, "manifest.json: the kernels entry of %s has no 'functions' array", path);
+    return -1;
+  }
+  cJSON_ArrayForEach(f, fns) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
+    LLVMValueRef def = name ? LLVMGetNamedFunction(mod, name) : NULL;
+    if (!def || LLVMIsDeclaration(def) || !abi_type(LLVMGlobalGetValueType(def))) {
+      say(why, cap, "manifest.json: kernel function '%s' is not defined by %s with the kernel ABI "
+                    "(void (float*, float*, float*, i64, i64, i64))", name ? name : "?", path);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Parses, checks, optimises and adds one kernel file. 0 on success. */
+static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const char *path, const cJSON *entry, char *why,
+                      size_t cap) {
   char *err = NULL;
   LLVMMemoryBufferRef buf;
   if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
@@ -108,9 +220,16 @@ static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const char *path, char
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef mod;
   if (LLVMParseIRInContext(LLVMOrcThreadSafeContextGetContext(tsc), buf, &mod, &err)) {
-    say(why, cap, "%s", err ? err : "kernel file does not parse");
+    say(why, cap, "%s: %s", path, err ? err : "kernel file does not parse");
     LLVMDisposeMessage(err);
     LLVMOrcDisposeThreadSafeContext(tsc);
+    j->rejected = 1;
+    return -1;
+  }
+  if (check_module(mod, path, why, cap) || check_entry(mod, entry, path, why, cap)) {
+    LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    j->rejected = 1;
     return -1;
   }
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
@@ -160,6 +279,7 @@ static int bind_functions(wf_jit *j, const wf_plan *p, const cJSON *entry, int c
     if (!name || !op || !mode || wf_peop_lookup(op, &pop) || !wf_kernel_covers(pop)) {
       say(why, cap, "manifest.json: kernels of class '%s': bad function entry (op '%s')",
           p->classes[ci]->name, op ? op : "?");
+      j->rejected = 1;
       return -1;
     }
     int slot = !strcmp(mode, "ij") ? WF_BMODE_IJ : !strcmp(mode, "i") ? WF_BMODE_I
@@ -176,8 +296,11 @@ static int bind_functions(wf_jit *j, const wf_plan *p, const cJSON *entry, int c
   return 0;
 }
 
-wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) {
+wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) { return wf_jit_load_ex(p, why, cap, NULL); }
+
+wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected) {
   why[0] = 0;
+  if (rejected) *rejected = 0;
   cJSON *root;
   cJSON *kernels = read_manifest_kernels(p, &root, why, cap);
   if (!kernels || !cJSON_GetArraySize(kernels)) {
@@ -203,7 +326,7 @@ wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) {
   /* Kernels call libm (expf, erff, ...): resolve them from this process, as the interpreter. */
   LLVMOrcDefinitionGeneratorRef gen;
   e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-      &gen, LLVMOrcLLJITGetGlobalPrefix(j->lljit), NULL, NULL);
+      &gen, LLVMOrcLLJITGetGlobalPrefix(j->lljit), process_symbol_filter, NULL);
   if (e) {
     say_llvm(why, cap, "cannot expose the process's symbols to the JIT", e);
     goto done;
@@ -217,17 +340,19 @@ wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) {
     int ci = cls ? find_class(p, cls) : -1;
     if (ci < 0 || !file || strstr(file, "..")) {
       say(why, cap, "manifest.json: a kernels entry names an unknown class or a bad file");
+      j->rejected = 1;
       goto done;
     }
     char path[2200];
     snprintf(path, sizeof path, "%s/%s", p->dir, file);
-    if (add_module(j, tm, path, why, cap) || bind_functions(j, p, entry, ci, why, cap)) goto done;
+    if (add_module(j, tm, path, entry, why, cap) || bind_functions(j, p, entry, ci, why, cap)) goto done;
   }
   ok = 1;
 done:
   if (tm) LLVMDisposeTargetMachine(tm);
   cJSON_Delete(root);
   if (!ok) {
+    if (rejected) *rejected = j->rejected;
     wf_jit_free(j);
     return NULL;
   }

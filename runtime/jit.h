@@ -24,6 +24,12 @@ typedef struct wf_jit wf_jit;
  * has no kernels (hand-written plans), NULL with a reason in `why` when LLVM cannot initialise
  * or a kernel file does not compile; the caller warns and interprets. */
 wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap);
+/* wf_jit_load, and *rejected = 1 when the failure is the plan's, not the host's: a kernel
+ * file that does not parse or verify, that declares a symbol generated kernels never use
+ * (only expf, logf, tanhf, erff, sqrtf and LLVM intrinsics), that calls indirectly or makes
+ * pointers of integers, or a manifest entry naming a function the file does not define with
+ * the kernel ABI. Such a plan is refused (exit 1), not interpreted. */
+wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected);
 void wf_jit_free(wf_jit *j);
 /* Number of compiled kernel functions. */
 int wf_jit_kernel_count(const wf_jit *j);

@@ -8,6 +8,8 @@
 
 #include "ir/support/fsutil.h"
 #include "ir/pe/pe_routes.h"
+#include "ir/support/plan_digest.h"
+#include "ir/support/sha256.h"
 #include "runtime/runtime.h"
 #include "waferc/diag.h"
 
@@ -33,15 +35,39 @@ static const cJSON *get(lctx *c, const cJSON *obj, const char *key, const char *
   return v;
 }
 
-static int get_int(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t *out) {
+/* Limits a manifest is held to before any of its numbers sizes memory. They come from what a
+ * target can be (a fabric side, a PE's SRAM), so a plan for any real target passes, and every
+ * product of them (PEs x SRAM, dims of a shape) stays far from int64 overflow. */
+#define JSON_INT_MAX (INT64_C(1) << 53)   /* a double holds every integer up to here */
+#define PLAN_MAX_SIDE (INT64_C(1) << 16)  /* fabric, mesh and rectangle sides, in PEs */
+#define PLAN_MAX_SRAM (INT64_C(1) << 30)  /* bytes per PE (WSE: 48 KiB; Dojo-like: 1.25 MiB) */
+#define PLAN_MAX_DIM (INT64_C(1) << 40)   /* one dim of a tensor */
+
+/* A JSON number as an integer in [lo, hi]. The range is checked on the double first:
+ * converting 1e19 to int64_t is undefined behaviour, and NaN compares false. */
+static int num_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out) {
+  if (!cJSON_IsNumber(v)) return -1;
+  double d = v->valuedouble;
+  if (!(d >= (double)-JSON_INT_MAX && d <= (double)JSON_INT_MAX)) return -1;
+  int64_t i = (int64_t)d;
+  if ((double)i != d || i < lo || i > hi) return -1;
+  *out = i;
+  return 0;
+}
+
+static int get_int_in(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t lo,
+                      int64_t hi, int64_t *out) {
   const cJSON *v = get(c, obj, key, where);
   if (!v) return -1;
-  if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
-    lerr(c, "%s.%s: expected an integer", where, key);
+  if (num_int(v, lo, hi, out)) {
+    lerr(c, "%s.%s: expected an integer in [%lld, %lld]", where, key, (long long)lo, (long long)hi);
     return -1;
   }
-  *out = (int64_t)v->valuedouble;
   return 0;
+}
+
+static int get_int(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t *out) {
+  return get_int_in(c, obj, key, where, -JSON_INT_MAX, JSON_INT_MAX, out);
 }
 
 static int get_str(lctx *c, const cJSON *obj, const char *key, const char *where, char *out,
@@ -56,9 +82,9 @@ static int get_str(lctx *c, const cJSON *obj, const char *key, const char *where
   return 0;
 }
 
-/* [a, b, ...] of n integers. */
+/* [a, b, ...] of n integers, each in [lo, hi]. */
 static int get_ints(lctx *c, const cJSON *obj, const char *key, const char *where, int64_t *out,
-                    int n) {
+                    int n, int64_t lo, int64_t hi) {
   const cJSON *v = get(c, obj, key, where);
   if (!v) return -1;
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n) {
@@ -66,12 +92,11 @@ static int get_ints(lctx *c, const cJSON *obj, const char *key, const char *wher
     return -1;
   }
   for (int i = 0; i < n; i++) {
-    const cJSON *e = cJSON_GetArrayItem(v, i);
-    if (!cJSON_IsNumber(e)) {
-      lerr(c, "%s.%s[%d]: expected an integer", where, key, i);
+    if (num_int(cJSON_GetArrayItem(v, i), lo, hi, &out[i])) {
+      lerr(c, "%s.%s[%d]: expected an integer in [%lld, %lld]", where, key, i, (long long)lo,
+           (long long)hi);
       return -1;
     }
-    out[i] = (int64_t)e->valuedouble;
   }
   return 0;
 }
@@ -87,7 +112,7 @@ static int load_target(lctx *c, const cJSON *t, wf_target *out) {
   bad |= get_str(c, t, "name", "target", out->name, sizeof out->name);
 #define I(key, field)                                                           \
   do {                                                                          \
-    if (get_int(c, t, key, "target", &v) == 0 && v >= 0) out->field = (int)v;   \
+    if (get_int_in(c, t, key, "target", 0, INT32_MAX, &v) == 0) out->field = (int)v; \
     else bad = 1;                                                               \
   } while (0)
   I("hop_cycles", hop_cycles);
@@ -105,21 +130,25 @@ static int load_target(lctx *c, const cJSON *t, wf_target *out) {
 #undef I
   /* Optional (plans written before the key existed): 0 = bank conflicts not modelled. */
   const cJSON *bank = cJSON_GetObjectItemCaseSensitive(t, "bank_conflict_cycles");
-  if (bank && cJSON_IsNumber(bank) && bank->valuedouble >= 0)
-    out->bank_conflict_cycles = (int)bank->valuedouble;
+  if (bank && num_int(bank, 0, INT32_MAX, &v) == 0)
+    out->bank_conflict_cycles = (int)v;
   else if (bank) {
     lerr(c, "target.bank_conflict_cycles: expected a non-negative integer");
     bad = 1;
   }
-  if (get_int(c, t, "sram_bytes", "target", &v) == 0) out->sram_bytes = v;
+  if (get_int_in(c, t, "sram_bytes", "target", 1, PLAN_MAX_SRAM, &v) == 0) out->sram_bytes = v;
   else bad = 1;
-  if (get_ints(c, t, "fabric", "target", pair, 2) == 0) {
+  if (get_ints(c, t, "fabric", "target", pair, 2, 1, PLAN_MAX_SIDE) == 0) {
     out->fabric_w = (int)pair[0];
     out->fabric_h = (int)pair[1];
   } else bad = 1;
   const cJSON *clk = get(c, t, "clock_hz", "target");
-  if (clk && cJSON_IsNumber(clk) && clk->valuedouble > 0) out->clock_hz = clk->valuedouble;
-  else bad = 1;
+  if (clk && cJSON_IsNumber(clk) && clk->valuedouble > 0 && clk->valuedouble < 1e15)
+    out->clock_hz = clk->valuedouble;
+  else if (clk) {
+    lerr(c, "target.clock_hz: expected a positive number of Hz");
+    bad = 1;
+  } else bad = 1;
   const cJSON *res = get(c, t, "reserved_colors", "target");
   if (res && cJSON_IsArray(res)) {
     const cJSON *e;
@@ -189,12 +218,11 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
   const wf_plan_region *r = &p->regions[t->region];
   for (int i = 0; i < rank; i++) {
     const cJSON *d = cJSON_GetArrayItem(shape, i), *s = cJSON_GetArrayItem(split, i);
-    if (!cJSON_IsNumber(d) || d->valuedouble < 1 || !cJSON_IsString(s)) {
-      lerr(c, "%s.shape[%d]/split[%d]: expected a positive integer and \"x\", \"y\" or \"-\"", where,
-           i, i);
+    if (num_int(d, 1, PLAN_MAX_DIM, &t->dims[i]) || !cJSON_IsString(s)) {
+      lerr(c, "%s.shape[%d]/split[%d]: expected an integer in [1, 2^40] and \"x\", \"y\" or \"-\"",
+           where, i, i);
       return -1;
     }
-    t->dims[i] = (int64_t)d->valuedouble;
     const char *sv = s->valuestring;
     t->split[i] = !strcmp(sv, "x") ? WF_AXIS_X : !strcmp(sv, "y") ? WF_AXIS_Y : WF_AXIS_NONE;
     if (t->split[i] == WF_AXIS_NONE && strcmp(sv, "-")) {
@@ -214,8 +242,8 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
     int parts = t->split[i] == WF_AXIS_X ? r->w : t->split[i] == WF_AXIS_Y ? r->h : 1;
     t->padded[i] = (t->dims[i] + parts - 1) / parts * parts;
     if (!ps) continue;
-    const cJSON *d = cJSON_GetArrayItem(ps, i);
-    int64_t got = cJSON_IsNumber(d) ? (int64_t)d->valuedouble : -1;
+    int64_t got = -1;
+    num_int(cJSON_GetArrayItem(ps, i), 1, PLAN_MAX_DIM + PLAN_MAX_SIDE, &got);
     if (got < t->dims[i] || got % parts || (parts == 1 && got != t->dims[i])) {
       lerr(c, "%s.padded_shape[%d]: dim %lld over %d PEs pads to %lld%s, got %lld", where, i,
            (long long)t->dims[i], parts, (long long)t->padded[i],
@@ -224,21 +252,37 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
     }
     t->padded[i] = got;
   }
+  /* Sizes are checked, with overflow-safe products, against what holds the tensor: no tensor
+   * is larger than the SRAM of every PE of the mesh, no block larger than one PE's SRAM, no
+   * weight larger than weights.bin. Only then is a byte count trusted to size a buffer. */
+  int64_t numel = 1, block = 1, bdims[WF_MAX_RANK];
+  int64_t mesh_bytes = (int64_t)p->mesh_w * p->mesh_h * p->target.sram_bytes;
+  for (int i = 0; i < rank && numel > 0; i++)
+    if (__builtin_mul_overflow(numel, t->padded[i], &numel) || numel > mesh_bytes / 4) numel = -1;
+  if (numel > 0) block = wf_plan_block_dims(p, t, bdims);
+  if (numel < 0 || block > p->target.sram_bytes / 4) {
+    lerr(c, "%s.shape: the tensor (padded to %s elements) exceeds %s: the mesh's %dx%d PEs hold %lld "
+            "bytes, %lld per PE", where, numel < 0 ? "too many" : "its",
+         numel < 0 ? "the SRAM of the whole mesh" : "one PE's SRAM in its block", p->mesh_w, p->mesh_h,
+         (long long)mesh_bytes, (long long)p->target.sram_bytes);
+    return -1;
+  }
   if (is_weight) {
-    if (get_int(c, o, "offset", where, &t->offset) || get_int(c, o, "bytes", where, &t->bytes))
+    if (get_int_in(c, o, "offset", where, 0, p->weight_bytes, &t->offset) ||
+        get_int_in(c, o, "bytes", where, 0, p->weight_bytes, &t->bytes))
       return -1;
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= t->dims[i];
-    if (t->bytes != numel * 4 || t->offset < 0 || t->offset + t->bytes > p->weight_bytes) {
-      lerr(c, "%s: byte range [%lld, +%lld) does not match the shape or lies outside weights.bin "
-              "(%lld bytes)", where, (long long)t->offset, (long long)t->bytes,
-           (long long)p->weight_bytes);
+    int64_t want = 1;
+    for (int i = 0; i < rank; i++) want *= t->dims[i]; /* <= numel: bounded above */
+    want *= 4;
+    if (t->bytes != want || t->offset > p->weight_bytes - t->bytes) {
+      lerr(c, "%s: byte range [%lld, +%lld) does not match the shape (%lld bytes of f32) or lies "
+              "outside weights.bin (%lld bytes)", where, (long long)t->offset, (long long)t->bytes,
+           (long long)want, (long long)p->weight_bytes);
       return -1;
     }
   }
   /* Every class placed on the tensor's region must hold the symbol, large enough. */
-  int64_t bdims[WF_MAX_RANK];
-  int64_t block = wf_plan_block_dims(p, t, bdims) * 4;
+  block *= 4;
   for (int i = 0; i < p->n_places; i++) {
     if (p->places[i].region != t->region) continue;
     const wf_pe_class *cl = p->classes[p->places[i].cls];
@@ -264,6 +308,26 @@ int64_t wf_plan_block_dims(const wf_plan *p, const wf_plan_tensor *t, int64_t *b
   return n;
 }
 
+/* A program's '@' symbols hold constants (docs/pe-programs.md): each must be a weight placed
+ * on the region the class runs on, or its PEs would compute with whatever SRAM held. */
+static int check_weight_symbols(lctx *c, const wf_plan *p) {
+  for (int i = 0; i < p->n_places; i++) {
+    const wf_pe_class *cl = p->classes[p->places[i].cls];
+    for (int s = 0; s < cl->n_syms; s++) {
+      if (cl->syms[s].name[0] != '@') continue;
+      int found = 0;
+      for (int k = 0; k < p->n_weights && !found; k++)
+        found = p->weights[k].region == p->places[i].region && !strcmp(p->weights[k].symbol, cl->syms[s].name);
+      if (!found) {
+        lerr(c, "weights.tensors: no weight for symbol '%s' of class '%s' on region '%s' (a constant without "
+                "data)", cl->syms[s].name, cl->name, p->regions[p->places[i].region].name);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 static int load_tensors(lctx *c, wf_plan *p, const cJSON *arr, const char *key,
                         wf_plan_tensor **out, int *n, int is_weight) {
   if (!arr || !cJSON_IsArray(arr)) {
@@ -276,6 +340,11 @@ static int load_tensors(lctx *c, wf_plan *p, const cJSON *arr, const char *key,
     char where[64];
     snprintf(where, sizeof where, "%s[%d]", key, i);
     if (load_tensor(c, p, cJSON_GetArrayItem(arr, i), where, &(*out)[i], is_weight)) return -1;
+    for (int k = 0; k < i; k++)
+      if (!strcmp((*out)[k].name, (*out)[i].name)) {
+        lerr(c, "%s.name: '%s' is also %s[%d]'s name", where, (*out)[i].name, key, k);
+        return -1;
+      }
   }
   return 0;
 }
@@ -301,6 +370,50 @@ static int check_colors(lctx *c, wf_plan *p) {
   return 0;
 }
 
+/* The class's memory map in the manifest (optional: plans written by hand may omit it) is
+ * the program's .sym lines: the same symbols at the same offsets and sizes, and the same
+ * total, so a line deleted or duplicated on either side is found. */
+static int check_memory_map(lctx *c, const cJSON *cl, const char *cw, const wf_pe_class *pc, const char *prog) {
+  const cJSON *mem = cJSON_GetObjectItemCaseSensitive(cl, "memory");
+  const cJSON *mb = cJSON_GetObjectItemCaseSensitive(cl, "memory_bytes");
+  int64_t v;
+  if (mb && (num_int(mb, 0, JSON_INT_MAX, &v) || v != pc->mem_bytes)) {
+    lerr(c, "%s.memory_bytes: expected %lld, the end of the last symbol of %s", cw, (long long)pc->mem_bytes, prog);
+    return -1;
+  }
+  if (!mem) return 0;
+  if (!cJSON_IsArray(mem) || cJSON_GetArraySize(mem) != pc->n_syms) {
+    lerr(c, "%s.memory: expected an array of the %d symbols %s declares", cw, pc->n_syms, prog);
+    return -1;
+  }
+  for (int k = 0; k < pc->n_syms; k++) {
+    const cJSON *e = cJSON_GetArrayItem(mem, k);
+    const char *sym = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "symbol"));
+    int64_t off, bytes;
+    int s = sym ? wf_pe_class_find_sym(pc, sym) : -1;
+    if (s < 0 || num_int(cJSON_GetObjectItemCaseSensitive(e, "offset"), 0, JSON_INT_MAX, &off) ||
+        num_int(cJSON_GetObjectItemCaseSensitive(e, "bytes"), 0, JSON_INT_MAX, &bytes) ||
+        off != pc->syms[s].offset || bytes != pc->syms[s].bytes) {
+      lerr(c, "%s.memory[%d]: expected {symbol, offset, bytes} of a .sym line of %s (symbol '%s'%s)", cw, k, prog,
+           sym ? sym : "?", s < 0 ? " is not declared there" : ": offset or bytes differ");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int places_overlap(const wf_plan_place *u, const wf_plan_place *v) {
+  return u->x < v->x + v->w && v->x < u->x + u->w && u->y < v->y + v->h && v->y < u->y + u->h;
+}
+
+/* 1 when two placements overlap (reported by the caller's own check). */
+static int check_overlaps(const wf_plan *p) {
+  for (int a = 0; a < p->n_places; a++)
+    for (int b = a + 1; b < p->n_places; b++)
+      if (places_overlap(&p->places[a], &p->places[b])) return 1;
+  return 0;
+}
+
 static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
   if (!regions || !cJSON_IsArray(regions)) {
     lerr(c, "'regions' must be an array");
@@ -314,7 +427,7 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
     char where[64];
     snprintf(where, sizeof where, "regions[%d]", i);
     int64_t rect[4];
-    if (get_str(c, r, "name", where, p->regions[i].name, 64) || get_ints(c, r, "rect", where, rect, 4))
+    if (get_str(c, r, "name", where, p->regions[i].name, 64) || get_ints(c, r, "rect", where, rect, 4, 0, PLAN_MAX_SIDE))
       return -1;
     if (rect[0] < 0 || rect[1] < 0 || rect[2] < 1 || rect[3] < 1 || rect[0] + rect[2] > p->mesh_w ||
         rect[1] + rect[3] > p->mesh_h) {
@@ -333,7 +446,7 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
       snprintf(cw, sizeof cw, "%s.classes[%d]", where, k);
       int64_t cr[4];
       if (get_str(c, cl, "name", cw, name, sizeof name) ||
-          get_str(c, cl, "program", cw, prog, sizeof prog) || get_ints(c, cl, "rect", cw, cr, 4))
+          get_str(c, cl, "program", cw, prog, sizeof prog) || get_ints(c, cl, "rect", cw, cr, 4, 0, PLAN_MAX_SIDE))
         return -1;
       if (cr[0] < rect[0] || cr[1] < rect[1] || cr[2] < 1 || cr[3] < 1 ||
           cr[0] + cr[2] > rect[0] + rect[2] || cr[1] + cr[3] > rect[1] + rect[3]) {
@@ -398,6 +511,7 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
         p->places = realloc(p->places, (size_t)cap_places * sizeof *p->places);
       }
       p->places[p->n_places++] = (wf_plan_place){idx, i, (int)cr[0], (int)cr[1], (int)cr[2], (int)cr[3]};
+      if (check_memory_map(c, cl, cw, p->classes[idx], prog)) return -1;
       /* Routes a WSE router can hold, on every PE of this placement (the region's size and
          edges decide which rules hold and which ports face a neighbour). */
       char ppath[2048];
@@ -408,6 +522,19 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
         c->errors++;
         return -1;
       }
+    }
+  }
+  /* Every PE of a region runs a class: with no overlaps, the classes' areas add up to the
+   * region's (a deleted class leaves PEs without a program). */
+  for (int i = 0; i < p->n_regions; i++) {
+    int64_t area = 0;
+    for (int k = 0; k < p->n_places; k++)
+      if (p->places[k].region == i) area += (int64_t)p->places[k].w * p->places[k].h;
+    const wf_plan_region *r = &p->regions[i];
+    if (area < (int64_t)r->w * r->h && !check_overlaps(p)) {
+      lerr(c, "regions[%d] '%s': its classes cover %lld of its %dx%d PEs; every PE of a region needs a class",
+           i, r->name, (long long)area, r->w, r->h);
+      return -1;
     }
   }
   /* Placements may not overlap: a PE runs one class. */
@@ -438,7 +565,7 @@ static int load_colls(lctx *c, wf_plan *p, const cJSON *o, int op, const char *w
     wf_plan_coll pc;
     memset(&pc, 0, sizeof pc);
     if (get_int(c, e, "index", w, &index) || get_str(c, e, "collective", w, pc.collective, sizeof pc.collective) ||
-        get_str(c, e, "algo", w, pc.algo, sizeof pc.algo) || get_int(c, e, "pes", w, &pes) ||
+        get_str(c, e, "algo", w, pc.algo, sizeof pc.algo) || get_int_in(c, e, "pes", w, 0, INT32_MAX, &pes) ||
         get_int(c, e, "words", w, &words) || get_int(c, e, "predicted_cycles", w, &pred))
       return -1;
     if (cJSON_GetObjectItemCaseSensitive(e, "lowered_cycles") && get_int(c, e, "lowered_cycles", w, &low))
@@ -548,7 +675,105 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
   return 0;
 }
 
-wf_plan *wf_plan_load(const char *dir) {
+/* A key given twice in one object: cJSON keeps both and reads the first, so a duplicated
+ * line would be half ignored. 0, or -1 after naming the first such key. */
+static int check_duplicate_keys(lctx *c, const cJSON *o, const char *where) {
+  for (const cJSON *a = o ? o->child : NULL; a; a = a->next) {
+    if (cJSON_IsObject(o))
+      for (const cJSON *b = a->next; b; b = b->next)
+        if (a->string && b->string && !strcmp(a->string, b->string)) {
+          lerr(c, "%s: key '%s' is given twice", where, a->string);
+          return -1;
+        }
+    if (cJSON_IsObject(a) || cJSON_IsArray(a)) {
+      char w[160];
+      if (cJSON_IsObject(o)) snprintf(w, sizeof w, "%s.%s", where, a->string ? a->string : "?");
+      else snprintf(w, sizeof w, "%s[]", where);
+      if (check_duplicate_keys(c, a, w)) return -1;
+    }
+  }
+  return 0;
+}
+
+/* One file the manifest names against its digest. 0 when it matches; 1 when it differs. */
+static int check_digest(lctx *c, const cJSON *digests, const char *dir, const char *rel, int allow) {
+  /* A missing name, or one outside the plan, is reported where the key is read; such a file
+   * is not even opened here. */
+  if (!rel || !rel[0] || strstr(rel, "..") || rel[0] == '/') return 0;
+  const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(digests, rel));
+  char path[2400], hex[65];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  if (!want) {
+    if (allow) return 1;
+    lerr(c, "digests: no digest for '%s', which the manifest names (waferc seals every file of a plan; "
+            "--allow-modified-plan runs a plan edited by hand)", rel);
+    return 1;
+  }
+  if (wf_sha256_file(path, hex)) {
+    if (allow) return 1;
+    wf_error_at(path, "cannot read this file of the plan: %s", strerror(errno));
+    c->errors++;
+    return 1;
+  }
+  if (strcmp(hex, want)) {
+    if (allow)
+      wf_warning(wf_loc_make(path, 0, 0), "modified since waferc wrote the plan (its SHA-256 is not the "
+                                          "manifest's); running it as --allow-modified-plan asks");
+    else {
+      wf_error_at(path, "modified or truncated since waferc wrote the plan: its SHA-256 is %.12s..., the "
+                        "manifest's digests.%s says %.12s... (recompile the plan, or run a hand-edited "
+                        "plan with --allow-modified-plan)", hex, rel, want);
+      c->errors++;
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* The plan as waferc sealed it (docs/plan-format.md, "Digests"): the manifest's own digest
+ * and every file it names. With allow, a difference is a warning, and a plan without
+ * digests (written by hand) is taken as it is. */
+static int check_digests(lctx *c, const cJSON *root, const char *text, size_t len, const char *dir, int allow) {
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "digests");
+  if (!cJSON_IsObject(d)) {
+    if (allow) return 0;
+    lerr(c, "digests: missing: this manifest was not sealed by waferc (written or edited by hand?); "
+            "recompile the plan, or run it with --allow-modified-plan");
+    return -1;
+  }
+  long at = wf_digest_self_find(text, len);
+  char hex[65];
+  if (at >= 0) wf_digest_self_hash(text, len, at, hex);
+  if (at < 0 || strncmp(hex, text + at, 64)) {
+    if (allow)
+      wf_warning(wf_loc_make(c->path, 0, 0), "modified since waferc wrote the plan (digests.manifest.json "
+                                             "does not match); running it as --allow-modified-plan asks");
+    else {
+      lerr(c, "modified since waferc wrote the plan: digests.manifest.json %s (recompile the plan, or run "
+              "a hand-edited plan with --allow-modified-plan)",
+           at < 0 ? "is missing" : "does not match the manifest's text");
+      return -1;
+    }
+  }
+  int bad = 0;
+  const cJSON *r, *cl, *k;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "regions"))
+    cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(r, "classes"))
+      bad |= check_digest(c, d, dir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cl, "program")), allow);
+  cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "kernels"))
+    bad |= check_digest(c, d, dir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "file")), allow);
+  /* weights.bin is read only when it holds bytes; a plan without weights may lack the file. */
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
+  const char *wfile = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "file"));
+  const cJSON *wbytes = cJSON_GetObjectItemCaseSensitive(w, "bytes");
+  if (wfile && (!cJSON_IsNumber(wbytes) || wbytes->valuedouble != 0 || cJSON_GetObjectItemCaseSensitive(d, wfile)))
+    bad |= check_digest(c, d, dir, wfile, allow);
+  return bad && !allow ? -1 : 0;
+}
+
+wf_plan *wf_plan_load(const char *dir) { return wf_plan_load_ex(dir, 0); }
+
+wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   wf_plan *p = calloc(1, sizeof *p);
   WF_ASSERT(p != NULL);
   snprintf(p->dir, sizeof p->dir, "%s", dir);
@@ -577,7 +802,9 @@ wf_plan *wf_plan_load(const char *dir) {
     free(p);
     return NULL;
   }
+  int sealed = check_digests(&c, root, text, len, dir, (flags & WF_PLAN_ALLOW_MODIFIED) != 0);
   free(text);
+  if (sealed || check_duplicate_keys(&c, root, "manifest")) goto fail;
   int64_t fv = 0, mesh[2];
   if (get_int(&c, root, "format_version", "manifest", &fv)) goto fail;
   if (fv != WF_PLAN_FORMAT_VERSION) {
@@ -586,7 +813,7 @@ wf_plan *wf_plan_load(const char *dir) {
     goto fail;
   }
   if (load_target(&c, cJSON_GetObjectItemCaseSensitive(root, "target"), &p->target)) goto fail;
-  if (get_ints(&c, root, "mesh", "manifest", mesh, 2)) goto fail;
+  if (get_ints(&c, root, "mesh", "manifest", mesh, 2, 1, PLAN_MAX_SIDE)) goto fail;
   if (mesh[0] < 1 || mesh[1] < 1 || mesh[0] > p->target.fabric_w || mesh[1] > p->target.fabric_h) {
     lerr(&c, "mesh %lldx%lld does not fit the %dx%d fabric", (long long)mesh[0], (long long)mesh[1],
          p->target.fabric_w, p->target.fabric_h);
@@ -618,8 +845,12 @@ wf_plan *wf_plan_load(const char *dir) {
   if (!w) goto fail;
   char wfile[256];
   if (get_str(&c, w, "file", "weights", wfile, sizeof wfile) ||
-      get_int(&c, w, "bytes", "weights", &p->weight_bytes))
+      get_int_in(&c, w, "bytes", "weights", 0, JSON_INT_MAX, &p->weight_bytes))
     goto fail;
+  if (!wfile[0] || strstr(wfile, "..") || wfile[0] == '/') { /* as program paths: inside the plan */
+    lerr(&c, "weights.file '%s' must be a relative path inside the plan", wfile);
+    goto fail;
+  }
   if (p->weight_bytes > 0) {
     char wpath[1400];
     snprintf(wpath, sizeof wpath, "%s/%s", dir, wfile);
@@ -635,7 +866,7 @@ wf_plan *wf_plan_load(const char *dir) {
     }
   }
   if (load_tensors(&c, p, get(&c, w, "tensors", "weights"), "weights.tensors", &p->weights,
-                   &p->n_weights, 1) ||
+                   &p->n_weights, 1) || check_weight_symbols(&c, p) ||
       load_tensors(&c, p, get(&c, root, "inputs", "manifest"), "inputs", &p->inputs, &p->n_inputs, 0) ||
       load_tensors(&c, p, get(&c, root, "outputs", "manifest"), "outputs", &p->outputs,
                    &p->n_outputs, 0))
@@ -671,17 +902,17 @@ wf_plan *wf_plan_load(const char *dir) {
         goto fail;
       }
   }
-  const cJSON *tpr = cJSON_GetObjectItemCaseSensitive(root, "tokens_per_run");
-  p->tokens_per_run = cJSON_IsNumber(tpr) && tpr->valuedouble >= 1 ? (int64_t)tpr->valuedouble : 1;
+  int64_t num;
+  p->tokens_per_run =
+      num_int(cJSON_GetObjectItemCaseSensitive(root, "tokens_per_run"), 1, JSON_INT_MAX, &num) ? 1 : num;
   /* Counts of the ops that transpose or relay out over the fabric (optional: older plans). */
-  const cJSON *nft = cJSON_GetObjectItemCaseSensitive(root, "fabric_transposes");
-  const cJSON *nrl = cJSON_GetObjectItemCaseSensitive(root, "relayouts");
-  p->fabric_transposes = cJSON_IsNumber(nft) && nft->valuedouble >= 0 ? (int)nft->valuedouble : -1;
-  p->relayouts = cJSON_IsNumber(nrl) && nrl->valuedouble >= 0 ? (int)nrl->valuedouble : -1;
+  p->fabric_transposes =
+      num_int(cJSON_GetObjectItemCaseSensitive(root, "fabric_transposes"), 0, INT32_MAX, &num) ? -1 : (int)num;
+  p->relayouts = num_int(cJSON_GetObjectItemCaseSensitive(root, "relayouts"), 0, INT32_MAX, &num) ? -1 : (int)num;
   const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generate");
   if (gen && load_generate(&c, p, gen)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
-  if (cJSON_IsNumber(pt)) p->predicted_total = (int64_t)pt->valuedouble;
+  if (num_int(pt, 0, JSON_INT_MAX, &num) == 0) p->predicted_total = num;
   /* `op N` markers must name an op of the manifest. */
   for (int k = 0; k < p->n_classes; k++)
     for (int i = 0; i < p->classes[k]->n_code; i++) {

@@ -111,6 +111,11 @@ typedef struct wf_plan {
  * with different tx sets) is refused, naming the PE, the color, the position and the rules
  * (docs/cycle-model.md). */
 wf_plan *wf_plan_load(const char *dir);
+/* wf_plan_load with flags: WF_PLAN_ALLOW_MODIFIED accepts a plan whose files or manifest
+ * differ from their digests, or that has none (a plan edited or written by hand), with a
+ * warning per file; every other check still applies. */
+#define WF_PLAN_ALLOW_MODIFIED 1u
+wf_plan *wf_plan_load_ex(const char *dir, unsigned flags);
 void wf_plan_free(wf_plan *p);
 
 typedef enum wf_sim_mode {
@@ -122,11 +127,17 @@ typedef struct wf_sim_opts {
   int64_t max_cycles;       /* 0 = unlimited */
   int64_t deadlock_cycles;  /* no progress for this long = deadlock */
   int mode;                 /* wf_sim_mode */
+  int64_t max_seconds;      /* host wall-clock limit of wf_sim_run, 0 = unlimited; it only
+                               stops a run (exit 5), never changes a cycle count */
 } wf_sim_opts;
 #define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;
 wf_sim *wf_sim_new(const wf_plan *p, const wf_sim_opts *o);
+/* The host bytes a functional-mode simulator allocates for PE memory: every PE of every class
+ * placement holds its class's memory map (timing mode holds none). For a memory ceiling
+ * checked before anything is allocated. */
+int64_t wf_plan_sram_host_bytes(const wf_plan *p);
 void wf_sim_free(wf_sim *s);
 /* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
  * In timing mode the shape is checked and the data ignored. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/sim_sched.h"
 #include "waferc/diag.h"
@@ -377,11 +378,33 @@ int wf_sim_set_step(wf_sim *s, int grow_row, const int *row_counts) {
   return 0;
 }
 
+static double host_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int64_t wf_plan_sram_host_bytes(const wf_plan *p) {
+  int64_t total = 0;
+  for (int i = 0; i < p->n_places; i++) /* each term <= 2^32 PEs x 2^30 bytes (plan_load.c) */
+    total += (int64_t)p->places[i].w * p->places[i].h * p->classes[p->places[i].cls]->mem_bytes;
+  return total;
+}
+
 int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
   s->ran = 1;
-  int64_t quiet = 0;
+  int64_t quiet = 0, steps = 0;
+  double deadline = s->opts.max_seconds > 0 ? host_seconds() + (double)s->opts.max_seconds : 0;
   while (s->n_act_pe || s->n_act_rt || s->n_timers || s->n_rt_sleep) {
+    /* Host time only decides whether to go on (checked every 4096 steps: a clock read per
+     * cycle would cost more than a cycle of a small mesh). */
+    if (deadline > 0 && (++steps & 4095) == 0 && host_seconds() > deadline) {
+      settle_sleepers(s);
+      wf_error_at("waferrun", "the simulation exceeded --time-limit=%lld s of host time at cycle %lld",
+                  (long long)s->opts.max_seconds, (long long)s->now);
+      return WF_EXIT_RUNTIME;
+    }
     /* Compute instructions ending now rejoin the list at their places. */
     while (s->n_timers && s->timers[0]->busy_until <= s->now) {
       wf_pe *p = timer_pop(s);

@@ -369,8 +369,9 @@ int wf_trace_write(wf_trace *t, const char *path, int run_rc) {
     close_task(t, (int)i, t->end);
     for (int k = 0; k < N_ENGINES; k++) async_end(t, (int)i, k, t->end, 0);
   }
-  qsort(t->spans, (size_t)t->n_spans, sizeof *t->spans, span_cmp);
-  qsort(t->deltas, (size_t)t->n_deltas, sizeof *t->deltas, delta_cmp);
+  /* qsort's pointer must be valid even for 0 elements (C11 7.22.5): an empty list may be NULL. */
+  if (t->n_spans) qsort(t->spans, (size_t)t->n_spans, sizeof *t->spans, span_cmp);
+  if (t->n_deltas) qsort(t->deltas, (size_t)t->n_deltas, sizeof *t->deltas, delta_cmp);
   FILE *f = fopen(path, "w");
   if (!f) {
     wf_error_at(path, "cannot write the trace: %s", strerror(errno));

@@ -296,6 +296,19 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   L.gemv_k = o.gemv_k;
   L.gemv_groups = o.gemv_groups;
 
+  /* Every constant's data is read before anything is written: a missing .npy is an I/O
+   * error (exit 6) found before the plan directory is touched. */
+  int bad_const = 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
+    const wf_value_info *vi = &f->values[op->operands[i]];
+    int r = vi->kind == WF_VAL_GLOBAL ? wf_global_load(m, vi->index) : 0;
+    if (r && !bad_const) bad_const = r == WF_EXIT_IO ? WF_EXIT_IO : WF_EXIT_INPUT;
+  }
+  if (bad_const) {
+    wf_pe_class_free(L.cls);
+    free(L.sym_of);
+    return bad_const;
+  }
   /* A stale manifest must not survive a failed compile into the same directory. */
   char mpath[4096], tmp[4200];
   snprintf(mpath, sizeof mpath, "%s/manifest.json", plan_dir);

@@ -9,6 +9,8 @@
 #include "backend/collectives/lower_collective.h"
 #include "backend/gemm/lower_gemm.h"
 #include "backend/plan/manifest.h"
+#include "ir/support/plan_digest.h"
+#include "ir/support/sha256.h"
 #include "waferc/diag.h"
 #include "waferc/version.h"
 
@@ -119,6 +121,36 @@ static int all_digits(const char *s) {
   for (; *s; s++)
     if (*s < '0' || *s > '9') return 0;
   return 1;
+}
+
+/* Adds the digest of dir/rel to obj (once per file). */
+static int digest_file(cJSON *obj, const char *dir, const char *rel) {
+  if (!rel || cJSON_GetObjectItemCaseSensitive(obj, rel)) return 0;
+  char path[4400], hex[65];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  if (wf_sha256_file(path, hex)) {
+    wf_error_at(path, "cannot read a file of the plan to digest it: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  cJSON_AddStringToObject(obj, rel, hex);
+  return 0;
+}
+
+/* "digests": every file the manifest names (programs, kernels, weights), then the manifest's
+ * own entry, zeros until the text is printed (ir/support/plan_digest.h). */
+static int add_digests(cJSON *root, const char *dir) {
+  cJSON *d = cJSON_AddObjectToObject(root, "digests");
+  int rc = 0;
+  const cJSON *r, *cl, *k;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "regions"))
+    cJSON_ArrayForEach(cl, cJSON_GetObjectItemCaseSensitive(r, "classes"))
+      if (!rc) rc = digest_file(d, dir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cl, "program")));
+  cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "kernels"))
+    if (!rc) rc = digest_file(d, dir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "file")));
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
+  if (!rc) rc = digest_file(d, dir, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "file")));
+  cJSON_AddStringToObject(d, "manifest.json", "0000000000000000000000000000000000000000000000000000000000000000");
+  return rc;
 }
 
 int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
@@ -305,11 +337,31 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     it = next;
   }
   cJSON_Delete(ex);
-  char *text = cJSON_Print(root);
+  /* Sealed last, when every other file of the plan is written. */
+  char dir[4400];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else snprintf(dir, sizeof dir, ".");
+  int rc = add_digests(root, dir);
+  if (rc) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  char *printed = cJSON_Print(root);
   cJSON_Delete(root);
+  size_t len = strlen(printed);
+  char *text = realloc(printed, len + 2); /* the digest covers the bytes written: the newline too */
+  WF_ASSERT(text != NULL);
+  text[len++] = '\n';
+  text[len] = 0;
+  long at = wf_digest_self_find(text, len);
+  WF_ASSERT(at >= 0);
+  char hex[65];
+  wf_digest_self_hash(text, len, at, hex);
+  memcpy(text + at, hex, 64);
   FILE *f = fopen(path, "w");
-  int rc = 0;
-  if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0) rc = WF_EXIT_IO;
+  if (!f || fputs(text, f) < 0) rc = WF_EXIT_IO;
   if (f && fclose(f)) rc = WF_EXIT_IO;
   if (rc) wf_error_at(path, "cannot write the manifest: %s", strerror(errno));
   free(text);

@@ -236,7 +236,8 @@ int wf_module_find_region(const wf_module *m, const char *name); /* -1 if absent
 int wf_module_add_global(wf_module *m, const char *name, wf_type type, wf_loc loc);
 int wf_module_find_global(const wf_module *m, const char *name);
 wf_func *wf_module_find_func(const wf_module *m, const char *name);
-/* Loads a FILE global's data (relative to base_dir); 0 on success, else reports an error. */
+/* Loads a FILE global's data (relative to base_dir); 0 on success, else reports an error and
+ * returns WF_EXIT_IO when the file cannot be opened, nonzero otherwise. */
 int wf_global_load(wf_module *m, int global);
 void wf_module_set_attr(wf_module *m, wf_attr attr); /* replaces one of the same name */
 

@@ -426,12 +426,13 @@ static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, con
     const char *q = next_tok(p, name, sizeof name, &s1);
     q = q ? next_tok(q, off, sizeof off, &s2) : NULL;
     q = q ? next_tok(q, bytes, sizeof bytes, &s3) : NULL;
-    char *e1, *e2;
+    char *e1 = NULL, *e2 = NULL;
+    errno = 0;
     long long o = q ? strtoll(off, &e1, 10) : -1, b = q ? strtoll(bytes, &e2, 10) : -1;
-    if (!q || *e1 || *e2 || o < 0 || b < 0 || (o % 4) || strlen(name) >= 64 ||
-        !strchr("%@$", name[0])) {
+    if (!q || *e1 || *e2 || errno || o < 0 || b < 0 || o > WF_PE_MAX_SYM_BYTES ||
+        b > WF_PE_MAX_SYM_BYTES || (o % 4) || strlen(name) >= 64 || !strchr("%@$", name[0])) {
       perr(ps, dir_at, ".sym expects NAME OFFSET BYTES (name starting with %%, @ or $; offset "
-                       "4-byte aligned)", NULL, NULL);
+                       "4-byte aligned; offset and bytes at most 2^40)", NULL, NULL);
       return;
     }
     if (wf_pe_class_find_sym(ps->c, name) >= 0) {
@@ -556,6 +557,10 @@ static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
   const char *st;
   p = next_tok(p, tok, sizeof tok, &st);
   wf_peop op;
+  if (!p) {
+    perr(ps, NULL, "expected an instruction", NULL, NULL);
+    return;
+  }
   if (wf_peop_lookup(tok, &op)) {
     perr(ps, st, "unknown instruction '%s'", tok, NULL);
     return;
@@ -739,6 +744,10 @@ wf_pe_class *wf_pe_class_parse_string(const char *text, const char *path) {
       q = parse_guard(&ps, q, &g);
       if (!q) continue;
       q = skip_ws(q);
+      if (!*q) { /* found by fuzzing: a guard alone read an uninitialised mnemonic */
+        perr(&ps, gstart, "a guard must be followed by an instruction or .route", NULL, NULL);
+        continue;
+      }
     }
     if (*q == '.') parse_directive(&ps, q, &g, gstart);
     else if (!ps.in_code) perr(&ps, q, "instruction before .code", NULL, NULL);

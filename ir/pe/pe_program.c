@@ -54,6 +54,7 @@ void wf_pe_class_free(wf_pe_class *c) {
 
 int wf_pe_class_add_sym(wf_pe_class *c, const char *name, int64_t bytes) {
   WF_ASSERT(wf_pe_class_find_sym(c, name) < 0);
+  WF_ASSERT(bytes >= 0 && bytes <= WF_PE_MAX_SYM_BYTES && c->mem_bytes <= INT64_MAX / 4);
   GROW(c->syms, c->n_syms, c->cap_syms);
   wf_pe_sym *s = &c->syms[c->n_syms];
   memset(s, 0, sizeof *s);

@@ -23,6 +23,10 @@
 #define WF_PE_MAX_POS 8            /* switch positions representable; the target's
                                       switch_positions (4 on WSE-2) is checked by waferrun */
 #define WF_PE_MAX_TASKS 32
+/* A symbol's offset and size, in bytes: far above any PE's SRAM (the loader holds a class to
+   its target's), far enough below INT64_MAX that offset + bytes and the 16-byte rounding of
+   the memory map cannot overflow. */
+#define WF_PE_MAX_SYM_BYTES (INT64_C(1) << 40)
 
 typedef enum wf_peop {
 #define WF_PEOP(id, name, sig, cost, syn) WF_PEOP_##id,
@@ -242,8 +246,11 @@ typedef struct wf_pe_env {
   const wf_pe_set *sets; /* the class's sets, for `in` conditions (NULL: none) */
   int n_sets;
 } wf_pe_env;
+/* Computed in 64 bits and clamped: a program is untrusted text, and a scale times a loop
+ * variable may pass INT32_MAX; the clamped value fails the bounds checks of whatever uses it
+ * instead of overflowing (values in range are unchanged). */
 static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
-  int32_t b;
+  int64_t b;
   switch (t->kind) {
     case WF_TERM_X: b = e->x; break;
     case WF_TERM_Y: b = e->y; break;
@@ -256,7 +263,8 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
   if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
-  return b + t->k;
+  b += t->k;
+  return b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : (int32_t)b;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
 /* The environment of PE (x, y) of a w x h region running class c (no loop variables set,

@@ -11,11 +11,13 @@ alternate two colors so no router has to tell RAMP from EAST traffic on one colo
 root is the leftmost PE (row) or the top-left PE (grid). Used by fidelity.py (the `fidelity`
 ctest) and bench/sim_scaling.sh.
 """
-import json
 import math
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from plan_seal import write_sealed  # noqa: E402
 
 PATTERNS = ["message", "bcast", "star", "chain", "tree", "two_phase", "bcast2d", "xy_reduce",
             "allreduce2d"]
@@ -146,8 +148,7 @@ def write_plan(pattern, W, H, B, T_R, out):
            "ops": [{"index": 0, "op": pattern, "result": "%b", "loc": "", "lowering": pattern,
                     "predicted_cycles": max(0, lemma(pattern, W, H, B, T_R))}],
            "predicted_cycles": max(0, lemma(pattern, W, H, B, T_R))}
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(man, f, indent=1)
+    write_sealed(out, man)
 
 
 # ---- the paper's closed forms ----------------------------------------------------------------

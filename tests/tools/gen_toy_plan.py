@@ -17,10 +17,12 @@ So each token depends on which row grew at every step and on how many slots each
 a wrong R, a wrong C, a cache that is not carried from step to step or a wrong switch all
 change the tokens. The reference below recomputes them from the contract's host loop.
 """
-import json
 import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plan_seal import write_sealed  # noqa: E402
 
 ROWS, COLS, CAP, L, LB = 2, 2, 4, 3, 2
 PROMPT = [5, 7, 9]
@@ -81,8 +83,7 @@ def write_plan(d, program, m):
     os.makedirs(os.path.join(d, "programs"), exist_ok=True)
     with open(os.path.join(d, "programs", "main.wpe"), "w") as f:
         f.write(program)
-    with open(os.path.join(d, "manifest.json"), "w") as f:
-        json.dump(m, f, indent=1)
+    write_sealed(d, m)
 
 
 def write(d, policy, max_new, decode_plan, with_generate):

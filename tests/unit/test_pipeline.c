@@ -159,6 +159,26 @@ int main(void) {
   fails_at("partition{name=\"abc}", 16, "unterminated string");
   fails_at("dce canonicalize", 5, "expected ',' or '{' after pass 'dce'");
   fails_at("partition{mesh=4x4 iters=2}", 20, "expected ',' or '}'");
+  /* Values that would size a pass's work past any target (a 10^6-column mesh made head-layout
+   * loop for minutes): refused when the pipeline is parsed. */
+  fails_at("partition{iters=2147483648}", 17, "expects an int in [-2147483647, 2147483647], got '2147483648'");
+  fails_at("partition{iters=99999999999999999999}", 17, "expects an int");
+  fails_at("partition{mesh=1000000x1}", 16, "expects a mesh WxH with sides in 1..65536 and at most 1048576 PEs");
+  fails_at("partition{mesh=2048x2048}", 16, "at most 1048576 PEs");
+  fails_at("partition{mesh=0x4}", 16, "expects a mesh WxH");
+  fails_at("partition{mesh=\"4x4 \"}", 16, "expects a mesh WxH");
+  roundtrip("partition{mesh=762x1172,iters=2147483647}");
+  {
+    /* A long pipeline parses in one linear pass (a loose bound: 20000 passes). */
+    size_t n = 20000, len = n * 4;
+    char *big = malloc(len + 1);
+    for (size_t i = 0; i < n; i++) memcpy(big + 4 * i, "dce,", 4);
+    big[len - 1] = '\0';
+    wf_pipeline *p = wf_pipeline_parse(&reg, big);
+    CHECK(p != NULL, "a pipeline of %zu passes does not parse", n);
+    wf_pipeline_free(p);
+    free(big);
+  }
 
   test_option_values();
   if (g_failures) fprintf(stderr, "test_pipeline: %d check(s) failed\n", g_failures);

@@ -39,7 +39,7 @@ static int64_t run_both(const char *dir, int n, float *b, const char *what);
 
 /* Runs a plan with input a[i] = i + 1; returns cycles (or -1 on a failed run); fills b. */
 static int64_t run(const char *dir, int n, float *b, int *rc_out) {
-  wf_plan *p = wf_plan_load(dir);
+  wf_plan *p = wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED);
   if (!p) return -2;
   wf_sim_opts o = WF_SIM_OPTS_DEFAULT;
   o.mode = sim_mode;
@@ -168,15 +168,22 @@ static void test_bad_plans(void) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
   const char *dir = write_plan("badversion", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 2);
-  CHECK(wf_plan_load(dir) == NULL, "format_version 2 accepted");
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "format_version 2 accepted");
   /* A send on a color the program never declared. */
   snprintf(prog, sizeof prog, "%ssend c5 $a 4\n", header(hdr, sizeof hdr, 4, ""));
   dir = write_plan("badcolor", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 1);
-  CHECK(wf_plan_load(dir) == NULL, "undeclared color accepted");
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "undeclared color accepted");
   /* A class rectangle outside the mesh. */
   snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
   dir = write_plan("badrect", 1, 1, 2, 8, 4, "{\"color\": 23}", prog, 1);
-  CHECK(wf_plan_load(dir) == NULL, "reserved color 23 accepted");
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "reserved color 23 accepted");
+  /* A valid plan written by hand carries no digests: refused unless the caller allows it. */
+  snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
+  dir = write_plan("unsealed", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 1);
+  wf_plan *p = wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED);
+  CHECK(p != NULL, "a valid hand-written plan refused with WF_PLAN_ALLOW_MODIFIED");
+  wf_plan_free(p);
+  CHECK(wf_plan_load(dir) == NULL, "a plan without digests accepted by the strict loader");
 }
 
 /* Format 2: a header with $a and $b of `len` words each and colors c0, c1. */
@@ -336,10 +343,10 @@ static void test_limits(void) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s", header2(hdr, sizeof hdr, 4, "[x==0] .route c0 p4 RAMP -> E\n"));
   const char *dir = write_plan("pos", 1, 1, 2, 8, 4, "{\"color\": 0}, {\"color\": 1}", prog, 1);
-  CHECK(wf_plan_load(dir) == NULL, "switch position p4 accepted with 4 positions");
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "switch position p4 accepted with 4 positions");
   snprintf(prog, sizeof prog, ".format 2\n.class main\n.sym $a 0 16\n.sym $b 16 16\n.sym $big 32 49152\n.code\n");
   dir = write_plan("sram", 1, 1, 2, 8, 4, "", prog, 1);
-  CHECK(wf_plan_load(dir) == NULL, "SRAM overflow accepted");
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "SRAM overflow accepted");
 }
 
 int main(void) {

@@ -81,7 +81,7 @@ static void run(const char *dir, int mode, int poll, int64_t max_cycles, int64_t
   g_diag_n = 0;
   g_diag[0] = 0;
   wf_diag_set_sink(collect, NULL);
-  wf_plan *p = wf_plan_load(dir);
+  wf_plan *p = wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED);
   CHECK(p != NULL, "%s: plan does not load", dir);
   if (!p) return;
   wf_sim_opts opts = WF_SIM_OPTS_DEFAULT;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "generate.h"
+#include "plan_stage.h"
 #include "ir/support/fsutil.h"
 #include "waferc/diag.h"
 #include "waferc/kvcache.h"
@@ -260,11 +261,11 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   }
   int rows = c->target.mesh_h;
   int64_t cap = slots_per_row(L, rows, g->n, concat);
-  /* No plan until both compiled: an older manifest goes first (docs/plan-format.md). */
-  char *mpath = wf_path_join(g->out_dir, "manifest.json");
-  unlink(mpath);
-  free(mpath);
-  char *ddir = wf_path_join(g->out_dir, "decode");
+  /* Both plans are compiled into a stage beside the plan directory and moved into place
+   * together, so an older plan survives a failed compile (plan_stage.h). */
+  char *stage = wf_plan_stage_begin(g->out_dir);
+  if (!stage) return WF_EXIT_IO;
+  char *ddir = wf_path_join(stage, "decode");
   wf_progress("compiling the decode step (%lld cache slots per row)", (long long)cap);
   int layers = 0;
   int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers);
@@ -288,14 +289,12 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
       n += snprintf(extra + n, sizeof extra - (size_t)n, "%s{\"prefill\": \"k_cache_%d\", \"decode\": \"k_cache_%d\"}, "
                     "{\"prefill\": \"v_cache_%d\", \"decode\": \"v_cache_%d\"}", i ? ", " : "", i, i, i, i);
     snprintf(extra + n, sizeof extra - (size_t)n, "]}}");
-    rc = compile_one(c, g, shape, "generate-prefill", g->out_dir, extra, NULL);
+    rc = compile_one(c, g, shape, "generate-prefill", stage, extra, NULL);
     wf_progress_done();
-    if (!rc && (rc = check_coresident(c, g->out_dir, ddir)) != 0) {
-      char *mp = wf_path_join(g->out_dir, "manifest.json");
-      unlink(mp); /* no plan that does not fit */
-      free(mp);
-    }
+    if (!rc) rc = check_coresident(c, stage, ddir); /* no plan that does not fit */
   }
+  if (rc) wf_plan_stage_abort(stage);
+  else rc = wf_plan_stage_commit(stage, g->out_dir);
   if (rc == WF_EXIT_NOFIT) {
     int64_t best = largest_fit(c, g, name, L, g->n, concat);
     if (best > 0)

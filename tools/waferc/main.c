@@ -19,6 +19,7 @@
 #include "passes/cli.h"
 #include "passes/partition.h"
 #include "generate.h"
+#include "plan_stage.h"
 #include "tools/waferc/interpret_generate.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
@@ -289,10 +290,11 @@ static int interpret(wf_module *m, const options *o) {
   return rc;
 }
 
+/* Compiles into a stage beside o->output and moves the plan into place only when all of it
+ * is written (plan_stage.h): an older plan there survives a failed compile untouched. */
 static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flags) {
-  struct stat st;
-  int existed = stat(o->output, &st) == 0;
-  if (wf_mkdir_p(o->output) != 0) return WF_EXIT_IO;
+  char *stage = wf_plan_stage_begin(o->output);
+  if (!stage) return WF_EXIT_IO;
   wf_plan_opts po = WF_PLAN_OPTS_DEFAULT;
   po.func = o->func;
   po.compiler_flags = flags;
@@ -302,20 +304,20 @@ static int emit_plan(wf_cli *c, wf_module *m, const options *o, const char *flag
   po.gemv_k = o->gemv_k;
   po.gemv_groups = o->gemv_groups;
   wf_progress("writing plan %s", o->output);
-  int rc = wf_backend_emit_plan(m, &c->target, o->output, &po);
+  int rc = wf_backend_emit_plan(m, &c->target, stage, &po);
   wf_progress_done();
+  if (!rc) {
+    char *ir = wf_path_join(stage, "ir");
+    char *final = wf_path_join(ir, "final.wir");
+    rc = wf_mkdir_p(ir) ? WF_EXIT_IO : wf_cli_write_module(c, final, m);
+    free(ir);
+    free(final);
+  }
   if (rc) {
-    /* The lowering failed before writing anything: leave no empty plan directory behind
-     * (rmdir removes it only if it is empty, so a user's directory is never touched). */
-    if (!existed) rmdir(o->output);
+    wf_plan_stage_abort(stage);
     return rc;
   }
-  char *ir = wf_path_join(o->output, "ir");
-  char *final = wf_path_join(ir, "final.wir");
-  rc = wf_mkdir_p(ir) ? WF_EXIT_IO : wf_cli_write_module(c, final, m);
-  free(ir);
-  free(final);
-  return rc;
+  return wf_plan_stage_commit(stage, o->output);
 }
 
 /* --list-onnx-ops: what the partition pass takes to the mesh (passes/partition.h). */

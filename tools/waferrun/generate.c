@@ -194,11 +194,15 @@ static wf_sim *new_sim(const wf_plan *p, wf_jit *jit, const wf_gen_opts *o) {
   return s;
 }
 
-static wf_jit *load_jit(const wf_plan *p, const wf_gen_opts *o) {
+static wf_jit *load_jit(const wf_plan *p, const wf_gen_opts *o, int *rejected) {
   if (o->no_jit) return NULL;
   char why[512];
-  wf_jit *j = wf_jit_load(p, why, sizeof why);
-  if (!j && why[0])
+  int bad = 0;
+  wf_jit *j = wf_jit_load_ex(p, why, sizeof why, &bad);
+  if (bad) {
+    wf_error(WF_LOC_NONE, "refusing the kernels of %s: %s", p->dir, why);
+    *rejected = 1;
+  } else if (!j && why[0])
     wf_warning(WF_LOC_NONE, "JIT unavailable for %s (%s); interpreting compute instructions", p->dir, why);
   return j;
 }
@@ -424,7 +428,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
     wf_error_at(mpath, "generate.decode_plan '%s': the decode step plan cannot be opened", G->decode_plan);
     return rc;
   }
-  wf_plan *d = wf_plan_load(ddir);
+  wf_plan *d = wf_plan_load_ex(ddir, o->load_flags);
   if (!d) {
     wf_error_at(mpath, "generate.decode_plan '%s': the decode step plan is not valid", G->decode_plan);
     return WF_EXIT_INPUT;
@@ -445,8 +449,13 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   }
   cnt = calloc((size_t)g.n_rows, sizeof *cnt);
   WF_ASSERT(cnt);
-  g.pre_jit = load_jit(p, o);
-  g.dec_jit = load_jit(d, o);
+  int rejected = 0;
+  g.pre_jit = load_jit(p, o, &rejected);
+  g.dec_jit = load_jit(d, o, &rejected);
+  if (rejected) {
+    rc = WF_EXIT_INPUT;
+    goto done;
+  }
 
   if ((rc = run_prefill(&g, caches, tokens, &pre_cycles))) goto done;
   wf_kv_prefill_counts(G->prompt_length, G->rows, g.Lb, cnt);

@@ -17,6 +17,7 @@ typedef struct wf_gen_opts {
   wf_sim_opts so;               /* functional mode */
   int no_jit, quiet;
   const char *heat_dir;         /* --heatmap: DIR/kv_occupancy.png and .csv after the last step */
+  unsigned load_flags;          /* wf_plan_load_ex's, for the decode plan (--allow-modified-plan) */
 } wf_gen_opts;
 
 /* Runs the generation; returns a WF_EXIT_* code (every failure reported, naming the place):

@@ -47,12 +47,19 @@ static void usage(FILE *out) {
           "  --heatmap DIR           write PNG heatmaps (PE busy %%, link use N/E/S/W) + CSVs\n"
           "  --heatmap-scale=LO:HI   the heatmaps' colour scale in %% (default 0:100; links: %% of\n"
           "                          one wavelet per cycle), or auto (each map's own range)\n"
+          "  --allow-modified-plan   run a plan whose files differ from the digests waferc\n"
+          "                          recorded, or that has none (edited or written by hand),\n"
+          "                          with a warning per file; every other check still applies\n"
           "  --no-jit                interpret compute instructions instead of JIT-compiling\n"
           "                          the plan's kernels (same outputs and cycles)\n"
           "  --mode=functional|timing  data and cycles (default), or cycles only: no PE memory,\n"
           "                          same cycles, inputs optional (for meshes whose data would\n"
           "                          not fit in host memory)\n"
           "  --max-cycles N          stop with an error after N cycles\n"
+          "  --time-limit SECONDS    stop with an error (exit 5) after SECONDS of host time in\n"
+          "                          one simulation (cycles are never affected)\n"
+          "  --memory-limit MB       refuse (exit 5) before simulating when the PEs' memory the\n"
+          "                          simulator would allocate exceeds MB MiB of host memory\n"
           "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
           "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
@@ -104,12 +111,20 @@ static void print_values(const wf_tensor *t) {
   if (rows > 8) printf("  ... (%lld rows)\n", (long long)rows);
 }
 
+/* Frees the --input names (every exit path, so LeakSanitizer sees none) and returns rc. */
+static int finish(wf_run_input *in, int n_in, int rc) {
+  for (int i = 0; i < n_in; i++) free(in[i].name);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   wf_diag_set_program("waferrun");
   const char *plan_dir = NULL, *out_dir = NULL, *report = NULL, *trace_path = NULL, *heat_dir = NULL;
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
   wf_heatmap_opts heat_opts = WF_HEATMAP_OPTS_DEFAULT;
   int no_jit = 0;
+  unsigned load_flags = 0; /* --allow-modified-plan */
+  int64_t mem_limit_mb = 0; /* --memory-limit, 0 = none */
   int64_t gen_n = 0; /* --generate=N */
   const char *dump_dir = NULL; /* --dump-caches DIR (with --generate) */
   wf_run_input in[WF_RUN_MAX_INPUTS];
@@ -123,16 +138,18 @@ int main(int argc, char **argv) {
                     : (!strncmp(a, name "=", strlen(name) + 1) ? (val = a + strlen(name) + 1) : NULL))
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
-      return WF_EXIT_OK;
+      return finish(in, n_in, WF_EXIT_OK);
     } else if (!strcmp(a, "--version")) {
       printf("waferrun %s\n", WF_VERSION_STRING);
-      return WF_EXIT_OK;
+      return finish(in, n_in, WF_EXIT_OK);
     } else if (!strcmp(a, "--print-outputs")) {
       print_outputs = 1;
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       quiet = 1;
     } else if (!strcmp(a, "--no-jit")) {
       no_jit = 1;
+    } else if (!strcmp(a, "--allow-modified-plan")) {
+      load_flags |= WF_PLAN_ALLOW_MODIFIED;
     } else if (!strcmp(a, "--disasm")) {
       want_disasm = 1;
     } else if (!strcmp(a, "--describe")) {
@@ -141,19 +158,19 @@ int main(int argc, char **argv) {
       const char *eq = strchr(val, '=');
       if (!eq || eq == val || !eq[1]) {
         wf_error_at("waferrun", "--input expects NAME=FILE.npy, NAME=random:SEED or NAME=splat:V, got '%s'", val);
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
       if (n_in == WF_RUN_MAX_INPUTS) {
         wf_error_at("waferrun", "too many --input options (at most %d)", WF_RUN_MAX_INPUTS);
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
       in[n_in].name = strndup(val, (size_t)(eq - val));
       in[n_in++].spec = eq + 1;
     } else if (OPTVAL("--generate")) {
-      if (parse_count("--generate", val, &gen_n)) return WF_EXIT_USAGE;
+      if (parse_count("--generate", val, &gen_n)) return finish(in, n_in, WF_EXIT_USAGE);
       if (gen_n < 1) {
         wf_error_at("waferrun", "--generate expects the number of tokens to generate (at least 1)");
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
     } else if (OPTVAL("--dump-caches")) {
       dump_dir = val;
@@ -164,15 +181,15 @@ int main(int argc, char **argv) {
     } else if (OPTVAL("--trace")) {
       trace_path = val;
     } else if (OPTVAL("--trace-limit")) {
-      if (parse_count("--trace-limit", val, &trace_limit)) return WF_EXIT_USAGE;
+      if (parse_count("--trace-limit", val, &trace_limit)) return finish(in, n_in, WF_EXIT_USAGE);
       if (trace_limit == 0) {
         wf_error_at("waferrun", "--trace-limit must be at least 1");
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
     } else if (OPTVAL("--heatmap-scale")) {
       if (wf_heatmap_parse_scale(val, &heat_opts)) {
         wf_error_at("waferrun", "--heatmap-scale expects LO:HI with 0 <= LO < HI <= 100 (percent), or auto; got '%s'", val);
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
     } else if (OPTVAL("--heatmap")) {
       heat_dir = val;
@@ -181,53 +198,65 @@ int main(int argc, char **argv) {
       else if (!strcmp(val, "timing")) so.mode = WF_SIM_TIMING;
       else {
         wf_error_at("waferrun", "--mode expects functional or timing, got '%s'", val);
-        return WF_EXIT_USAGE;
+        return finish(in, n_in, WF_EXIT_USAGE);
       }
+    } else if (OPTVAL("--time-limit")) {
+      if (parse_count("--time-limit", val, &so.max_seconds)) return finish(in, n_in, WF_EXIT_USAGE);
+    } else if (OPTVAL("--memory-limit")) {
+      if (parse_count("--memory-limit", val, &mem_limit_mb)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (OPTVAL("--max-cycles")) {
-      if (parse_count("--max-cycles", val, &so.max_cycles)) return WF_EXIT_USAGE;
+      if (parse_count("--max-cycles", val, &so.max_cycles)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (OPTVAL("--deadlock-cycles")) {
-      if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return WF_EXIT_USAGE;
+      if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (a[0] == '-') {
       static const char *const own[] = {
-          "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--disasm", "--describe",
+          "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--allow-modified-plan", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
-          "--heatmap-scale", "--mode", "--max-cycles", "--deadlock-cycles", "--generate", "--dump-caches"};
+          "--heatmap-scale", "--mode", "--max-cycles", "--time-limit", "--memory-limit", "--deadlock-cycles", "--generate", "--dump-caches"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
-      return WF_EXIT_USAGE;
+      return finish(in, n_in, WF_EXIT_USAGE);
     } else if (!plan_dir) {
       plan_dir = a;
     } else {
       wf_error_at("waferrun", "more than one plan directory ('%s' and '%s')", plan_dir, a);
-      return WF_EXIT_USAGE;
+      return finish(in, n_in, WF_EXIT_USAGE);
     }
 #undef OPTVAL
   }
   if (!plan_dir) {
     usage(stderr);
-    return WF_EXIT_USAGE;
+    return finish(in, n_in, WF_EXIT_USAGE);
   }
   if (dump_dir && !gen_n) {
     wf_error_at("waferrun", "--dump-caches writes a generation's KV caches: it needs --generate=N");
-    return WF_EXIT_USAGE;
+    return finish(in, n_in, WF_EXIT_USAGE);
   }
   if (gen_n && (trace_path || so.mode == WF_SIM_TIMING || print_outputs)) {
     wf_error_at("waferrun", "--generate runs many simulations and needs their data: it does not take %s",
                 trace_path ? "--trace" : print_outputs ? "--print-outputs" : "--mode=timing");
-    return WF_EXIT_USAGE;
+    return finish(in, n_in, WF_EXIT_USAGE);
   }
   int rc = wf_run_check_plan_dir(plan_dir);
-  if (rc) return rc;
-  wf_plan *p = wf_plan_load(plan_dir);
-  if (!p) return WF_EXIT_INPUT;
+  if (rc) return finish(in, n_in, rc);
+  wf_plan *p = wf_plan_load_ex(plan_dir, load_flags);
+  if (!p) return finish(in, n_in, WF_EXIT_INPUT);
+  if (mem_limit_mb && so.mode != WF_SIM_TIMING && !want_disasm && !describe &&
+      wf_plan_sram_host_bytes(p) > (mem_limit_mb > (INT64_MAX >> 20) ? INT64_MAX : mem_limit_mb << 20)) {
+    wf_error_at(plan_dir, "the PEs' memory needs %lld MiB of host memory, over --memory-limit=%lld (--mode=timing "
+                          "holds no PE memory)", (long long)((wf_plan_sram_host_bytes(p) + (1 << 20) - 1) >> 20),
+                (long long)mem_limit_mb);
+    wf_plan_free(p);
+    return finish(in, n_in, WF_EXIT_RUNTIME);
+  }
   if (want_disasm || describe) {
     if (describe) wf_run_describe(p, stdout);
     else disasm(p);
     wf_plan_free(p);
-    return WF_EXIT_OK;
+    return finish(in, n_in, WF_EXIT_OK);
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
-    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir};
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir, load_flags};
     rc = wf_run_generate(p, &go);
     for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);
@@ -253,9 +282,13 @@ int main(int argc, char **argv) {
   wf_jit *jit = NULL;
   if (!no_jit) {
     char why[512];
-    jit = wf_jit_load(p, why, sizeof why);
+    int rejected = 0;
+    jit = wf_jit_load_ex(p, why, sizeof why, &rejected);
     if (jit) wf_sim_set_compute_hook(s, wf_jit_compute, jit);
-    else if (why[0])
+    else if (rejected) {
+      wf_error(WF_LOC_NONE, "refusing the plan's kernels: %s", why);
+      rc = WF_EXIT_INPUT;
+    } else if (why[0])
       wf_warning(WF_LOC_NONE, "JIT unavailable (%s); interpreting compute instructions", why);
   }
   wf_run_observer obs = {.trace = NULL, .predicted = p->predicted_total};
