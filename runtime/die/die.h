@@ -107,6 +107,8 @@ typedef struct wf_die_engine wf_die_engine;
 wf_die_engine *wf_die_engine_open(const wf_die_system *s, const wf_die_flows *sets, int nsets,
                                   const char *xml_path);
 int wf_die_platform_write(const wf_die_system *s, const wf_die_flows *sets, int nsets, const char *path);
+/* Frees the engine's tables (SimGrid's platform stays loaded for the process). NULL is fine. */
+void wf_die_engine_close(wf_die_engine *e);
 /* Simulates f, step after step (each step's flows concurrent), and returns the seconds. */
 double wf_die_engine_run(wf_die_engine *e, const wf_die_flows *f);
 /* The same with background flows (an expert migration) sent at once alongside, which no

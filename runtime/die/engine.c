@@ -124,6 +124,14 @@ wf_die_engine *wf_die_engine_open(const wf_die_system *s, const wf_die_flows *se
 }
 
 
+void wf_die_engine_close(wf_die_engine *e) {
+  if (!e) return;
+  free(e->die);
+  free(e->hbm);
+  free(e->routed);
+  free(e);
+}
+
 static sg_actor_t spawn(sg_host_t host, void (*code)(int, char **), void *data) {
   sg_actor_t a = sg_actor_init("p", host);
   sg_actor_set_data(a, data);

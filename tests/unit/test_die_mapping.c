@@ -138,6 +138,7 @@ int main(void) {
     wf_die_flows_free(&local);
     CHECK(tae > 1.5 * tab, "ER's two-hop rings cost more allreduce: %g vs %g us", tae * 1e6, tab * 1e6);
   }
+  wf_die_engine_close(e);
   wf_die_flows_free(&one);
   wf_die_flows_free(&bg);
   wf_die_flows_free(&pair01);
