@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/support/keyfile.h"
 #include "waferc/diag.h"
 
 #ifndef WF_BUILD_TARGET_DIR
@@ -59,13 +60,6 @@ static const key_spec keys[] = {
 };
 #undef F
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
-
-static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
-  size_t n = strlen(s);
-  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-  return s;
-}
 
 static int parse_pair(const char *v, int *a, int *b) {
   char *end;
@@ -150,25 +144,10 @@ static int parse_target_file(const char *path, FILE *f, wf_target *t) {
   memset(t, 0, sizeof *t);
   int seen[N_KEYS] = {0};
   int errors = 0;
-  char line[1024];
-  unsigned lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char *s = trim(line);
-    if (!*s) continue;
-    unsigned col = (unsigned)(s - line) + 1;
-    char *eq = strchr(s, '=');
-    if (!eq) {
-      wf_error(wf_loc_make(path, lineno, col), "expected 'key = value'");
-      errors++;
-      continue;
-    }
-    *eq = 0;
-    char *key = trim(s);
-    char *val = trim(eq + 1);
-    unsigned vcol = (unsigned)(val - line) + 1;
+  wf_keyline kl = {.line = 0};
+  while (wf_keyfile_next(f, path, &kl, &errors)) {
+    const char *key = kl.key, *val = kl.val;
+    unsigned lineno = kl.line, col = kl.col, vcol = kl.vcol;
     const key_spec *k = NULL;
     for (int i = 0; i < N_KEYS; i++)
       if (!strcmp(keys[i].key, key)) k = &keys[i];

@@ -1,13 +1,13 @@
 /* Die-level target files: `key = value` text (docs/moe.md, "Die targets"), the house format of
  * targets/NAME.target with the keys of a mesh of dies. Every key is required, so a preset never
  * inherits a figure that belongs to another system. */
-#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/support/keyfile.h"
 #include "runtime/die/die.h"
 #include "waferc/diag.h"
 
@@ -43,13 +43,6 @@ static const spec keys[] = {
 #undef F
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
-static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
-  size_t n = strlen(s);
-  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
-  return s;
-}
-
 static int set(wf_die_target *t, const spec *k, const char *v) {
   char *base = (char *)t, *end;
   errno = 0;
@@ -79,23 +72,10 @@ static int set(wf_die_target *t, const spec *k, const char *v) {
 static int parse(const char *path, FILE *f, wf_die_target *t) {
   memset(t, 0, sizeof *t);
   int seen[N_KEYS] = {0}, errors = 0;
-  char line[1024];
-  unsigned lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char *s = trim(line);
-    if (!*s) continue;
-    unsigned col = (unsigned)(s - line) + 1;
-    char *eq = strchr(s, '=');
-    if (!eq) {
-      wf_error(wf_loc_make(path, lineno, col), "expected 'key = value'");
-      errors++;
-      continue;
-    }
-    *eq = 0;
-    char *key = trim(s), *val = trim(eq + 1);
+  wf_keyline kl = {.line = 0};
+  while (wf_keyfile_next(f, path, &kl, &errors)) {
+    const char *key = kl.key, *val = kl.val;
+    unsigned lineno = kl.line, col = kl.col;
     const spec *k = NULL;
     for (int i = 0; i < N_KEYS; i++)
       if (!strcmp(keys[i].key, key)) k = &keys[i];
@@ -105,7 +85,7 @@ static int parse(const char *path, FILE *f, wf_die_target *t) {
       continue;
     }
     if (set(t, k, val)) {
-      wf_error(wf_loc_make(path, lineno, (unsigned)(val - line) + 1), "bad value '%s' for '%s': expected %s",
+      wf_error(wf_loc_make(path, lineno, kl.vcol), "bad value '%s' for '%s': expected %s",
                val, key,
                k->k == K_STR ? "a string" : k->k == K_PAIR ? "WxH" : "a positive number (latencies may be 0)");
       errors++;
