@@ -406,14 +406,7 @@ int moe_cmd_balance(int argc, char **argv) {
   wf_die_flows_free(&ar);
   wf_moe_trace_free(&tr);
   wf_moe_mapping_free(&map);
-  wf_die_engine_close(e);
-  moe_platform_done(&o, xml);
-  if (rc) {
-    cJSON_Delete(root);
-    return rc;
-  }
-  moe_print_json(root);
-  return 0;
+  return moe_finish(&o, e, xml, root, rc);
 }
 
 int moe_cmd_trace(int argc, char **argv) {

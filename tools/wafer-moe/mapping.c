@@ -140,12 +140,5 @@ int moe_cmd_mapping(int argc, char **argv) {
     for (int j = 0; j < NSETS; j++) wf_die_flows_free(&sets[k][j]);
     wf_moe_mapping_free(&maps[k]);
   }
-  wf_die_engine_close(e);
-  moe_platform_done(&o, xml);
-  if (rc) {
-    cJSON_Delete(root);
-    return rc;
-  }
-  moe_print_json(root);
-  return 0;
+  return moe_finish(&o, e, xml, root, rc);
 }

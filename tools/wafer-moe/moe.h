@@ -30,6 +30,9 @@ void moe_platform_done(const moe_opts *o, char *path);
 int moe_parse_int(const char *opt, const char *v, long lo, long hi, long *out);
 int moe_parse_double(const char *opt, const char *v, double lo, double *out);
 void moe_print_json(cJSON *root);
+/* The end of a subcommand that simulated: closes the engine, removes the platform (as
+ * moe_platform_done), then prints root when rc is 0 or drops it; returns rc. */
+int moe_finish(const moe_opts *o, wf_die_engine *e, char *xml, cJSON *root, int rc);
 void moe_unknown_option(const char *sub, const char *arg, const char *const *known, int n);
 
 int moe_cmd_mapping(int argc, char **argv);

@@ -152,6 +152,14 @@ void moe_print_json(cJSON *root) {
   cJSON_Delete(root);
 }
 
+int moe_finish(const moe_opts *o, wf_die_engine *e, char *xml, cJSON *root, int rc) {
+  wf_die_engine_close(e);
+  moe_platform_done(o, xml);
+  if (rc) cJSON_Delete(root);
+  else moe_print_json(root);
+  return rc;
+}
+
 void moe_unknown_option(const char *sub, const char *arg, const char *const *known, int n) {
   char word[128];
   snprintf(word, sizeof word, "%s", arg);
