@@ -82,6 +82,11 @@ int wf_gemm_rect_meshgemm_period(int w, int h, int *turns);
  * to the line's end, then a flooding broadcast). 0 for P <= 1. */
 double wf_gemv_ktree_allreduce(int P, int K, int groups, int64_t len, const wf_coll_params *p);
 double wf_gemv_pipeline_allreduce(int P, int64_t len, const wf_coll_params *p);
+/* The K-tree shape (*K levels, or the two-level variant's *groups when > 0) that minimizes
+ * the sum of wf_gemv_ktree_allreduce over allreduces of lens[0 .. nlens-1] words on the same
+ * line of P PEs (one shape per line: a tree of another shape would need colors of its own),
+ * among the trees of at most two levels (gemv_cost.c says why). Returns that sum. */
+double wf_gemv_ktree_tune(int P, const int64_t *lens, int nlens, const wf_coll_params *p, int *K, int *groups);
 /* One dist.gemv whose line of P PEs holds x blocks of k and W blocks k x n: the local GEMV plus
  * the allreduce `how` names (ktree, pipeline, ring, or auto: the lowest, as the lowering picks),
  * K levels or `groups`; *chosen (optional) names the allreduce. -1 for an unknown `how`. */

@@ -15,6 +15,26 @@ double wf_gemv_ktree_allreduce(int n, int K, int groups, int64_t len, const wf_c
   return v;
 }
 
+/* The candidates are the trees of at most two levels: K = 1, K = 2 (groups of ceil(sqrt P))
+ * and the two-level variant's group counts 2 .. P/2. A third level needs route codes of its
+ * own where the levels meet: beside a decode step's other collectives, K = 3 and 4 need 33
+ * route codes on some PE at 32² and 64², past wse2's 32 (docs/generation.md). */
+double wf_gemv_ktree_tune(int P, const int64_t *lens, int nlens, const wf_coll_params *p, int *K, int *groups) {
+  double best = -1;
+  *K = 2, *groups = 0;
+  if (P <= 2) return P <= 1 ? 0 : wf_gemv_ktree_allreduce(P, 2, 0, nlens > 0 ? lens[0] : 0, p);
+  for (int cand = 0; cand < 2 + P / 2 - 1; cand++) {
+    int k = cand < 2 ? cand + 1 : 2, gr = cand < 2 ? 0 : cand; /* then groups 2 .. P/2 */
+    double sum = 0;
+    for (int i = 0; i < nlens && sum >= 0; i++) {
+      double v = wf_gemv_ktree_allreduce(P, k, gr, lens[i], p);
+      sum = v < 0 ? -1 : sum + v;
+    }
+    if (sum >= 0 && (best < 0 || sum < best)) best = sum, *K = k, *groups = gr;
+  }
+  return best;
+}
+
 double wf_gemv_pipeline_allreduce(int n, int64_t len, const wf_coll_params *p) {
   if (n <= 1) return 0;
   return wf_coll_chain(n, len, p) + wf_coll_bcast_at(n, len, n - 1, p);

@@ -10,6 +10,7 @@
  *   auto      the lower predicted cycles of the two.
  * Every row runs the same program at once (one class for the region). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/collectives/lower_collective.h"
@@ -58,6 +59,27 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return WF_EXIT_INPUT;
   }
   wf_coll_params p = wf_coll_params_from_target(L->t);
+  /* Neither the op nor the command line fixes the K-tree's shape: the cost model picks it
+   * (WaferLLM §6.2 tunes K and the groups by P and message length), one shape per mesh axis
+   * for every dist.gemv of the function that allreduces along it (gemv_cost.c). */
+  int tuned = P > 2 && !wf_op_attr(f, op, "k") && !wf_op_attr(f, op, "groups") && L->gemv_k < 0 && L->gemv_groups < 0;
+  if (tuned) {
+    int64_t *lens = NULL;
+    int nl = 0, cap = 0;
+    wf_func_foreach_op(f, o2) {
+      if (o2->code != WF_OP_DIST_GEMV) continue;
+      const wf_type *x2 = wf_value_type(f, o2->operands[0]);
+      if (x2->rank < 1 || x2->layout.rank != x2->rank || x2->layout.dims[x2->rank - 1].split != ax) continue;
+      if (nl == cap) {
+        lens = realloc(lens, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *lens);
+        WF_ASSERT(lens);
+      }
+      int64_t kb2;
+      wf_lower_block(L, o2->operands[1], &kb2, &lens[nl++]);
+    }
+    wf_gemv_ktree_tune(P, lens, nl, &p, &K, &groups);
+    free(lens);
+  }
   double ck = ktree_cost(P, K, groups, n, &p), cp = pipeline_cost(P, n, &p);
   double cr = P > 1 ? wf_coll_ring_lowered(P, n, &p) : 0;
   if (strcmp(how, "ktree") && strcmp(how, "pipeline") && strcmp(how, "ring") && strcmp(how, "auto")) {
@@ -110,7 +132,8 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   out->predicted = predicted;
   snprintf(out->explain, sizeof out->explain,
            "%s: local GEMV 1x%lldx%lld (%lld cycles), allreduce of %lld words over %d PEs: ktree "
-           "%.0f, pipeline %.0f, ring %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
-           (long long)k, (long long)n, (long long)local, (long long)n, P, ck, cp, cr);
+           "%.0f (%s %s=%d), pipeline %.0f, ring %.0f cycles predicted", !strcmp(how, "auto") ? "auto" : "forced",
+           (long long)k, (long long)n, (long long)local, (long long)n, P, ck, tuned ? "the cost model's" : "fixed",
+           groups > 0 ? "groups" : "k", groups > 0 ? groups : K, cp, cr);
   return rc;
 }

@@ -1,9 +1,11 @@
 /* The K-tree allreduce of MeshGEMV (backend/gemm/ktree.c): every PE's value reaches the root
  * exactly once, levels run in order, group sizes follow K or the group count, and the
  * model prefers it to the chain (the pipeline allreduce) on long lines. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/mesh_algos.h"
 #include "wf_test.h"
 
@@ -67,5 +69,30 @@ int main(void) {
   CHECK(t.levels == 2 && t.tree.max_in == 18, "max_in %d", t.tree.max_in);
   wf_ktree_free(&t);
   CHECK(wf_ktree_build(0, 2, 0, &t) == -1);
+
+  /* The shape the cost model picks (gemv_cost.c): no tree of at most two levels costs less
+   * over the same messages, and the sum it returns is the picked shape's. Over these lines and
+   * lengths, more than one shape must win somewhere (else the tuning picks nothing). */
+  int64_t lens[][3] = {{1, 1, 1}, {8, 8, 8}, {40, 40, 120}, {256, 256, 256}, {2048, 64, 64}};
+  int wins_k1 = 0, wins_k2 = 0, wins_groups = 0;
+  for (int P = 3; P <= 400; P += P < 40 ? 1 : 37)
+    for (int l = 0; l < 5; l++) {
+      int K = -1, g = -1;
+      double best = wf_gemv_ktree_tune(P, lens[l], 3, &p, &K, &g);
+      double sum = 0;
+      for (int i = 0; i < 3; i++) sum += wf_gemv_ktree_allreduce(P, K, g, lens[l][i], &p);
+      CHECK(best > 0 && sum == best && (g == 0 ? K == 1 || K == 2 : K == 2 && g >= 2 && g <= P / 2),
+            "P=%d lens %d: K=%d groups=%d cost %g (sum %g)", P, l, K, g, best, sum);
+      for (int k2 = 1; k2 <= 2; k2++)
+        for (int g2 = 0; g2 <= (k2 == 2 ? P / 2 : 0); g2 += g2 == 0 ? 2 : 1) {
+          double c = 0;
+          for (int i = 0; i < 3; i++) c += wf_gemv_ktree_allreduce(P, k2, g2, lens[l][i], &p);
+          CHECK(c >= best, "P=%d lens %d: K=%d groups=%d costs %g < the pick's %g", P, l, k2, g2, c, best);
+        }
+      wins_groups += g > 0, wins_k1 += g == 0 && K == 1, wins_k2 += g == 0 && K == 2;
+    }
+  CHECK((wins_k1 > 0) + (wins_k2 > 0) + (wins_groups > 0) >= 2, "picks: K=1 %d, K=2 %d, groups %d", wins_k1,
+        wins_k2, wins_groups);
+  printf("tuned shapes: K=1 %d, K=2 %d, groups %d\n", wins_k1, wins_k2, wins_groups);
   return wf_test_result("test_ktree");
 }
