@@ -58,6 +58,15 @@ assert sim["prefill_cycles"] == round(sim["prefill_layer_cycles"] * a["config"][
 dops = [o["op"] for o in sim["decode_sample"]["sample_ops"]]
 assert dops.count("dist.gemv") == 7 and "decode_attention" in dops, dops
 assert sim["decode_sample"]["cache_tokens_per_row"] == 9  # ceil((64 + 8 / 2) / 8)
+# the decode sample's GEMVs run the K-tree shapes the cost model tuned (decode_ktree), so each
+# one's plan prediction is the cost model's figure for that projection
+kt = a["decode_ktree"]
+assert all(kt[ax]["k"] in (1, 2) and kt[ax]["groups"] >= 0 for ax in ("along_y", "along_x")), kt
+cmc = {o["op"]: o["cycles"] for o in cm["decode_layer_ops"]}
+pred = {o["result"]: o["predicted"] for o in sim["decode_sample"]["sample_ops"] if o["op"] == "dist.gemv"}
+for res, op in (("wq_out", "q_proj"), ("wk_out", "kv_proj"), ("wo_out", "o_proj"), ("wg_out", "gate_up_proj"),
+                ("wd_out", "down_proj")):
+    assert pred[res] == cmc[op], (res, pred[res], op, cmc[op])
 assert sim["decode_step_cycles"] == sim["decode_layer_cycles"] * a["config"]["layers"] + once["decode_cycles"]
 # 2. a smaller sample scales its GEMMs and attention by W / S = 2
 bs = b["simulated"]["prefill_sample"]

@@ -187,6 +187,7 @@ int wf_bench_llm(int argc, char **argv) {
   wf_llm_shape ps, ds;
   wf_llm_shape_init(m, pw, ph, P, P, &ps);
   wf_llm_shape_init(m, dw, dh, 1, ctx, &ds);
+  wf_llm_decode_tune(m, &t, &ds);
   wf_llm_cost pc, dc;
   if (wf_llm_prefill_cost(m, &t, &ps, &pc) || wf_llm_decode_cost(m, &t, &ds, &dc)) return WF_EXIT_UNSUPPORTED;
   double hz = t.clock_hz > 0 ? t.clock_hz : 1e9;
@@ -263,6 +264,8 @@ int wf_bench_llm(int argc, char **argv) {
          (long long)m->hidden, (long long)m->layers, (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn,
          (long long)m->vocab, m->qkv_bias ? "true" : "false");
   printf(" \"prefill_mesh\": [%d, %d], \"decode_mesh\": [%d, %d],\n", pw, ph, dw, dh);
+  printf(" \"decode_ktree\": {\"along_y\": {\"k\": %d, \"groups\": %d}, \"along_x\": {\"k\": %d, \"groups\": %d}},\n",
+         ds.gemv_k[0], ds.gemv_groups[0], ds.gemv_k[1], ds.gemv_groups[1]);
   printf(" \"layout\": {\"prefill\": {\"q_width\": %lld, \"kv_width\": %lld, \"head_dim_packed\": %lld, "
          "\"kv_shared\": %s, \"rows_per_pe\": %lld}, \"decode\": {\"q_width\": %lld, \"kv_width\": %lld, "
          "\"head_dim_packed\": %lld, \"kv_shared\": %s, \"cache_slots_per_row\": %lld}},\n",

@@ -33,9 +33,16 @@ typedef struct wf_llm_shape {
   int kv_shared;      /* GQA packed with its own heads (attention {kv_heads}) */
   int64_t sb;         /* prefill: sequence rows per PE (ceil(P / H)) */
   int64_t cap;        /* decode: cache slots per row (ceil(ctx / H), the shift policy's balance) */
+  /* decode: the K-tree's shape per reduced axis, [0] along y (H PEs), [1] along x (W PEs):
+   * K levels, or the two-level variant's group count when groups > 0; K = 0: not tuned, K = 2 */
+  int gemv_k[2], gemv_groups[2];
 } wf_llm_shape;
 
 void wf_llm_shape_init(const wf_llm_model *m, int w, int h, int64_t tokens, int64_t ctx, wf_llm_shape *s);
+/* Decode: the K-tree shapes the compiler's dist.gemv lowering would pick for the whole model's
+ * step (wf_gemv_ktree_tune over every GEMV reducing along each axis: all layers and the LM
+ * head), into s->gemv_k / gemv_groups. */
+void wf_llm_decode_tune(const wf_llm_model *m, const wf_target *t, wf_llm_shape *s);
 
 /* One op of a layer: how many per layer and the predicted cycles of one. */
 #define WF_LLM_MAX_OPS 24

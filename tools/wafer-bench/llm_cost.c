@@ -6,6 +6,7 @@
  * instruction costs of docs/cycle-model.md. Decode attention follows the decode_attention
  * lowering's count (docs/generation.md), written out below. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/gemm/gemm_algos.h"
@@ -27,6 +28,22 @@ void wf_llm_shape_init(const wf_llm_model *m, int w, int h, int64_t tokens, int6
   s->ekv = s->kv_shared ? (int64_t)w * (per_col / group) * d : s->eq;
   s->sb = cdiv(tokens, h);
   s->cap = cdiv(ctx, h);
+}
+
+void wf_llm_decode_tune(const wf_llm_model *m, const wf_target *t, wf_llm_shape *s) {
+  int W = s->w, H = s->h;
+  int64_t ky = cdiv(m->hidden, H), cq = cdiv(s->eq, W), ckv = cdiv(s->ekv, W), cf = cdiv(m->ffn, W);
+  int64_t cv = cdiv(m->vocab, W);
+  wf_coll_params p = wf_coll_params_from_target(t);
+  int64_t nl = m->layers, *lens = malloc((size_t)(5 * nl + 1) * sizeof *lens);
+  if (!lens) return; /* left untuned: K = 2 */
+  for (int64_t l = 0; l < nl; l++) /* along y: q, k, v, gate, up; along x: o, down */
+    lens[5 * l] = cq, lens[5 * l + 1] = lens[5 * l + 2] = ckv, lens[5 * l + 3] = lens[5 * l + 4] = cf;
+  lens[5 * nl] = cv;
+  wf_gemv_ktree_tune(H, lens, (int)(5 * nl + 1), &p, &s->gemv_k[0], &s->gemv_groups[0]);
+  for (int64_t l = 0; l < 2 * nl; l++) lens[l] = ky;
+  wf_gemv_ktree_tune(W, lens, (int)(2 * nl), &p, &s->gemv_k[1], &s->gemv_groups[1]);
+  free(lens);
 }
 
 static void add(wf_llm_op *ops, int *n, const char *name, const char *kind, int count, int64_t cycles) {
@@ -126,8 +143,14 @@ static int64_t decode_attention(const wf_target *t, int rows, int64_t cb, int64_
 }
 
 /* Decode: the token BE_yL^x (E along y, replicated along x); each GEMV MeshGEMV with the
- * K-tree allreduce (K = 2, WaferLLM §6.2) along the axis its K is split on, alternating: q, k,
- * v, gate, up and the head reduce along y, o and down along x; the KV cache {C_y, Nk_x}. */
+ * K-tree allreduce (WaferLLM §6.2; its shape per axis wf_llm_decode_tune's, else K = 2) along
+ * the axis its K is split on, alternating: q, k, v, gate, up and the head reduce along y, o and
+ * down along x; the KV cache {C_y, Nk_x}. */
+static int64_t gemv(const wf_target *t, const wf_llm_shape *s, int along_x, int64_t k, int64_t n) {
+  int K = s->gemv_k[along_x] > 0 ? s->gemv_k[along_x] : 2, g = s->gemv_k[along_x] > 0 ? s->gemv_groups[along_x] : 0;
+  return wf_gemv_predict(t, along_x ? s->w : s->h, k, n, "ktree", K, g, NULL);
+}
+
 int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_shape *s, wf_llm_cost *c) {
   memset(c, 0, sizeof *c);
   int W = s->w, H = s->h;
@@ -137,8 +160,8 @@ int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_s
   wf_llm_op *L = c->layer;
   int *n = &c->n_layer;
   add(L, n, "input_norm", "rmsnorm", 1, rmsnorm(t, H, 1, ky, pe));
-  add(L, n, "q_proj", "meshgemv:ktree", 1, wf_gemv_predict(t, H, ky, cq, "ktree", 2, 0, NULL));
-  add(L, n, "kv_proj", "meshgemv:ktree", 2, wf_gemv_predict(t, H, ky, ckv, "ktree", 2, 0, NULL));
+  add(L, n, "q_proj", "meshgemv:ktree", 1, gemv(t, s, 0, ky, cq));
+  add(L, n, "kv_proj", "meshgemv:ktree", 2, gemv(t, s, 0, ky, ckv));
   if (m->qkv_bias) {
     add(L, n, "q_bias", "elementwise", 1, cq);
     add(L, n, "kv_bias", "elementwise", 2, ckv);
@@ -146,18 +169,18 @@ int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_s
   add(L, n, "rope_q", "rotate_pairs", 1, 4 * cq);
   add(L, n, "rope_k", "rotate_pairs", 1, 4 * ckv);
   add(L, n, "decode_attention", "decode_attention", 1, decode_attention(t, H, cq, ckv, s->dp, s->cap));
-  add(L, n, "o_proj", "meshgemv:ktree", 1, wf_gemv_predict(t, W, cq, ky, "ktree", 2, 0, NULL));
+  add(L, n, "o_proj", "meshgemv:ktree", 1, gemv(t, s, 1, cq, ky));
   add(L, n, "residual", "elementwise", 2, ky);
   add(L, n, "post_norm", "rmsnorm", 1, rmsnorm(t, H, 1, ky, pe));
-  add(L, n, "gate_up_proj", "meshgemv:ktree", 2, wf_gemv_predict(t, H, ky, cf, "ktree", 2, 0, NULL));
+  add(L, n, "gate_up_proj", "meshgemv:ktree", 2, gemv(t, s, 0, ky, cf));
   add(L, n, "silu", "elementwise", 1, cf * t->exp_cycles);
   add(L, n, "mul", "elementwise", 1, cf);
-  add(L, n, "down_proj", "meshgemv:ktree", 1, wf_gemv_predict(t, W, cf, ky, "ktree", 2, 0, NULL));
+  add(L, n, "down_proj", "meshgemv:ktree", 1, gemv(t, s, 1, cf, ky));
   wf_llm_op *M = c->model;
   n = &c->n_model;
   add(M, n, "embedding", "gather", 1, ky);
   add(M, n, "final_norm", "rmsnorm", 1, rmsnorm(t, H, 1, ky, pe));
-  add(M, n, "lm_head", "meshgemv:ktree", 1, wf_gemv_predict(t, H, ky, cv, "ktree", 2, 0, NULL));
+  add(M, n, "lm_head", "meshgemv:ktree", 1, gemv(t, s, 0, ky, cv));
   sum(c);
   return check(c);
 }

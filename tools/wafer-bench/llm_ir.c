@@ -90,8 +90,11 @@ char *wf_llm_prefill_ir(const wf_llm_model *m, const wf_llm_shape *f, int S) {
   return b.s;
 }
 
+/* The K-tree's levels for a GEMV reducing along y (ax 0) or x (1): wf_llm_decode_tune's, else 2. */
+static int shape_k(const wf_llm_shape *s, int ax) { return s->gemv_k[ax] > 0 ? s->gemv_k[ax] : 2; }
+
 /* Decode: the layer's ops with the blocks of the decode layout (BENCHMARKS.md, "Full-size estimates"), each
- * dist.gemv MeshGEMV with the K-tree (k = 2). The dist.gemv lowering reduces along x, so every
+ * dist.gemv MeshGEMV with the K-tree in the shape the compiler picks for its axis (wf_llm_decode_tune). The dist.gemv lowering reduces along x, so every
  * GEMV is written with its K along x; on a square mesh a reduce along y has the same cycles.
  * Each op reads its own argument where the real layer would read the previous op's result in
  * the other axis' layout: timing mode moves no data and every op's cost depends only on its
@@ -124,8 +127,9 @@ char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
   put(&b, ") -> f32[%lld]{N_y} @mesh {\n", (long long)E);
   put(&b, "    %%h = rmsnorm(%%x, %%wn) {axis = -1, epsilon = 1e-05} : f32[%lld]{E_x} @mesh\n", (long long)E);
   for (int i = 0; i < 7; i++) {
-    put(&b, "    %%%s_out = dist.gemv(%%%s_in, %%%s) {allreduce = ktree, k = 2, groups = 0} : f32[%lld]{N_y} @mesh\n",
-        g[i].w, g[i].w, g[i].w, (long long)g[i].n);
+    int ax = i == 3 || i == 6; /* o and down reduce along x in the real step, the others along y */
+    put(&b, "    %%%s_out = dist.gemv(%%%s_in, %%%s) {allreduce = ktree, k = %d, groups = %d} : f32[%lld]{N_y} @mesh\n",
+        g[i].w, g[i].w, g[i].w, shape_k(s, ax), s->gemv_groups[ax], (long long)g[i].n);
     if (i == 2) { /* RoPE on q and k (their real layout: a token row, the heads along x) */
       put(&b, "    %%qrot = rotate_pairs(%%qr, %%cq, %%cq) : f32[1, %lld]{B, N_x} @mesh\n",
           (long long)(cdiv(s->eq, W) * W));
@@ -174,8 +178,8 @@ char *wf_llm_once_ir(const wf_llm_model *m, const wf_llm_shape *s, int S, int de
   put(&b, "  func @main(%%x: f32[%lld]{E_x} @mesh, %%wn: f32[%lld]{E_x} @mesh, %%wlm: f32[%lld, %lld]{K_x, N_y} @mesh)"
           " -> f32[%lld]{N_y} @mesh {\n", (long long)E, (long long)E, (long long)E, (long long)V, (long long)V);
   put(&b, "    %%h = rmsnorm(%%x, %%wn) {axis = -1, epsilon = 1e-05} : f32[%lld]{E_x} @mesh\n", (long long)E);
-  put(&b, "    %%logits = dist.gemv(%%h, %%wlm) {allreduce = ktree, k = 2, groups = 0} : f32[%lld]{N_y} @mesh\n",
-      (long long)V);
+  put(&b, "    %%logits = dist.gemv(%%h, %%wlm) {allreduce = ktree, k = %d, groups = %d} : f32[%lld]{N_y} @mesh\n",
+      shape_k(s, 0), s->gemv_groups[0], (long long)V);
   put(&b, "    return %%logits\n  }\n}\n");
   return b.s;
 }
