@@ -6,11 +6,13 @@
  * reference interpreter (wf_interpret), and its results become constants. That is how the
  * exporters' shape subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, ...) vanish
  * once the input shapes are fixed, with the same kernels that define the ops' semantics. */
+#include <stdint.h>
 #include <string.h>
 
 #include "frontend/onnx/onnx_internal.h"
 
 #define MAX_RES 64
+#define OX_NOT_FOLDED (-1)
 
 static void apply_attrs(wf_func *f, wf_op *op, int n_attr, const ox_attrv *attrs) {
   for (int i = 0; i < n_attr; i++) {
@@ -61,6 +63,25 @@ static int fold(ox_nctx *n, wf_opcode code, int n_in, ox_val *const *in, int n_a
   wf_type inferred[MAX_RES];
   int rc = WF_EXIT_INPUT;
   wf_op *op = build(n, sf, code, n_in, args, n_attr, attrs, n_res, decl, inferred);
+  /* Folding may not grow the constants without bound: a result larger than its operands (an
+   * Expand of three numbers to 10^9 elements, say) takes the growth from the import's budget
+   * (ox_host_budget); past it, the op stays an op, so a file of a kilobyte cannot make the
+   * importer allocate gigabytes, and what does not fit the mesh is refused where sizes are
+   * checked. Shape subgraphs, masks and a weight's Transpose or Cast fold as before. */
+  int64_t in_elems = 0, out_elems = 0;
+  for (int i = 0; i < n_in; i++) in_elems += wf_tensor_numel(ks[i]);
+  for (int r = 0; op && r < n_res; r++) {
+    int64_t e = 1; /* without overflow: a hostile shape saturates */
+    for (int d = 0; d < inferred[r].rank; d++) {
+      int64_t v = inferred[r].dims[d];
+      e = v < 0 || (v > 0 && e > INT64_MAX / v) ? INT64_MAX : e * v;
+    }
+    out_elems = out_elems > INT64_MAX - e ? INT64_MAX : out_elems + e;
+  }
+  if (op && out_elems > in_elems && ox_host_budget(n->cx, out_elems - in_elems)) {
+    wf_module_free(sm);
+    return OX_NOT_FOLDED;
+  }
   if (op) {
     wf_op_insert_before(sf, NULL, op);
     wf_op_append(sf, WF_OP_RETURN, n_res, op->results, 0, NULL, n->eloc);
@@ -81,7 +102,10 @@ int ox_emit(ox_nctx *n, wf_opcode code, int n_in, ox_val *const *in, int n_attr,
   WF_ASSERT(n_res <= MAX_RES);
   int all_const = n_in > 0;
   for (int i = 0; i < n_in; i++) all_const &= in[i]->k != NULL;
-  if (all_const) return fold(n, code, n_in, in, n_attr, attrs, n_res, decl, out);
+  if (all_const) {
+    int rc = fold(n, code, n_in, in, n_attr, attrs, n_res, decl, out);
+    if (rc != OX_NOT_FOLDED) return rc;
+  }
   wf_func *f = ox_func(n->cx);
   wf_value ops[64];
   wf_value *opv = n_in <= 64 ? ops : wf_arena_alloc(f->module->arena, (size_t)n_in * sizeof *opv);

@@ -76,6 +76,12 @@ ox_val *ox_val_new(ox_ctx *cx, const wf_type *t) {
   return v;
 }
 
+int ox_host_budget(ox_ctx *cx, int64_t elems) {
+  if (elems < 0 || elems > OX_HOST_CONST_MAX - cx->host_made) return -1;
+  cx->host_made += elems;
+  return 0;
+}
+
 ox_val *ox_const_new(ox_ctx *cx, wf_tensor *k) {
   wf_type t = wf_type_make(k->dtype, k->rank, k->dims);
   ox_val *v = ox_val_new(cx, &t);

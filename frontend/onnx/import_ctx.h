@@ -60,6 +60,7 @@ struct ox_ctx {
   int n_calls;                 /* inlined function calls so far (unique name prefixes) */
   int warned_f64;
   int warned_repeat;           /* torch_quirks.c warned once */
+  int64_t host_made;           /* elements of constants made on the host from fewer (ox_host_budget) */
 };
 
 ox_val *ox_lookup(ox_ctx *cx, const char *name);

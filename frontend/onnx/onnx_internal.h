@@ -128,6 +128,14 @@ int ox_in_float(ox_nctx *n, int i, const char *what, double *out);
 
 /* ---- emitting IR (emit.c) ------------------------------------------------------------- */
 
+/* The most elements of constants the importer makes on the host, over one import, beyond
+ * those the file holds: ConstantOfShape and Range (ops_const.c) and folded results larger
+ * than their operands (emit.c). 2^28 (1 GiB of f32), so that a file of a kilobyte cannot make
+ * the importer allocate gigabytes. ox_host_budget takes `elems` from what is left: 0, or -1
+ * (nothing taken) when it would pass the limit. */
+#define OX_HOST_CONST_MAX (INT64_C(1) << 28)
+int ox_host_budget(ox_ctx *cx, int64_t elems);
+
 typedef struct ox_attrv {
   const char *name;
   wf_attr_kind kind;

@@ -56,8 +56,10 @@ int ox_imp_constant_of_shape(ox_nctx *n) {
   if (rc) return rc;
   int64_t numel = 1;
   for (int i = 0; i < ns; i++) {
-    if (shape[i] < 0 || (shape[i] && numel > (INT64_C(1) << 40) / shape[i])) {
-      ox_err(n, "invalid or too large shape (dim %d is %lld)", i, (long long)shape[i]);
+    if (shape[i] < 0 || (shape[i] && numel > OX_HOST_CONST_MAX / shape[i])) {
+      ox_err(n, "invalid or too large shape (dim %d is %lld): the importer makes constants of at most 2^28 elements "
+                "on the host",
+             i, (long long)shape[i]);
       free(shape);
       return WF_EXIT_INPUT;
     }
@@ -65,6 +67,13 @@ int ox_imp_constant_of_shape(ox_nctx *n) {
   }
   if (ns > WF_MAX_RANK) {
     ox_err(n, "shape of rank %d (at most %d)", ns, WF_MAX_RANK);
+    free(shape);
+    return WF_EXIT_INPUT;
+  }
+  if (ox_host_budget(n->cx, numel)) {
+    ox_err(n, "a constant of %lld elements is past what the importer makes on the host (2^28 elements over the "
+              "import)",
+           (long long)numel);
     free(shape);
     return WF_EXIT_INPUT;
   }
@@ -132,11 +141,16 @@ int ox_imp_range(ox_nctx *n) {
     return WF_EXIT_INPUT;
   }
   double cnt = ceil((l - s) / d);
-  if (!(cnt <= (double)(INT64_C(1) << 32))) {
-    ox_err(n, "the range has too many elements");
+  if (!(cnt <= (double)OX_HOST_CONST_MAX)) {
+    ox_err(n, "the range has too many elements (the importer makes constants of at most 2^28 elements on the host)");
     return WF_EXIT_INPUT;
   }
   int64_t len = cnt > 0 ? (int64_t)cnt : 0;
+  if (ox_host_budget(n->cx, len)) {
+    ox_err(n, "a range of %lld elements is past what the importer makes on the host (2^28 elements over the import)",
+           (long long)len);
+    return WF_EXIT_INPUT;
+  }
   wf_tensor *k = wf_tensor_new(dt, 1, &len);
   for (int64_t i = 0; i < len; i++) {
     if (is_int) {

@@ -324,6 +324,23 @@ def errors():
     save("bigmatmul", g, {}, {})
 
 
+def host_bounds():
+    # a 181-byte model whose Expand of three numbers would fold to 3.2e9 elements: the importer
+    # keeps it an op (its growth is past the import's budget of host-made constants)
+    g = helper.make_graph([helper.make_node("Expand", ["col", "eshape"], ["ex"], name="huge_expand"),
+                           helper.make_node("Add", ["ex", "x"], ["y"])], "expand_huge", [vi("x", F32, [3, 4])],
+                          [vi("y", F32, None)],
+                          [init("col", np.array([[1.0], [2.0], [3.0]], np.float32)),
+                           init("eshape", np.array([268435458, 1, 4], np.int64))])
+    save("expand_huge", g, {}, {})
+    # 300 ConstantOfShape of 2^20 elements each: past the budget (2^28 over the import) at the 257th
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c%d" % i], name="cos%d" % i) for i in range(300)]
+    g = helper.make_graph(nodes + [helper.make_node("Add", ["x", "c299"], ["y"])], "cos_many",
+                          [vi("x", F32, [1024, 1024])], [vi("y", F32, None)],
+                          [init("s", np.array([1024, 1024], np.int64))])
+    save("cos_many", g, {}, {})
+
+
 def opset11():
     x = rng.standard_normal((1, 3, 4)).astype(np.float32)
     nodes = [
@@ -472,6 +489,6 @@ def control_flow():
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for fn in (elementwise, linalg, reduce_norm, movement, gpt2_shapes, external_data, constants, function, errors,
-               opset11, opset9, tensors, control_flow):
+               host_bounds, opset11, opset9, tensors, control_flow):
         fn()
     print("wrote", OUT)

@@ -66,6 +66,13 @@ expect 1 "node 'first_user' (Relu, opset 17): error: input 'x' dim 0 ('batch') i
 expect 2 "has no input named 'nope'" -- waferc "$M/dynamic.onnx" --input-shape nope=1 --emit=ir
 expect 2 "dim 1 is 4 in the model, not 5" -- waferc "$M/dynamic.onnx" --input-shape x=2x5 --emit=ir
 expect 6 "cannot open" -- waferc "$TMP/missing.onnx" --emit=ir
+# host memory is bounded by the file, not by the shapes it names: an Expand of three numbers to
+# 3.2e9 elements stays an op (it would be 12.9 GB folded; here under a 2 GB address-space cap),
+# and made-up constants past 2^28 elements over the import are refused, naming the node
+(ulimit -v 2000000 && waferc "$M/expand_huge.onnx" --emit=ir >"$TMP/eh.wir") || fail "expand_huge --emit=ir under 2 GB"
+grep -q "expand(@col) : f32\[268435458, 3, 4\]" "$TMP/eh.wir" || fail "expand_huge: no expand op in $(cat "$TMP/eh.wir")"
+expect 1 "node 'cos256' (ConstantOfShape, opset 17): error: a constant of 1048576 elements is past what the importer makes" -- \
+  waferc "$M/cos_many.onnx" --emit=ir
 # control flow is resolved at import time: a trip count known only at run time is unsupported
 expect 3 "node 'runtime_trips' (Loop, opset 17): error: input 0 (trip count) depends on runtime values" -- \
   waferc "$M/loop_runtime.onnx" --emit=ir
