@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ir/pe/kernel_abi.h"
+#include "ir/pe/kernel_gen.h"
 #include "ir/support/fsutil.h"
 #include "runtime/jit.h"
 #include "waferc/diag.h"
@@ -98,7 +99,7 @@ static LLVMTargetMachineRef host_machine(char *why, size_t cap) {
   return tm;
 }
 
-/* The only external symbols a generated kernel calls (backend/plan/llvm_kernels.c, libm()): the libm
+/* The only external symbols a generated kernel calls (ir/pe/kernel_gen.c, libm()): the libm
  * functions the interpreter calls too. LLVM intrinsics (llvm.memset) are not symbols of the
  * process. Anything else a kernel declares (system, fopen, ...) is refused. */
 static const char *const kernel_symbols[] = {"expf", "logf", "tanhf", "erff", "sqrtf"};
@@ -118,10 +119,11 @@ static int process_symbol_filter(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym)
   return allowed_symbol(name) || !strcmp(name, "memset") || !strcmp(name, "memcpy") || !strcmp(name, "memmove");
 }
 
-/* A kernel file is input from elsewhere: before LLVM optimises or compiles it, it must be a
- * valid module of the kernel ABI that calls nothing but its own functions, intrinsics and
- * the allowed libm functions: no other declaration, no inline assembly or indirect call,
- * no integer turned into a pointer, no aliases. 0, or -1 with the reason in why. */
+/* Defense in depth (add_module compiles only the module it regenerates): before LLVM
+ * optimises or compiles it, it must be a valid module of the kernel ABI that calls nothing but
+ * its own functions, intrinsics and the allowed libm functions: no other declaration, no
+ * inline assembly or indirect call, no integer turned into a pointer, no aliases. 0, or -1
+ * with the reason in why. */
 static int check_module(LLVMModuleRef mod, const char *path, char *why, size_t cap) {
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
@@ -207,16 +209,39 @@ static int check_entry(LLVMModuleRef mod, const cJSON *entry, const char *path, 
   return 0;
 }
 
-/* Parses, checks, optimises and adds one kernel file. 0 on success. */
-static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const char *path, const cJSON *entry, char *why,
-                      size_t cap) {
+/* The kernels of class c are regenerated from its program (ir/pe/kernel_gen.c) and that text
+ * is compiled: the plan's file at `path` is only compared with it. A file that differs (an
+ * edit, a truncated copy, code written by hand) is refused, or, for a plan loaded with
+ * WF_PLAN_ALLOW_MODIFIED, named in a warning and ignored; a plan can therefore never run
+ * native code its author wrote. 0 on success; -1 with the reason in why. */
+static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const wf_plan *p, const wf_pe_class *c, const char *path,
+                      const cJSON *entry, char *why, size_t cap) {
   char *err = NULL;
-  LLVMMemoryBufferRef buf;
-  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
-    say(why, cap, "cannot read %s: %s", path, err ? err : "?");
-    LLVMDisposeMessage(err);
+  char *text = wf_kernel_gen_text(c);
+  if (!text) {
+    say(why, cap, "manifest.json: class '%s' has a kernels entry, but its program uses no instruction a kernel covers",
+        c->name);
+    j->rejected = 1;
     return -1;
   }
+  size_t got = 0;
+  char *file = wf_read_file(path, &got);
+  if (!file || got != strlen(text) || memcmp(file, text, got)) {
+    if (!p->allow_modified) {
+      say(why, cap, "%s: %s the kernels waferc generates from class '%s''s program (the runtime compiles only "
+                    "those; recompile the plan, or pass --allow-modified-plan to run it with the regenerated kernels)",
+          path, file ? "is not" : "is missing:", c->name);
+      free(file);
+      free(text);
+      j->rejected = 1;
+      return -1;
+    }
+    wf_warning(WF_LOC_NONE, "%s %s the kernels of class '%s''s program: running the regenerated kernels", path,
+               file ? "differs from" : "is missing; it holds", c->name);
+  }
+  free(file);
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), path);
+  free(text);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef mod;
   if (LLVMParseIRInContext(LLVMOrcThreadSafeContextGetContext(tsc), buf, &mod, &err)) {
@@ -266,34 +291,35 @@ static int find_class(const wf_plan *p, const char *name) {
   return -1;
 }
 
-/* Looks up every function of one manifest entry and files it under its class. */
-static int bind_functions(wf_jit *j, const wf_plan *p, const cJSON *entry, int ci, char *why,
-                          size_t cap) {
-  const cJSON *fns = cJSON_GetObjectItemCaseSensitive(entry, "functions");
-  const cJSON *f;
-  cJSON_ArrayForEach(f, fns) {
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
-    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "op"));
-    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "mode"));
-    wf_peop pop;
-    if (!name || !op || !mode || wf_peop_lookup(op, &pop) || !wf_kernel_covers(pop)) {
-      say(why, cap, "manifest.json: kernels of class '%s': bad function entry (op '%s')",
-          p->classes[ci]->name, op ? op : "?");
-      j->rejected = 1;
-      return -1;
-    }
-    int slot = !strcmp(mode, "ij") ? WF_BMODE_IJ : !strcmp(mode, "i") ? WF_BMODE_I
-             : !strcmp(mode, "j") ? WF_BMODE_J : 0;
-    LLVMOrcExecutorAddress addr = 0;
-    LLVMErrorRef e = LLVMOrcLLJITLookup(j->lljit, &addr, name);
-    if (e) {
-      say_llvm(why, cap, name, e);
-      return -1;
-    }
-    j->cls[ci].fn[pop][slot] = (wf_kernel_fn)(uintptr_t)addr;
-    j->n_kernels++;
+/* Files every kernel of class ci under its instruction and mode, by the list the generator
+ * itself walks (not by the manifest's names and ops, which could bind a kernel to another
+ * instruction). */
+typedef struct bind_ctx {
+  wf_jit *j;
+  int ci, failed;
+  char *why;
+  size_t cap;
+} bind_ctx;
+
+static void bind_one(const wf_pe_instr *in, const char *name, void *user) {
+  bind_ctx *b = user;
+  if (b->failed) return;
+  int mode = wf_kernel_mode(in);
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef e = LLVMOrcLLJITLookup(b->j->lljit, &addr, name);
+  if (e) {
+    say_llvm(b->why, b->cap, name, e);
+    b->failed = 1;
+    return;
   }
-  return 0;
+  b->j->cls[b->ci].fn[in->op][mode < 0 ? 0 : mode] = (wf_kernel_fn)(uintptr_t)addr;
+  b->j->n_kernels++;
+}
+
+static int bind_functions(wf_jit *j, const wf_plan *p, int ci, char *why, size_t cap) {
+  bind_ctx b = {j, ci, 0, why, cap};
+  wf_kernel_gen_each(p->classes[ci], bind_one, &b);
+  return b.failed ? -1 : 0;
 }
 
 wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) { return wf_jit_load_ex(p, why, cap, NULL); }
@@ -345,7 +371,7 @@ wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected) {
     }
     char path[2200];
     snprintf(path, sizeof path, "%s/%s", p->dir, file);
-    if (add_module(j, tm, path, entry, why, cap) || bind_functions(j, p, entry, ci, why, cap)) goto done;
+    if (add_module(j, tm, p, p->classes[ci], path, entry, why, cap) || bind_functions(j, p, ci, why, cap)) goto done;
   }
   ok = 1;
 done:

@@ -1,5 +1,6 @@
-/* waferc runtime — JIT compilation of a plan's compute kernels (kernels/<class>.ll, written
- * by backend/plan/llvm_kernels.c) through LLVM's ORC LLJIT.
+/* waferc runtime — JIT compilation of a plan's compute kernels through LLVM's ORC LLJIT: the
+ * kernels regenerated from the classes' programs (ir/pe/kernel_gen.c), checked against the
+ * plan's kernels/<class>.ll (written by backend/plan/llvm_kernels.c) but never compiled from it.
  *
  *   char why[256];
  *   wf_jit *j = wf_jit_load(plan, why, sizeof why);
@@ -25,10 +26,11 @@ typedef struct wf_jit wf_jit;
  * or a kernel file does not compile; the caller warns and interprets. */
 wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap);
 /* wf_jit_load, and *rejected = 1 when the failure is the plan's, not the host's: a kernel
- * file that does not parse or verify, that declares a symbol generated kernels never use
- * (only expf, logf, tanhf, erff, sqrtf and LLVM intrinsics), that calls indirectly or makes
- * pointers of integers, or a manifest entry naming a function the file does not define with
- * the kernel ABI. Such a plan is refused (exit 1), not interpreted. */
+ * file that differs from the text its class's program generates (unless the plan was loaded
+ * with WF_PLAN_ALLOW_MODIFIED: then a warning, and the regenerated kernels run), a kernels
+ * entry for a class without kernels, or a manifest entry naming a function the regenerated
+ * module does not define with the kernel ABI. Such a plan is refused (exit 1), not
+ * interpreted. */
 wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected);
 void wf_jit_free(wf_jit *j);
 /* Number of compiled kernel functions. */

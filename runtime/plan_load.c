@@ -803,6 +803,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
     return NULL;
   }
   int sealed = check_digests(&c, root, text, len, dir, (flags & WF_PLAN_ALLOW_MODIFIED) != 0);
+  p->allow_modified = (flags & WF_PLAN_ALLOW_MODIFIED) != 0;
   free(text);
   if (sealed || check_duplicate_keys(&c, root, "manifest")) goto fail;
   int64_t fv = 0, mesh[2];

@@ -105,6 +105,7 @@ typedef struct wf_plan {
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
   int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
   wf_plan_generate gen;       /* manifest "generate" (optional) */
+  int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit.c warns, not refuses) */
 } wf_plan;
 
 /* A program whose routes no WSE router can hold (per color and switch position, rx ports

@@ -1,12 +1,7 @@
-/* waferc — per-class compute kernels as LLVM IR (the plan's kernels/<class>.ll).
- *
- * The backend writes one module per class holding one function per (instruction, broadcast
- * mode) the class uses; waferrun JIT-compiles them (runtime/jit.c) and calls them in place of
- * its interpreter loops. The kernels' signature, names and operand extents are the plan's
- * kernel ABI (ir/pe/kernel_abi.h). The kernels perform the same float operations in the same
- * order as the interpreter (runtime/sim.c), with no fast-math flags and no contraction, so
- * both paths give bit-identical results; cycles come from the cost model either way
- * (docs/cycle-model.md).
+/* waferc — the plan's compute kernels (kernels/<class>.ll), as ir/pe/kernel_gen.c generates
+ * them, and their manifest entries. waferrun JIT-compiles the kernels it regenerates from the
+ * programs (runtime/jit.c) in place of its interpreter loops, and refuses a plan whose kernel
+ * files differ from them.
  */
 #ifndef WAFERC_BACKEND_LLVM_KERNELS_H
 #define WAFERC_BACKEND_LLVM_KERNELS_H

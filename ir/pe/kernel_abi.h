@@ -1,5 +1,5 @@
 /* waferc — the compute-kernel ABI of a plan: the contract between the kernels the backend
- * writes (plan/kernels/<class>.ll, backend/plan/llvm_kernels.c) and the runtime that
+ * writes (plan/kernels/<class>.ll, ir/pe/kernel_gen.c) and the runtime that
  * JIT-compiles and calls them (runtime/jit.c). Every kernel has the same C signature
  *
  *   void wf_<class>_<mnemonic>[_<mode>](float *p0, float *p1, float *p2,

@@ -1,4 +1,4 @@
-/* The compute-kernel JIT (backend/plan/llvm_kernels.c + runtime/jit.c): every covered PE
+/* The compute-kernel JIT (ir/pe/kernel_gen.c + runtime/jit.c): every covered PE
  * instruction, in every broadcast mode, compiled through ORC LLJIT, must give the same bits as
  * the interpreter's C loop (written out here as the reference, in the interpreter's order).
  * Also: out-of-bounds operands fall back to the interpreter, the .ll carries no fast-math or

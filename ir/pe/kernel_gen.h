@@ -1,0 +1,25 @@
+/* waferc — per-class compute kernels as LLVM IR (ir/pe/kernel_gen.c).
+ *
+ * One module per PE class, holding one function per (instruction, broadcast mode) the class
+ * uses, with the signature, names and operand extents of the kernel ABI (ir/pe/kernel_abi.h).
+ * The kernels perform the same float operations in the same order as the interpreter
+ * (runtime/sim.c), with no fast-math flags and no contraction, so both paths give
+ * bit-identical results; cycles come from the cost model either way (docs/cycle-model.md).
+ * The backend writes the text into the plan (backend/plan/llvm_kernels.c); the runtime's JIT
+ * regenerates it from the loaded programs and compiles the regenerated text (runtime/jit.c),
+ * so a plan's kernel files are never code the runtime runs.
+ */
+#ifndef WAFERC_IR_PE_KERNEL_GEN_H
+#define WAFERC_IR_PE_KERNEL_GEN_H
+
+#include "ir/pe/kernel_abi.h"
+
+/* The text of class c's kernel module (a header comment, then the LLVM IR), malloc'd; NULL
+ * when c uses no instruction a kernel covers. Deterministic: the same class gives the same
+ * bytes. */
+char *wf_kernel_gen_text(const wf_pe_class *c);
+/* Calls fn(instr, name, user) once per distinct kernel of c (instruction and broadcast mode),
+ * in order of first use; returns their count. */
+int wf_kernel_gen_each(const wf_pe_class *c, void (*fn)(const wf_pe_instr *, const char *, void *), void *user);
+
+#endif
