@@ -57,6 +57,27 @@ done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
 
+# The memory ceiling holds for both phases: on 32x32 the prefill's PEs need 1.7 MiB of host
+# memory and the decode step's 2.6 MiB, so --memory-limit=2 passes the prefill and refuses the
+# decode plan (exit 5) before anything runs.
+d=$TMP/memceiling
+waferc "$G/llama_gqa_interleaved.onnx" -o "$d" --target=wse2 --mesh=32x32 --input-shape input_ids=1x7 --generate=8 -q \
+  2>/dev/null || fail "memceiling: waferc exited $?"
+python3 - "$d" <<'PY' || fail "memceiling: the plans' memory is not what this check assumes"
+import json, sys
+mib = []
+for sub in ("", "/decode"):
+    m = json.load(open(sys.argv[1] + sub + "/manifest.json"))
+    mib.append(sum(c["rect"][2] * c["rect"][3] * c["memory_bytes"] for r in m["regions"] for c in r["classes"]) / 2**20)
+assert mib[0] <= 2 < mib[1], mib
+PY
+rc=0
+waferrun "$d" -q --input "input_ids=$G/llama_gqa_interleaved_prompt.npy" --generate=8 --memory-limit 2 \
+  --output-dir "$d/out" 2>"$TMP/mem.err" || rc=$?
+[ "$rc" -eq 5 ] && grep -q "memceiling/decode: error: the PEs' memory needs 3 MiB of host memory, over --memory-limit=2" \
+  "$TMP/mem.err" && [ ! -e "$d/out/tokens.npy" ] || { cat "$TMP/mem.err" >&2; fail "memceiling: exit $rc, expected 5"; }
+n=$((n + 1))
+
 # switch_and_steps MODEL MESH POLICY: the caches the switch builds hold the interpreter's k and v
 # of the prompt (the packed graph for this mesh with generate-prefill, interpreted), each token
 # on the row and slot the layout gives (row y slot j: token y Lb + j), the other slots zero; and

@@ -160,6 +160,31 @@ B=(waferrun "$TMP/big" --allow-modified-plan -q --input x="$X")
   { cat "$TMP/mem3.err" >&2; fail "memory: 3 MiB under --memory-limit=3: exit $rc"; }
 n=$((n + 1))
 
+# Without --memory-limit the ceiling is the machine's memory: 64 PEs of 1 GiB of SRAM each
+# (the target's sram_bytes raised to 2^30, %x grown to fill it) need 64 GiB.
+mem_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+if [ "$mem_kib" -lt $((60 * 1024 * 1024)) ]; then
+  rm -rf "$TMP/huge"; cp -r "$TMP/big" "$TMP/huge"
+  python3 - "$TMP/huge" <<'PY' || fail "huge: editing the plan"
+import json, os, re, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+m["target"]["sram_bytes"] = 2**30
+c = m["regions"][0]["classes"][0]
+x = next(e for e in c["memory"] if e["symbol"] == "%x")
+x["bytes"] = 2**30 - x["offset"]
+c["memory_bytes"] = 2**30
+json.dump(m, open(os.path.join(d, "manifest.json"), "w"))
+p = os.path.join(d, "programs/main.wpe")
+t = re.sub(r"^(\.sym %x *[0-9]* *)[0-9]*$", lambda g: g.group(1) + str(x["bytes"]), open(p).read(), flags=re.M)
+open(p, "w").write(t)
+PY
+  waferrun "$TMP/huge" --allow-modified-plan -q --input x="$X" 2>"$TMP/huge.err"; rc=$?
+  [ "$rc" -eq 5 ] && grep -q "huge: error: the PEs' memory needs 65536 MiB of host memory, more than this machine's" \
+    "$TMP/huge.err" || { cat "$TMP/huge.err" >&2; fail "huge: 64 GiB on this machine: exit $rc, expected 5"; }
+  n=$((n + 1))
+fi
+
 # waferc: a missing constant is exit 6, found before the plan directory is touched.
 cp "$E/mlp_softmax.wir" "$E"/mlp_softmax_*.npy "$TMP/"
 rm "$TMP/mlp_softmax_w.npy"

@@ -434,6 +434,10 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
     return WF_EXIT_INPUT;
   }
   g.dec = d;
+  if ((rc = wf_run_check_memory(d, o->mem_limit_mb, ddir))) {
+    wf_plan_free(d);
+    return rc;
+  }
   g.pre_cache = calloc((size_t)G->n_caches, sizeof *g.pre_cache);
   g.dec_in = calloc((size_t)G->n_caches, sizeof *g.dec_in);
   g.dec_out = calloc((size_t)G->n_caches, sizeof *g.dec_out);

@@ -18,6 +18,7 @@ typedef struct wf_gen_opts {
   int no_jit, quiet;
   const char *heat_dir;         /* --heatmap: DIR/kv_occupancy.png and .csv after the last step */
   unsigned load_flags;          /* wf_plan_load_ex's, for the decode plan (--allow-modified-plan) */
+  int64_t mem_limit_mb;         /* --memory-limit (0: the machine's memory), checked on the decode plan too */
 } wf_gen_opts;
 
 /* Runs the generation; returns a WF_EXIT_* code (every failure reported, naming the place):

@@ -60,6 +60,7 @@ static void usage(FILE *out) {
           "                          one simulation (cycles are never affected)\n"
           "  --memory-limit MB       refuse (exit 5) before simulating when the PEs' memory the\n"
           "                          simulator would allocate exceeds MB MiB of host memory\n"
+          "                          (default: the machine's physical memory)\n"
           "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
           "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
@@ -240,13 +241,9 @@ int main(int argc, char **argv) {
   if (rc) return finish(in, n_in, rc);
   wf_plan *p = wf_plan_load_ex(plan_dir, load_flags);
   if (!p) return finish(in, n_in, WF_EXIT_INPUT);
-  if (mem_limit_mb && so.mode != WF_SIM_TIMING && !want_disasm && !describe &&
-      wf_plan_sram_host_bytes(p) > (mem_limit_mb > (INT64_MAX >> 20) ? INT64_MAX : mem_limit_mb << 20)) {
-    wf_error_at(plan_dir, "the PEs' memory needs %lld MiB of host memory, over --memory-limit=%lld (--mode=timing "
-                          "holds no PE memory)", (long long)((wf_plan_sram_host_bytes(p) + (1 << 20) - 1) >> 20),
-                (long long)mem_limit_mb);
+  if (so.mode != WF_SIM_TIMING && !want_disasm && !describe && (rc = wf_run_check_memory(p, mem_limit_mb, plan_dir))) {
     wf_plan_free(p);
-    return finish(in, n_in, WF_EXIT_RUNTIME);
+    return finish(in, n_in, rc);
   }
   if (want_disasm || describe) {
     if (describe) wf_run_describe(p, stdout);
@@ -256,7 +253,7 @@ int main(int argc, char **argv) {
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
-    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir, load_flags};
+    wf_gen_opts go = {gen_n, in, n_in, out_dir, report, dump_dir, so, no_jit, quiet, heat_dir, load_flags, mem_limit_mb};
     rc = wf_run_generate(p, &go);
     for (int i = 0; i < n_in; i++) free(in[i].name);
     wf_plan_free(p);

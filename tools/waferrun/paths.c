@@ -109,3 +109,23 @@ int wf_run_check_outputs(const char *out_dir, const char *report, const char *tr
   if (heat_dir) bad |= check_path("--heatmap", heat_dir, 1);
   return bad ? WF_EXIT_IO : 0;
 }
+
+int wf_run_check_memory(const wf_plan *p, int64_t limit_mb, const char *what) {
+  int64_t need = wf_plan_sram_host_bytes(p), limit;
+  if (limit_mb > 0) limit = limit_mb > (INT64_MAX >> 20) ? INT64_MAX : limit_mb << 20;
+  else {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0) return 0; /* unknown: no default ceiling */
+    limit = (int64_t)pages > INT64_MAX / size ? INT64_MAX : (int64_t)pages * size;
+  }
+  if (need <= limit) return 0;
+  long long mib = (long long)((need + (1 << 20) - 1) >> 20);
+  if (limit_mb > 0)
+    wf_error_at(what, "the PEs' memory needs %lld MiB of host memory, over --memory-limit=%lld (--mode=timing "
+                      "holds no PE memory)", mib, (long long)limit_mb);
+  else
+    wf_error_at(what, "the PEs' memory needs %lld MiB of host memory, more than this machine's %lld MiB "
+                      "(--mode=timing holds no PE memory; --memory-limit=MB sets another ceiling)",
+                mib, (long long)(limit >> 20));
+  return WF_EXIT_RUNTIME;
+}

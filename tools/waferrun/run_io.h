@@ -32,6 +32,11 @@ int wf_run_check_dir(const char *opt, const char *dir);
  * once. WF_EXIT_USAGE if any, else 0. */
 int wf_run_check_input_names(const wf_plan *p, const wf_run_input *in, int n, int need_all);
 
+/* Refuses (WF_EXIT_RUNTIME, reported under `what`) a functional run whose PEs' memory
+ * (wf_plan_sram_host_bytes) is over limit_mb MiB, or, when limit_mb is 0, over the machine's
+ * physical memory; 0 otherwise. */
+int wf_run_check_memory(const wf_plan *p, int64_t limit_mb, const char *what);
+
 /* Checks an --input SPEC before the run: a generator's syntax, or that the file can be read.
  * 0, or (reported) WF_EXIT_USAGE / WF_EXIT_IO. */
 int wf_run_check_input_spec(const wf_plan_tensor *t, const char *spec);
