@@ -202,8 +202,10 @@ int wf_train_stage_die(const wf_die_system *s, const wf_train_plan *p, int stage
  * die. Needs the engine open with wf_train_sim_flows' pairs. Returns seconds. */
 double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_train_work *w, wf_train_plan *p,
                          double *die_busy, double *dram_use, double *link_bytes);
-/* Every die pair a plan on s may use (all pairs: the platform is written once per process). */
-void wf_train_sim_flows(const wf_die_system *s, wf_die_flows *f);
+/* The die pairs a plan's simulation uses (TP rings, stage hand-offs, Mem_pairs), to give
+ * wf_die_engine_open: SimGrid holds one platform per process, so it is written for every plan
+ * to be simulated at once. */
+void wf_train_sim_flows(const wf_die_system *s, const wf_train_plan *p, wf_die_flows *f);
 
 /* ---- baselines (train_base.c) -------------------------------------------------------------- */
 

@@ -13,7 +13,7 @@ const wf_train_search_opts WF_TRAIN_SEARCH_DEFAULT = {
     .gamma_w = 1.0, .seed = 1};
 
 enum { QC = 16 };   /* memory quanta per die's checkpoint capacity in GCMR's DP */
-enum { QR = 240 };  /* saving levels in a stage's recomputation knapsack */
+enum { QR = 2048 }; /* most saving levels in a stage's recomputation knapsack */
 
 static double op_time(const wf_die_target *t, double eff, double flops, double ema) {
   return fmax(flops / (t->fp16_flops * eff), ema / t->hbm_bw);
@@ -92,6 +92,7 @@ int wf_train_stages(const wf_die_target *t, const wf_train_work *w, int tp, int 
 typedef struct knap {
   double unit;
   double best[QR + 1];
+  int levels;            /* QR or fewer */
   int n;                 /* binary-split items */
   int kind[64], op[64], mult[64];
   unsigned char take[64][QR + 1];
@@ -101,7 +102,20 @@ static void knap_build(const wf_train_stage *S, knap *K) {
   double total = 0;
   for (int c = 0; c < 2; c++)
     for (int k = 1; k < WF_OP_N; k++) total += S->kind_layers[c] * S->r_ckpt[c][k];
-  K->unit = total > 0 ? total / QR : 1;
+  /* Exact when the checkpoints share a unit small enough (their gcd); else QR levels, rounded
+   * down per item (a conservative saving). */
+  double g = 0;
+  for (int c = 0; c < 2; c++)
+    for (int k = 1; k < WF_OP_N; k++) {
+      double v = S->r_ckpt[c][k];
+      if (v <= 0 || !S->kind_layers[c]) continue;
+      if (g == 0) g = v;
+      for (int it = 0; it < 64 && v > g * 1e-9; it++) {
+        double r = fmod(g, v);
+        g = v, v = r;
+      }
+    }
+  K->unit = total > 0 ? (g > 0 && total / g <= QR + 1e-6 ? g : total / QR) : 1;
   K->n = 0;
   for (int c = 0; c < 2; c++)
     for (int k = 1; k < WF_OP_N; k++) /* the layer input (ln1's) is always kept */
@@ -112,18 +126,20 @@ static void knap_build(const wf_train_stage *S, knap *K) {
         cnt -= take;
       }
   for (int x = 0; x <= QR; x++) K->best[x] = x ? INFINITY : 0;
+  K->levels = (int)ceil(total / K->unit - 1e-9);
+  if (K->levels > QR) K->levels = QR;
   memset(K->take, 0, sizeof K->take);
   /* 0/1 knapsack over the split items; a level counts down (floor: conservative). */
   static double nb[QR + 1];
   for (int i = 0; i < K->n; i++) {
     int save = (int)floor(K->mult[i] * S->r_ckpt[K->kind[i]][K->op[i]] / K->unit + 1e-9);
     double cost = K->mult[i] * S->r_time[K->kind[i]][K->op[i]];
-    for (int x = 0; x <= QR; x++) {
+    for (int x = 0; x <= K->levels; x++) {
       nb[x] = K->best[x];
       int from = x - save < 0 ? 0 : x - save;
       if (K->best[from] + cost < nb[x]) nb[x] = K->best[from] + cost, K->take[i][x] = 1;
     }
-    memcpy(K->best, nb, sizeof nb);
+    memcpy(K->best, nb, sizeof(double) * (K->levels + 1));
   }
 }
 
@@ -141,7 +157,7 @@ static int knap_level(const wf_train_stage *S, const knap *K, double budget) {
   double need = S->ckpt_full - budget / S->inflight; /* per micro-batch bytes to drop */
   if (need <= 0) return 0;
   int x = (int)ceil(need / K->unit - 1e-9);
-  return x > QR ? -1 : x;
+  return x > K->levels ? -1 : x;
 }
 
 double wf_train_recomp_profile(const wf_train_stage *S, double budget, int counts[2][WF_OP_N]) {
@@ -160,7 +176,7 @@ double wf_train_gcmr_dp(int pp, int quanta, const double *q, int total, int *tak
    * stage back (Alg. 2 lines 2-5), then forward to read the choices (lines 6-7). Ties on the
    * max go to the least sum, so no stage recomputes more than the slowest one needs. */
   size_t W = (size_t)total + 1;
-  double *T = malloc(sizeof *T * (size_t)(pp + 1) * W), *U = malloc(sizeof *U * (size_t)(pp + 1) * W);
+  double *T = calloc((size_t)(pp + 1) * W, sizeof *T), *U = calloc((size_t)(pp + 1) * W, sizeof *U);
   int *arg = malloc(sizeof *arg * (size_t)pp * W);
   WF_ASSERT(T && U && arg);
   for (size_t m = 0; m < W; m++) T[(size_t)pp * W + m] = 0, U[(size_t)pp * W + m] = 0;
@@ -312,13 +328,31 @@ static int dist(const wf_die_system *s, const wf_train_faults *f, int a, int b) 
 
 static const wf_train_faults *g_faults; /* the search's faults, for dist() */
 
+/* X-Y routes, cached per mesh: placement evaluates the same pairs many times. */
+static int rc_w, rc_h, *rc_len, *rc_links;
+enum { RC_MAX = 64 };
+static int route(const wf_die_system *s, int a, int b, const int **links) {
+  if (rc_w != s->w || rc_h != s->h || !rc_len) {
+    free(rc_len), free(rc_links);
+    rc_len = malloc(sizeof(int) * (size_t)s->n * s->n);
+    rc_links = malloc(sizeof(int) * (size_t)s->n * s->n * RC_MAX);
+    WF_ASSERT(rc_len && rc_links && s->w + s->h <= RC_MAX);
+    for (int i = 0; i < s->n * s->n; i++) rc_len[i] = -1;
+    rc_w = s->w, rc_h = s->h;
+  }
+  size_t k = (size_t)a * s->n + b;
+  if (rc_len[k] < 0) rc_len[k] = wf_die_route(s, a, b, rc_links + k * RC_MAX, RC_MAX);
+  *links = rc_links + k * RC_MAX;
+  return rc_len[k];
+}
+
 /* The links of the pipeline's routes (between consecutive stage centres). */
 static void pipeline_links(const wf_die_system *s, const wf_train_plan *p, unsigned char *used) {
-  int route[512];
+  const int *r;
   memset(used, 0, (size_t)s->n * 4);
   for (int i = 0; i + 1 < p->pp; i++) {
-    int h = wf_die_route(s, center(s, p, i), center(s, p, i + 1), route, 512);
-    for (int k = 0; k < h; k++) used[route[k]] = 1;
+    int h = route(s, center(s, p, i), center(s, p, i + 1), &r);
+    for (int k = 0; k < h; k++) used[r[k]] = 1;
   }
 }
 
@@ -326,9 +360,10 @@ static void pipeline_links(const wf_die_system *s, const wf_train_plan *p, unsig
  * its route shares with the pipeline's. */
 static double pair_cost(const wf_die_system *s, const wf_train_plan *p, const unsigned char *used, int a, int b,
                         double gamma_w) {
-  int route[512], ca = center(s, p, a), cb = center(s, p, b);
-  int h = wf_die_route(s, ca, cb, route, 512), gamma = 0;
-  for (int k = 0; k < h; k++) gamma += used[route[k]];
+  const int *r;
+  int ca = center(s, p, a), cb = center(s, p, b);
+  int h = route(s, ca, cb, &r), gamma = 0;
+  for (int k = 0; k < h; k++) gamma += used[r[k]];
   return dist(s, g_faults, ca, cb) * (1 + gamma_w * gamma);
 }
 
@@ -459,17 +494,17 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
    * on occupied links. */
   static double load[WF_MAX_DIES * 4];
   memset(load, 0, sizeof(double) * (size_t)s->n * 4);
-  int route[512];
+  const int *rl;
   for (int i = 0; i + 1 < pp; i++)
     for (int r = 0; r < p->tp; r++) {
-      int h = wf_die_route(s, wf_train_stage_die(s, p, i, r), wf_train_stage_die(s, p, i + 1, r), route, 512);
-      for (int k = 0; k < h; k++) load[route[k]] += p->act_bytes / p->tp;
+      int h = route(s, wf_train_stage_die(s, p, i, r), wf_train_stage_die(s, p, i + 1, r), &rl);
+      for (int k = 0; k < h; k++) load[rl[k]] += p->act_bytes / p->tp;
     }
   for (int i = 0; i < p->nalloc; i++) {
     const wf_train_alloc *A = &p->alloc[i];
     for (int r = 0; r < p->tp; r++) {
-      int h = wf_die_route(s, wf_train_stage_die(s, p, A->sender, r), wf_train_stage_die(s, p, A->helper, r), route, 512);
-      for (int k = 0; k < h; k++) load[route[k]] += A->bytes / p->st[A->sender].inflight / p->tp;
+      int h = route(s, wf_train_stage_die(s, p, A->sender, r), wf_train_stage_die(s, p, A->helper, r), &rl);
+      for (int k = 0; k < h; k++) load[rl[k]] += A->bytes / p->st[A->sender].inflight / p->tp;
     }
   }
   double f[WF_MAX_STAGES], b[WF_MAX_STAGES], x[WF_MAX_STAGES];
@@ -498,8 +533,8 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
       double per = A->bytes / S->inflight / p->tp, worst = 0, lat = 0;
       for (int r = 0; r < p->tp; r++) {
         int da = wf_train_stage_die(s, p, i, r), db = wf_train_stage_die(s, p, A->helper, r);
-        int h = wf_die_route(s, da, db, route, 512);
-        for (int k = 0; k < h; k++) worst = fmax(worst, load[route[k]]);
+        int h = route(s, da, db, &rl);
+        for (int k = 0; k < h; k++) worst = fmax(worst, load[rl[k]]);
         lat = fmax(lat, dist(s, g_faults, da, db) * t->link_latency);
         (void)per;
       }
@@ -513,8 +548,8 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
     if (i + 1 < pp)
       for (int r = 0; r < p->tp; r++) {
         int da = wf_train_stage_die(s, p, i, r), db = wf_train_stage_die(s, p, i + 1, r);
-        int h = wf_die_route(s, da, db, route, 512);
-        for (int k = 0; k < h; k++) worst = fmax(worst, load[route[k]]);
+        int h = route(s, da, db, &rl);
+        for (int k = 0; k < h; k++) worst = fmax(worst, load[rl[k]]);
         lat = fmax(lat, dist(s, g_faults, da, db) * t->link_latency);
       }
     S->xfer = i + 1 < pp ? lat + worst / t->link_bw : 0;

@@ -145,10 +145,26 @@ static int ring_of(const wf_die_system *s, const wf_train_plan *p, int stage, in
   return n;
 }
 
-void wf_train_sim_flows(const wf_die_system *s, wf_die_flows *f) {
-  for (int a = 0; a < s->n; a++)
-    for (int b = 0; b < s->n; b++)
-      if (a != b) wf_die_flows_add(f, a, b, 1, 0);
+void wf_train_sim_flows(const wf_die_system *s, const wf_train_plan *p, wf_die_flows *f) {
+  int ring[64];
+  for (int st = 0; st < p->pp; st++) {
+    int n = ring_of(s, p, st, ring);
+    for (int i = 0; n > 1 && i < n; i++) {
+      wf_die_flows_add(f, ring[i], ring[(i + 1) % n], 1, 0);
+      wf_die_flows_add(f, ring[(i + 1) % n], ring[i], 1, 0);
+    }
+    for (int r = 0; r < p->tp && st + 1 < p->pp; r++) {
+      int a = wf_train_stage_die(s, p, st, r), b = wf_train_stage_die(s, p, st + 1, r);
+      wf_die_flows_add(f, a, b, 1, 0);
+      wf_die_flows_add(f, b, a, 1, 0);
+    }
+  }
+  for (int k = 0; k < p->nalloc; k++)
+    for (int r = 0; r < p->tp; r++) {
+      int a = wf_train_stage_die(s, p, p->alloc[k].sender, r), b = wf_train_stage_die(s, p, p->alloc[k].helper, r);
+      wf_die_flows_add(f, a, b, 1, 0);
+      wf_die_flows_add(f, b, a, 1, 0);
+    }
 }
 
 double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_train_work *w, wf_train_plan *p,

@@ -385,89 +385,99 @@ static int write_heatmaps(const opts *o, const wf_die_system *s, const char *mod
   return rc;
 }
 
-/* One wafer, every model: the child process's work. */
+/* One wafer, every model: the child process's work. First every search (host time), then one
+ * SimGrid platform for all the plans found, then their simulations. */
+enum { P_BEST, P_MEGATRON, P_R, P_M, P_N };
 static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *wname, double *ga_s, int *ga_runs) {
   wf_die_system s;
   wf_die_system_init(&s, t, t->wafers_w, t->wafers_h);
   cJSON *out = cJSON_CreateObject();
-  wf_die_engine *e = NULL;
-  char xml[4096] = "";
-  if (o->simulate) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(xml, sizeof xml, "%s/wafer-dse.%d.xml", tmp && *tmp ? tmp : "/tmp", (int)getpid());
-    wf_die_flows all = {0};
-    wf_train_sim_flows(&s, &all);
-    e = wf_die_engine_open(&s, &all, 1, xml);
-    wf_die_flows_free(&all);
-    if (!e) return NULL;
-  }
   wf_train_faults faults;
   faults_make(&s, o, &faults);
+  wf_train_plan(*plans)[P_N] = calloc((size_t)o->nmodels, sizeof *plans);
+  int(*ok)[P_N] = calloc((size_t)o->nmodels, sizeof *ok);
+  double *secs = calloc((size_t)o->nmodels, sizeof *secs);
+  WF_ASSERT(plans && ok && secs);
+  wf_die_flows pairs = {0};
+  for (int mi = 0; mi < o->nmodels; mi++) {
+    wf_train_work w;
+    wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
+    wf_train_search_opts so = WF_TRAIN_SEARCH_DEFAULT;
+    so.recompute = o->recompute, so.seed = o->seed, so.ga_steps = o->ga_steps, so.ga_elite = o->elite;
+    /* The search without the GA is the ablation's +M; the GA from it gives the best plan. */
+    wf_train_search_opts nm = so;
+    nm.ga = 0;
+    double t0 = now();
+    ok[mi][P_M] = !wf_train_search(&s, &w, &nm, &plans[mi][P_M]);
+    plans[mi][P_BEST] = plans[mi][P_M];
+    if ((ok[mi][P_BEST] = ok[mi][P_M])) wf_train_ga(&s, &w, &so, &plans[mi][P_BEST]);
+    secs[mi] = now() - t0;
+    *ga_s += secs[mi], (*ga_runs)++;
+    /* Ablation: baseline (Megatron-like TP=8), +R (Alg. 1 + GCMR with Mem_pair, serpentine),
+     * +M (+ location-aware placement and Alg. 3), +GA. */
+    ok[mi][P_MEGATRON] = isfinite(wf_train_megatron(&s, &w, &plans[mi][P_MEGATRON]));
+    wf_train_search_opts r = nm;
+    r.memsched = 0, r.serpentine = 1;
+    ok[mi][P_R] = !wf_train_search(&s, &w, &r, &plans[mi][P_R]);
+    for (int k = 0; k < P_N; k++)
+      if (ok[mi][k]) wf_train_sim_flows(&s, &plans[mi][k], &pairs);
+  }
+  wf_die_engine *e = NULL;
+  char xml[4096] = "";
+  if (o->simulate && pairs.n) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(xml, sizeof xml, "%s/wafer-dse.%d.xml", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    e = wf_die_engine_open(&s, &pairs, 1, xml);
+    if (!e) return NULL;
+  }
+  wf_die_flows_free(&pairs);
   static double busy[WF_MAX_DIES], dram[WF_MAX_DIES], links[WF_MAX_DIES * 4];
   for (int mi = 0; mi < o->nmodels; mi++) {
     wf_train_work w;
     wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
     cJSON *m = cJSON_AddObjectToObject(out, o->models[mi]);
-    wf_train_search_opts so = WF_TRAIN_SEARCH_DEFAULT;
-    so.recompute = o->recompute, so.seed = o->seed, so.ga_steps = o->ga_steps, so.ga_elite = o->elite;
-    static wf_train_plan best, abl, plusm;
-    /* The search without the GA is the ablation's +M; the GA from it gives the best plan. */
-    wf_train_search_opts nm = so;
-    nm.ga = 0;
-    double t0 = now();
-    int rc = wf_train_search(&s, &w, &nm, &plusm);
-    best = plusm;
-    if (!rc) wf_train_ga(&s, &w, &so, &best);
-    double t1 = now();
-    *ga_s += t1 - t0, (*ga_runs)++;
-    cJSON_AddNumberToObject(m, "search_s", t1 - t0);
-    if (rc) {
-      cJSON_AddNullToObject(m, "best");
-    } else {
-      if (e) wf_train_simulate(e, &s, &w, &best, busy, dram, links);
-      cJSON_AddItemToObject(m, "best", plan_json(&s, &w, &best));
-      if (e && o->heatmap && write_heatmaps(o, &s, o->models[mi], wname, busy, dram, links)) {
+    cJSON_AddNumberToObject(m, "search_s", secs[mi]);
+    double it[P_N];
+    for (int k = 0; k < P_N; k++) {
+      wf_train_plan *p = &plans[mi][k];
+      it[k] = !ok[mi][k] ? INFINITY : e ? wf_train_simulate(e, &s, &w, p, k == P_BEST ? busy : NULL,
+                                                            k == P_BEST ? dram : NULL, k == P_BEST ? links : NULL)
+                                        : p->iter_s;
+      if (k == P_BEST && e && o->heatmap && ok[mi][k] && write_heatmaps(o, &s, o->models[mi], wname, busy, dram, links)) {
         cJSON_Delete(out);
         return NULL;
       }
     }
-    /* Ablation: baseline (Megatron-like TP=8), +R (Alg. 1 + GCMR with Mem_pair, serpentine),
-     * +M (+ location-aware placement and Alg. 3), +GA. */
+    if (ok[mi][P_BEST]) cJSON_AddItemToObject(m, "best", plan_json(&s, &w, &plans[mi][P_BEST]));
+    else cJSON_AddNullToObject(m, "best");
     cJSON *ab = cJSON_AddObjectToObject(m, "ablation");
-    double tb = wf_train_megatron(&s, &w, &abl);
-    if (isfinite(tb) && e) tb = wf_train_simulate(e, &s, &w, &abl, NULL, NULL, NULL);
-    add_time(ab, "baseline", tb, w.model_flops);
-    wf_train_plan megatron = abl;
-    wf_train_search_opts r = nm;
-    r.memsched = 0, r.serpentine = 1;
-    double tr = INFINITY;
-    if (!wf_train_search(&s, &w, &r, &abl)) tr = e ? wf_train_simulate(e, &s, &w, &abl, NULL, NULL, NULL) : abl.iter_s;
-    add_time(ab, "+R", tr, w.model_flops);
-    double tm = rc ? INFINITY : e ? wf_train_simulate(e, &s, &w, &plusm, NULL, NULL, NULL) : plusm.iter_s;
-    add_time(ab, "+M", tm, w.model_flops);
-    add_time(ab, "+GA", rc ? INFINITY : best.sim_s > 0 ? best.sim_s : best.iter_s, w.model_flops);
+    add_time(ab, "baseline", it[P_MEGATRON], w.model_flops);
+    add_time(ab, "+R", it[P_R], w.model_flops);
+    add_time(ab, "+M", it[P_M], w.model_flops);
+    add_time(ab, "+GA", it[P_BEST], w.model_flops);
     cJSON *bl = cJSON_AddObjectToObject(m, "baselines");
-    add_time(bl, "megatron", tb, w.model_flops);
-    if (isfinite(tb)) {
+    add_time(bl, "megatron", it[P_MEGATRON], w.model_flops);
+    if (ok[mi][P_MEGATRON]) {
       cJSON *mg = cJSON_GetObjectItem(bl, "megatron");
-      cJSON_AddNumberToObject(mg, "tp", megatron.tp);
-      cJSON_AddNumberToObject(mg, "pp", megatron.pp);
+      cJSON_AddNumberToObject(mg, "tp", plans[mi][P_MEGATRON].tp);
+      cJSON_AddNumberToObject(mg, "pp", plans[mi][P_MEGATRON].pp);
     }
     add_time(bl, "cerebras", wf_train_cerebras(&s, &w, NULL), w.model_flops);
     add_time(bl, "analytic", wf_train_analytic(&s, &w, o->recompute), w.model_flops);
-    if (faults.any && !rc) {
+    if (faults.any && ok[mi][P_BEST]) {
       cJSON *f = cJSON_AddObjectToObject(m, "faults");
       int dead = 0, cut = 0;
       for (int d = 0; d < s.n; d++) dead += faults.die_dead[d];
       for (int l = 0; l < s.n * 4; l++) cut += faults.link_dead[l];
       cJSON_AddNumberToObject(f, "dead_dies", dead);
       cJSON_AddNumberToObject(f, "dead_links", cut / 2);
-      wf_train_search_opts r = so;
+      wf_train_search_opts r = WF_TRAIN_SEARCH_DEFAULT;
+      r.recompute = o->recompute, r.seed = o->seed, r.ga_steps = o->ga_steps, r.ga_elite = o->elite;
       r.faults = &faults;
       static wf_train_plan rob;
       double tr = wf_train_search(&s, &w, &r, &rob) ? INFINITY : rob.iter_s;
       wf_train_set_faults(NULL);
-      double tn = non_robust(&s, &w, best, &faults);
+      double tn = non_robust(&s, &w, plans[mi][P_BEST], &faults);
       add_time(f, "robust", tr, w.model_flops);
       add_time(f, "non_robust", tn, w.model_flops);
       if (isfinite(tr) && isfinite(tn)) cJSON_AddNumberToObject(f, "gain", tn / tr);
@@ -476,6 +486,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   }
   wf_die_engine_close(e);
   if (*xml) unlink(xml);
+  free(plans), free(ok), free(secs);
   return out;
 }
 
