@@ -327,26 +327,20 @@ static void faults_make(const wf_die_system *s, const opts *o, wf_train_faults *
 
 /* The non-robust scheduler: its healthy-wafer plan, with stages on dead dies moved to the
  * first free healthy slots in serpentine order, evaluated on the faulty wafer. */
-static double non_robust(const wf_die_system *s, const wf_train_work *w, wf_train_plan p, const wf_train_faults *f) {
-  int used[WF_MAX_STAGES * 4] = {0};
-  wf_train_set_faults(f);
-  for (int i = 0; i < p.pp; i++) used[p.slot[i]] = 1;
-  for (int i = 0; i < p.pp; i++) {
-    int dead = 0;
-    for (int r = 0; r < p.tp; r++) dead |= f->die_dead[wf_train_stage_die(s, &p, i, r)];
-    if (!dead) continue;
-    int moved = 0;
-    for (int sl = 0; sl < p.slots && !moved; sl++) {
-      if (used[sl]) continue;
-      int ok = 1;
-      int old = p.slot[i];
-      p.slot[i] = sl;
-      for (int r = 0; r < p.tp; r++) ok &= !f->die_dead[wf_train_stage_die(s, &p, i, r)];
-      if (ok) used[sl] = 1, moved = 1;
-      else p.slot[i] = old;
-    }
-    if (!moved) return INFINITY;
-  }
+/* The non-robust scheduler: it keeps its healthy-wafer TP and split, and only drops the slots
+ * with a dead die (serpentine placement, naive recomputation, no rebalancing, dead links ignored
+ * when planning); the plan is then evaluated on the faulty wafer. */
+static double non_robust(const wf_die_system *s, const wf_train_work *w, const wf_train_plan *healthy,
+                         const wf_train_faults *f, const wf_train_search_opts *base) {
+  wf_train_search_opts o = *base;
+  o.fixed_tp = healthy->tp, o.hk_only = healthy->strategy == WF_TP_HK;
+  o.gcmr = o.memsched = o.ga = 0, o.naive_recompute = o.serpentine = 1;
+  wf_train_faults dies_only = *f;
+  memset(dies_only.link_dead, 0, sizeof dies_only.link_dead);
+  o.faults = &dies_only;
+  static wf_train_plan p;
+  if (wf_train_search(s, w, &o, &p)) return INFINITY;
+  wf_train_set_faults(f); /* what the links really are */
   wf_train_evaluate(s, w, &p);
   wf_train_set_faults(NULL);
   return p.feasible ? p.iter_s : INFINITY;
@@ -387,7 +381,7 @@ static int write_heatmaps(const opts *o, const wf_die_system *s, const char *mod
 
 /* One wafer, every model: the child process's work. First every search (host time), then one
  * SimGrid platform for all the plans found, then their simulations. */
-enum { P_BEST, P_MEGATRON, P_R, P_M, P_N };
+enum { P_BEST, P_MEGATRON, P_R, P_M, P_GA, P_N };
 static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *wname, double *ga_s, int *ga_runs) {
   wf_die_system s;
   wf_die_system_init(&s, t, t->wafers_w, t->wafers_h);
@@ -396,29 +390,38 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   faults_make(&s, o, &faults);
   wf_train_plan(*plans)[P_N] = calloc((size_t)o->nmodels, sizeof *plans);
   int(*ok)[P_N] = calloc((size_t)o->nmodels, sizeof *ok);
-  double *secs = calloc((size_t)o->nmodels, sizeof *secs);
-  WF_ASSERT(plans && ok && secs);
+  double *secs = calloc((size_t)o->nmodels, sizeof *secs), *gas = calloc((size_t)o->nmodels, sizeof *gas);
+  WF_ASSERT(plans && ok && secs && gas);
   wf_die_flows pairs = {0};
   for (int mi = 0; mi < o->nmodels; mi++) {
     wf_train_work w;
     wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
     wf_train_search_opts so = WF_TRAIN_SEARCH_DEFAULT;
     so.recompute = o->recompute, so.seed = o->seed, so.ga_steps = o->ga_steps, so.ga_elite = o->elite;
-    /* The search without the GA is the ablation's +M; the GA from it gives the best plan. */
+    /* Alg. 1 and the downstream schedulers, then the GA from their plan: the best plan. */
     wf_train_search_opts nm = so;
     nm.ga = 0;
     double t0 = now();
-    ok[mi][P_M] = !wf_train_search(&s, &w, &nm, &plans[mi][P_M]);
-    plans[mi][P_BEST] = plans[mi][P_M];
-    if ((ok[mi][P_BEST] = ok[mi][P_M])) wf_train_ga(&s, &w, &so, &plans[mi][P_BEST]);
+    ok[mi][P_BEST] = !wf_train_search(&s, &w, &nm, &plans[mi][P_BEST]);
+    double tg = now();
+    if (ok[mi][P_BEST]) wf_train_ga(&s, &w, &so, &plans[mi][P_BEST]);
+    gas[mi] = now() - tg;
     secs[mi] = now() - t0;
     *ga_s += secs[mi], (*ga_runs)++;
-    /* Ablation: baseline (Megatron-like TP=8), +R (Alg. 1 + GCMR with Mem_pair, serpentine),
-     * +M (+ location-aware placement and Alg. 3), +GA. */
+    /* The ablation at the baseline's parallelism (WATOS §V-D: TP=8, PP=7 on Config 3):
+     * baseline (Megatron-like: serpentine, naive recomputation), +R (GCMR with Mem_pair),
+     * +M (location-aware placement and Alg. 3), +GA. */
     ok[mi][P_MEGATRON] = isfinite(wf_train_megatron(&s, &w, &plans[mi][P_MEGATRON]));
-    wf_train_search_opts r = nm;
-    r.memsched = 0, r.serpentine = 1;
-    ok[mi][P_R] = !wf_train_search(&s, &w, &r, &plans[mi][P_R]);
+    if (ok[mi][P_MEGATRON]) {
+      wf_train_search_opts r = nm;
+      r.fixed_tp = plans[mi][P_MEGATRON].tp, r.fixed_pp = plans[mi][P_MEGATRON].pp, r.hk_only = 1;
+      r.memsched = 0, r.serpentine = 1;
+      ok[mi][P_R] = !wf_train_search(&s, &w, &r, &plans[mi][P_R]);
+      r.memsched = 1, r.serpentine = 0;
+      ok[mi][P_M] = !wf_train_search(&s, &w, &r, &plans[mi][P_M]);
+      plans[mi][P_GA] = plans[mi][P_M];
+      if ((ok[mi][P_GA] = ok[mi][P_M])) wf_train_ga(&s, &w, &so, &plans[mi][P_GA]);
+    }
     for (int k = 0; k < P_N; k++)
       if (ok[mi][k]) wf_train_sim_flows(&s, &plans[mi][k], &pairs);
   }
@@ -437,6 +440,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
     wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
     cJSON *m = cJSON_AddObjectToObject(out, o->models[mi]);
     cJSON_AddNumberToObject(m, "search_s", secs[mi]);
+    cJSON_AddNumberToObject(m, "ga_s", gas[mi]);
     double it[P_N];
     for (int k = 0; k < P_N; k++) {
       wf_train_plan *p = &plans[mi][k];
@@ -454,7 +458,8 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
     add_time(ab, "baseline", it[P_MEGATRON], w.model_flops);
     add_time(ab, "+R", it[P_R], w.model_flops);
     add_time(ab, "+M", it[P_M], w.model_flops);
-    add_time(ab, "+GA", it[P_BEST], w.model_flops);
+    add_time(ab, "+GA", it[P_GA], w.model_flops);
+    add_time(ab, "alg1_free", it[P_BEST], w.model_flops); /* Alg. 1 free to pick TP and PP */
     cJSON *bl = cJSON_AddObjectToObject(m, "baselines");
     add_time(bl, "megatron", it[P_MEGATRON], w.model_flops);
     if (ok[mi][P_MEGATRON]) {
@@ -477,7 +482,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
       static wf_train_plan rob;
       double tr = wf_train_search(&s, &w, &r, &rob) ? INFINITY : rob.iter_s;
       wf_train_set_faults(NULL);
-      double tn = non_robust(&s, &w, plans[mi][P_BEST], &faults);
+      double tn = non_robust(&s, &w, &plans[mi][P_BEST], &faults, &r);
       add_time(f, "robust", tr, w.model_flops);
       add_time(f, "non_robust", tn, w.model_flops);
       if (isfinite(tr) && isfinite(tn)) cJSON_AddNumberToObject(f, "gain", tn / tr);
@@ -486,7 +491,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   }
   wf_die_engine_close(e);
   if (*xml) unlink(xml);
-  free(plans), free(ok), free(secs);
+  free(plans), free(ok), free(secs), free(gas);
   return out;
 }
 
@@ -559,7 +564,7 @@ int main(int argc, char **argv) {
     if ((rc = load_wafer(o.wafers[i], &targets[i]))) return rc;
     snprintf(o.wafer_names[i], sizeof o.wafer_names[i], "%s", o.wafers[i]);
   }
-  double t0 = now(), ga_s = 0;
+  double t0 = now(), ga_s = 0, ga_only = 0;
   int ga_runs = 0;
   cJSON *per[MAX_LIST] = {0};
   for (int i = 0; i < o.nwafers; i++) {
@@ -612,9 +617,14 @@ int main(int argc, char **argv) {
     WF_ASSERT(per[i] != NULL);
     cJSON *gs = cJSON_GetObjectItem(per[i], "_search_host_s");
     if (gs) ga_s += gs->valuedouble;
+    for (int mi = 0; mi < o.nmodels; mi++) {
+      cJSON *g = cJSON_GetObjectItem(cJSON_GetObjectItem(per[i], o.models[mi]), "ga_s");
+      if (g && cJSON_GetObjectItem(cJSON_GetObjectItem(per[i], o.models[mi]), "best") &&
+          !cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(per[i], o.models[mi]), "best")))
+        ga_only += g->valuedouble, ga_runs++;
+    }
   }
   progress(o.nwafers, o.nwafers, "done");
-  (void)ga_runs;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "tool", "wafer-dse");
   cJSON_AddStringToObject(root, "version", WF_VERSION_STRING);
@@ -661,6 +671,8 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(root, "search_s", now() - t0);
   cJSON_AddNumberToObject(root, "schedulers_s", ga_s);
   cJSON_AddNumberToObject(root, "ga_steps", o.ga_steps);
+  if (ga_runs && o.ga_steps)
+    cJSON_AddNumberToObject(root, "ga_s_per_100_steps", ga_only / ga_runs / o.ga_steps * 100);
   char *text = cJSON_Print(root);
   printf("%s\n", text);
   free(text);
