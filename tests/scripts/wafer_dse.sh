@@ -6,7 +6,8 @@
 #     ranking is ordered by iteration time; every chosen plan uses at most the wafer's dies; the
 #     ablation never falls; --heatmap writes compute, DRAM and D2D maps (PNG + CSV);
 #  2. faults: the robust scheduler is no slower than the non-robust one;
-#  3. the same seed gives the same answer; --enumerate lists candidates under the area;
+#  3. the same seed gives the same answer; --enumerate lists candidates under the area, and a
+#     candidate's name is a wafer;
 #  4. bad command lines exit 2 naming the problem, a target without a core array exits 1.
 set -euo pipefail
 command -v wafer-dse >/dev/null || { echo "wafer-dse not built (no SimGrid): skipped"; exit 0; }
@@ -17,6 +18,7 @@ wafer-dse --models=llama2-30b --wafers=config3,config1 --ga-steps=40 --no-sim > 
 wafer-dse --models=llama2-30b --wafers=config3,config1 --ga-steps=40 --no-sim > "$out/b2.json"
 wafer-dse --models=llama2-30b --wafers=config3 --ga-steps=20 --no-sim --faults=links:0.1,dies:0.1 --seed=3 > "$out/f.json"
 wafer-dse --enumerate > "$out/e.json"
+wafer-dse --models=llama2-30b --wafers=enum-c18-k5 --ga-steps=10 --no-sim > "$out/en.json"
 python3 - "$out" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -56,6 +58,8 @@ non = f["non_robust"]["iteration_s"]
 assert rob is not None and (non is None or non >= rob * 0.999), f
 e = json.load(open(d + "/e.json"))["candidates"]
 assert len(e) >= 8 and all(c["dram_gb_per_die"] > 0 for c in e)
+en = json.load(open(d + "/en.json"))
+assert en["ranking"][m] == ["enum-c18-k5"] and en["best"][m]["enum-c18-k5"]["tp"] >= 1
 print("wafer-dse: ok")
 PY
 set +e
@@ -71,6 +75,8 @@ wafer-dse --modles=gpt-175b > /dev/null 2> "$out/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "did you mean '--models'" "$out/err" || { echo "typo: rc $rc"; cat "$out/err"; exit 1; }
 wafer-dse --models=llama2-30b --wafers=moe-b200 > /dev/null 2> "$out/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "no core array" "$out/err" || { echo "no core array: rc $rc"; cat "$out/err"; exit 1; }
+wafer-dse --models=llama2-30b --wafers=enum-c99-k1 > /dev/null 2> "$out/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no enumerated candidate" "$out/err" || { echo "bad enum: rc $rc"; exit 1; }
 wafer-dse --help | grep -q "usage: wafer-dse" || exit 1
 wafer-dse --version | grep -q "wafer-dse (waferc)" || exit 1
 echo "wafer-dse errors: ok"

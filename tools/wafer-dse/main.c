@@ -50,7 +50,8 @@ static void usage(FILE *out) {
           "       wafer-dse --enumerate\n"
           "models: llama2-30b, llama3-70b, gpt-175b, gshard-137b, deepseek-v3 (default: the first four)\n"
           "wafers: config1..config4 (WATOS Table II, targets/dies/watos-configN.target; the default),\n"
-          "        any die target name or path with core_array, core_sram and core_clock\n"
+          "        any die target name or path with core_array, core_sram and core_clock,\n"
+          "        or an enumerated candidate enum-cC-kK (wafer-dse --enumerate)\n"
           "Prints one JSON object: ranking, best, ablation, baselines, faults (with --faults), search_s.\n"
           "Iteration times come from the die-level model: 1F1B on SimGrid (iteration_s) and the\n"
           "alpha-beta evaluator (iteration_ab_s); search_s is host time. docs/dse.md.\n"
@@ -226,6 +227,17 @@ static int load_wafer(const char *name, wf_die_target *t) {
   if (!strncmp(name, "config", 6) && name[6] >= '1' && name[6] <= '4' && !name[7]) {
     snprintf(buf, sizeof buf, "watos-%s", name);
     name = buf;
+  }
+  if (!strncmp(name, "enum-", 5)) { /* a candidate of the enumerator (--enumerate lists them) */
+    wf_die_target c[64];
+    int n = wf_train_enumerate(&WF_TRAIN_TEMPLATE_DEFAULT, c, 64);
+    for (int i = 0; i < n; i++)
+      if (!strcmp(c[i].name, name)) {
+        *t = c[i];
+        return 0;
+      }
+    wf_error_at("--wafers", "no enumerated candidate '%s' (wafer-dse --enumerate lists them)", name);
+    return WF_EXIT_USAGE;
   }
   int rc = wf_die_target_load(name, t);
   if (rc) return rc;
