@@ -83,11 +83,19 @@ static void stage_rank(int argc, char **argv) {
   double shard = p->act_bytes / p->tp;
   pending q = {0};
   void *data;
+  /* Every incoming hand-off is posted up front, so a transfer starts when its sender sends
+   * (into the receiving die's memory), not when the receiver gets round to it. */
+  sg_comm_t *fin = calloc((size_t)n, sizeof *fin), *bin = calloc((size_t)n, sizeof *bin);
+  WF_ASSERT(fin && bin);
+  for (int i = 0; i < n; i++) {
+    if (s > 0) fin[i] = sg_mailbox_get_async(box("F:%d:%d:%d", s, r, i, 0), &data);
+    if (s + 1 < pp) bin[i] = sg_mailbox_get_async(box("B:%d:%d:%d", s, r, i, 0), &data);
+  }
   for (int k = 0; k < 2 * n; k++) {
     int bwd, i = op_at(pp, n, s, k, &bwd);
     double t0 = simgrid_get_clock();
     if (!bwd) {
-      if (s > 0) sg_mailbox_get(box("F:%d:%d:%d", s, r, i, 0));
+      if (s > 0) sg_comm_wait(fin[i]);
       pending off = {0};
       for (int a = 0; a < p->nalloc; a++)
         if (p->alloc[a].sender == s) {
@@ -101,7 +109,7 @@ static void stage_rank(int argc, char **argv) {
       free(off.v);
       if (s + 1 < pp) push(&q, sg_mailbox_put_async(box("F:%d:%d:%d", s + 1, r, i, 0), R, (long)(shard + 0.5)));
     } else {
-      if (s + 1 < pp) sg_mailbox_get(box("B:%d:%d:%d", s, r, i, 0));
+      if (s + 1 < pp) sg_comm_wait(bin[i]);
       pending back = {0};
       for (int a = 0; a < p->nalloc; a++)
         if (p->alloc[a].sender == s) {
@@ -124,7 +132,7 @@ static void stage_rank(int argc, char **argv) {
     if (S->busy) S->busy[me] += simgrid_get_clock() - t0;
   }
   if (q.n) sg_comm_wait_all(q.v, (size_t)q.n);
-  free(q.v);
+  free(q.v), free(fin), free(bin);
 }
 
 /* The dies of a stage in ring order: a cycle round the shape when it has one (2 x k). */

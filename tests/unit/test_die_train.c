@@ -346,6 +346,12 @@ int main(void) {
     double secs = wf_train_simulate(e, &s4, &tw, p, busy, NULL, NULL);
     CHECK(near(secs, (4 + 3 - 1) * 3.0 + 0.25, 1e-6), "SimGrid 1F1B %g = (n + p - 1)(F + B) + opt", secs);
     CHECK(near(busy[0], 4 * 3.0 / secs, 1e-6) && busy[3] == 0, "die busy shares");
+    /* 2 TB hand-offs on 2 TB/s links: 1 s each, as the event schedule's transfers. */
+    p->act_bytes = 2e12;
+    secs = wf_train_simulate(e, &s4, &tw, p, NULL, NULL, NULL);
+    double f3[3] = {1, 1, 1}, b3[3] = {2, 2, 2}, x3[3] = {1, 1, 0};
+    double want = wf_train_1f1b(3, 4, f3, b3, x3) + 0.25;
+    CHECK(near(secs, want, 1e-6), "SimGrid 1F1B with 1 s hand-offs %g = event schedule %g", secs, want);
     wf_die_engine_close(e);
     free(p);
     remove("/tmp/wf_test_die_train.xml");
