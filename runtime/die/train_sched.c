@@ -530,13 +530,12 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
     for (int a = 0; a < p->nalloc; a++) {
       const wf_train_alloc *A = &p->alloc[a];
       if (A->sender != i) continue;
-      double per = A->bytes / S->inflight / p->tp, worst = 0, lat = 0;
+      double worst = 0, lat = 0;
       for (int r = 0; r < p->tp; r++) {
         int da = wf_train_stage_die(s, p, i, r), db = wf_train_stage_die(s, p, A->helper, r);
         int h = route(s, da, db, &rl);
         for (int k = 0; k < h; k++) worst = fmax(worst, load[rl[k]]);
         lat = fmax(lat, dist(s, g_faults, da, db) * t->link_latency);
-        (void)per;
       }
       S->off_s += lat + worst / t->link_bw;
       p->st[A->helper].help_s += 2 * A->bytes / S->inflight / p->tp / t->hbm_bw; /* write + read */

@@ -233,11 +233,16 @@ double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_trai
     double in[WF_MAX_STAGES] = {0}, out[WF_MAX_STAGES] = {0};
     for (int a = 0; a < p->nalloc; a++) out[p->alloc[a].sender] += p->alloc[a].bytes, in[p->alloc[a].helper] += p->alloc[a].bytes;
     wf_die_flows all = {0};
-    wf_die_flows_append(&all, &tpf, 0);
+    int ring[64];
+    /* The TP collectives of an iteration: four per layer and micro-batch (Megatron's f and g). */
+    for (int st = 0; p->tp > 1 && p->strategy != WF_TP_B && st < p->pp; st++) {
+      int n = ring_of(s, p, st, ring), layers = p->st[st].kind_layers[0] + p->st[st].kind_layers[1];
+      wf_die_ring_allreduce(&all, ring, n, p->act_bytes * 4.0 * layers * p->micro_batches, 1, 1, 0);
+    }
     for (int st = 0; st < p->pp; st++)
       for (int r = 0; r < p->tp; r++) {
         int d = wf_train_stage_die(s, p, st, r);
-        if (dram_use) dram_use[d] = (p->st[st].modelp + fmin(p->st[st].mem, p->st[st].mem - out[st] + 0) + in[st]) / s->t.hbm_bytes;
+        if (dram_use) dram_use[d] = (p->st[st].modelp + p->st[st].mem - fmin(out[st], p->st[st].mem) + in[st]) / s->t.hbm_bytes;
         if (st + 1 < p->pp) wf_die_flows_add(&all, d, wf_train_stage_die(s, p, st + 1, r), 2 * p->micro_batches * p->act_bytes / p->tp, 0);
       }
     for (int a = 0; a < p->nalloc; a++)
