@@ -38,10 +38,15 @@ typedef struct wf_die_target {
   double link_latency;    /* one D2D link, s */
   double border_bw;       /* one wafer border, one direction, B/s: shared by its die links */
   double border_latency;  /* one die link across a wafer border, s */
+  /* Optional (0 when absent): the core array inside a die, for wafer-dse (docs/dse.md). */
+  int core_w, core_h;     /* cores per die (Dojo-style) */
+  double core_sram;       /* SRAM per core, bytes */
+  double core_clock;      /* Hz */
 } wf_die_target;
 
 /* NAME (looked up as NAME.target in $WAFERC_TARGET_PATH, the build tree's targets/dies/,
- * the installed targets/dies/) or a path. Every key is required. 0, or a WF_EXIT_* code
+ * the installed targets/dies/) or a path. Every key is required but core_array, core_sram and
+ * core_clock. 0, or a WF_EXIT_* code
  * after reporting (file:line for bad values, every missing key at once). */
 int wf_die_target_load(const char *name_or_path, wf_die_target *t);
 

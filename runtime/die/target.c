@@ -39,7 +39,12 @@ static const spec keys[] = {
     {"link_latency", K_NUM, F(link_latency), 0, 0},
     {"border_bw", K_NUM, F(border_bw), 0, 0},
     {"border_latency", K_NUM, F(border_latency), 0, 0},
+    /* Optional from here (N_REQUIRED): the core array, which only wafer-dse reads. */
+    {"core_array", K_PAIR, F(core_w), F(core_h), 0},
+    {"core_sram", K_NUM, F(core_sram), 0, 0},
+    {"core_clock", K_NUM, F(core_clock), 0, 0},
 };
+enum { N_REQUIRED = 12 };
 #undef F
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
@@ -94,7 +99,7 @@ static int parse(const char *path, FILE *f, wf_die_target *t) {
     seen[k - keys] = 1;
   }
   char missing[512] = "";
-  for (int i = 0; i < N_KEYS; i++)
+  for (int i = 0; i < N_REQUIRED; i++)
     if (!seen[i]) {
       size_t n = strlen(missing);
       snprintf(missing + n, sizeof missing - n, "%s%s", n ? ", " : "", keys[i].key);
