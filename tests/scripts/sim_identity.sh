@@ -142,7 +142,7 @@ for name, lines in ref.items():
         skipped.append(name); continue
     if lines != new[name]:
         r, n = set(lines), set(new[name])
-        bad.append(f"{name}: " + ", ".join(sorted(' '.join(l.split()[:2]) for l in r ^ n)))
+        bad.append(f"{name}: " + ", ".join(sorted({' '.join(l.split()[:2]) for l in r ^ n})))
     else:
         same += 1
 for name in new:
