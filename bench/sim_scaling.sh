@@ -6,12 +6,15 @@
 #
 #   bench/sim_scaling.sh                 # 16 32 64 128 256 512, then 750x994 (timing)
 #   SIZES="16 64" FULL=0 bench/sim_scaling.sh
+#   SIZES= FULL=0 GEMM=128 bench/sim_scaling.sh   # only a MeshGEMM of GEMM_N^3 on 128x128
+# GEMM=S adds a row for a MeshGEMM (wafer-bench gemm --algo=meshgemm, target wse2) of
+# GEMM_N (default 256) cubed on S x S, in timing mode: shift GEMMs cost more per hop.
 # Uses `waferrun` from PATH (build with -DCMAKE_BUILD_TYPE=Release for meaningful numbers).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 gen="$here/tests/fidelity/collectives.py"
 B=${B:-256}
-SIZES=${SIZES:-"16 32 64 128 256 512"}
+SIZES=${SIZES-"16 32 64 128 256 512"}
 FULL=${FULL:-1}
 MODE=${MODE:-timing}
 TMP=$(mktemp -d)
@@ -34,5 +37,22 @@ run() {
   python3 -c "import sys; w,h,m,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %10s %14s %9.2f %9.2f %14.3g %10.0f' % (w+'x'+h, m, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(kb)/1024))" \
     "$w" "$h" "$mode" "$cyc" "$hops" "$wall" "$user" "$kb"
 }
+GEMM=${GEMM:-}
+GEMM_N=${GEMM_N:-256}
+gemm() {
+  local n=$1
+  wafer-bench gemm --algo=meshgemm --mesh="$n" --m="$GEMM_N" --k="$GEMM_N" --n="$GEMM_N" \
+    --target=wse2 --keep="$TMP/gemm" >/dev/null
+  /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/gemm" --mode=timing --no-jit \
+    >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+  local cyc hops wall user kb
+  cyc=$(sed -n 's/^cycles: \([0-9]*\) simulated.*/\1/p' "$TMP/out")
+  hops=$(sed -n 's/^fabric: \([0-9]*\) wavelet-hops.*/\1/p' "$TMP/out")
+  read -r wall user kb <"$TMP/time"
+  python3 -c "import sys; w,m,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %10s %14s %9.2f %9.2f %14.3g %10.0f' % (w+'x'+w, m, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(kb)/1024))" \
+    "$n" "mm$GEMM_N" "$cyc" "$hops" "$wall" "$user" "$kb"
+  rm -rf "$TMP/gemm"
+}
 for n in $SIZES; do run "$n" "$n" "$MODE"; done
+for n in $GEMM; do gemm "$n"; done
 if [ "$FULL" = 1 ]; then run 750 994 timing; fi

@@ -161,6 +161,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
 void wf_sim_free(wf_sim *s) {
   if (!s) return;
   if (s->slab) wf_sim_unpack_free(s);
+  wf_sim_guard_free(s);
   free(s->pes);
   free(s->routers);
   free(s->act_pe);
@@ -179,9 +180,9 @@ void wf_sim_free(wf_sim *s) {
 
 /* ---- the main loop -------------------------------------------------------------------- */
 
-/* How many list entries ahead the loop prefetches a PE's or router's state (far) and then
- * the buffers that state points to (near). */
-enum { PF_FAR = 8, PF_NEAR = 4 };
+/* How many list entries ahead the loop issues each prefetch stage (WF_PF_*) for a PE or a
+ * router: its hot lines first, then what they point to. */
+enum { PF_FAR = 12, PF_MID = 8, PF_NEAR = 4 };
 
 static int by_key(const void *a, const void *b) {
   int64_t x = (*(wf_pe *const *)a)->key, y = (*(wf_pe *const *)b)->key;
@@ -256,8 +257,8 @@ static int step_cycle(wf_sim *s, jump_state *j) {
   /* Both lists are in wake order, scattered over the mesh: prefetch a few steps ahead. */
   int n = s->n_act_pe, n_slept = 0;
   for (int i = 0; i < n && !s->failed; i++) {
-    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], 0);
-    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], 1);
+    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], WF_PF_FAR);
+    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], WF_PF_NEAR);
     wf_pe *p = s->act_pe[i];
     if (!p->sleeping) wf_pe_step(s, p);
     if (p->sleeping) s->slept[n_slept++] = i;
@@ -271,8 +272,9 @@ static int step_cycle(wf_sim *s, jump_state *j) {
     if (s->n_rt_now && (i >= nr || s->rt_now[0]->key < s->act_rt[i]->key)) {
       r = rt_now_pop(s);
     } else if (i < nr) {
-      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], 0);
-      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], 1);
+      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], WF_PF_FAR);
+      if (i + PF_MID < nr) wf_router_prefetch(s, s->act_rt[i + PF_MID], WF_PF_MID);
+      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], WF_PF_NEAR);
       li = i;
       r = s->act_rt[i++];
     } else {

@@ -224,14 +224,19 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
 }
 
 /* Software prefetch for a router the cycle loop will step soon (the list is in wake
- * order, scattered over the mesh, so the hardware cannot guess it). Far: the router and
- * its first colors' state (they follow it in the slab, sim_layout.c). Near (those lines
- * have arrived by then): the head wavelet of every non-empty buffer and the destination
- * buffers its current switch position sends to. Hints only: nothing is simulated here. */
-void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near) {
-  if (!near) {
+ * order, scattered over the mesh, so the hardware cannot guess it), in three stages so
+ * that each reads only lines an earlier stage fetched: FAR, the router's hot lines (its
+ * first three, sim_sched.h); MID, the colors' state behind each non-empty buffer (its
+ * switch table, the buffer, its destinations); NEAR, the head wavelet of every non-empty
+ * buffer and the destination buffers and routers its current switch position sends to.
+ * Hints only: nothing is simulated here. */
+void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage) {
+  (void)s;
+  if (stage == WF_PF_FAR) {
     const char *b = (const char *)r;
-    for (int k = 0; k < s->pf_rt_lines; k++) __builtin_prefetch(b + 64 * k);
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
     return;
   }
   for (int wd = 0; wd < 3; wd++) {
@@ -241,6 +246,13 @@ void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near) {
       bits &= bits - 1;
       const wf_rcolor *rc = &r->rc[i / WF_DIR_COUNT];
       const wf_fifo *f = &rc->in[i % WF_DIR_COUNT];
+      if (stage == WF_PF_MID) {
+        __builtin_prefetch(rc);
+        __builtin_prefetch(f);
+        __builtin_prefetch(&rc->out[0]);
+        __builtin_prefetch(&rc->out[WF_DIR_COUNT - 1]);
+        continue;
+      }
       __builtin_prefetch(&f->buf[f->head]);
       uint8_t tx = rc->tx[rc->pos][i % WF_DIR_COUNT];
       if (tx == WF_RX_NONE) continue;

@@ -57,12 +57,10 @@ void wf_sim_layout(wf_sim *s, const int *cls) {
       total += cell_bytes(s->ci[cls[i]].nlc);
       if (s->ci[cls[i]].nlc > max_nlc) max_nlc = s->ci[cls[i]].nlc;
     }
-  /* What the cycle loop prefetches ahead of a step (capped: a class with many colors
-   * rarely uses them all at once). */
-  size_t rt = up(sizeof(wf_router)) + up((size_t)(max_nlc + 1) * sizeof(wf_rcolor));
-  size_t pe = up(sizeof(wf_pe)) + up((size_t)(max_nlc + 1) * sizeof(wf_fifo));
-  s->pf_rt_lines = (int)(rt / LINE < 12 ? rt / LINE : 12);
-  s->pf_pe_lines = (int)(pe / LINE < 12 ? pe / LINE : 12);
+  /* The queue headers the cycle loop prefetches with a PE (capped: a class with many
+   * colors rarely uses them all at once). */
+  size_t q = up((size_t)(max_nlc + 1) * sizeof(wf_fifo)) / LINE;
+  s->pf_q_lines = (int)(q < 2 ? q : 2);
   if (!total) return;
   /* mmap: page-aligned and zeroed; huge pages cut the TLB misses of a scattered walk. */
   void *slab = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -88,6 +86,7 @@ void wf_sim_layout(wf_sim *s, const int *cls) {
     r->pe = p;
     r->pe_wait = 1;
     p->rt = r;
+    p->rrc = r->rc;
     s->pes[i] = p;
     s->routers[i] = r;
   }

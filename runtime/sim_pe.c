@@ -172,6 +172,7 @@ static int schedule(wf_sim *s, wf_pe *p) {
   p->t_active &= ~(1u << t);
   p->task = t;
   p->pc = c->tasks[t].start;
+  p->wait_pc = -1;
   p->depth = 0;
   p->state = WF_PE_FETCH;
   wf_sim_emit(s, p, WF_SIM_EV_TASK_BEGIN, -1, -1);
@@ -183,6 +184,12 @@ static int schedule(wf_sim *s, wf_pe *p) {
  * ended (the PE is idle again), 0 otherwise. */
 static int fetch(wf_sim *s, wf_pe *p) {
   const wf_pe_class *c = p->cls;
+  /* Parked at a `wait` whose guard held: nothing but its streams' completion moves the PE
+   * on, so the guard (the same pc and loop variables) is not evaluated again each cycle. */
+  if (p->pc == p->wait_pc && p->n_async) {
+    p->cy = WF_CY_STALL;
+    return 0;
+  }
   int end = c->tasks[p->task].end;
   while (p->pc < end) {
     const wf_pe_instr *in = &c->code[p->pc];
@@ -195,7 +202,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
       }
       continue;
     }
-    if (!wf_guard_eval(&in->guard, &p->env)) {
+    if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env))) {
       p->pc = in->op == WF_PEOP_LOOP ? in->match + 1 : p->pc + 1;
       continue;
     }
@@ -226,8 +233,10 @@ static int fetch(wf_sim *s, wf_pe *p) {
         if (in->op == WF_PEOP_WAIT) { /* a join: the task holds until its streams are done */
           if (p->n_async) {
             p->cy = WF_CY_STALL;
+            p->wait_pc = p->pc;
             return 0;
           }
+          p->wait_pc = -1;
           p->pc++;
           continue;
         }
@@ -379,10 +388,12 @@ static int stream_blocked(wf_sim *s, const wf_pe *p, const wf_stream *st) {
  * background streams (which then all wait for router events): a `wait` join, an async
  * issue with every engine busy, a control item on a full ramp. Fetching it again each cycle
  * would only count a stall. */
-static int fetch_blocked(wf_sim *s, const wf_pe *p) {
+static int fetch_blocked(wf_sim *s, wf_pe *p) {
   if (p->task < 0 || p->pc >= p->cls->tasks[p->task].end) return 0;
+  if (p->pc == p->wait_pc) return p->n_async > 0; /* its guard held (fetch) */
   const wf_pe_instr *in = &p->cls->code[p->pc];
-  if (!wf_guard_eval(&in->guard, &p->env)) return 0; /* fetch would skip it */
+  if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env)))
+    return 0; /* fetch would skip it */
   if (in->op == WF_PEOP_WAIT) return p->n_async > 0;
   if (wf_peops[in->op].cost == WF_PECOST_ASYNC) return p->n_async == WF_SIM_ASYNC;
   if (wf_peops[in->op].cost == WF_PECOST_CTL) {
@@ -438,24 +449,32 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
   p->sleep_start = s->now + 1;
 }
 
-/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch). Far:
- * the PE's state and its queue headers (they follow it in the slab); near: the head of
- * every non-empty input queue and the RAMP buffers its streams send into. */
-void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near) {
-  if (!near) {
+/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch). FAR:
+ * the PE's hot lines and its main stream (sim_sched.h) and its first queue headers, which
+ * follow it in the slab (sim_layout.c); NEAR (those lines have arrived by then): its async
+ * streams, the head of every non-empty input queue, its router and the RAMP buffers its
+ * streams send into (through rrc: no read of the router). */
+void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage) {
+  if (stage == WF_PF_FAR) {
     const char *b = (const char *)p;
-    for (int k = 0; k < s->pf_pe_lines; k++) __builtin_prefetch(b + 64 * k);
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
+    const char *q = b + WF_SIM_LINE_UP(sizeof *p);
+    for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
     return;
   }
+  if (stage != WF_PF_NEAR) return;
   int nlc = s->ci[p->cls_i].nlc;
   for (int lc = 0; lc < nlc; lc++)
     if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
-  const wf_router *r = p->rt;
-  __builtin_prefetch(r);
+  __builtin_prefetch(p->rt);
   if (p->state == WF_PE_FABRIC && p->cur.co >= 0)
-    __builtin_prefetch(&r->rc[p->cur.co].in[WF_DIR_RAMP]);
+    __builtin_prefetch(&p->rrc[p->cur.co].in[WF_DIR_RAMP]);
+  if (!p->n_async) return;
+  for (int k = 0; k < WF_SIM_ASYNC; k++) __builtin_prefetch(&p->as[k]);
   for (int k = 0; k < WF_SIM_ASYNC; k++)
-    if (p->as[k].in && p->as[k].co >= 0) __builtin_prefetch(&r->rc[p->as[k].co].in[WF_DIR_RAMP]);
+    if (p->as[k].in && p->as[k].co >= 0) __builtin_prefetch(&p->rrc[p->as[k].co].in[WF_DIR_RAMP]);
 }
 
 void wf_pe_step(wf_sim *s, wf_pe *p) {
@@ -488,6 +507,7 @@ void wf_pe_step(wf_sim *s, wf_pe *p) {
 void wf_pe_start(wf_sim *s, wf_pe *p) {
   (void)s;
   p->task = -1;
+  p->wait_pc = -1;
   p->state = WF_PE_IDLE;
   p->ramp_used = -1;
   for (int t = 0; t < p->cls->n_tasks; t++) {

@@ -56,9 +56,13 @@ typedef struct wf_rcolor {
 } wf_rcolor;
 
 typedef struct wf_router {
-  /* what every router step reads first, in one cache line */
+  /* Hot state first (sim_layout.c aligns a router to a cache line): line 0 is what every
+   * visit and every push reads, line 1 what a forward reads and counts, line 2 stalls and
+   * sleeping. The cycle loop prefetches these lines, not the whole block. */
   uint64_t ne[3];                  /* bit lc*5+rx: input buffer (lc, rx) holds something */
   wf_rcolor *rc;                   /* [nlc] */
+  struct wf_pe *pe;                /* the PE on the ramp */
+  int64_t port_now;
   int nlc;                         /* colors of its class */
   int buffered;                    /* items held in the input buffers */
   int16_t rr;                      /* round-robin start among inputs */
@@ -69,18 +73,17 @@ typedef struct wf_router {
   uint8_t asleep;                  /* blocked: every head waits for a full destination or a
                                       switch position; not visited until an event (sim.c) */
   uint8_t where;                   /* WF_RT_*: which list holds it */
-  struct wf_pe *pe;                /* the PE on the ramp */
-  int64_t port_now;
+  /* line 1 */
   struct wf_router *nb[WF_DIR_RAMP]; /* neighbours N, E, S, W (NULL: none) */
-  int x, y;                        /* absolute position */
-  /* counters */
+  int64_t key;                     /* position in the active router list (sorted by key) */
   int64_t out_count[WF_DIR_COUNT]; /* wavelets sent per out port (RAMP = up the ramp) */
+  /* line 2 */
   int64_t out_stall[WF_DIR_COUNT]; /* cycles a ready wavelet waited for this out port */
   int64_t ramp_down;               /* items the PE put on the ramp */
   /* sleeping while blocked (sim.c) */
-  int64_t key;                     /* position in the active router list (sorted by key) */
   int64_t sl_from;                 /* first cycle its visits were skipped */
   uint8_t sl_inc[WF_DIR_COUNT];    /* out_stall added per skipped visit */
+  int x, y;                        /* absolute position */
 } wf_router;
 
 /* Where a router with wavelets is (wf_router.where): in the active list, among the sleepers
@@ -111,36 +114,47 @@ typedef struct wf_stream {
 #define WF_SIM_ASYNC 4             /* background fabric streams per PE */
 
 typedef struct wf_pe {
+  /* Hot state first, in two cache lines (sim_layout.c aligns a PE to a line): what every
+   * step, the loop around it and its accounting read. The main stream and the async
+   * streams follow; what only a fetch or a report reads comes last. */
   struct wf_router *rt;            /* its router */
-  int x, y;                        /* absolute position */
-  int cls_i;                       /* class index */
   const wf_pe_class *cls;
-  wf_pe_env env;
-  float *mem;                      /* SRAM, allocated on first access (functional mode) */
   wf_fifo *q;                      /* input queue per local color (router -> PE) */
-  uint32_t t_active, t_blocked;    /* task bits */
+  wf_rcolor *rrc;                  /* rt->rc: its ramp buffers without a read of the router */
+  uint8_t state;                   /* WF_PE_* */
+  uint8_t sleeping;                /* WF_SLEEP_*: waits for a router event; not visited */
+  uint8_t cy;                      /* WF_CY_*: what the main thread did in this cycle's step */
   int task;                        /* running task, -1 none */
-  int pc, depth;
-  int32_t loop_end[16];
-  int state;                       /* WF_PE_* */
-  int64_t busy_until;              /* COMPUTE: first cycle after the instruction */
-  wf_stream cur;                   /* FABRIC: the main thread's stream */
-  wf_stream as[WF_SIM_ASYNC];      /* async streams (in = NULL when free) */
+  int pc;
+  int wait_pc;                     /* pc of the `wait` it is parked at (guard held), or -1 */
   int n_async;
-  int64_t ramp_used;               /* cycle the PE last put an item down its ramp */
+  int cls_i;                       /* class index */
   int op;                          /* IR op being executed (n_ops = none yet) */
-  int coll;                        /* collective being executed (`coll` markers), -1 none */
-  int sleeping;                    /* WF_SLEEP_*: waits for a router event; not visited */
-  int64_t sleep_start;
-  int active;                      /* in the active PE list */
-  int64_t key;                     /* position in the active PE list (sorted by key) */
+  /* line 1 */
+  int64_t busy_until;              /* COMPUTE: first cycle after the instruction */
+  int64_t ramp_used;               /* cycle the PE last put an item down its ramp */
+  int64_t acct_to;                 /* first cycle not yet classified (charges only go forward) */
   int64_t finish;                  /* first cycle after its last work */
+  uint32_t t_active, t_blocked;    /* task bits */
   /* Cycle classes (docs/cycle-model.md, "Accounting"): every cycle of the run is at most one
    * of compute, comm, stall (idle is the rest); overlap counts compute cycles in which an
    * async stream moved a wavelet, inside compute, never added to it. */
-  int64_t compute, comm, stall, overlap, ctl_in;
-  int64_t acct_to;                 /* first cycle not yet classified (charges only go forward) */
-  int cy;                          /* WF_CY_*: what the main thread did in this cycle's step */
+  int64_t compute, comm, stall;
+  /* line 2 on */
+  wf_stream cur;                   /* FABRIC: the main thread's stream */
+  int64_t key;                     /* position in the active PE list (sorted by key) */
+  int active;                      /* in the active PE list */
+  int depth;
+  wf_stream as[WF_SIM_ASYNC];      /* async streams (in = NULL when free) */
+  int64_t overlap, ctl_in;
+  int64_t sleep_start;
+  float *mem;                      /* SRAM, allocated on first access (functional mode) */
+  int coll;                        /* collective being executed (`coll` markers), -1 none */
+  int x, y;                        /* absolute position */
+  const uint64_t *skip;            /* bit per instruction: its guard never holds here
+                                      (sim_guard.c); NULL until the first fetch */
+  wf_pe_env env;
+  int32_t loop_end[16];
 } wf_pe;
 
 /* A PE cycle's class, in order of precedence: a compute instruction covers it; else a wavelet
@@ -207,7 +221,9 @@ struct wf_sim {
   size_t slab_bytes;
   char *arena_cur, *arena_end;     /* FIFO storage (sim_layout.c) */
   char **chunks; int n_chunks, cap_chunks;
-  int pf_rt_lines, pf_pe_lines;    /* cache lines of a router / PE with its colors' state */
+  int pf_q_lines;                  /* cache lines of a PE's queue headers the loop prefetches */
+  struct wf_guard_mask *gmask;     /* sim_guard.c: the distinct wf_pe.skip sets */
+  size_t n_gmask, n_gmask_cap;
   wf_sim_event_fn ev_fn;
   void *ev_user;
   wf_sim_compute_fn cp_fn;
@@ -263,8 +279,13 @@ WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv
  * event (every non-empty buffer's ready head waits for a full destination or a switch
  * position); then r->sl_inc holds the stalls one such step counts. */
 WF_SIM_HIDDEN int wf_router_step(wf_sim *s, wf_router *r);
-/* A hint for the cycle loop (far: r's own state; near: what it points to); no effect. */
-WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int near);
+/* Prefetch stages, in the order the cycle loop issues them for one entry of its lists
+ * (sim.c): each reads only lines the one before fetched. */
+enum { WF_PF_FAR, WF_PF_MID, WF_PF_NEAR };
+#define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
+/* A hint for the cycle loop (WF_PF_*: r's hot lines; the colors' state of its non-empty
+ * buffers; the wavelets and destinations they point to); no effect. */
+WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage);
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
 
@@ -305,7 +326,7 @@ static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
     wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
-WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int near); /* as above */
+WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage); /* as above */
 void wf_pe_start(wf_sim *s, wf_pe *p);
 int wf_pe_quiescent(const wf_pe *p);
 
@@ -347,6 +368,16 @@ int64_t wf_sim_bank_conflicts(const wf_sim *s, const wf_pe *p, const wf_pe_instr
  * wf_sim_unpack_free releases the slab, the FIFO arena and every PE's memory. */
 void wf_sim_layout(wf_sim *s, const int *cls);
 void wf_sim_unpack_free(wf_sim *s);
+
+/* sim_guard.c: p->skip, computed (and shared with PEs of the same bits) on first use;
+ * wf_sim_guard_free releases every set. */
+WF_SIM_HIDDEN const uint64_t *wf_sim_guard_skip(wf_sim *s, wf_pe *p);
+void wf_sim_guard_free(wf_sim *s);
+/* 1 if instruction pc's guard never holds on p, so a fetch skips it unevaluated. */
+static inline int wf_sim_never(wf_sim *s, wf_pe *p, int pc) {
+  const uint64_t *b = p->skip ? p->skip : wf_sim_guard_skip(s, p);
+  return (int)(b[pc >> 6] >> (pc & 63) & 1);
+}
 
 /* sim_deadlock.c */
 void wf_sim_report_deadlock(wf_sim *s, const char *why);
