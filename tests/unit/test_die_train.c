@@ -353,6 +353,7 @@ int main(void) {
     double want = wf_train_1f1b(3, 4, f3, b3, x3) + 0.25;
     CHECK(near(secs, want, 1e-6), "SimGrid 1F1B with 1 s hand-offs %g = event schedule %g", secs, want);
     wf_die_engine_close(e);
+    wf_die_flows_free(&f);
     free(p);
     remove("/tmp/wf_test_die_train.xml");
   }
