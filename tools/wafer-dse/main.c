@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ir/support/cliopt.h"
 #include "runtime/die/train.h"
 #include "runtime/heatmap.h"
 #include "waferc/diag.h"
@@ -123,17 +124,7 @@ bad:
 }
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n)) return NULL;
-  if (a[n] == '=') return a + n + 1;
-  if (a[n]) return NULL;
-  if (*i + 1 >= argc) {
-    wf_error_at("wafer-dse", "option '%s' needs a value", name);
-    *bad = 1;
-    return NULL;
-  }
-  return argv[++*i];
+  return wf_cli_value("wafer-dse", argc, argv, i, name, bad);
 }
 
 static int parse(int argc, char **argv, opts *o) {

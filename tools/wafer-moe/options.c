@@ -7,21 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ir/support/cliopt.h"
 #include "tools/wafer-moe/moe.h"
 #include "waferc/diag.h"
 
 const char *moe_opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n)) return NULL;
-  if (a[n] == '=') return a + n + 1;
-  if (a[n]) return NULL;
-  if (*i + 1 >= argc) {
-    wf_error_at("wafer-moe", "option '%s' needs a value", name);
-    *bad = 1;
-    return NULL;
-  }
-  return argv[++*i];
+  return wf_cli_value("wafer-moe", argc, argv, i, name, bad);
 }
 
 int moe_common_opt(int argc, char **argv, int *i, moe_opts *o) {

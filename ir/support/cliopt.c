@@ -1,0 +1,20 @@
+/* Option values of the tools' command lines (cliopt.h). */
+#include "ir/support/cliopt.h"
+
+#include <string.h>
+
+#include "waferc/diag.h"
+
+const char *wf_cli_value(const char *tool, int argc, char **argv, int *i, const char *name, int *bad) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n)) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n]) return NULL;
+  if (*i + 1 >= argc) {
+    wf_error_at(tool, "option '%s' needs a value", name);
+    *bad = 1;
+    return NULL;
+  }
+  return argv[++*i];
+}
