@@ -81,15 +81,7 @@ static int split_list(const char *opt, const char *v, char *buf, size_t cap, con
 }
 
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (end == v || *end || errno || x < lo || x > hi) {
-    wf_error_at(opt, "bad value '%s': expected an integer in %ld..%ld", v, lo, hi);
-    return -1;
-  }
-  *out = x;
-  return 0;
+  return wf_cli_long(opt, v, lo, hi, out);
 }
 
 static int parse_rate(const char *opt, const char *v, double *out) {

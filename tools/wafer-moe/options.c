@@ -31,15 +31,7 @@ int moe_common_opt(int argc, char **argv, int *i, moe_opts *o) {
 }
 
 int moe_parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (end == v || *end || errno || x < lo || x > hi) {
-    wf_error_at(opt, "bad value '%s': expected an integer in %ld..%ld", v, lo, hi);
-    return -1;
-  }
-  *out = x;
-  return 0;
+  return wf_cli_long(opt, v, lo, hi, out);
 }
 
 int moe_parse_double(const char *opt, const char *v, double lo, double *out) {
