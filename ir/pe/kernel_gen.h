@@ -19,7 +19,7 @@
  * bytes. */
 char *wf_kernel_gen_text(const wf_pe_class *c);
 /* Calls fn(instr, name, user) once per distinct kernel of c (instruction and broadcast mode),
- * in order of first use; returns their count. */
+ * in order of first use; returns their count (fn NULL: only counts). */
 int wf_kernel_gen_each(const wf_pe_class *c, void (*fn)(const wf_pe_instr *, const char *, void *), void *user);
 
 #endif
