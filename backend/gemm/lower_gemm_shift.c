@@ -93,13 +93,13 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
     return 0;
   }
   int purpose_x = algo == WF_GEMM_MESHGEMM ? WF_COLOR_MESH_RING_X : WF_COLOR_CANNON_RING_X;
-  if (L->color[purpose_x] < 0) { /* the routes come with the colors, once per class */
-    wf_ring_line lx = {wf_term(WF_TERM_X, 0), WF_DIR_W, WF_DIR_E, L->w};
-    wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
-    if (wf_ring_line_colors(L, ring, purpose_x, &lx, op->loc) ||
-        wf_ring_line_colors(L, ring, purpose_x + 1, &ly, op->loc))
-      return WF_EXIT_NOFIT;
-  }
+  /* the routes come with the colors, once per class and axis (attention may have set up the
+   * y ring already: lower_attention.c) */
+  wf_ring_line lx = {wf_term(WF_TERM_X, 0), WF_DIR_W, WF_DIR_E, L->w};
+  wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
+  if ((L->color[purpose_x] < 0 && wf_ring_line_colors(L, ring, purpose_x, &lx, op->loc)) ||
+      (L->color[purpose_x + 1] < 0 && wf_ring_line_colors(L, ring, purpose_x + 1, &ly, op->loc)))
+    return WF_EXIT_NOFIT;
   /* the streams go out on each line's first color; wf_emit gives each PE its own */
   s.ca = L->color[purpose_x];
   s.cb = L->color[purpose_x + 1];

@@ -133,6 +133,7 @@ static int extra_purpose(int purpose, int k) {
   if (k == 0) return purpose;
   if (base == WF_COLOR_MESH_RING_X) return (k == 1 ? WF_COLOR_MESH_RING_X2 : WF_COLOR_MESH_RING_X3) + axis;
   if (base == WF_COLOR_CANNON_RING_X) return (k == 1 ? WF_COLOR_CANNON_RING_X2 : WF_COLOR_CANNON_RING_X3) + axis;
+  if (base == WF_COLOR_ATTN_RING_X) return (k == 1 ? WF_COLOR_ATTN_RING_X2 : WF_COLOR_ATTN_RING_X3) + axis;
   WF_ASSERT(base == WF_COLOR_MESH_HOP_X_LO && k == 1);
   return WF_COLOR_MESH_HOP_X_LO2 + axis;
 }

@@ -1,5 +1,9 @@
 /* Packed attention's prediction (lower_attention.c emits the program; this is its cycle count,
  * which the lowering checks it agrees with on every attention it lowers). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/gemm/mesh_algos.h"
 #include "backend/ops/attention_cost.h"
 
 int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {
@@ -8,33 +12,61 @@ int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {
   return 2 * len + 2 * (int64_t)(g - 1) * link + 4 * t->ramp_cycles;
 }
 
-int64_t wf_attention_predict(const wf_target *t, int rows, int64_t nbatch, int64_t sb, int64_t cb, int64_t ckb,
-                             int64_t hd, int kv_packed) {
-  int64_t nh, ds, g;
+int wf_attention_ring_live(int rows, int y, int r) {
+  return y % 2 == 0 ? r <= y : (rows - r) % rows <= y;
+}
+
+/* Followed row by row (every column of a row runs the same rounds): a round starts when the
+ * row's previous one ended; the row issues its stream of the next K/V block (asend and
+ * arecv: no cycles), does its slots' work (all of it in a live round, the zeroing, group sum
+ * and masks otherwise), then waits for the stream: its own send through the ramp, and the
+ * block from its ring predecessor, which that row sent when both had started the round (a
+ * wavelet waits in the router for the arecv) plus the link's latency. */
+int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
+  int64_t nh, ds, g, cb = a->cb, hd = a->hd, sb = a->sb, ckb = a->ckb, nbatch = a->nbatch;
+  int rows = a->rows;
+  if (rows < 1 || cb < 1 || hd < 1) return -1;
   if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
   else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
   else return -1;
-  int64_t nkv = nh;
-  if (kv_packed) {
-    nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
+  if (a->kv_packed) {
+    int64_t nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
     if (!nkv || nh % nkv) return -1;
   }
   int64_t tb = sb, blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * ckb;
+  int64_t nbias = !a->causal && (int64_t)rows * tb > a->len ? tb : 0, kvw = 2 * kblk + nbias;
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
-  /* prologue: q's slots copied and scaled, acc, l and m set; K transposed and V laid out once */
-  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * kblk;
-  /* per round: K and V through the ramps and the sender's own copies, then each slot's scores,
-   * group sum, online-softmax step and p v */
-  int64_t round = 1 + 2 * kblk + 2 * kblk;
-  for (int64_t s = 0; s < slots; s++) {
-    round += sb * tb + (sb * ds * tb + f - 1) / f;
-    if (g > 1) round += wf_attention_group_sum_cost(t, (int)g, sb * tb);
-    round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
+  /* prologue: q's slots copied and scaled, acc, l and m set; K transposed and V laid out once;
+   * the key bias zeroed, and copied on the rows whose block holds padding keys */
+  int64_t pre = 3 * blk + 3 * slots * sb + 3 * kblk + nbias;
+  /* a slot's work in every round (s zeroed, a split head's group sum, the bias) and in a live
+   * round only (q kᵀ, the online-softmax step, p v); round 0 adds the diagonal mask */
+  int64_t common = sb * tb + (g > 1 ? wf_attention_group_sum_cost(t, (int)g, sb * tb) : 0) + (nbias ? sb * tb : 0);
+  int64_t lw = (sb * ds * tb + f - 1) / f + sb * tb * (3 + ec) + sb * (5 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
+  int64_t diag = a->causal ? sb * tb : 0;
+  int64_t *T = malloc((size_t)rows * 2 * sizeof *T), *nt = T ? T + rows : NULL;
+  if (!T) return -1;
+  for (int y = 0; y < rows; y++) T[y] = pre + (nbias && ((int64_t)y + 1) * tb > a->len ? tb : 0);
+  for (int r = 0; r < rows; r++) {
+    for (int y = 0; y < rows; y++) {
+      int live = !a->causal || wf_attention_ring_live(rows, y, r);
+      int64_t e = T[y] + slots * (common + (live ? lw : 0) + (r == 0 ? diag : 0));
+      if (r < rows - 1) {
+        int s, from;
+        wf_interleave(y, rows, &s, &from);
+        int64_t hops = from > y ? from - y : y - from, start = T[from] > T[y] ? T[from] : T[y];
+        int64_t arrive = start + kvw + hops * t->hop_cycles + 2 * t->ramp_cycles + 1;
+        if (e < T[y] + kvw) e = T[y] + kvw;
+        if (e < arrive) e = arrive;
+      }
+      nt[y] = e;
+    }
+    memcpy(T, nt, (size_t)rows * sizeof *T);
   }
-  pred += (int64_t)rows * round + blk * (dc + 1);
-  if (rows > 1) pred += (int64_t)(rows - 1) * t->hop_cycles + 2 * t->ramp_cycles;
-  (void)nkv;
-  return pred;
+  int64_t end = 0;
+  for (int y = 0; y < rows; y++) end = T[y] > end ? T[y] : end;
+  free(T);
+  return end + blk * (dc + 1);
 }
 
 int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {

@@ -5,10 +5,11 @@
  * chose N so that a PE's columns are either nh = cb / hd whole heads (slots of ds = hd) or the
  * g-th part of one head spread over g = hd / cb columns (one slot of ds = cb).
  *
- * K and V blocks reach every row of their column by the column broadcast of dist.gemm_t:
- * round j (a loop over the H rows), row j multicasts its K and V blocks down the column. No
- * block is transposed over the fabric: each PE transposes its own K block per slot once, before
- * the rounds, and sends it so; the score block of a slot is
+ * K and V blocks travel on the column's INTERLEAVE ring (WaferLLM §5.4's dist-GEMM-T): in round
+ * r of H every row computes with the block it holds while it passes that block one ring
+ * position on and takes the next, asynchronously, into the other half of a double buffer. No
+ * block is transposed over the fabric: each PE transposes its own K block per slot once,
+ * before the rounds, and sends it so; the score block of a slot is
  *   s = (scale q_slot) · k_slotᵀ          [Sb x Tb]
  * and, for a head spanning g columns, the sum of the g partial products inside the group (a
  * chain east and a flood back west on the group's columns only: wf_lower_attn_group_sum below).
@@ -17,16 +18,17 @@
  * one Sb x Tb score block per slot, never Sb x T:
  *   m' = max(m, rowmax s); p = exp(s - m'); l = l e^(m - m') + rowsum p;
  *   acc = acc e^(m - m') + p v_slot;  m = m'              ... out = acc / l at the end.
- * Causal masking is computed from coordinates: a row skips the rounds j > y (keys after all
- * its queries), adds the block-diagonal mask (a constant every PE holds) in round j == y, and
- * takes round j < y whole. Every row has its first round (j = 0) unmasked in some key, so m is
- * finite from then on and a skipped or fully masked block changes nothing. Without a causal
- * mask, the padding keys past T (S not divisible by H) are masked by constants in the rounds
- * that hold them. */
+ * Causal masking is computed from coordinates: a row skips the rounds whose block lies after
+ * all its queries (wf_attention_ring_live), and adds the block-diagonal mask (a constant every
+ * PE holds) in round 0, which holds its own block. Every row's round 0 is unmasked in some key,
+ * so m is finite from then on and a skipped block changes nothing. Without a causal mask, the
+ * padding keys past T (S not divisible by H) are masked by a key bias that travels with its
+ * block (docs/attention.md). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/collectives/lower_collective.h"
+#include "backend/gemm/lower_gemm.h"
 #include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
@@ -159,6 +161,58 @@ static int check_layout(wf_lower *L, const wf_op *op, wf_value v) {
   return WF_EXIT_UNSUPPORTED;
 }
 
+/* The PE's own buffer half (round r reads r % 2 of them): `off` words into kv plus
+ * (stride r) mod 2 stride; a single round's PEs have one half and no term. */
+static wf_pe_arg half(int kv, int64_t off, wf_pe_term tr, int64_t stride, int split) {
+  wf_pe_arg a = at(kv, off);
+  if (split) {
+    WF_ASSERT(2 * stride <= 65535);
+    a.term = wf_term_scaled(tr, (int)stride, 0);
+    a.term.mod = (uint16_t)(2 * stride);
+  }
+  return a;
+}
+
+/* One slot's round, the parts that only live rounds run (`lg`; NULL: every PE): the scores,
+ * or the online-softmax step and p v. */
+static void slot_scores(wf_lower *L, const wf_pe_guard *lg, int sc, wf_pe_arg qs, wf_pe_arg kc, int64_t sb, int64_t ds,
+                        int64_t tb) {
+  wf_emit(L, lg, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){wf_arg_sym(sc), qs, kc, wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
+}
+
+typedef struct soft_syms { int sc, mx, corr, rs; } soft_syms;
+
+static void slot_softmax(wf_lower *L, const wf_pe_guard *lg, const soft_syms *t, wf_pe_arg m, wf_pe_arg l,
+                         wf_pe_arg a, wf_pe_arg vc, int64_t sb, int64_t ds, int64_t tb) {
+  int sc = t->sc, mx = t->mx, corr = t->corr, rs = t->rs;
+  wf_emit(L, lg, WF_PEOP_RMAX, (wf_pe_arg[]){wf_arg_sym(mx), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
+  bin(L, lg, WF_PEOP_MAX, wf_arg_sym(mx), wf_arg_sym(mx), m, 1, sb, WF_BMODE_IJ);
+  bin(L, lg, WF_PEOP_SUB, wf_arg_sym(corr), m, wf_arg_sym(mx), 1, sb, WF_BMODE_IJ);
+  wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(corr), wf_arg_sym(corr), wf_arg_int(sb)});
+  wf_emit(L, lg, WF_PEOP_COPY, (wf_pe_arg[]){m, wf_arg_sym(mx), wf_arg_int(sb)});
+  bin(L, lg, WF_PEOP_SUB, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(mx), sb, tb, WF_BMODE_I);
+  wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_int(sb * tb)});
+  wf_emit(L, lg, WF_PEOP_RSUM, (wf_pe_arg[]){wf_arg_sym(rs), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
+  bin(L, lg, WF_PEOP_MUL, l, l, wf_arg_sym(corr), 1, sb, WF_BMODE_IJ);
+  bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
+  bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
+  wf_emit(L, lg, WF_PEOP_MATMUL,
+          (wf_pe_arg[]){a, wf_arg_sym(sc), vc, wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
+}
+
+/* The column's INTERLEAVE ring (the MeshGEMM ring along y where the mesh gives MeshGEMM that
+ * ring, H a multiple of W; attention's own colors otherwise), routes once per class. Returns
+ * its first color, or -1 after reporting that the target has none left. */
+static int ring_color(wf_lower *L, wf_loc loc) {
+  int purpose = L->h % L->w == 0 ? WF_COLOR_MESH_RING_Y : WF_COLOR_ATTN_RING_Y;
+  if (L->color[purpose] < 0) {
+    wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
+    if (wf_ring_line_colors(L, &wf_ring_interleave, purpose, &ly, loc)) return -1;
+  }
+  return L->color[purpose];
+}
+
 int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t heads = wf_op_int(L->f, op, "heads", 0), hd = wf_op_int(L->f, op, "head_dim", 0);
   if (heads <= 0) {
@@ -190,17 +244,19 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
   int sq = wf_lower_sym(L, op->operands[0]), sk = wf_lower_sym(L, op->operands[1]);
   int sv = wf_lower_sym(L, op->operands[2]), so = wf_lower_sym(L, op->results[0]);
+  int split = rows > 1;
+  /* The K and V blocks travel together, one stream per round: [kᵀ per slot | key bias | v per
+   * slot], the bias (0 or -big per key) only where padding keys exist without a causal mask. */
   int64_t blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * ckb;
+  int64_t nbias = !causal && (int64_t)rows * tb > len ? tb : 0, kvw = 2 * kblk + nbias;
   int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
-  int kb = wf_lower_temp(L, "$att_k", kblk * 4), vb = wf_lower_temp(L, "$att_v", kblk * 4);
+  int kv = wf_lower_temp(L, "$att_kv", (split ? 2 : 1) * kvw * 4);
   int ks = wf_lower_temp(L, "$att_ks", tb * ds * 4);
-  int kown = wf_lower_temp(L, "$att_kown", kblk * 4), vown = wf_lower_temp(L, "$att_vown", kblk * 4);
   int sc = wf_lower_temp(L, "$att_s", sb * tb * 4);
   int sm = wf_lower_temp(L, "$att_m", slots * sb * 4), sl = wf_lower_temp(L, "$att_l", slots * sb * 4);
   int mx = wf_lower_temp(L, "$att_mx", sb * 4), corr = wf_lower_temp(L, "$att_corr", sb * 4);
   int rs = wf_lower_temp(L, "$att_rs", sb * 4);
   int kscale = wf_lower_scalar(L, scale), kneg = wf_lower_scalar(L, NEG_BIG);
-  int64_t f = L->t->fmac_per_cycle > 0 ? L->t->fmac_per_cycle : 1, ec = L->t->exp_cycles, dc = L->t->div_cycles;
 
   /* Prologue: q's slots side by side, scaled; acc = 0, l = 0, m = -big. */
   for (int64_t b = 0; b < nbatch; b++)
@@ -212,19 +268,37 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sm), wf_arg_int(slots * sb)});
   bin(L, NULL, WF_PEOP_ADD, at(sm, 0), at(sm, 0), at(kneg, 0), 1, slots * sb, WF_BMODE_I);
   /* Every PE lays its own K block out as kᵀ per slot ([b][slot][ds][Tb]) and its V block as
-   * contiguous slots ([b][slot][Tb][ds]) once, so the blocks it sends are the matmuls' operands
-   * as they arrive: no copy or transpose per round. */
+   * contiguous slots ([b][slot][Tb][ds]) once, in the first half of the ring buffer, so the
+   * blocks it passes on are the matmuls' operands as they arrive: no copy or transpose per
+   * round. */
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nkv; k++) {
       int64_t slot = b * nkv + k;
       copy2d(L, NULL, at(ks, 0), at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
       wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
-              (wf_pe_arg[]){at(kown, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
-      copy2d(L, NULL, at(vown, slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
+              (wf_pe_arg[]){at(kv, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+      copy2d(L, NULL, at(kv, kblk + nbias + slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
     }
-  int64_t pred = 2 * blk + 2 * slots * sb + blk + 3 * kblk;
+  /* The key bias of each block: 0, and -big past T in the blocks that hold padding keys (the
+   * rows J whose keys run past T), set by the row that owns the block. */
+  wf_pe_term ty = wf_term(WF_TERM_Y, 0);
+  if (nbias) {
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(kv, kblk), wf_arg_int(nbias)});
+    for (int j = 0; j < rows; j++) {
+      int64_t real = len - (int64_t)j * tb; /* keys of block j before the padding */
+      if (real >= tb) continue;
+      float *pm = malloc((size_t)tb * sizeof *pm);
+      WF_ASSERT(pm);
+      for (int64_t c = 0; c < tb; c++) pm[c] = c < real ? 0.0f : NEG_BIG;
+      int pad = wf_lower_const_block(L, pm, tb);
+      free(pm);
+      wf_pe_guard rj = wf_guard0();
+      wf_gadd(&rj, ty, WF_CMP_EQ, wf_term_int(j));
+      wf_emit(L, &rj, WF_PEOP_COPY, (wf_pe_arg[]){at(kv, kblk), wf_arg_sym(pad), wf_arg_int(tb)});
+    }
+  }
 
-  /* Masks: the diagonal block (key lj after query li), and the padding keys of each round. */
+  /* The causal mask's diagonal block (key lj after query li), which round 0 adds. */
   int diag = -1;
   if (causal) {
     float *m = malloc((size_t)(sb * tb) * sizeof *m);
@@ -238,71 +312,62 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   grp G;
   int rc = g > 1 ? wf_lower_attn_group_init(L, &G, (int)g, op->loc) : 0;
   if (rc) return rc;
-  int ccol = -1;
-  if (rows > 1 && (ccol = wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc)) < 0) return WF_EXIT_NOFIT;
-  /* the allgather GEMM's round variable: a class holds 8 names, and no other op's loop is open */
-  int jv = wf_lower_var(L, "j");
-  wf_pe_term tj = wf_term_var(jv, 0), ty = wf_term(WF_TERM_Y, 0);
-  wf_pe_guard own = wf_guard0(), recv = wf_guard0(), live = wf_guard0(), on_diag = wf_guard0();
-  /* S whole on every PE (S = 1, or a one-row mesh): one round, every row its own sender. */
-  int split = rows > 1;
-  wf_gadd(&own, ty, WF_CMP_EQ, tj);
-  wf_gadd(&recv, ty, WF_CMP_NE, tj);
-  wf_gadd(&on_diag, ty, WF_CMP_EQ, tj);
-  if (causal) wf_gadd(&live, tj, WF_CMP_LE, ty);
-  const wf_pe_guard *lg = causal && split ? &live : NULL, *og = split ? &own : NULL, *dg = split ? &on_diag : NULL;
-  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(0), wf_arg_int(rows)});
-  if (rows > 1) {
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kown), wf_arg_int(kblk)});
-    wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vown), wf_arg_int(kblk)});
-    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(kb), wf_arg_int(kblk)});
-    wf_emit(L, &recv, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(vb), wf_arg_int(kblk)});
+  int ring = -1, done = -1;
+  if (split) {
+    if ((ring = ring_color(L, op->loc)) < 0) return WF_EXIT_NOFIT;
+    done = wf_lower_done_task(L);
   }
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(kb), wf_arg_sym(kown), wf_arg_int(kblk)});
-  wf_emit(L, og, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(vb), wf_arg_sym(vown), wf_arg_int(kblk)});
-  /* Per round: the K and V blocks through the ramps, and the sender's copies of its own into
-   * the round's buffers, which the next round waits for (a late receiver holds up the next
-   * broadcast for the whole column). */
-  int64_t round = 1 + 2 * kblk + 2 * kblk;
+  /* the allgather GEMM's round variable: a class holds 8 names, and no other op's loop is open */
+  int rv = wf_lower_var(L, "j");
+  wf_pe_term tr = wf_term_var(rv, 0);
+  /* Round r holds the block that started r ring positions back, block
+   * j = order[(pos(y) - r) mod H] (wf_interleave_order). Keys after all of a row's queries
+   * (j > y) are skipped: on the INTERLEAVE ring j <= y exactly when r <= y for even y and
+   * (-r) mod H <= y for odd y (wf_attention_ring_live); j == y exactly in round 0. */
+  wf_pe_guard live[2];
+  int nlive = 1;
+  const wf_pe_guard *lgs[2] = {NULL, NULL};
+  if (causal && split) {
+    for (int p = 0; p < 2; p++) {
+      live[p] = wf_guard0();
+      wf_gadd_mod(&live[p], ty, 2, p);
+      wf_pe_term lhs = p ? wf_term_scaled(tr, -1, 0) : tr;
+      if (p) lhs.mod = (uint16_t)rows;
+      wf_gadd(&live[p], lhs, WF_CMP_LE, ty);
+      lgs[p] = &live[p];
+    }
+    nlive = 2;
+  }
+  wf_pe_guard first = wf_guard0();
+  wf_gadd(&first, tr, WF_CMP_EQ, wf_term_int(0));
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tr), wf_arg_int(0), wf_arg_int(rows)});
+  if (split) /* pass this round's blocks on and take the next round's, behind the work */
+    for (int p = 0; p < 2; p++) {
+      wf_pe_guard gp = wf_guard0();
+      wf_gadd(&gp, wf_gterm(tr, 2, 0), WF_CMP_EQ, wf_term_int(p));
+      wf_gadd(&gp, tr, WF_CMP_LT, wf_term_int(rows - 1));
+      wf_emit(L, &gp, WF_PEOP_ARECV,
+              (wf_pe_arg[]){wf_arg_int(ring), at(kv, (1 - p) * kvw), wf_arg_int(kvw), wf_arg_int(done)});
+      wf_emit(L, &gp, WF_PEOP_ASEND,
+              (wf_pe_arg[]){wf_arg_int(ring), at(kv, p * kvw), wf_arg_int(kvw), wf_arg_int(done)});
+    }
+  soft_syms ss = {sc, mx, corr, rs};
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
-      int64_t slot = b * nh + k;
+      int64_t slot = b * nh + k, kvs = b * nkv + k / share;
       wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
+      wf_pe_arg kc = half(kv, kvs * ds * tb, tr, kvw, split);
+      wf_pe_arg vc = half(kv, kblk + nbias + kvs * tb * ds, tr, kvw, split);
       wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
-      wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){wf_arg_sym(sc), qs, at(kb, (b * nkv + k / share) * ds * tb), wf_arg_int(sb), wf_arg_int(ds), wf_arg_int(tb)});
-      round += sb * tb + (sb * ds * tb + f - 1) / f;
-      if (g > 1) round += wf_lower_attn_group_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
-      if (causal) bin(L, dg, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb, WF_BMODE_IJ);
-      else
-        for (int j = 0; j < rows; j++) {
-          int64_t real = len - (int64_t)j * tb; /* keys of round j before the padding */
-          if (real >= tb) continue;
-          float *pm = malloc((size_t)tb * sizeof *pm);
-          WF_ASSERT(pm);
-          for (int64_t c = 0; c < tb; c++) pm[c] = c < real ? 0.0f : NEG_BIG;
-          int pad = wf_lower_const_block(L, pm, tb);
-          free(pm);
-          wf_pe_guard rj = wf_guard0();
-          wf_gadd(&rj, tj, WF_CMP_EQ, wf_term(WF_TERM_INT, j));
-          bin(L, &rj, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(pad), sb, tb, WF_BMODE_J);
-        }
-      /* The online softmax step. */
-      wf_emit(L, lg, WF_PEOP_RMAX, (wf_pe_arg[]){wf_arg_sym(mx), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
-      bin(L, lg, WF_PEOP_MAX, wf_arg_sym(mx), wf_arg_sym(mx), m, 1, sb, WF_BMODE_IJ);
-      bin(L, lg, WF_PEOP_SUB, wf_arg_sym(corr), m, wf_arg_sym(mx), 1, sb, WF_BMODE_IJ);
-      wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(corr), wf_arg_sym(corr), wf_arg_int(sb)});
-      wf_emit(L, lg, WF_PEOP_COPY, (wf_pe_arg[]){m, wf_arg_sym(mx), wf_arg_int(sb)});
-      bin(L, lg, WF_PEOP_SUB, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(mx), sb, tb, WF_BMODE_I);
-      wf_emit(L, lg, WF_PEOP_EXP, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_int(sb * tb)});
-      wf_emit(L, lg, WF_PEOP_RSUM, (wf_pe_arg[]){wf_arg_sym(rs), wf_arg_sym(sc), wf_arg_int(sb), wf_arg_int(tb)});
-      bin(L, lg, WF_PEOP_MUL, l, l, wf_arg_sym(corr), 1, sb, WF_BMODE_IJ);
-      bin(L, lg, WF_PEOP_ADD, l, l, wf_arg_sym(rs), 1, sb, WF_BMODE_IJ);
-      bin(L, lg, WF_PEOP_MUL, a, a, wf_arg_sym(corr), sb, ds, WF_BMODE_I);
-      wf_emit(L, lg, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){a, wf_arg_sym(sc), at(vb, (b * nkv + k / share) * tb * ds), wf_arg_int(sb), wf_arg_int(tb), wf_arg_int(ds)});
-      round += sb * tb * (4 + ec) + sb * (6 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
+      for (int p = 0; p < nlive; p++) slot_scores(L, lgs[p], sc, qs, kc, sb, ds, tb);
+      if (g > 1) wf_lower_attn_group_sum(L, &G, sc, sb * tb); /* the g partial products of a head */
+      if (causal) bin(L, split ? &first : NULL, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), wf_arg_sym(diag), sb, tb,
+                      WF_BMODE_IJ);
+      if (nbias)
+        bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(sc), wf_arg_sym(sc), half(kv, kblk, tr, kvw, split), sb, tb, WF_BMODE_J);
+      for (int p = 0; p < nlive; p++) slot_softmax(L, lgs[p], &ss, m, l, a, vc, sb, ds, tb);
     }
+  if (split) wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
@@ -311,11 +376,11 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
           WF_BMODE_I);
       copy2d(L, NULL, at(so, b * sb * cb + k * ds), at(acc, slot * sb * ds), sb, ds, cb, ds);
     }
-  pred += (int64_t)rows * round + blk * (dc + 1);
-  if (rows > 1) pred += (int64_t)(rows - 1) * L->t->hop_cycles + 2 * L->t->ramp_cycles;
-  out->predicted = pred;
-  WF_ASSERT(pred == wf_attention_predict(L->t, rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0));
-  snprintf(out->text, sizeof out->text, "heads-%s%s-online", g > 1 ? "split" : "whole", rows > 1 ? "-colbcast" : "");
+  wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len};
+  out->predicted = wf_attention_predict(L->t, &sh);
+  WF_ASSERT(out->predicted >= 0);
+  snprintf(out->text, sizeof out->text, "heads-%s%s-online", g > 1 ? "split" : "whole",
+           split ? "-interleave-ring" : "");
   out->lowering = out->text;
   return 0;
 }

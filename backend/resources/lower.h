@@ -21,6 +21,10 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
        WF_COLOR_MESH_RING_X2, WF_COLOR_MESH_RING_Y2, WF_COLOR_MESH_RING_X3, WF_COLOR_MESH_RING_Y3,
        WF_COLOR_CANNON_RING_X2, WF_COLOR_CANNON_RING_Y2, WF_COLOR_CANNON_RING_X3, WF_COLOR_CANNON_RING_Y3,
        WF_COLOR_MESH_HOP_X_LO2, WF_COLOR_MESH_HOP_Y_LO2,
+       /* attention's INTERLEAVE ring of K/V blocks along y (lower_attention.c) where MeshGEMM's
+        * y ring is not one (H not a multiple of W); x is unused, kept for the pairing */
+       WF_COLOR_ATTN_RING_X, WF_COLOR_ATTN_RING_Y, WF_COLOR_ATTN_RING_X2, WF_COLOR_ATTN_RING_Y2,
+       WF_COLOR_ATTN_RING_X3, WF_COLOR_ATTN_RING_Y3,
        WF_COLOR_ROLES };
 
 /* One ring line's links on up to three colors (backend/gemm/ring_links.c). A lowering emits its

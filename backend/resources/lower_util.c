@@ -195,7 +195,10 @@ static const char *const purpose_text[WF_COLOR_ROLES] = {
     "cannon ring along x, second color", "cannon ring along y, second color",
     "cannon ring along x, third color", "cannon ring along y, third color",
     "meshgemm virtual ring along x, westbound hops, second color",
-    "meshgemm virtual ring along y, northbound hops, second color"};
+    "meshgemm virtual ring along y, northbound hops, second color",
+    "attention ring along x (unused)", "attention INTERLEAVE ring along y (K/V blocks)",
+    "attention ring along x, second color (unused)", "attention ring along y, second color",
+    "attention ring along x, third color (unused)", "attention ring along y, third color"};
 
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc) {
   if (L->color[purpose] >= 0) return L->color[purpose];
