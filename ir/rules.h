@@ -77,6 +77,19 @@ int wf_rule_bool(const wf_func *f, const wf_op *op, const char *name, int dflt);
 void wf_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
                       int64_t *count);
 
+/* Packed attention's gathered kv form (passes/head_layout.c, docs/attention.md): attention
+ * {kv_gather = [m, group, parts, sub]}: query heads come in groups of `group` per kv head; the
+ * kv head of group i is cut over m consecutive columns of `sub` each (columns (i m + c) sub ..),
+ * `parts` parts of a query head (one per column of a head spanning columns) each taking m/parts
+ * of those columns, in order. wf_attn_gather_of: 1 and *g when the attribute is present and
+ * consistent with head_dim hd, 0 when absent, -1 when malformed. wf_attn_gather_col: the column
+ * of k (and v) that query head h's packed in-head index e reads. */
+typedef struct wf_attn_gather {
+  int64_t m, group, parts, sub;
+} wf_attn_gather;
+int wf_attn_gather_of(const wf_func *f, const wf_op *op, int64_t hd, wf_attn_gather *g);
+int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64_t e);
+
 /* Whether op's unary function is defined on integers (neg, relu) as well as floats. */
 int wf_unary_allows_int(wf_opcode code);
 

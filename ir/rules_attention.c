@@ -11,6 +11,7 @@
  * v [B, T, N] -> [B, S, N], head h on columns [h hd, (h+1) hd), hd = head_dim, heads hd <= N,
  * one kv head per query head (GQA's sharing is in the weights by then) unless kv_heads > 0:
  * then k, v [B, T, Nkv] hold kv_heads heads and head h reads kv head h / (heads / kv_heads);
+ * or kv_gather = [m, group, parts, sub] (wf_attn_gather_of: each kv head cut over m columns);
  * no mask operand. */
 #include <math.h>
 
@@ -25,6 +26,23 @@ static int bcast_to(const wf_type *s, int rt, const int64_t *t) {
     if (d != e && d != 1) return 0;
   }
   return 1;
+}
+
+int wf_attn_gather_of(const wf_func *f, const wf_op *op, int64_t hd, wf_attn_gather *g) {
+  int n;
+  const int64_t *v = wf_rule_ints(f, op, "kv_gather", &n);
+  if (n < 0) return 0;
+  if (n != 4) return -1;
+  *g = (wf_attn_gather){v[0], v[1], v[2], v[3]};
+  if (g->m < 1 || g->group < 1 || g->parts < 1 || g->sub < 1 || g->m > (1 << 20) || g->group > (1 << 20) ||
+      g->sub > (1 << 20) || g->m % g->parts || hd < 1 || hd % g->parts || g->sub * (g->m / g->parts) < hd / g->parts)
+    return -1;
+  return 1;
+}
+
+int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64_t e) {
+  int64_t b = hd / g->parts, mp = g->m / g->parts, p = e / b, rr = e % b;
+  return ((h / g->group) * g->m + p * mp + rr / g->sub) * g->sub + rr % g->sub;
 }
 
 static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out) {
@@ -43,7 +61,16 @@ static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out)
       return -1;
     }
   int64_t kvh = wf_op_int(f, op, "kv_heads", 0);
-  if (kvh < 0 || (kvh > 0 && (heads % kvh || kvh * hd > k->dims[2]))) {
+  wf_attn_gather ga;
+  int gat = wf_attn_gather_of(f, op, hd, &ga);
+  if (gat < 0 || (gat && (kvh || heads % ga.group || (heads / ga.group) * ga.m * ga.sub > k->dims[2]))) {
+    wf_error(op->loc, "packed 'attention': kv_gather must be [m, group, parts, sub] with group dividing heads = %lld, "
+                      "parts dividing m and head_dim = %lld, m/parts columns of sub covering a part, the kv heads "
+                      "within k's %lld columns, and no kv_heads", (long long)heads, (long long)hd, (long long)k->dims[2]);
+    return -1;
+  }
+  if (gat) kvh = -2; /* k's width is the gather's, not q's */
+  if (kvh < -2 || kvh == -1 || (kvh > 0 && (heads % kvh || kvh * hd > k->dims[2]))) {
     wf_error(op->loc, "packed 'attention': kv_heads = %lld must divide heads = %lld and fit k's %lld columns",
              (long long)kvh, (long long)heads, (long long)k->dims[2]);
     return -1;

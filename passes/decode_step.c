@@ -50,6 +50,15 @@ static int is_packed_attention(const wf_func *f, const wf_op *op) {
   return op->code == WF_OP_ATTENTION && wf_op_int(f, op, "heads", 0) > 0;
 }
 
+/* The decode step reads the prefill's k and v columns as its cache: kv heads gathered inside
+ * the prefill's attention (head-layout{gqa=gather}) have no decode lowering. */
+static int gathered(const wf_func *f, const wf_op *op, const char *who) {
+  if (!wf_op_attr(f, op, "kv_gather")) return 0;
+  wf_error(op->loc, "%s: this attention's kv heads are gathered across columns (head-layout{gqa=gather} or its "
+                    "auto choice), which decoding does not read: run head-layout{gqa=replicate}", who);
+  return 1;
+}
+
 static wf_op *append_argmax(wf_func *f, wf_op *ret, wf_value logits) {
   const wf_type *lt = wf_value_type(f, logits);
   int64_t dims[WF_MAX_RANK];
@@ -100,6 +109,7 @@ static int run_prefill(wf_module *m, wf_pass_ctx *ctx) {
   int layer = 0;
   wf_func_foreach_op(f, op) {
     if (!is_packed_attention(f, op)) continue;
+    if (gathered(f, op, "generate-prefill")) return WF_EXIT_UNSUPPORTED;
     if (n + 2 > 64) {
       wf_error(op->loc, "generate-prefill: more than 31 attention layers");
       return WF_EXIT_UNSUPPORTED;
@@ -205,6 +215,7 @@ static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
           gathers++;
         }
     if (is_packed_attention(f, op)) {
+      if (gathered(f, op, "decode-step")) return WF_EXIT_UNSUPPORTED;
       if (layer * 2 + 2 > 62) {
         wf_error(op->loc, "decode-step: more than 31 attention layers");
         return WF_EXIT_UNSUPPORTED;

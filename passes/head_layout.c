@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/gemm/gemm_algos.h"
+#include "backend/ops/attention_cost.h"
 #include "passes/head_layout.h"
 #include "passes/partition.h"
 #include "waferc/diag.h"
@@ -43,9 +45,12 @@
 
 static const wf_pass_option hl_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH the heads are laid out for (default: the target's mesh)"},
+    {"gqa", WF_OPT_STRING, "auto",
+     "kv heads whose query heads span columns: replicate (Wk, Wv columns copied), gather (computed once, "
+     "gathered inside attention) or auto (the cost model's choice)"},
 };
 static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "gqa-shared",
-                                       "conv1d-folded"};
+                                       "conv1d-folded", "gqa-gathered"};
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
@@ -68,8 +73,10 @@ typedef struct hl_side {
 typedef struct hl {
   wf_module *m;
   wf_func *f;
-  int w;
+  int w, h;
   const char *why; /* the first reason a chain did not match */
+  const wf_target *t;
+  const char *gqa; /* replicate, gather or auto */
 } hl;
 
 static wf_op *def(const hl *c, wf_value v, wf_opcode code) {
@@ -198,6 +205,10 @@ static int match_side(hl *c, wf_value v4, hl_side *s) {
 typedef struct hl_map {
   int64_t heads, d, dp, n; /* real heads, head dim, packed head dim, packed width E'' */
   int rope;
+  /* K and V gathered (attention {kv_gather}): kv head i cut over gm columns of gsub each, in
+   * gparts parts of gpb in-head columns (a query head's parts), each part over gm / gparts
+   * columns; 0 = not gathered */
+  int64_t gm, gparts, gsub, gpb;
 } hl_map;
 
 void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp, int64_t *n) {
@@ -214,7 +225,7 @@ void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp
 }
 
 static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
-  hl_map mp = {heads, d, d, 0, rope};
+  hl_map mp = {heads, d, d, 0, rope, 0, 0, 0, 0};
   wf_head_layout_width(heads, d, rope != ROPE_NONE, w, &mp.dp, &mp.n);
   return mp;
 }
@@ -223,6 +234,11 @@ static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
  * of a rotate-half RoPE, whose pairs (i, i + D/2) sit at (2i, 2i + 1). */
 static int64_t src_of(const hl_map *mp, int64_t j, int rot, int64_t *head) {
   int64_t h = j / mp->dp, r = j % mp->dp;
+  if (mp->gm) { /* the gathered form: column x = j / gsub holds piece x % gm of kv head x / gm */
+    int64_t x = j / mp->gsub, rl = j % mp->gsub, c = x % mp->gm, per = mp->gm / mp->gparts;
+    if ((c % per) * mp->gsub + rl >= mp->gpb) return -1;
+    h = x / mp->gm, r = (c / per) * mp->gpb + (c % per) * mp->gsub + rl;
+  }
   if (h >= mp->heads || r >= mp->d) return -1;
   *head = h;
   if (rot && mp->rope == ROPE_HALF) return r % 2 ? mp->d / 2 + r / 2 : r / 2;
@@ -388,6 +404,54 @@ static int match_out(hl *c, wf_op *u, wf_value merged, hl_out *o) {
   return o->w >= 0 && c->m->globals[o->w].type.rank == 2;
 }
 
+/* Predicted cycles of the K and V projections ([B, S, E] x [E, n] on the mesh, n = ckb columns
+ * per PE: the lower of the dist.gemm algorithms, a bias, K's rotation) and of the attention
+ * that reads them, for the choice between replicated and gathered kv heads. */
+static int64_t kv_cost(const hl *c, const hl_side *q, const hl_side *k, const wf_op *att, int64_t cb, int64_t hd,
+                       int64_t ckb, int64_t gm, int64_t gparts) {
+  const wf_type *xt = wf_value_type(c->f, q->p.x);
+  int64_t nb = xt->dims[0], s = xt->dims[1], ke = (xt->dims[2] + c->w - 1) / c->w;
+  int rows = s > 1 && c->h > 1 ? c->h : 1;
+  int64_t sb = (s + rows - 1) / rows;
+  wf_gemm_algo a = wf_gemm_auto(c->t, c->w, c->h, sb, ke, ckb);
+  int64_t g = wf_gemm_predict(c->t, a, c->w, c->h, sb, ke, ckb);
+  if (g < 0) return -1;
+  int64_t proj = nb * (g + (k->p.b >= 0 ? sb * ckb : 0)), rot = k->rope != ROPE_NONE ? 4 * nb * sb * ckb : 0;
+  wf_attn_shape as = {rows, nb, sb, cb, ckb, hd, 0, wf_op_int(c->f, att, "causal", 0) != 0, s, gm, gparts,
+                      gm && c->w % gm != 0};
+  int64_t at = wf_attention_predict(c->t, &as);
+  return at < 0 ? -1 : 2 * proj + rot + at;
+}
+
+/* The gathered kv map (src_of's gm case) when the geometry allows it and gqa= asks for it or
+ * (auto) the cost model predicts it cheaper than replicating. Whole heads per column (H >= W,
+ * c per column): the kv head's query heads fill m = group / c columns, which must be whole;
+ * a head over g columns (H < W): m = group g columns, g parts. */
+static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *k, const wf_op *att, int64_t group,
+                      hl_map *kvm) {
+  if (!strcmp(c->gqa, "replicate")) return 0;
+  int64_t gm, parts, pb;
+  if (q->heads >= c->w) {
+    int64_t per_col = mp->n / c->w / mp->dp;
+    if (per_col < 1 || group % per_col) return 0;
+    gm = group / per_col, parts = 1, pb = mp->dp;
+  } else {
+    parts = c->w / q->heads, gm = group * parts, pb = mp->dp / parts;
+  }
+  int64_t sub = (pb + gm / parts - 1) / (gm / parts);
+  if (mp->rope != ROPE_NONE && sub % 2) sub++;
+  if (gm < 2 || k->heads * gm > c->w) return 0;
+  if (!strcmp(c->gqa, "auto")) {
+    int64_t cb = mp->n / c->w;
+    int64_t rep = kv_cost(c, q, k, att, cb, mp->dp, cb, 0, 0), gat = kv_cost(c, q, k, att, cb, mp->dp, sub, gm, parts);
+    if (gat < 0 || (rep >= 0 && gat >= rep)) return 0;
+  }
+  *kvm = *mp;
+  kvm->heads = k->heads, kvm->n = c->w * sub;
+  kvm->gm = gm, kvm->gparts = parts, kvm->gsub = sub, kvm->gpb = pb;
+  return 1;
+}
+
 static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   if (att->n_operands != 3) return fail(c, "an attention with an explicit mask tensor (only causal masks are raised)");
   hl_side q, k, v;
@@ -425,9 +489,12 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   int64_t per_col = mp.n / c->w / mp.dp; /* query heads per column, when whole */
   int shared = group > 1 && q.heads >= c->w && per_col >= 1 && per_col % group == 0;
   if (shared) kvm.heads = k.heads, kvm.n = c->w * (per_col / group) * mp.d;
+  /* Otherwise a kv head's query heads span columns: replicate its Wk, Wv columns onto each of
+   * them, or compute it once, cut over those columns, and gather it inside the attention. */
+  int gathered = group > 1 && !shared && gather_map(c, &q, &mp, &k, att, group, &kvm);
   wf_value qn = build_side(c, att, &q, &mp, 1, 1, att->operands[0], ctx);
-  wf_value kn = build_side(c, att, &k, &kvm, 1, shared ? 1 : group, att->operands[1], ctx);
-  wf_value vn = build_side(c, att, &v, &kvm, 0, shared ? 1 : group, att->operands[2], ctx);
+  wf_value kn = build_side(c, att, &k, &kvm, 1, shared || gathered ? 1 : group, att->operands[1], ctx);
+  wf_value vn = build_side(c, att, &v, &kvm, 0, shared || gathered ? 1 : group, att->operands[2], ctx);
   const wf_type *qt = wf_value_type(c->f, qn);
   wf_value ops[3] = {qn, kn, vn};
   wf_value an = insert(c, att, WF_OP_ATTENTION, 3, ops, *qt, att->loc);
@@ -440,6 +507,11 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   if (shared) {
     wf_op_set_int(c->f, aop, "kv_heads", k.heads);
     wf_pass_stat_add(ctx, "gqa-shared", 1);
+  }
+  if (gathered) {
+    int64_t g4[4] = {kvm.gm, group, kvm.gparts, kvm.gsub};
+    wf_op_set_ints(c->f, aop, "kv_gather", 4, g4);
+    wf_pass_stat_add(ctx, "gqa-gathered", 1);
   }
   name_like(c, an, att->results[0], ".heads");
   /* Wo'': row j of the packed result takes row h D + r of Wo (v's columns are not permuted). */
@@ -474,7 +546,7 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
     }
   }
   wf_pass_stat_add(ctx, "attention-packed", 1);
-  if (group > 1 && !shared) wf_pass_stat_add(ctx, "gqa-replicated", 1);
+  if (group > 1 && !shared && !gathered) wf_pass_stat_add(ctx, "gqa-replicated", 1);
   return 1;
 }
 
@@ -519,9 +591,14 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
   int w, h;
   int rc = wf_pass_mesh(ctx, "head-layout", &w, &h);
   if (rc) return rc;
+  const char *gqa = wf_pass_opt_str(ctx, "gqa");
+  if (strcmp(gqa, "auto") && strcmp(gqa, "replicate") && strcmp(gqa, "gather")) {
+    wf_error(WF_LOC_NONE, "head-layout: gqa=%s is not one of auto, replicate, gather", gqa);
+    return WF_EXIT_USAGE;
+  }
   int bad = 0, changed = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
-    hl c = {m, m->funcs[fi], w, NULL};
+    hl c = {m, m->funcs[fi], w, h, NULL, wf_pass_target(ctx), wf_pass_opt_str(ctx, "gqa")};
     for (wf_op *op = c.f->first; op; op = op->next)
       if (op->code == WF_OP_GEMM && fold_conv1d(&c, op)) {
         changed = 1;
@@ -548,4 +625,4 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
 const wf_pass_info wf_pass_head_layout = {
     "head-layout",
     "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
-    hl_opts, 1, hl_stats, 5, run};
+    hl_opts, 2, hl_stats, 6, run};

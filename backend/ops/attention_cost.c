@@ -12,6 +12,27 @@ int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {
   return 2 * len + 2 * (int64_t)(g - 1) * link + 4 * t->ramp_cycles;
 }
 
+/* The gathered kv heads' prologue (lower_attention.c, gather_kv) on the member that finishes
+ * last: its K piece transposed and V piece copied (piece = 2 sub B Tb words), the buffer zeroed
+ * when the mesh's last columns form no whole group, m - 1 ring
+ * steps that each wait for the piece from the predecessor (one hop, the first member's over
+ * the m - 1 hops back), and the copy of c pieces back to the front (c = the member's place). */
+static int64_t gather_cost(const wf_target *t, int64_t m, int64_t half, int zero) {
+  int64_t pw = 2 * half, *T = calloc((size_t)m * 2, sizeof *T), *nt = T ? T + m : NULL, end = 0;
+  if (!T) return 0;
+  for (int64_t s = 0; s + 1 < m; s++) {
+    for (int64_t c = 0; c < m; c++) {
+      int64_t from = c ? c - 1 : m - 1, hops = c ? 1 : m - 1;
+      int64_t start = T[from] > T[c] ? T[from] : T[c], e = start + pw + hops * t->hop_cycles + 2 * t->ramp_cycles + 1;
+      nt[c] = e > T[c] + pw ? e : T[c] + pw;
+    }
+    memcpy(T, nt, (size_t)m * sizeof *T);
+  }
+  for (int64_t c = 0; c < m; c++) end = T[c] + c * pw > end ? T[c] + c * pw : end;
+  free(T);
+  return pw + (zero ? 2 * m * pw : 0) + end;
+}
+
 int wf_attention_ring_live(int rows, int y, int r) {
   return y % 2 == 0 ? r <= y : (rows - r) % rows <= y;
 }
@@ -33,12 +54,14 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
     int64_t nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
     if (!nkv || nh % nkv) return -1;
   }
-  int64_t tb = sb, blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * ckb;
+  int64_t gm = a->gather_m;
+  if (gm && (a->gather_parts != g || gm % g || ckb * (gm / g) < ds)) return -1;
+  int64_t tb = sb, blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * (gm ? ds : ckb);
   int64_t nbias = !a->causal && (int64_t)rows * tb > a->len ? tb : 0, kvw = 2 * kblk + nbias;
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
   /* prologue: q's slots copied and scaled, acc, l and m set; K transposed and V laid out once;
    * the key bias zeroed, and copied on the rows whose block holds padding keys */
-  int64_t pre = 3 * blk + 3 * slots * sb + 3 * kblk + nbias;
+  int64_t pre = 3 * blk + 3 * slots * sb + (gm ? gather_cost(t, gm, ckb * nbatch * tb, a->gather_zero) + 2 * kblk : 3 * kblk) + nbias;
   /* a slot's work in every round (s zeroed, a split head's group sum, the bias) and in a live
    * round only (q kᵀ, the online-softmax step, p v); round 0 adds the diagonal mask */
   int64_t common = sb * tb + (g > 1 ? wf_attention_group_sum_cost(t, (int)g, sb * tb) : 0) + (nbias ? sb * tb : 0);

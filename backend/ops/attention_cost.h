@@ -2,7 +2,7 @@
  * (lower_attention.c; docs/attention.md), so that an estimate for a full-size layer (wafer-bench
  * llm) reads the lowering's own numbers without building a program.
  *
- *   wf_attn_shape a = {660, 1, 7, 8, 8, 160, 0, 1, 4096};
+ *   wf_attn_shape a = {660, 1, 7, 8, 8, 160, 0, 1, 4096, 0, 0, 0};
  *   int64_t c = wf_attention_predict(t, &a); // one layer's causal attention
  */
 #ifndef WAFERC_BACKEND_OPS_ATTENTION_COST_H
@@ -25,6 +25,11 @@ typedef struct wf_attn_shape {
   int64_t nbatch, sb, cb, ckb, hd;
   int kv_packed, causal;
   int64_t len;
+  /* kv heads gathered over gather_m columns (attention {kv_gather}, ckb = the piece's columns,
+   * gather_parts parts per query head, gather_zero when some columns form no whole group);
+   * 0 = not gathered */
+  int64_t gather_m, gather_parts;
+  int gather_zero;
 } wf_attn_shape;
 int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a);
 /* The K/V ring of prefill attention (lower_attention.c): in round r of `rows`, row y holds the

@@ -31,6 +31,7 @@
 #include "backend/gemm/lower_gemm.h"
 #include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
+#include "ir/rules.h"
 #include "waferc/diag.h"
 
 #define NEG_BIG (-1e30f)
@@ -213,6 +214,82 @@ static int ring_color(wf_lower *L, wf_loc loc) {
   return L->color[purpose];
 }
 
+/* ---- the gathered kv heads (attention {kv_gather}) ----------------------------------------- *
+ * The m columns x = i m .. i m + m - 1 hold kv head i cut into pieces of sub columns, member
+ * c = x mod m holding piece c. Each member transposes its K piece ([B Tb][sub] -> [sub][B Tb])
+ * and sends it with its V piece (pw words) around the group's ring (one-hop links east, the last
+ * member back to the first: ring_links.c colors them), m - 1 steps, so every member holds all
+ * m pieces. The buffer holds 2m piece slots: a member's own piece goes to slot c, the piece of
+ * step t (from member c - t - 1) to slot c + m - 1 - t, so slots c .. c + m - 1 hold pieces c ..
+ * m - 1, 0 .. c - 1 in order, and one copy of the first c slots from slot m on puts piece j at
+ * slot j: every offset is a term of x (its modulus at most 2 m pw words, which SRAM bounds).
+ * Then the PE's query part p = x mod parts takes pieces p m/parts .. into the ring buffer's
+ * K and V slot (kv: kᵀ [B][ds][Tb], V at `voff` [B][Tb][ds]). Columns past the last whole group
+ * (phantom heads) gather nothing; their buffer is zero, so their keys and values are. */
+static wf_pe_arg at_x(int sym, int64_t off, int64_t scale, int64_t mod) {
+  wf_pe_arg a = at(sym, off);
+  if (mod > 1) {
+    WF_ASSERT(scale <= 65535 && mod <= 65535);
+    a.term = wf_term_scaled(wf_term(WF_TERM_X, 0), (int)scale, 0);
+    a.term.mod = (uint16_t)mod;
+  }
+  return a;
+}
+
+static int gather_kv(wf_lower *L, const wf_op *op, const wf_attn_gather *ga, int sk, int sv, int kv, int64_t nbatch,
+                     int64_t tb, int64_t ds, int64_t voff) {
+  int64_t m = ga->m, sub = ga->sub, per = m / ga->parts, rows = nbatch * tb, pw = 2 * sub * rows;
+  if (2 * m * pw > 65535) {
+    wf_error(op->loc, "attention: the gathered kv pieces (%lld words) are too large for a PE", (long long)(2 * m * pw));
+    return WF_EXIT_NOFIT;
+  }
+  int gb = wf_lower_temp(L, "$att_gather", 2 * m * pw * 4);
+  int whole = L->w / (int)m * (int)m; /* columns in whole groups */
+  if (whole < L->w) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(gb), wf_arg_int(2 * m * pw)});
+  wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
+          (wf_pe_arg[]){at_x(gb, 0, pw, m * pw), wf_arg_sym(sk), wf_arg_int(rows), wf_arg_int(sub)});
+  wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){at_x(gb, sub * rows, pw, m * pw), wf_arg_sym(sv), wf_arg_int(sub * rows)});
+  if (m > 1) {
+    if (L->attn_gather && L->attn_gather != m) {
+      wf_error(op->loc, "attention: kv heads gathered over %lld columns here and %d in an earlier attention: one "
+                        "class holds one gather ring (head-layout{gqa=replicate} avoids it)", (long long)m, L->attn_gather);
+      return WF_EXIT_UNSUPPORTED;
+    }
+    if (L->color[WF_COLOR_ATTN_RING_X] < 0) {
+      int *dest = malloc((size_t)L->w * sizeof *dest);
+      WF_ASSERT(dest);
+      for (int x = 0; x < L->w; x++) dest[x] = x >= whole ? -1 : x % m == m - 1 ? x - (int)m + 1 : x + 1;
+      wf_ring_line lx = {wf_term(WF_TERM_X, 0), WF_DIR_W, WF_DIR_E, L->w};
+      int rc = wf_ring_dest_links(L, WF_COLOR_ATTN_RING_X, &lx, dest, op->loc);
+      free(dest);
+      if (rc) return WF_EXIT_NOFIT;
+    }
+    L->attn_gather = (int)m;
+    int col = L->color[WF_COLOR_ATTN_RING_X], done = wf_lower_done_task(L);
+    wf_pe_guard in = wf_guard0();
+    wf_gadd(&in, wf_term(WF_TERM_X, 0), WF_CMP_LT, wf_term_int(whole));
+    for (int64_t t = 0; t + 1 < m; t++) {
+      wf_emit(L, &in, WF_PEOP_ARECV,
+              (wf_pe_arg[]){wf_arg_int(col), at_x(gb, pw * (m - 1 - t), pw, m * pw), wf_arg_int(pw), wf_arg_int(done)});
+      wf_emit(L, &in, WF_PEOP_ASEND,
+              (wf_pe_arg[]){wf_arg_int(col), at_x(gb, t ? pw * (m - t) : 0, pw, m * pw), wf_arg_int(pw), wf_arg_int(done)});
+      wf_emit(L, &in, WF_PEOP_WAIT, NULL);
+    }
+    wf_pe_arg n = wf_arg_int(0);
+    n.term = wf_term_scaled(wf_term(WF_TERM_X, 0), (int)pw, 0);
+    n.term.mod = (uint16_t)(m * pw);
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(gb), at(gb, m * pw), n});
+  }
+  for (int64_t b = 0; b < nbatch; b++)
+    for (int64_t j = 0; j < per && j * sub < ds; j++) {
+      int64_t w = ds - j * sub < sub ? ds - j * sub : sub;
+      copy2d(L, NULL, at(kv, b * ds * tb + j * sub * tb), at_x(gb, j * pw + b * tb, per * pw, m * pw), w, tb, tb, rows);
+      copy2d(L, NULL, at(kv, voff + b * tb * ds + j * sub), at_x(gb, j * pw + sub * rows + b * tb * sub, per * pw, m * pw),
+             tb, w, ds, sub);
+    }
+  return 0;
+}
+
 int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t heads = wf_op_int(L->f, op, "heads", 0), hd = wf_op_int(L->f, op, "head_dim", 0);
   if (heads <= 0) {
@@ -237,8 +314,21 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, kt, bk);
   int64_t ckb = bk[2];
   wf_attn_slots hs;
-  if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, ckb, &hs))
+  wf_attn_gather ga;
+  int gat = wf_attn_gather_of(L->f, op, hd, &ga) > 0;
+  if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, gat ? cb : ckb, &hs))
     return WF_EXIT_UNSUPPORTED;
+  if (gat) { /* every PE's query heads read one kv head, gathered from its m columns */
+    int64_t per = ga.m / ga.parts;
+    if (ckb != ga.sub || ga.parts != hs.g || ga.sub * per < hs.ds || (ga.parts == 1 && ga.group % hs.nh) ||
+        (ga.parts > 1 && ga.group * ga.parts != ga.m) || ga.m > L->w || (int64_t)L->w * ga.sub > 65535) {
+      wf_error(op->loc, "attention: kv_gather [%lld, %lld, %lld, %lld] does not fit %lld-column blocks of q and "
+                        "%lld of k on this mesh (run head-layout with this mesh)", (long long)ga.m, (long long)ga.group,
+               (long long)ga.parts, (long long)ga.sub, (long long)cb, (long long)ckb);
+      return WF_EXIT_UNSUPPORTED;
+    }
+    hs.nkv = 1;
+  }
   int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(L->f, op, "scale", 1.0);
@@ -247,7 +337,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int split = rows > 1;
   /* The K and V blocks travel together, one stream per round: [kᵀ per slot | key bias | v per
    * slot], the bias (0 or -big per key) only where padding keys exist without a causal mask. */
-  int64_t blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * ckb;
+  int64_t blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * nkv * ds;
   int64_t nbias = !causal && (int64_t)rows * tb > len ? tb : 0, kvw = 2 * kblk + nbias;
   int qr = wf_lower_temp(L, "$att_q", blk * 4), acc = wf_lower_temp(L, "$att_acc", blk * 4);
   int kv = wf_lower_temp(L, "$att_kv", (split ? 2 : 1) * kvw * 4);
@@ -271,14 +361,18 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
    * contiguous slots ([b][slot][Tb][ds]) once, in the first half of the ring buffer, so the
    * blocks it passes on are the matmuls' operands as they arrive: no copy or transpose per
    * round. */
-  for (int64_t b = 0; b < nbatch; b++)
-    for (int64_t k = 0; k < nkv; k++) {
-      int64_t slot = b * nkv + k;
-      copy2d(L, NULL, at(ks, 0), at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
-      wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
-              (wf_pe_arg[]){at(kv, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
-      copy2d(L, NULL, at(kv, kblk + nbias + slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
-    }
+  if (gat) {
+    int rc = gather_kv(L, op, &ga, sk, sv, kv, nbatch, tb, ds, kblk + nbias);
+    if (rc) return rc;
+  } else
+    for (int64_t b = 0; b < nbatch; b++)
+      for (int64_t k = 0; k < nkv; k++) {
+        int64_t slot = b * nkv + k;
+        copy2d(L, NULL, at(ks, 0), at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
+        wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
+                (wf_pe_arg[]){at(kv, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+        copy2d(L, NULL, at(kv, kblk + nbias + slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
+      }
   /* The key bias of each block: 0, and -big past T in the blocks that hold padding keys (the
    * rows J whose keys run past T), set by the row that owns the block. */
   wf_pe_term ty = wf_term(WF_TERM_Y, 0);
@@ -376,10 +470,11 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
           WF_BMODE_I);
       copy2d(L, NULL, at(so, b * sb * cb + k * ds), at(acc, slot * sb * ds), sb, ds, cb, ds);
     }
-  wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len};
+  wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len,
+                      gat ? ga.m : 0, gat ? ga.parts : 0, gat && L->w % ga.m != 0};
   out->predicted = wf_attention_predict(L->t, &sh);
   WF_ASSERT(out->predicted >= 0);
-  snprintf(out->text, sizeof out->text, "heads-%s%s-online", g > 1 ? "split" : "whole",
+  snprintf(out->text, sizeof out->text, "heads-%s%s%s-online", g > 1 ? "split" : "whole", gat ? "-kvgather" : "",
            split ? "-interleave-ring" : "");
   out->lowering = out->text;
   return 0;

@@ -105,6 +105,8 @@ typedef struct wf_lower {
    * (dec_up, when dec_up_set). */
   int attn_grp[4];
   int dec_up[2], dec_up_set;
+  int attn_gather;       /* the columns per kv head of the gathered kv ring (lower_attention.c;
+                            0 = none yet): one ring's routes per class */
   unsigned move_bits;    /* WF_MOVE_* bits the op being lowered set (the movers set them, so
                             every caller is counted); emit.c files them in its wf_lowered_op */
 } wf_lower;

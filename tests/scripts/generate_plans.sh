@@ -91,7 +91,7 @@ switch_and_steps() {
     --heatmap "$d/heat" ||
     fail "$m on $mesh: waferrun --dump-caches exited $?"
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
-    --pass-pipeline="canonicalize,raise,cse,dce,head-layout,generate-prefill" --output-dir "$d/iref" -q ||
+    --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=replicate},generate-prefill" --output-dir "$d/iref" -q ||
     fail "$m on $mesh: interpreting the prefill graph exited $?"
   python3 "$SRC/tests/tools/gen_check.py" steps "$d" "$d/iref" "$d/dump" "$pol" ||
     fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"

@@ -23,7 +23,7 @@ print("x".join(t.strip() for t in s.split(",") if t.strip()))' "$input")
     fail "$name: the interpreter failed: $(head -3 "$TMP/err")"
   for mesh in "$@"; do
     local d="$TMP/$name.$mesh"
-    waferc "$model" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "$in=$shape" -q 2>"$TMP/err" ||
+    waferc "$model" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "$in=$shape" -q ${extra:-} 2>"$TMP/err" ||
       fail "$name on $mesh: waferc exited $?: $(head -3 "$TMP/err")"
     waferrun "$d" -q --input "$in=$input" --output-dir "$d/out" || fail "$name on $mesh: waferrun exited $?"
     wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 >/dev/null ||
@@ -59,6 +59,10 @@ done
 for m in gpt2_conv1d_e48h6_s11 llama_interleaved_e48h6kv2_s7 llama_mqa_e40h5kv1_o14_s9 gpt2_buffer_o13_e64h4_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 5x3 8x8 7x2
 done
+# GQA and MQA with the kv heads replicated rather than gathered (the cost model's usual choice)
+extra=--gqa=replicate check llama_mqa_rep "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
+  "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 5x3 8x8
+extra=--gqa=replicate check llama_block_rep "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 16x4
 # whole models, token ids to logits
 check tiny_llama "$M/tiny_llama.onnx" "$M/tiny_llama_s13_input.npy" "$M/tiny_llama_s13_ref.npy" input_ids logits 4x4 5x3 8x8
 for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
@@ -67,10 +71,18 @@ done
 
 # GQA: with whole groups of query heads per column the kv heads are packed as they are
 # (3x2: 2 query heads and their one kv head per column); with one query head per column they
-# are replicated into its columns (4x4).
-stats() { waferc "$M/llama_block.onnx" -o "$TMP/st" --target=wse2 --mesh="$1" -q --statistics 2>&1 | sed -n "s/.*$2: //p"; }
+# are replicated into its columns or gathered inside the attention (4x4), as --gqa says, or
+# (auto) as the cost model predicts cheaper, which is the gather here.
+stats() { waferc "$M/llama_block.onnx" -o "$TMP/st" --target=wse2 --mesh="$1" -q --statistics ${3:-} 2>&1 | sed -n "s/.*$2: //p"; }
 [ "$(stats 3x2 gqa-shared)" = 1 ] || fail "llama_block on 3x2: kv heads not packed as they are (gqa-shared)"
-[ "$(stats 4x4 gqa-replicated)" = 1 ] || fail "llama_block on 4x4: kv heads not replicated (gqa-replicated)"
+[ "$(stats 4x4 gqa-replicated --gqa=replicate)" = 1 ] || fail "llama_block on 4x4: kv heads not replicated (gqa-replicated)"
+[ "$(stats 4x4 gqa-gathered --gqa=gather)" = 1 ] || fail "llama_block on 4x4: kv heads not gathered (gqa-gathered)"
+[ "$(stats 4x4 gqa-gathered)" = 1 ] || fail "llama_block on 4x4: the cost model did not choose the gather"
+set +e
+waferc "$M/llama_block.onnx" -o "$TMP/g" --gqa=gather --generate=4 --input-shape x=1x8 -q 2>"$TMP/g.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "gqa=gather is for prefill" "$TMP/g.err" || fail "--gqa=gather --generate: exit $rc, want 2 with a reason"
 
 # A model that does not fit: exit 4, no plan written, and a note naming the smallest mesh that
 # fits, which then compiles.

@@ -44,6 +44,7 @@ typedef struct options {
   int n_derived;
   int list_onnx_ops;
   const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline */
+  const char *gqa;       /* --gqa: head-layout{gqa=...} in the default pipeline */
   const char *reduce_algo;     /* --reduce-algo (wf_plan_opts) */
   char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
   int gemv_k, gemv_groups;     /* --gemv-k / --gemv-groups or {k=,groups=}; -1 = each op's */
@@ -78,6 +79,10 @@ static void usage(FILE *out) {
         "  --list-targets             list the target presets\n"
         "  --gemm-algo=A              dist.gemm algorithm: meshgemm, cannon, summa, allgather or\n"
         "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
+        "  --gqa=M                    kv heads whose query heads span columns (GQA, MQA):\n"
+        "                             replicate their projections, gather them inside attention,\n"
+        "                             or auto (default: the lower predicted cycles;\n"
+        "                             docs/attention.md)\n"
         "  --reduce-algo=A            every reduce/allreduce (dist ops, softmax and norm rows):\n"
         "                             star, chain, tree, two_phase, autogen, ring (allreduce),\n"
         "                             snake (2D) or auto (default: the lowest predicted cycles\n"
@@ -103,9 +108,9 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,lower-gemm,symbol-dce (without head-layout, partition and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
-static char *default_pipeline(int interpret, const char *gemm_algo) {
+static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
-  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0);
+  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
   char *s = calloc(1, cap);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) {
@@ -118,6 +123,11 @@ static char *default_pipeline(int interpret, const char *gemm_algo) {
     if (gemm_algo && strcmp(default_passes[i], "lower-gemm") == 0) {
       strcat(s, "{algo=");
       strcat(s, gemm_algo);
+      strcat(s, "}");
+    }
+    if (gqa && strcmp(default_passes[i], "head-layout") == 0) {
+      strcat(s, "{gqa=");
+      strcat(s, gqa);
       strcat(s, "}");
     }
   }
@@ -395,6 +405,13 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("-o", o->output = v)
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
+    VALUE("--gqa", {
+      if (strcmp(v, "auto") && strcmp(v, "replicate") && strcmp(v, "gather")) {
+        wf_error(WF_LOC_NONE, "--gqa: '%s' is not one of auto, replicate, gather", v);
+        return WF_EXIT_USAGE;
+      }
+      o->gqa = v;
+    })
     VALUE("--gemm-algo", {
       wf_gemm_algo ga;
       if (strcmp(v, "auto") && wf_gemm_algo_parse(v, &ga)) {
@@ -456,7 +473,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       printf("waferc %s\n", WF_VERSION_STRING);
       exit(WF_EXIT_OK);
     } else if (a[0] == '-' && a[1] != '\0') {
-      static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--reduce-algo",
+      static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--gqa", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune"};
@@ -590,7 +607,7 @@ int main(int argc, char **argv) {
     return WF_EXIT_OK;
   }
   /* --interpret and --emit=ir see the graph-level IR: partition only runs toward a plan */
-  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), o.gemm_algo);
+  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), o.gemm_algo, o.gqa);
   wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
   free(dflt);
   if (!pipeline) return WF_EXIT_USAGE;
@@ -610,6 +627,10 @@ int main(int argc, char **argv) {
     rc = WF_EXIT_USAGE;
   } else if (o.n_input_shapes && !ends_with(o.input, ".onnx")) {
     wf_error(WF_LOC_NONE, "--input-shape applies to ONNX models only");
+    rc = WF_EXIT_USAGE;
+  } else if (o.generate && o.gqa && !strcmp(o.gqa, "gather")) {
+    wf_error(WF_LOC_NONE, "--gqa=gather is for prefill plans: with --generate the decode step reads the prefill's "
+                          "k and v columns, so kv heads are replicated (drop --gqa or use --gqa=replicate)");
     rc = WF_EXIT_USAGE;
   } else {
     rc = wf_cli_load_target(&c);
