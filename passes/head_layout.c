@@ -24,8 +24,10 @@
  * the angles and signs). The interleaved form already pairs neighbours.
  * GQA / MQA: query head h reads kv head h / (Hq / Hkv). When a column holds whole groups of
  * query heads, their kv heads are packed on it as they are (attention {kv_heads}); otherwise
- * Wk'' and Wv'' replicate a kv head's columns onto each of its query heads' columns, so k and v
- * arrive where q is with no broadcast (more projection FLOPs, no traffic; docs/attention.md).
+ * (gqa=replicate) Wk'' and Wv'' replicate a kv head's columns onto each of its query heads'
+ * columns, so k and v arrive where q is with no traffic and more projection FLOPs, or
+ * (gqa=gather) the kv head is cut over those columns and gathered inside the attention
+ * (attention {kv_gather}); gqa=auto predicts both (docs/attention.md).
  * GPT-2's fused QKV (matmul + bias, then split along the last axis) is cut at compile time, and
  * Hugging Face's Conv1D (reshape to [B S, E], Gemm, reshape back) becomes a rank-3 matmul + bias.
  *
