@@ -75,6 +75,11 @@ const char *wf_loc_description(wf_loc loc) {
   return n ? n->text : NULL;
 }
 
+wf_diag_sink wf_diag_get_sink(void **user) {
+  if (user) *user = g_sink_user;
+  return g_sink;
+}
+
 void wf_diag_set_sink(wf_diag_sink sink, void *user) {
   g_sink = sink;
   g_sink_user = user;

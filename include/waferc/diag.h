@@ -57,6 +57,8 @@ typedef enum wf_severity { WF_SEV_ERROR, WF_SEV_WARNING, WF_SEV_NOTE } wf_severi
 /* Diagnostics go to a sink (stderr by default). Tests may redirect them. */
 typedef void (*wf_diag_sink)(wf_severity sev, wf_loc loc, const char *msg, void *user);
 void wf_diag_set_sink(wf_diag_sink sink, void *user); /* NULL restores stderr */
+/* The current sink (NULL: stderr), so that a nested redirection can put it back. */
+wf_diag_sink wf_diag_get_sink(void **user);
 
 void wf_error(wf_loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wf_warning(wf_loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

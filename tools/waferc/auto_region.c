@@ -45,9 +45,11 @@ static void release(held *h, int show) {
 
 static int attempt(int (*try_compile)(void *), void *user, held *h) {
   release(h, 0);
+  void *prev_user;
+  wf_diag_sink prev = wf_diag_get_sink(&prev_user); /* attempts nest (wf_waferc_fallback) */
   wf_diag_set_sink(hold, h);
   int rc = try_compile(user);
-  wf_diag_set_sink(NULL, NULL);
+  wf_diag_set_sink(prev, prev_user);
   return rc;
 }
 
@@ -178,5 +180,26 @@ int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user) 
   free(c);
   free(first);
   free(h);
+  return rc;
+}
+
+int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, const char *why) {
+  held *h = calloc(1, sizeof *h), *h2 = calloc(1, sizeof *h2);
+  WF_ASSERT(h && h2);
+  int rc = attempt(first, user, h);
+  if (rc == WF_EXIT_NOFIT) {
+    int rc2 = attempt(second, user, h2);
+    if (rc2 == WF_EXIT_OK) {
+      release(h, 0);
+      release(h2, 1);
+      wf_note(WF_LOC_NONE, "%s", why);
+      rc = rc2;
+    } else {
+      release(h2, 0);
+    }
+  }
+  release(h, 1);
+  free(h);
+  free(h2);
   return rc;
 }

@@ -61,6 +61,10 @@ int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
  * by a doubling then halving search, silent and writing nothing the caller keeps: 1 and the mesh
  * when one fits. */
 int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *w, int *h);
+/* Compiles with `first`; when that plan does not fit (exit 4), with `second`, and keeps the
+ * one that fits: the other attempt's diagnostics are dropped, and `why` noted when `second`
+ * is kept. */
+int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, const char *why);
 
 static void usage(FILE *out) {
   fputs("usage: waferc [options] model.wir|model.onnx -o plan/\n"
@@ -521,6 +525,7 @@ typedef struct compile_try {
   options *o;
   wf_pipeline *pipeline;
   const char *flags;
+  wf_pipeline *replicate; /* the default pipeline with head-layout{gqa=replicate} */
 } compile_try;
 
 /* One compile to a plan for the target's current mesh (--auto-region retries it). */
@@ -533,6 +538,25 @@ static int compile_once(void *user) {
   return rc;
 }
 
+/* The same with the kv heads replicated: the default --gqa=auto may gather them, which saves
+ * projection work but holds the gathered pieces in SRAM; a plan that then does not fit is
+ * compiled again so (compile_fitting). */
+static int compile_replicated(void *user) {
+  compile_try *t = user, r = *t;
+  r.pipeline = t->replicate;
+  return compile_once(&r);
+}
+
+/* compile_once, and with the default pipeline and no --gqa, compile_replicated when that plan
+ * does not fit. */
+static int compile_fitting(void *user) {
+  compile_try *t = user;
+  if (!t->replicate) return compile_once(user);
+  return wf_waferc_fallback(compile_once, compile_replicated, user,
+                            "the plan with gathered kv heads (--gqa=auto) does not fit a PE's SRAM; "
+                            "it is compiled with them replicated (--gqa=replicate)");
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   return remove(path);
@@ -540,14 +564,15 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* After a plan that does not fit: compiles for larger meshes into a scratch directory (removed
  * after) and names the smallest that fits, so the error says what to do. */
-static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline, const char *flags) {
+static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline, wf_pipeline *replicate,
+                              const char *flags) {
   char dir[] = "/tmp/waferc-fit-XXXXXX";
   if (!mkdtemp(dir)) return;
   options probe = *o;
   probe.output = dir;
-  compile_try ct = {c, &probe, pipeline, flags};
+  compile_try ct = {c, &probe, pipeline, flags, replicate};
   int w, h;
-  if (wf_waferc_smallest_fit(&c->target, compile_once, &ct, &w, &h))
+  if (wf_waferc_smallest_fit(&c->target, compile_fitting, &ct, &w, &h))
     wf_note(WF_LOC_NONE, "the smallest mesh of this shape the plan fits is %dx%d (--mesh=%dx%d)", w, h, w, h);
   else
     wf_note(WF_LOC_NONE, "no larger mesh within the %dx%d program rectangle fits either", c->target.program_w,
@@ -669,12 +694,31 @@ int main(int argc, char **argv) {
     wf_pipeline_free(pipeline);
     return rc;
   }
+  /* the default pipeline's fallback when gathered kv heads do not fit (compile_fitting) */
+  wf_pipeline *replicate = NULL;
+  if (!o.interpret && !emit_ir && !o.gqa && !c.pipeline) {
+    char *rp = default_pipeline(0, o.gemm_algo, "replicate");
+    replicate = wf_cli_parse_pipeline(&c, rp);
+    free(rp);
+  }
   if (o.auto_region && !o.interpret && !emit_ir) {
     char *flags = joined_args(argc, argv);
-    compile_try ct = {&c, &o, pipeline, flags};
-    rc = wf_waferc_auto_region(&c.target, compile_once, &ct);
+    compile_try ct = {&c, &o, pipeline, flags, replicate};
+    rc = wf_waferc_auto_region(&c.target, compile_fitting, &ct);
     free(flags);
     wf_pipeline_free(pipeline);
+    if (replicate) wf_pipeline_free(replicate);
+    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
+    return rc;
+  }
+  if (replicate) { /* a plan: compiled by compile_fitting */
+    char *flags = joined_args(argc, argv);
+    compile_try ct = {&c, &o, pipeline, flags, replicate};
+    rc = compile_fitting(&ct);
+    if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, replicate, flags);
+    free(flags);
+    wf_pipeline_free(pipeline);
+    wf_pipeline_free(replicate);
     for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
     return rc;
   }
@@ -687,7 +731,7 @@ int main(int argc, char **argv) {
     else {
       char *flags = joined_args(argc, argv);
       rc = emit_plan(&c, m, &o, flags);
-      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, flags);
+      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, NULL, flags);
       free(flags);
     }
   }
