@@ -14,23 +14,25 @@ int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {
 
 /* The gathered kv heads' prologue (lower_attention.c, gather_kv) on the member that finishes
  * last: its K piece transposed and V piece copied (piece = 2 sub B Tb words), the buffer zeroed
- * when the mesh's last columns form no whole group, m - 1 ring
- * steps that each wait for the piece from the predecessor (one hop, the first member's over
- * the m - 1 hops back), and the copy of c pieces back to the front (c = the member's place). */
+ * when the mesh's last columns form no whole group, and m - 1 ring steps that each wait for the
+ * piece from the predecessor (one hop, the first member's over the m - 1 hops back), sent when
+ * both have started the step, or when the predecessor has if the piece fits the input queue. */
 static int64_t gather_cost(const wf_target *t, int64_t m, int64_t half, int zero) {
   int64_t pw = 2 * half, *T = calloc((size_t)m * 2, sizeof *T), *nt = T ? T + m : NULL, end = 0;
   if (!T) return 0;
   for (int64_t s = 0; s + 1 < m; s++) {
     for (int64_t c = 0; c < m; c++) {
       int64_t from = c ? c - 1 : m - 1, hops = c ? 1 : m - 1;
-      int64_t start = T[from] > T[c] ? T[from] : T[c], e = start + pw + hops * t->hop_cycles + 2 * t->ramp_cycles + 1;
+      /* a piece that fits the receiver's input queue and the link leaves before its arecv */
+      int64_t start = pw <= t->queue_depth + hops || T[from] > T[c] ? T[from] : T[c];
+      int64_t e = start + pw + hops * t->hop_cycles + 2 * t->ramp_cycles + 1;
       nt[c] = e > T[c] + pw ? e : T[c] + pw;
     }
     memcpy(T, nt, (size_t)m * sizeof *T);
   }
-  for (int64_t c = 0; c < m; c++) end = T[c] + c * pw > end ? T[c] + c * pw : end;
+  for (int64_t c = 0; c < m; c++) end = T[c] > end ? T[c] : end;
   free(T);
-  return pw + (zero ? 2 * m * pw : 0) + end;
+  return pw + (zero ? m * pw : 0) + end;
 }
 
 int wf_attention_ring_live(int rows, int y, int r) {

@@ -217,13 +217,12 @@ static int ring_color(wf_lower *L, wf_loc loc) {
 /* ---- the gathered kv heads (attention {kv_gather}) ----------------------------------------- *
  * The m columns x = i m .. i m + m - 1 hold kv head i cut into pieces of sub columns, member
  * c = x mod m holding piece c. Each member transposes its K piece ([B Tb][sub] -> [sub][B Tb])
- * and sends it with its V piece (pw words) around the group's ring (one-hop links east, the last
- * member back to the first: ring_links.c colors them), m - 1 steps, so every member holds all
- * m pieces. The buffer holds 2m piece slots: a member's own piece goes to slot c, the piece of
- * step t (from member c - t - 1) to slot c + m - 1 - t, so slots c .. c + m - 1 hold pieces c ..
- * m - 1, 0 .. c - 1 in order, and one copy of the first c slots from slot m on puts piece j at
- * slot j: every offset is a term of x (its modulus at most 2 m pw words, which SRAM bounds).
- * Then the PE's query part p = x mod parts takes pieces p m/parts .. into the ring buffer's
+ * into slot c of an m-slot buffer, its V piece behind it (pw words), and passes pieces around
+ * the group's ring (one-hop links east, the last member back to the first: ring_links.c colors
+ * them), m - 1 steps: in step t it sends the piece of member c - t and takes member c - t - 1's
+ * into its slot. Slot (c - j) mod m is slot c - j on the members c >= j and c - j + m on the
+ * others, so each stream is written twice, under the two guards, with offsets that are terms of
+ * x. Then the PE's query part p = x mod parts takes pieces p m/parts .. into the ring buffer's
  * K and V slot (kv: kᵀ [B][ds][Tb], V at `voff` [B][Tb][ds]). Columns past the last whole group
  * (phantom heads) gather nothing; their buffer is zero, so their keys and values are. */
 static wf_pe_arg at_x(int sym, int64_t off, int64_t scale, int64_t mod) {
@@ -239,13 +238,13 @@ static wf_pe_arg at_x(int sym, int64_t off, int64_t scale, int64_t mod) {
 static int gather_kv(wf_lower *L, const wf_op *op, const wf_attn_gather *ga, int sk, int sv, int kv, int64_t nbatch,
                      int64_t tb, int64_t ds, int64_t voff) {
   int64_t m = ga->m, sub = ga->sub, per = m / ga->parts, rows = nbatch * tb, pw = 2 * sub * rows;
-  if (2 * m * pw > 65535) {
-    wf_error(op->loc, "attention: the gathered kv pieces (%lld words) are too large for a PE", (long long)(2 * m * pw));
+  if (m * pw > 32767) {
+    wf_error(op->loc, "attention: the gathered kv pieces (%lld words) are too large for a PE", (long long)(m * pw));
     return WF_EXIT_NOFIT;
   }
-  int gb = wf_lower_temp(L, "$att_gather", 2 * m * pw * 4);
+  int gb = wf_lower_temp(L, "$att_gather", m * pw * 4);
   int whole = L->w / (int)m * (int)m; /* columns in whole groups */
-  if (whole < L->w) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(gb), wf_arg_int(2 * m * pw)});
+  if (whole < L->w) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(gb), wf_arg_int(m * pw)});
   wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
           (wf_pe_arg[]){at_x(gb, 0, pw, m * pw), wf_arg_sym(sk), wf_arg_int(rows), wf_arg_int(sub)});
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){at_x(gb, sub * rows, pw, m * pw), wf_arg_sym(sv), wf_arg_int(sub * rows)});
@@ -266,19 +265,24 @@ static int gather_kv(wf_lower *L, const wf_op *op, const wf_attn_gather *ga, int
     }
     L->attn_gather = (int)m;
     int col = L->color[WF_COLOR_ATTN_RING_X], done = wf_lower_done_task(L);
+    wf_pe_term tx = wf_term(WF_TERM_X, 0), tc = wf_gterm(tx, (int)m, 0); /* the member's place c */
     wf_pe_guard in = wf_guard0();
-    wf_gadd(&in, wf_term(WF_TERM_X, 0), WF_CMP_LT, wf_term_int(whole));
-    for (int64_t t = 0; t + 1 < m; t++) {
-      wf_emit(L, &in, WF_PEOP_ARECV,
-              (wf_pe_arg[]){wf_arg_int(col), at_x(gb, pw * (m - 1 - t), pw, m * pw), wf_arg_int(pw), wf_arg_int(done)});
-      wf_emit(L, &in, WF_PEOP_ASEND,
-              (wf_pe_arg[]){wf_arg_int(col), at_x(gb, t ? pw * (m - t) : 0, pw, m * pw), wf_arg_int(pw), wf_arg_int(done)});
-      wf_emit(L, &in, WF_PEOP_WAIT, NULL);
-    }
-    wf_pe_arg n = wf_arg_int(0);
-    n.term = wf_term_scaled(wf_term(WF_TERM_X, 0), (int)pw, 0);
-    n.term.mod = (uint16_t)(m * pw);
-    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(gb), at(gb, m * pw), n});
+    wf_gadd(&in, tx, WF_CMP_LT, wf_term_int(whole));
+    for (int64_t t = 0; t + 1 < m; t++)
+      for (int dir = 0; dir < 3; dir++) { /* take slot (c - t - 1) mod m, pass slot (c - t) mod m, wait */
+        if (dir == 2) {
+          wf_emit(L, &in, WF_PEOP_WAIT, NULL);
+          continue;
+        }
+        int64_t j = dir ? t : t + 1;
+        for (int wrap = 0; wrap < 2 && (j || !wrap); wrap++) {
+          wf_pe_guard g = in;
+          if (j) wf_gadd(&g, tc, wrap ? WF_CMP_LT : WF_CMP_GE, wf_term_int((int32_t)j));
+          wf_emit(L, &g, dir ? WF_PEOP_ASEND : WF_PEOP_ARECV,
+                  (wf_pe_arg[]){wf_arg_int(col), at_x(gb, pw * ((wrap ? m : 0) - j), pw, m * pw), wf_arg_int(pw),
+                                wf_arg_int(done)});
+        }
+      }
   }
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t j = 0; j < per && j * sub < ds; j++) {

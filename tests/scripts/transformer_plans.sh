@@ -78,21 +78,21 @@ stats() { waferc "$M/llama_block.onnx" -o "$TMP/st" --target=wse2 --mesh="$1" -q
 [ "$(stats 4x4 gqa-replicated --gqa=replicate)" = 1 ] || fail "llama_block on 4x4: kv heads not replicated (gqa-replicated)"
 [ "$(stats 4x4 gqa-gathered --gqa=gather)" = 1 ] || fail "llama_block on 4x4: kv heads not gathered (gqa-gathered)"
 [ "$(stats 4x4 gqa-gathered)" = 1 ] || fail "llama_block on 4x4: the cost model did not choose the gather"
-# The gathered pieces take SRAM: at 216 tokens on 4x4 the gathered plan does not fit where the
+# The gathered pieces take SRAM: at 224 tokens on 4x4 the gathered plan does not fit where the
 # replicated one does, so the default (auto) compiles it replicated and says so; --gqa=gather
 # exits 4 and writes nothing.
 set +e
-waferc "$M/llama_block_dyn.onnx" -o "$TMP/fb" --target=wse2 --mesh=4x4 --input-shape x=1x216x32 --statistics \
+waferc "$M/llama_block_dyn.onnx" -o "$TMP/fb" --target=wse2 --mesh=4x4 --input-shape x=1x224x32 --statistics \
   2>"$TMP/fb.err"
 rc=$?
 set -e
 [ $rc = 0 ] && [ -f "$TMP/fb/manifest.json" ] && grep -q "compiled with them replicated" "$TMP/fb.err" ||
-  fail "llama_block_dyn at 216 tokens on 4x4: exit $rc, no replicated fallback: $(grep -m2 'error\|note' "$TMP/fb.err")"
+  fail "llama_block_dyn at 224 tokens on 4x4: exit $rc, no replicated fallback: $(grep -m2 'error\|note' "$TMP/fb.err")"
 set +e
-waferc "$M/llama_block_dyn.onnx" -o "$TMP/fbg" --target=wse2 --mesh=4x4 --input-shape x=1x216x32 --gqa=gather -q 2>/dev/null
+waferc "$M/llama_block_dyn.onnx" -o "$TMP/fbg" --target=wse2 --mesh=4x4 --input-shape x=1x224x32 --gqa=gather -q 2>/dev/null
 rc=$?
 set -e
-[ $rc = 4 ] && [ ! -e "$TMP/fbg" ] || fail "llama_block_dyn at 216 tokens on 4x4 with --gqa=gather: exit $rc, want 4 and no plan"
+[ $rc = 4 ] && [ ! -e "$TMP/fbg" ] || fail "llama_block_dyn at 224 tokens on 4x4 with --gqa=gather: exit $rc, want 4 and no plan"
 set +e
 waferc "$M/llama_block.onnx" -o "$TMP/g" --gqa=gather --generate=4 --input-shape x=1x8 -q 2>"$TMP/g.err"
 rc=$?
