@@ -195,7 +195,7 @@ static wf_router *rt_now_pop(wf_sim *s) { /* as sim.c */
 }
 
 static void spin(int *k) {
-  if (++*k < 256) {
+  if (++*k < 4096) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
