@@ -30,6 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/sim_sched.h"
@@ -78,6 +82,8 @@ typedef struct wf_band {
   char *err_where, *err_msg;       /* the band's first run-time error */
   int64_t err_key;
   int n, n_slept, n_emptied;       /* what the steps noted for wf_sim_compact */
+  double busy, wait;               /* host seconds stepping, and waiting at meeting points */
+  int64_t n_points, n_waits;
   wf_jump_state j;
   _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
   char pad_[56];
@@ -91,9 +97,13 @@ typedef struct wf_threads {
   int *row_band;                   /* [h] */
   pthread_t *tid;
   _Alignas(64) _Atomic int gen;
+  _Atomic int gen_sleepers;        /* workers blocked on gen (futex) */
   _Alignas(64) _Atomic int finished;
+  _Atomic int fin_sleepers;        /* 1 while band 0 is blocked on finished */
   int phase;
   wf_sim *s;
+  double join_wait;                /* host seconds band 0 waited for the others (stats) */
+  int spin;                        /* pauses before a wait blocks: 0 with more bands than cores */
 } wf_threads;
 
 static void *grow(void *p, int *cap, size_t elem) {
@@ -194,8 +204,32 @@ static wf_router *rt_now_pop(wf_sim *s) { /* as sim.c */
   return top;
 }
 
-static void spin(int *k) {
-  if (++*k < 4096) {
+static double host_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits until *a differs from old: spins a while (a phase is often short), then blocks, so
+ * that a shared machine does not lose a core to waiting. */
+static void wait_change(_Atomic int *a, int old, _Atomic int *sleepers, int spin_limit) {
+  for (int k = 0; k < spin_limit; k++) {
+    if (atomic_load_explicit(a, memory_order_acquire) != old) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  atomic_fetch_add(sleepers, 1);
+  while (atomic_load(a) == old) syscall(SYS_futex, (int *)a, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+  atomic_fetch_sub(sleepers, 1);
+}
+
+static void wake(_Atomic int *a, _Atomic int *sleepers) {
+  if (atomic_load(sleepers)) syscall(SYS_futex, (int *)a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void spin(int *k, int spin_limit) {
+  if (++*k < spin_limit / 4) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
@@ -216,8 +250,14 @@ static void rt_phase(wf_band *b) {
     if (pi < b->n_pts && b->pts[pi].at <= next) {
       point *pt = &b->pts[pi++];
       atomic_store_explicit(&b->done, pt->at, memory_order_release);
-      for (int k = 0; atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need;)
-        spin(&k);
+      b->n_points++;
+      if (atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need) {
+        double t0 = host_seconds();
+        b->n_waits++;
+        for (int k = 0; atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need;)
+          spin(&k, s->thr->spin);
+        b->wait += host_seconds() - t0;
+      }
       if (pt->prod && pt->fs && pt->prod->asleep && pt->f->count < s->depth)
         wf_sim_wake_sleeper(s, pt->prod); /* not passed: it runs in this cycle, at its place */
       continue;
@@ -256,8 +296,10 @@ static void rt_phase(wf_band *b) {
 }
 
 static void do_phase(wf_threads *T, wf_band *b) {
+  double t0 = host_seconds();
   if (T->phase == PH_PE) pe_phase(b);
   else rt_phase(b);
+  b->busy += host_seconds() - t0;
 }
 
 static void *worker(void *arg) {
@@ -265,23 +307,27 @@ static void *worker(void *arg) {
   wf_threads *T = b->sim.thr;
   int seen = 0;
   for (;;) {
-    int g, k = 0;
-    while ((g = atomic_load_explicit(&T->gen, memory_order_acquire)) == seen) spin(&k);
-    seen = g;
+    wait_change(&T->gen, seen, &T->gen_sleepers, T->spin);
+    seen = atomic_load(&T->gen);
     if (T->phase == PH_QUIT) return NULL;
     do_phase(T, b);
-    atomic_fetch_add_explicit(&T->finished, 1, memory_order_acq_rel);
+    atomic_fetch_add(&T->finished, 1);
+    wake(&T->finished, &T->fin_sleepers);
   }
 }
 
 /* Runs one phase on every band: band 0 on the calling thread. */
 static void run_phase(wf_threads *T, int phase) {
   T->phase = phase;
-  atomic_store_explicit(&T->finished, 0, memory_order_relaxed);
-  atomic_fetch_add_explicit(&T->gen, 1, memory_order_acq_rel);
+  atomic_store(&T->finished, 0);
+  atomic_fetch_add(&T->gen, 1);
+  wake(&T->gen, &T->gen_sleepers);
   if (phase == PH_QUIT) return;
   do_phase(T, T->b[0]);
-  for (int k = 0; atomic_load_explicit(&T->finished, memory_order_acquire) < T->nb - 1;) spin(&k);
+  double t0 = host_seconds();
+  int f;
+  while ((f = atomic_load(&T->finished)) < T->nb - 1) wait_change(&T->finished, f, &T->fin_sleepers, T->spin);
+  T->join_wait += host_seconds() - t0;
 }
 
 /* ---- the commits (the calling thread, between phases) ----------------------------------- */
@@ -632,10 +678,24 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   WF_ASSERT(!s->ran && nb > 1 && nb <= 64);
   s->ran = 1;
   wf_threads *T = setup(s, nb);
+  T->spin = nb > wf_sim_cores() ? 0 : 20000;
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
+  double t0 = host_seconds();
   int rc = run_loop(s, T);
   stop_threads(T);
+  /* WF_SIM_THREAD_STATS=1: where the host time went (for BENCHMARKS.md, never in a result) */
+  const char *st = getenv("WF_SIM_THREAD_STATS");
+  if (st && *st && strcmp(st, "0")) {
+    double wall = host_seconds() - t0;
+    fprintf(stderr, "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between phases\n",
+            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy);
+    for (int k = 0; k < nb; k++) {
+      wf_band *b = T->b[k];
+      fprintf(stderr, "  band %d rows %d..%d: %.3f s stepping (%.3f s of it at %lld of %lld meeting points)\n", k,
+              b->sim.y0, b->sim.y1 - 1, b->busy, b->wait, (long long)b->n_waits, (long long)b->n_points);
+    }
+  }
   gather(T);
   if (rc >= 0) return rc;
   /* Everything is asleep and nothing is in flight: as wf_sim_run. */
