@@ -417,7 +417,7 @@ static int band_count(const wf_sim *s) {
   int t = s->opts.threads;
   if (t == WF_SIM_THREADS_AUTO) {
     if (s->n_pes < WF_SIM_THREADS_MIN_PES) return 1;
-    t = wf_sim_cores();
+    t = wf_sim_cores_idle();
   }
   if (t > s->h) t = s->h;
   return t > 1 ? t : 1;

@@ -44,6 +44,13 @@ int wf_sim_cores(void) {
   return n > 1 ? (int)n : 1;
 }
 
+int wf_sim_cores_idle(void) {
+  int n = wf_sim_cores();
+  double load[1];
+  if (getloadavg(load, 1) == 1) n -= (int)(load[0] + 0.5);
+  return n > 1 ? n : 1;
+}
+
 /* What a band's step left for the commit, tagged with the key of the PE or router that did
  * it (each band's list is in key order: the steps are). */
 enum { REC_NEW_RT, REC_NEW_PE, REC_PUSH, REC_WAKE };
