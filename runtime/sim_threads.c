@@ -110,7 +110,9 @@ typedef struct wf_threads {
   int phase;
   wf_sim *s;
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
-  int spin;                        /* pauses before a wait blocks: 0 with more bands than cores */
+  int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
+                                      short, since spinning for a thread that has lost its core
+                                      (a shared machine) keeps it off the core longer */
 } wf_threads;
 
 static void *grow(void *p, int *cap, size_t elem) {
@@ -685,7 +687,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   WF_ASSERT(!s->ran && nb > 1 && nb <= 64);
   s->ran = 1;
   wf_threads *T = setup(s, nb);
-  T->spin = nb > wf_sim_cores() ? 0 : 20000;
+  T->spin = nb > wf_sim_cores() ? 0 : 500;
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
   double t0 = host_seconds();
