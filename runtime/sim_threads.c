@@ -96,7 +96,7 @@ typedef struct wf_band {
   char pad_[56];
 } wf_band;
 
-enum { PH_PE, PH_RT, PH_QUIT };
+enum { PH_PE, PH_RT, PH_COMPACT, PH_QUIT };
 
 typedef struct wf_threads {
   int nb;
@@ -307,7 +307,8 @@ static void rt_phase(wf_band *b) {
 static void do_phase(wf_threads *T, wf_band *b) {
   double t0 = host_seconds();
   if (T->phase == PH_PE) pe_phase(b);
-  else rt_phase(b);
+  else if (T->phase == PH_RT) rt_phase(b);
+  else wf_sim_compact(&b->sim, &b->j, b->n, b->n_slept, b->n_emptied);
   b->busy += host_seconds() - t0;
 }
 
@@ -614,13 +615,13 @@ static int run_loop(wf_sim *s, wf_threads *T) {
     if (phase_failed(T, 0)) return WF_EXIT_RUNTIME;
     for (int k = 0; k < nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
     commit(T);
+    run_phase(T, PH_COMPACT); /* each band's lists, as step_cycle ends */
     wf_jump_state j = {1, INT64_MAX};
     int progress = 0;
     n_act_pe = n_act_rt = n_timers = n_rt_sleep = n_soft = 0;
     for (int k = 0; k < nb; k++) {
       wf_band *b = T->b[k];
       wf_sim *bs = &b->sim;
-      wf_sim_compact(bs, &b->j, b->n, b->n_slept, b->n_emptied);
       if (!b->j.all_compute) j.all_compute = 0;
       if (b->j.next_busy < j.next_busy) j.next_busy = b->j.next_busy;
       progress |= bs->progress;
