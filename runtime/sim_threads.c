@@ -90,6 +90,7 @@ typedef struct wf_band {
   int64_t err_key;
   int n, n_slept, n_emptied;       /* what the steps noted for wf_sim_compact */
   double busy, wait;               /* host seconds stepping, and waiting at meeting points */
+  double cpu;                      /* CPU seconds of its thread stepping (WF_SIM_THREAD_STATS) */
   int64_t n_points, n_waits;
   wf_jump_state j;
   _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
@@ -110,6 +111,7 @@ typedef struct wf_threads {
   int phase;
   wf_sim *s;
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
+  int stats;                       /* WF_SIM_THREAD_STATS is set */
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
                                       short, since spinning for a thread that has lost its core
                                       (a shared machine) keeps it off the core longer */
@@ -219,6 +221,12 @@ static double host_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double thread_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Waits until *a differs from old: spins a while (a phase is often short), then blocks, so
  * that a shared machine does not lose a core to waiting. */
 static void wait_change(_Atomic int *a, int old, _Atomic int *sleepers, int spin_limit) {
@@ -305,11 +313,12 @@ static void rt_phase(wf_band *b) {
 }
 
 static void do_phase(wf_threads *T, wf_band *b) {
-  double t0 = host_seconds();
+  double t0 = host_seconds(), c0 = T->stats ? thread_cpu_seconds() : 0;
   if (T->phase == PH_PE) pe_phase(b);
   else if (T->phase == PH_RT) rt_phase(b);
   else wf_sim_compact(&b->sim, &b->j, b->n, b->n_slept, b->n_emptied);
   b->busy += host_seconds() - t0;
+  if (T->stats) b->cpu += thread_cpu_seconds() - c0;
 }
 
 static void *worker(void *arg) {
@@ -691,19 +700,26 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   T->spin = nb > wf_sim_cores() ? 0 : 500;
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
-  double t0 = host_seconds();
-  int rc = run_loop(s, T);
-  stop_threads(T);
   /* WF_SIM_THREAD_STATS=1: where the host time went (for BENCHMARKS.md, never in a result) */
   const char *st = getenv("WF_SIM_THREAD_STATS");
-  if (st && *st && strcmp(st, "0")) {
+  T->stats = st && *st && strcmp(st, "0");
+  double t0 = host_seconds(), c0 = thread_cpu_seconds();
+  int rc = run_loop(s, T);
+  double c1 = thread_cpu_seconds();
+  stop_threads(T);
+  if (T->stats) {
     double wall = host_seconds() - t0;
-    fprintf(stderr, "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between phases\n",
-            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy);
+    fprintf(stderr,
+            "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between phases "
+            "(%.3f s CPU)\n",
+            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy, c1 - c0 - T->b[0]->cpu);
     for (int k = 0; k < nb; k++) {
       wf_band *b = T->b[k];
-      fprintf(stderr, "  band %d rows %d..%d: %.3f s stepping (%.3f s of it at %lld of %lld meeting points)\n", k,
-              b->sim.y0, b->sim.y1 - 1, b->busy, b->wait, (long long)b->n_waits, (long long)b->n_points);
+      fprintf(stderr,
+              "  band %d rows %d..%d: %.3f s stepping, %.3f s CPU (%.3f s at %lld of %lld meeting "
+              "points)\n",
+              k, b->sim.y0, b->sim.y1 - 1, b->busy, b->cpu, b->wait, (long long)b->n_waits,
+              (long long)b->n_points);
     }
   }
   gather(T);
