@@ -144,6 +144,7 @@ int wf_sim_cores(void); /* the cores online (at least 1) */
  * has to share its core stalls every cycle's join, and one thread is faster. */
 int wf_sim_cores_idle(void);
 #define WF_SIM_THREADS_MIN_PES 4096
+#define WF_SIM_THREADS_MAX 64
 #define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;

@@ -420,6 +420,7 @@ static int band_count(const wf_sim *s) {
     t = wf_sim_cores_idle();
   }
   if (t > s->h) t = s->h;
+  if (t > WF_SIM_THREADS_MAX) t = WF_SIM_THREADS_MAX;
   return t > 1 ? t : 1;
 }
 

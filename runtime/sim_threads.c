@@ -403,7 +403,7 @@ static void apply(wf_threads *T, const rec *x) {
 
 /* Applies every band's records in key order (the one-thread order). */
 static void commit(wf_threads *T) {
-  int at[64] = {0};
+  int at[WF_SIM_THREADS_MAX] = {0};
   for (;;) {
     int best = -1;
     for (int k = 0; k < T->nb; k++) {
@@ -420,7 +420,7 @@ static void commit(wf_threads *T) {
 /* The events of the PE phase in key order, up to `upto`. */
 static void replay_events(wf_threads *T, int64_t upto) {
   wf_sim *s = T->s;
-  int at[64] = {0};
+  int at[WF_SIM_THREADS_MAX] = {0};
   for (;;) {
     int best = -1;
     for (int k = 0; k < T->nb; k++) {
@@ -694,7 +694,7 @@ static int run_loop(wf_sim *s, wf_threads *T) {
 }
 
 int wf_sim_run_threads(wf_sim *s, int nb) {
-  WF_ASSERT(!s->ran && nb > 1 && nb <= 64);
+  WF_ASSERT(!s->ran && nb > 1 && nb <= WF_SIM_THREADS_MAX);
   s->ran = 1;
   wf_threads *T = setup(s, nb);
   T->spin = nb > wf_sim_cores() ? 0 : 500;

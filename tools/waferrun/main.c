@@ -216,8 +216,8 @@ int main(int argc, char **argv) {
     } else if (OPTVAL("--threads")) {
       int64_t n = 0;
       if (parse_count("--threads", val, &n)) return finish(in, n_in, WF_EXIT_USAGE);
-      if (n < 1 || n > 64) {
-        wf_error_at("waferrun", "--threads expects 1 to 64 threads, got '%s'", val);
+      if (n < 1 || n > WF_SIM_THREADS_MAX) {
+        wf_error_at("waferrun", "--threads expects 1 to %d threads, got '%s'", WF_SIM_THREADS_MAX, val);
         return finish(in, n_in, WF_EXIT_USAGE);
       }
       so.threads = (int)n;
