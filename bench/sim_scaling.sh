@@ -7,8 +7,11 @@
 #   bench/sim_scaling.sh                 # 16 32 64 128 256 512, then 750x994 (timing)
 #   SIZES="16 64" FULL=0 bench/sim_scaling.sh
 #   SIZES= FULL=0 GEMM=128 bench/sim_scaling.sh   # only a MeshGEMM of GEMM_N^3 on 128x128
+#   THREADS="1 2" SIZES=256 FULL=0 bench/sim_scaling.sh  # each row with --threads=1, then 2
 # GEMM=S adds a row for a MeshGEMM (wafer-bench gemm --algo=meshgemm, target wse2) of
 # GEMM_N (default 256) cubed on S x S, in timing mode: shift GEMMs cost more per hop.
+# THREADS (default 1) lists the --threads values every row runs with (the threads column;
+# wall_s is what threads shorten, user_s adds every thread's time, spinning included).
 # Uses `waferrun` from PATH (build with -DCMAKE_BUILD_TYPE=Release for meaningful numbers).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,25 +20,32 @@ B=${B:-256}
 SIZES=${SIZES-"16 32 64 128 256 512"}
 FULL=${FULL:-1}
 MODE=${MODE:-timing}
+THREADS=${THREADS:-1}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-printf "%-10s %-10s %10s %14s %9s %9s %14s %10s\n" mesh mode cycles wavelet-hops wall_s user_s "hops/s(user)" peak_MiB
+printf "%-10s %-10s %7s %10s %14s %9s %9s %14s %14s %10s\n" mesh mode threads cycles wavelet-hops wall_s user_s "hops/s(user)" "hops/s(wall)" peak_MiB
+# row MESH MODE THREADS: the line for the run just timed ($TMP/out, $TMP/time)
+row() {
+  local cyc hops wall user kb
+  cyc=$(sed -n 's/^cycles: \([0-9]*\) simulated.*/\1/p' "$TMP/out")
+  hops=$(sed -n 's/^fabric: \([0-9]*\) wavelet-hops.*/\1/p' "$TMP/out")
+  read -r wall user kb <"$TMP/time"
+  python3 -c "import sys; ms,m,t,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %7s %10s %14s %9.2f %9.2f %14.3g %14.3g %10.0f' % (ms, m, t, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(hp)/max(float(wa),1e-3), int(kb)/1024))" \
+    "$1" "$2" "$3" "$cyc" "$hops" "$wall" "$user" "$kb"
+}
 run() {
-  local w=$1 h=$2 mode=$3
+  local w=$1 h=$2 mode=$3 t
   python3 "$gen" gen allreduce2d "$w" "$h" "$B" 2 "$TMP/plan"
   local args=()
   if [ "$mode" = functional ]; then  # timing mode runs without input data
     python3 "$gen" input "$w" "$h" "$B" "$TMP/in.npy"
     args=(--input a="$TMP/in.npy")
   fi
-  /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/plan" "${args[@]}" \
-    --mode="$mode" --no-jit >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
-  local cyc hops wall user kb
-  cyc=$(sed -n 's/^cycles: \([0-9]*\) simulated.*/\1/p' "$TMP/out")
-  hops=$(sed -n 's/^fabric: \([0-9]*\) wavelet-hops.*/\1/p' "$TMP/out")
-  read -r wall user kb <"$TMP/time"
-  python3 -c "import sys; w,h,m,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %10s %14s %9.2f %9.2f %14.3g %10.0f' % (w+'x'+h, m, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(kb)/1024))" \
-    "$w" "$h" "$mode" "$cyc" "$hops" "$wall" "$user" "$kb"
+  for t in $THREADS; do
+    /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/plan" "${args[@]}" \
+      --mode="$mode" --no-jit --threads="$t" >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+    row "${w}x$h" "$mode" "$t"
+  done
 }
 GEMM=${GEMM:-}
 GEMM_N=${GEMM_N:-256}
@@ -43,14 +53,12 @@ gemm() {
   local n=$1
   wafer-bench gemm --algo=meshgemm --mesh="$n" --m="$GEMM_N" --k="$GEMM_N" --n="$GEMM_N" \
     --target=wse2 --keep="$TMP/gemm" >/dev/null
-  /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/gemm" --mode=timing --no-jit \
-    >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
-  local cyc hops wall user kb
-  cyc=$(sed -n 's/^cycles: \([0-9]*\) simulated.*/\1/p' "$TMP/out")
-  hops=$(sed -n 's/^fabric: \([0-9]*\) wavelet-hops.*/\1/p' "$TMP/out")
-  read -r wall user kb <"$TMP/time"
-  python3 -c "import sys; w,m,c,hp,wa,u,kb=sys.argv[1:]; print('%-10s %-10s %10s %14s %9.2f %9.2f %14.3g %10.0f' % (w+'x'+w, m, c, hp, float(wa), float(u), int(hp)/max(float(u),1e-3), int(kb)/1024))" \
-    "$n" "mm$GEMM_N" "$cyc" "$hops" "$wall" "$user" "$kb"
+  local t
+  for t in $THREADS; do
+    /usr/bin/time -f "%e %U %M" -o "$TMP/time" waferrun "$TMP/gemm" --mode=timing --no-jit \
+      --threads="$t" >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+    row "${n}x$n" "mm$GEMM_N" "$t"
+  done
   rm -rf "$TMP/gemm"
 }
 for n in $SIZES; do run "$n" "$n" "$MODE"; done

@@ -130,7 +130,21 @@ typedef struct wf_sim_opts {
   int mode;                 /* wf_sim_mode */
   int64_t max_seconds;      /* host wall-clock limit of wf_sim_run, 0 = unlimited; it only
                                stops a run (exit 5), never changes a cycle count */
+  int threads;              /* bands of rows stepped on their own threads (sim_threads.c,
+                               docs/cycle-model.md "Threads"): 0 or 1 = one thread (the
+                               loop of sim.c), N > 1 = N bands (at most one per row),
+                               WF_SIM_THREADS_AUTO = the idle cores (wf_sim_cores_idle), one
+                               thread for a mesh under WF_SIM_THREADS_MIN_PES PEs. Results
+                               never depend on it. */
 } wf_sim_opts;
+#define WF_SIM_THREADS_AUTO (-1)
+int wf_sim_cores(void); /* the cores online (at least 1) */
+/* The cores not busy with other work: the cores online less the 1-minute load average
+ * (rounded), at least 1. WF_SIM_THREADS_AUTO uses it: on a shared machine a thread that
+ * has to share its core stalls every cycle's join, and one thread is faster. */
+int wf_sim_cores_idle(void);
+#define WF_SIM_THREADS_MIN_PES 4096
+#define WF_SIM_THREADS_MAX 64
 #define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;

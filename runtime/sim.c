@@ -38,7 +38,7 @@ static wf_router *rt_now_pop(wf_sim *s) {
 }
 
 /* Before the run returns: credits every sleeper with the visits made up to now. */
-static void settle_sleepers(wf_sim *s) {
+void wf_sim_settle(wf_sim *s) {
   if (!s->n_rt_sleep) return;
   size_t cells = (size_t)s->w * (size_t)s->h;
   for (size_t i = 0; i < cells; i++) {
@@ -88,6 +88,8 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->functional = s->opts.mode == WF_SIM_FUNCTIONAL;
   s->w = plan->mesh_w;
   s->h = plan->mesh_h;
+  s->y0 = 0;
+  s->y1 = s->h;
   s->depth = plan->target.queue_depth;
   s->T_R = plan->target.ramp_cycles;
   s->hop = plan->target.hop_cycles > 0 ? plan->target.hop_cycles : 1;
@@ -160,6 +162,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
 
 void wf_sim_free(wf_sim *s) {
   if (!s) return;
+  wf_sim_threads_free(s);
   if (s->slab) wf_sim_unpack_free(s);
   wf_sim_guard_free(s);
   free(s->pes);
@@ -234,14 +237,10 @@ static void merge_rt_join(wf_sim *s) {
   s->n_act_rt += m;
 }
 
-/* What the clock may skip to: all_compute stays 1 while every awake PE is inside a compute
- * instruction without background streams, next_busy is the first cycle one ends. */
-typedef struct jump_state {
-  int all_compute;
-  int64_t next_busy;
-} jump_state;
-
-static void jump_see(jump_state *j, const wf_pe *p) {
+/* What the clock may skip to (wf_jump_state): all_compute stays 1 while every awake PE is
+ * inside a compute instruction without background streams, next_busy is the first cycle one
+ * ends. */
+void wf_sim_jump_see(wf_jump_state *j, const wf_pe *p) {
   if (p->state != WF_PE_COMPUTE || p->n_async) j->all_compute = 0;
   else if (p->busy_until < j->next_busy) j->next_busy = p->busy_until;
 }
@@ -250,7 +249,7 @@ static void jump_see(jump_state *j, const wf_pe *p) {
  * compacted. The steps note which entries may leave (a PE that went to sleep, a router that
  * emptied), so compaction touches only those, not every PE and router again; an entry
  * woken again later in the same cycle keeps its place, as when the whole list was scanned. */
-static int step_cycle(wf_sim *s, jump_state *j) {
+static int step_cycle(wf_sim *s, wf_jump_state *j) {
   j->all_compute = 1;
   j->next_busy = INT64_MAX;
   s->rt_cur_key = INT64_MIN;
@@ -262,7 +261,7 @@ static int step_cycle(wf_sim *s, jump_state *j) {
     wf_pe *p = s->act_pe[i];
     if (!p->sleeping) wf_pe_step(s, p);
     if (p->sleeping) s->slept[n_slept++] = i;
-    else jump_see(j, p); /* a router cannot change an awake PE's state */
+    else wf_sim_jump_see(j, p); /* a router cannot change an awake PE's state */
   }
   /* Routers: the list merged, by key, with the sleepers woken to run in this cycle. */
   int nr = s->n_act_rt, n_emptied = 0;
@@ -299,6 +298,13 @@ static int step_cycle(wf_sim *s, jump_state *j) {
   }
   if (s->failed) return -1;
   s->rt_cur_key = INT64_MAX;
+  wf_sim_compact(s, j, n, n_slept, n_emptied);
+  return 0;
+}
+
+/* The end of a cycle: the lists lose what the steps noted (n PEs were stepped, n_slept of
+ * them went to sleep, n_emptied routers emptied or slept) and gain the woken. */
+void wf_sim_compact(wf_sim *s, wf_jump_state *j, int n, int n_slept, int n_emptied) {
   /* PEs: drop the sleepers; those a router woke stay. PEs a router woke from a hard sleep
    * were appended (n..), soft ones wait in soft_woken. */
   int k = n_slept ? s->slept[0] : n;
@@ -313,11 +319,11 @@ static int step_cycle(wf_sim *s, jump_state *j) {
         continue;
       }
     }
-    if (!seen) jump_see(j, p);
+    if (!seen) wf_sim_jump_see(j, p);
     s->act_pe[k++] = p;
   }
   s->n_act_pe = k;
-  for (int i = 0; i < s->n_soft_woken; i++) jump_see(j, s->soft_woken[i]);
+  for (int i = 0; i < s->n_soft_woken; i++) wf_sim_jump_see(j, s->soft_woken[i]);
   merge_soft_woken(s);
   /* SOFT sleepers would not stop the clock jump: they wait for router events, and a jump
    * happens only when no router holds a wavelet. */
@@ -344,7 +350,20 @@ static int step_cycle(wf_sim *s, jump_state *j) {
   }
   s->n_act_rt = k;
   merge_rt_join(s);
-  return 0;
+}
+
+/* The start of a cycle: compute instructions ending now rejoin the list at their places. */
+void wf_sim_cycle_begin(wf_sim *s) {
+  while (s->n_timers && s->timers[0]->busy_until <= s->now) {
+    wf_pe *p = timer_pop(s);
+    p->sleeping = WF_SLEEP_NONE;
+    p->active = 1;
+    p->rt->pe_wait = 0;
+    s->soft_woken[s->n_soft_woken++] = p;
+  }
+  merge_soft_woken(s);
+  /* A PE still inside a compute instruction counts as progress, as when it was polled. */
+  s->progress = s->n_timers > 0;
 }
 
 /* The step parameters live in each PE's environment, beside x and y: the interpreter and the
@@ -393,8 +412,22 @@ int64_t wf_plan_sram_host_bytes(const wf_plan *p) {
   return total;
 }
 
+/* Bands for opts.threads: one per thread, at most one per row. */
+static int band_count(const wf_sim *s) {
+  int t = s->opts.threads;
+  if (t == WF_SIM_THREADS_AUTO) {
+    if (s->n_pes < WF_SIM_THREADS_MIN_PES) return 1;
+    t = wf_sim_cores_idle();
+  }
+  if (t > s->h) t = s->h;
+  if (t > WF_SIM_THREADS_MAX) t = WF_SIM_THREADS_MAX;
+  return t > 1 ? t : 1;
+}
+
 int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
+  int bands = band_count(s);
+  if (bands > 1) return wf_sim_run_threads(s, bands);
   s->ran = 1;
   int64_t quiet = 0, steps = 0;
   double deadline = s->opts.max_seconds > 0 ? host_seconds() + (double)s->opts.max_seconds : 0;
@@ -402,25 +435,15 @@ int wf_sim_run(wf_sim *s) {
     /* Host time only decides whether to go on (checked every 4096 steps: a clock read per
      * cycle would cost more than a cycle of a small mesh). */
     if (deadline > 0 && (++steps & 4095) == 0 && host_seconds() > deadline) {
-      settle_sleepers(s);
+      wf_sim_settle(s);
       wf_error_at("waferrun", "the simulation exceeded --time-limit=%lld s of host time at cycle %lld",
                   (long long)s->opts.max_seconds, (long long)s->now);
       return WF_EXIT_RUNTIME;
     }
-    /* Compute instructions ending now rejoin the list at their places. */
-    while (s->n_timers && s->timers[0]->busy_until <= s->now) {
-      wf_pe *p = timer_pop(s);
-      p->sleeping = WF_SLEEP_NONE;
-      p->active = 1;
-      p->rt->pe_wait = 0;
-      s->soft_woken[s->n_soft_woken++] = p;
-    }
-    merge_soft_woken(s);
-    /* A PE still inside a compute instruction counts as progress, as when it was polled. */
-    s->progress = s->n_timers > 0;
-    jump_state j;
+    wf_sim_cycle_begin(s);
+    wf_jump_state j;
     if (step_cycle(s, &j)) {
-      settle_sleepers(s);
+      wf_sim_settle(s);
       return WF_EXIT_RUNTIME;
     }
     int all_compute = j.all_compute;
@@ -436,14 +459,14 @@ int wf_sim_run(wf_sim *s) {
             s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
         if (s->opts.max_cycles && at > s->opts.max_cycles) {
           s->now = s->opts.max_cycles;
-          settle_sleepers(s);
+          wf_sim_settle(s);
           wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
                       (long long)s->opts.max_cycles);
           return WF_EXIT_RUNTIME;
         }
         s->now = at;
         quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
-        settle_sleepers(s);
+        wf_sim_settle(s);
         char why[128];
         snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
         wf_sim_report_deadlock(s, why);
@@ -468,7 +491,7 @@ int wf_sim_run(wf_sim *s) {
       return WF_EXIT_RUNTIME;
     }
     if (quiet >= s->opts.deadlock_cycles) {
-      settle_sleepers(s);
+      wf_sim_settle(s);
       char why[128];
       snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
       wf_sim_report_deadlock(s, why);
@@ -480,7 +503,7 @@ int wf_sim_run(wf_sim *s) {
         next_busy > next)
       next = next_busy;
     if (s->opts.max_cycles && next > s->opts.max_cycles) {
-      settle_sleepers(s);
+      wf_sim_settle(s);
       wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
                   (long long)s->opts.max_cycles);
       return WF_EXIT_RUNTIME;

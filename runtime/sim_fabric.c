@@ -196,6 +196,7 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
   wf_wv v = wf_fifo_pop(s, f);
   popped(r, c, rx);
   if (rx == WF_DIR_RAMP) ramp_freed(s, r);
+  else if (s->band && wf_band_edge(s, r, rx)) wf_band_drained(s, f, r->nb[rx], r);
   else wf_sim_drained(s, f, r->nb[rx]);
   int adv_own = v.kind == WF_WV_DATA && v.adv && rx == WF_DIR_RAMP;
   v.adv = 0;
@@ -213,7 +214,8 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
       if (pe != r->pe || r->pe_wait) wf_sim_wake_pe(s, pe);
     } else {
       v.ready = s->now + s->hop;
-      wf_router_push(s, r->nb[d], dli[d], dir_opp[d], v);
+      if (s->band && wf_band_edge(s, r, d)) wf_band_push(s, r, r->nb[d], dli[d], dir_opp[d], v);
+      else wf_router_push(s, r->nb[d], dli[d], dir_opp[d], v);
     }
   }
   /* Switch changes apply after the wavelet that causes them has passed. */

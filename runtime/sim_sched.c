@@ -23,7 +23,8 @@ void wf_sim_rt_error(wf_sim *s, const wf_pe *p, const wf_pe_instr *in, const cha
     snprintf(where, sizeof where, "PE (%d,%d) class '%s', cycle %lld", p->x, p->y, p->cls->name,
              (long long)s->now);
   else snprintf(where, sizeof where, "cycle %lld", (long long)s->now);
-  wf_error_at(where, "%s", msg);
+  if (s->band) wf_band_error(s, where, msg); /* only the first in the one-thread order is said */
+  else wf_error_at(where, "%s", msg);
   s->failed = 1;
 }
 
@@ -41,6 +42,10 @@ float *wf_sim_pe_mem(wf_sim *s, wf_pe *p) {
 void wf_sim_wake_router(wf_sim *s, wf_router *r) {
   if (!r->active) {
     r->active = 1;
+    if (s->band) { /* its key and place come at the phase's commit */
+      wf_band_new_router(s, r);
+      return;
+    }
     r->key = s->next_rt_key++;
     r->where = WF_RT_LIST;
     s->act_rt[s->n_act_rt++] = r;
@@ -120,6 +125,8 @@ void wf_sim_wake_pe(wf_sim *s, wf_pe *p) {
     p->active = 1;
     if (soft) {
       s->soft_woken[s->n_soft_woken++] = p;
+    } else if (s->band) {
+      wf_band_new_pe(s, p);
     } else {
       p->key = s->next_key++;
       s->act_pe[s->n_act_pe++] = p;

@@ -89,7 +89,9 @@ typedef struct wf_router {
 /* Where a router with wavelets is (wf_router.where): in the active list, among the sleepers
  * woken to run later in this cycle's router phase (a heap by key), among those that rejoin
  * the list at the end of this cycle, or in none (asleep, or empty). */
-enum { WF_RT_NONE, WF_RT_LIST, WF_RT_NOW, WF_RT_JOIN };
+enum { WF_RT_NONE, WF_RT_LIST, WF_RT_NOW, WF_RT_JOIN, WF_RT_PENDING };
+/* PENDING (threads only, sim_threads.c): woken from empty in this phase; it joins the list
+ * with its key when the phase is committed. */
 
 enum { WF_PE_IDLE, WF_PE_FETCH, WF_PE_COMPUTE, WF_PE_FABRIC };
 
@@ -228,6 +230,12 @@ struct wf_sim {
   void *ev_user;
   wf_sim_compute_fn cp_fn;
   void *cp_user;
+  /* Threads (sim_threads.c). A band's simulator is a copy of the whole one with its own
+   * lists, counters and statistics, stepping rows [y0, y1); `band` is NULL in the one that
+   * steps the whole mesh (y0 = 0, y1 = h), which holds the bands in `thr`. */
+  struct wf_band *band;
+  int y0, y1;
+  struct wf_threads *thr;
 };
 
 /* sim_sched.c: the services the steps share */
@@ -288,6 +296,34 @@ enum { WF_PF_FAR, WF_PF_MID, WF_PF_NEAR };
 WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage);
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
+
+/* sim_threads.c: what a band's step does across its edge, kept for the phase's commit (a
+ * push into the neighbour band's router, a drain of a buffer its router fills), and the
+ * keys a band hands out in the order one thread would have (a router woken from empty, a
+ * PE woken from a hard sleep). */
+WF_SIM_HIDDEN void wf_band_push(wf_sim *s, const wf_router *from, wf_router *to, int lc, int rx,
+                                wf_wv w);
+WF_SIM_HIDDEN void wf_band_drained(wf_sim *s, wf_fifo *f, wf_router *prod, const wf_router *cons);
+WF_SIM_HIDDEN void wf_band_new_router(wf_sim *s, wf_router *r);
+WF_SIM_HIDDEN void wf_band_new_pe(wf_sim *s, wf_pe *p);
+WF_SIM_HIDDEN void wf_band_error(wf_sim *s, const char *where, const char *msg);
+WF_SIM_HIDDEN void wf_band_event(const wf_sim_event *ev, void *user);
+/* 1 if out port d of r leads into another band (only N and S: bands are rows). */
+static inline int wf_band_edge(const wf_sim *s, const wf_router *r, int d) {
+  return (d == WF_DIR_N && r->y == s->y0) || (d == WF_DIR_S && r->y + 1 == s->y1);
+}
+/* sim.c: the pieces of a cycle (step_cycle), shared with the threaded loop. */
+typedef struct wf_jump_state {
+  int all_compute;
+  int64_t next_busy;
+} wf_jump_state;
+WF_SIM_HIDDEN void wf_sim_cycle_begin(wf_sim *s);
+WF_SIM_HIDDEN void wf_sim_compact(wf_sim *s, wf_jump_state *j, int n, int n_slept, int n_emptied);
+WF_SIM_HIDDEN void wf_sim_jump_see(wf_jump_state *j, const wf_pe *p);
+WF_SIM_HIDDEN void wf_sim_settle(wf_sim *s);
+/* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
+int wf_sim_run_threads(wf_sim *s, int bands);
+void wf_sim_threads_free(wf_sim *s);
 
 /* sim_sched.c: puts a PE inside a compute instruction to sleep until it ends (the timer
  * heap, ordered by timer_before; sim.c pops it). */

@@ -10,7 +10,12 @@
 #
 #   tests/scripts/sim_identity.sh                 # check (the `e2e/sim_identity` ctest)
 #   tests/scripts/sim_identity.sh --record FILE   # write the digests of this build
+#   SIM_IDENTITY_THREADS=3 tests/scripts/sim_identity.sh  # every run with --threads=3
+#                                                 # (sim_identity_threads.sh: 2 and 3)
 #
+# Without SIM_IDENTITY_THREADS waferrun picks its default (the cores online, one thread for
+# these small meshes); with it, every run is cut into that many bands of rows (at most one
+# per row), and must match the same digests: results never depend on the threads.
 # A compiled plan whose own digest differs from the recorded one (the compiler changed, not
 # the simulator) is reported and skipped; the generator-written plans never change.
 set -euo pipefail
@@ -52,6 +57,7 @@ run() {
       timing) args=(--mode=timing --no-jit --trace "$r/trace.json") ;;
     esac
     local rc=0
+    [ -n "${SIM_IDENTITY_THREADS:-}" ] && args+=(--threads="$SIM_IDENTITY_THREADS")
     waferrun "$d" "${args[@]}" --report "$r/report.json" >"$r/stdout" 2>"$r/stderr" || rc=$?
     echo "$name $mode rc $rc" >>"$out"
     grep -v '^compute:\|^trace:' "$r/stdout" | sha256sum | sed "s/ .*//; s/^/$name $mode stdout /" >>"$out"
@@ -124,7 +130,7 @@ fi
 
 # Compare: cases whose plan digest matches are compared line by line.
 python3 - "$REF" "$out" <<'PY'
-import sys
+import os, sys
 def load(path):
     d = {}
     for line in open(path):
@@ -156,5 +162,7 @@ if bad:
 if same < len(ref) // 2:
     print(f"FAIL: only {same} of {len(ref)} cases could be compared", file=sys.stderr)
     sys.exit(1)
-print(f"sim_identity: {same} plans byte-identical in 3 runs each ({len(skipped)} skipped)")
+threads = os.environ.get("SIM_IDENTITY_THREADS")
+print(f"sim_identity: {same} plans byte-identical in 3 runs each ({len(skipped)} skipped)"
+      + (f", --threads={threads}" if threads else ""))
 PY

@@ -62,6 +62,11 @@ static void usage(FILE *out) {
           "                          simulator would allocate exceeds MB MiB of host memory\n"
           "                          (default: the machine's physical memory)\n"
           "  --deadlock-cycles N     cycles without progress that count as deadlock (10000)\n"
+          "  --threads=N             step the mesh as N bands of rows on N threads (default:\n"
+          "                          the idle cores, the %d online less the load average; one\n"
+          "                          thread for meshes under %d PEs); cycles, reports, traces\n"
+          "                          and outputs are the same for every N (docs/cycle-model.md,\n"
+          "                          \"Threads\")\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
           "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
           "  -q, --quiet             no summary on stdout\n"
@@ -72,7 +77,7 @@ static void usage(FILE *out) {
           "\n"
           "exit codes: 0 ok, 1 bad plan or input, 2 usage, 4 --generate=N above the plan's\n"
           "maximum, 5 simulation failed (deadlock, max cycles), 6 a file or directory cannot\n"
-          "be read or written\n");
+          "be read or written\n", wf_sim_cores(), WF_SIM_THREADS_MIN_PES);
 }
 
 static int parse_count(const char *opt, const char *v, int64_t *out) {
@@ -131,6 +136,7 @@ int main(int argc, char **argv) {
   wf_run_input in[WF_RUN_MAX_INPUTS];
   int n_in = 0, quiet = 0, want_disasm = 0, print_outputs = 0, describe = 0;
   wf_sim_opts so = WF_SIM_OPTS_DEFAULT;
+  so.threads = WF_SIM_THREADS_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = NULL;
@@ -207,13 +213,22 @@ int main(int argc, char **argv) {
       if (parse_count("--memory-limit", val, &mem_limit_mb)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (OPTVAL("--max-cycles")) {
       if (parse_count("--max-cycles", val, &so.max_cycles)) return finish(in, n_in, WF_EXIT_USAGE);
+    } else if (OPTVAL("--threads")) {
+      int64_t n = 0;
+      if (parse_count("--threads", val, &n)) return finish(in, n_in, WF_EXIT_USAGE);
+      if (n < 1 || n > WF_SIM_THREADS_MAX) {
+        wf_error_at("waferrun", "--threads expects 1 to %d threads, got '%s'", WF_SIM_THREADS_MAX, val);
+        return finish(in, n_in, WF_EXIT_USAGE);
+      }
+      so.threads = (int)n;
     } else if (OPTVAL("--deadlock-cycles")) {
       if (parse_count("--deadlock-cycles", val, &so.deadlock_cycles)) return finish(in, n_in, WF_EXIT_USAGE);
     } else if (a[0] == '-') {
       static const char *const own[] = {
           "--help", "--version", "--print-outputs", "--quiet", "--no-jit", "--allow-modified-plan", "--disasm", "--describe",
           "--input", "--output-dir", "--report", "--trace", "--trace-limit", "--heatmap",
-          "--heatmap-scale", "--mode", "--max-cycles", "--time-limit", "--memory-limit", "--deadlock-cycles", "--generate", "--dump-caches"};
+          "--heatmap-scale", "--mode", "--max-cycles", "--time-limit", "--memory-limit", "--deadlock-cycles", "--generate", "--dump-caches",
+          "--threads"};
       wf_error_unknown_option("waferrun", a, own, (int)(sizeof own / sizeof own[0]));
       return finish(in, n_in, WF_EXIT_USAGE);
     } else if (!plan_dir) {

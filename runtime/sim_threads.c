@@ -1,0 +1,786 @@
+/* Threads on one machine (docs/cycle-model.md, "Threads"): the mesh is cut into bands of
+ * rows, and each band's PEs and routers are stepped on a thread of their own, with results
+ * byte-identical to the one-thread loop of sim.c for every number of bands.
+ *
+ * The one-thread loop steps PEs, then routers, each in the order of their keys; what one step
+ * sees of the steps before it in the same cycle is small (docs/cycle-model.md):
+ *
+ *  - PE phase: a PE touches only its own router's RAMP buffers and its own queues, so the
+ *    bands step their PEs at once. What is global is kept per band and put in the one-thread
+ *    order when the phase ends: the keys of routers woken from empty (by the waking PE's
+ *    key), the events observers see (the trace), run-time errors (the first is said).
+ *  - Router phase: a router reads of the others only the fill of its destination buffers,
+ *    which their consumer pops. Its one push per buffer and cycle is never ready in the same
+ *    cycle, so a push across a band edge is kept and committed at the cycle's end (with the
+ *    wake-up it causes, which is the same there). A pop matters only to a producer that
+ *    finds the buffer full: a buffer across an edge that is full when the phase starts is a
+ *    meeting point, where the band of the later key (producer or consumer) waits until the
+ *    other band has stepped every router before the earlier one. The waiting band then sees
+ *    the pop (and wakes its sleeping producer, as the one-thread loop would) or its absence.
+ *    Drains of a buffer filled from the other band, keys of routers and PEs woken from
+ *    empty or a hard sleep, and the wake-ups of sleepers whose place has passed are kept in
+ *    key order per band and committed by a merge on the keys: the one-thread order.
+ *
+ * Everything else a step writes is the band's own (a band's simulator is a copy of the whole
+ * one with its own lists, timers, counters and per-op statistics, merged when the run ends:
+ * sums, minima and maxima, which do not depend on order). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/sim_sched.h"
+#include "waferc/diag.h"
+
+int wf_sim_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 1 ? (int)n : 1;
+}
+
+int wf_sim_cores_idle(void) {
+  int n = wf_sim_cores();
+  double load[1];
+  if (getloadavg(load, 1) == 1) n -= (int)(load[0] + 0.5);
+  return n > 1 ? n : 1;
+}
+
+/* What a band's step left for the commit, tagged with the key of the PE or router that did
+ * it (each band's list is in key order: the steps are). */
+enum { REC_NEW_RT, REC_NEW_PE, REC_PUSH, REC_WAKE };
+typedef struct rec {
+  int64_t key;
+  void *obj;       /* wf_router (NEW_RT, PUSH, WAKE) or wf_pe (NEW_PE) */
+  wf_wv w;         /* PUSH */
+  uint8_t kind, lc, rx;
+} rec;
+
+typedef struct evrec {
+  int64_t key;
+  wf_sim_event ev;
+} evrec;
+
+/* A buffer across an edge, full when the router phase starts: before its step at key `at`,
+ * the band waits until band `other` has stepped everything up to `need`; when the later one
+ * is the producer and sleeps on the buffer (`fs`: found it full), a pop by then wakes it. */
+typedef struct point {
+  int64_t at, need;
+  struct wf_band *other;
+  wf_router *prod;
+  wf_fifo *f;
+  int fs;
+} point;
+
+typedef struct wf_band {
+  wf_sim sim;                      /* the band's copy of the simulator */
+  int64_t cur;                     /* key of the PE or router being stepped */
+  rec *recs;
+  int n_recs, cap_recs;
+  evrec *evs;
+  int n_evs, cap_evs;
+  point *pts;
+  int n_pts, cap_pts;
+  char *err_where, *err_msg;       /* the band's first run-time error */
+  int64_t err_key;
+  int n, n_slept, n_emptied;       /* what the steps noted for wf_sim_compact */
+  double busy, wait;               /* host seconds stepping, and waiting at meeting points */
+  double cpu;                      /* CPU seconds of its thread stepping (WF_SIM_THREAD_STATS) */
+  int64_t n_points, n_waits;
+  wf_jump_state j;
+  _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
+  char pad_[56];
+} wf_band;
+
+enum { PH_PE, PH_RT, PH_COMPACT, PH_QUIT };
+
+typedef struct wf_threads {
+  int nb;
+  wf_band **b;
+  int *row_band;                   /* [h] */
+  pthread_t *tid;
+  _Alignas(64) _Atomic int gen;
+  _Atomic int gen_sleepers;        /* workers blocked on gen (futex) */
+  _Alignas(64) _Atomic int finished;
+  _Atomic int fin_sleepers;        /* 1 while band 0 is blocked on finished */
+  int phase;
+  wf_sim *s;
+  double join_wait;                /* host seconds band 0 waited for the others (stats) */
+  int stats;                       /* WF_SIM_THREAD_STATS is set */
+  int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
+                                      short, since spinning for a thread that has lost its core
+                                      (a shared machine) keeps it off the core longer */
+} wf_threads;
+
+static void *grow(void *p, int *cap, size_t elem) {
+  *cap = *cap ? 2 * *cap : 256;
+  p = realloc(p, (size_t)*cap * elem);
+  WF_ASSERT(p != NULL);
+  return p;
+}
+
+static rec *add_rec(wf_band *b, int kind, void *obj) {
+  if (b->n_recs == b->cap_recs) b->recs = grow(b->recs, &b->cap_recs, sizeof *b->recs);
+  rec *r = &b->recs[b->n_recs++];
+  r->key = b->cur;
+  r->kind = (uint8_t)kind;
+  r->obj = obj;
+  return r;
+}
+
+/* ---- the hooks the steps call when s->band is set (sim_sched.h) ------------------------ */
+
+void wf_band_new_router(wf_sim *s, wf_router *r) {
+  r->where = WF_RT_PENDING;
+  add_rec(s->band, REC_NEW_RT, r);
+}
+
+void wf_band_new_pe(wf_sim *s, wf_pe *p) { add_rec(s->band, REC_NEW_PE, p); }
+
+void wf_band_push(wf_sim *s, const wf_router *from, wf_router *to, int lc, int rx, wf_wv w) {
+  (void)from;
+  rec *r = add_rec(s->band, REC_PUSH, to);
+  r->w = w;
+  r->lc = (uint8_t)lc;
+  r->rx = (uint8_t)rx;
+}
+
+/* cons popped f, which prod (in the next band) fills. The buffer was full when the phase
+ * started, so the band of the later key waited for the other (a meeting point): prod is not
+ * being stepped now. A prod whose place has passed is woken at the commit; one still to come
+ * is woken by its own band at the meeting point. */
+void wf_band_drained(wf_sim *s, wf_fifo *f, wf_router *prod, const wf_router *cons) {
+  if (!f->full_seen) return;
+  f->full_seen = 0;
+  if (prod && prod->key < cons->key) add_rec(s->band, REC_WAKE, prod);
+}
+
+void wf_band_error(wf_sim *s, const char *where, const char *msg) {
+  wf_band *b = s->band;
+  if (b->err_msg) return;
+  b->err_where = strdup(where);
+  b->err_msg = strdup(msg);
+  WF_ASSERT(b->err_where && b->err_msg);
+  b->err_key = b->cur;
+}
+
+void wf_band_event(const wf_sim_event *ev, void *user) {
+  wf_band *b = user;
+  if (b->n_evs == b->cap_evs) b->evs = grow(b->evs, &b->cap_evs, sizeof *b->evs);
+  b->evs[b->n_evs].key = b->cur;
+  b->evs[b->n_evs++].ev = *ev;
+}
+
+/* ---- the phases ------------------------------------------------------------------------- */
+
+enum { PF_FAR = 12, PF_MID = 8, PF_NEAR = 4 }; /* as sim.c */
+
+static void pe_phase(wf_band *b) {
+  wf_sim *s = &b->sim;
+  wf_sim_cycle_begin(s);
+  b->j.all_compute = 1;
+  b->j.next_busy = INT64_MAX;
+  s->rt_cur_key = INT64_MIN;
+  int n = s->n_act_pe, n_slept = 0;
+  for (int i = 0; i < n && !s->failed; i++) {
+    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], WF_PF_FAR);
+    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], WF_PF_NEAR);
+    wf_pe *p = s->act_pe[i];
+    b->cur = p->key;
+    if (!p->sleeping) wf_pe_step(s, p);
+    if (p->sleeping) s->slept[n_slept++] = i;
+    else wf_sim_jump_see(&b->j, p);
+  }
+  b->n = n;
+  b->n_slept = n_slept;
+}
+
+static wf_router *rt_now_pop(wf_sim *s) { /* as sim.c */
+  wf_router *top = s->rt_now[0], *last = s->rt_now[--s->n_rt_now];
+  int i = 0, n = s->n_rt_now;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && s->rt_now[c + 1]->key < s->rt_now[c]->key) c++;
+    if (s->rt_now[c]->key >= last->key) break;
+    s->rt_now[i] = s->rt_now[c];
+    i = c;
+  }
+  if (n) s->rt_now[i] = last;
+  return top;
+}
+
+static double host_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double thread_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits until *a differs from old: spins a while (a phase is often short), then blocks, so
+ * that a shared machine does not lose a core to waiting. */
+static void wait_change(_Atomic int *a, int old, _Atomic int *sleepers, int spin_limit) {
+  for (int k = 0; k < spin_limit; k++) {
+    if (atomic_load_explicit(a, memory_order_acquire) != old) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  atomic_fetch_add(sleepers, 1);
+  while (atomic_load(a) == old) syscall(SYS_futex, (int *)a, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+  atomic_fetch_sub(sleepers, 1);
+}
+
+static void wake(_Atomic int *a, _Atomic int *sleepers) {
+  if (atomic_load(sleepers)) syscall(SYS_futex, (int *)a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void spin(int *k, int spin_limit) {
+  if (++*k < spin_limit / 4) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    sched_yield(); /* a shared machine: let whoever runs the other band have the core */
+  }
+}
+
+/* The routers of a band in key order (with the sleepers woken to run in this cycle), as
+ * step_cycle in sim.c, stopping at each meeting point until the other band is past it. */
+static void rt_phase(wf_band *b) {
+  wf_sim *s = &b->sim;
+  int nr = s->n_act_rt, n_emptied = 0, pi = 0;
+  for (int i = 0; !s->failed;) {
+    int64_t next = INT64_MAX;
+    if (i < nr) next = s->act_rt[i]->key;
+    if (s->n_rt_now && s->rt_now[0]->key < next) next = s->rt_now[0]->key;
+    if (pi < b->n_pts && b->pts[pi].at <= next) {
+      point *pt = &b->pts[pi++];
+      atomic_store_explicit(&b->done, pt->at, memory_order_release);
+      b->n_points++;
+      if (atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need) {
+        double t0 = host_seconds();
+        b->n_waits++;
+        for (int k = 0; atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need;)
+          spin(&k, s->thr->spin);
+        b->wait += host_seconds() - t0;
+      }
+      if (pt->prod && pt->fs && pt->prod->asleep && pt->f->count < s->depth)
+        wf_sim_wake_sleeper(s, pt->prod); /* not passed: it runs in this cycle, at its place */
+      continue;
+    }
+    if (next == INT64_MAX) break;
+    wf_router *r;
+    int li = -1;
+    if (s->n_rt_now && (i >= nr || s->rt_now[0]->key < s->act_rt[i]->key)) {
+      r = rt_now_pop(s);
+    } else {
+      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], WF_PF_FAR);
+      if (i + PF_MID < nr) wf_router_prefetch(s, s->act_rt[i + PF_MID], WF_PF_MID);
+      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], WF_PF_NEAR);
+      li = i;
+      r = s->act_rt[i++];
+    }
+    s->rt_cur_key = b->cur = r->key;
+    int stuck = wf_router_step(s, r) && !s->rt_poll;
+    if (stuck) {
+      r->asleep = 1;
+      r->sl_from = s->now + 1;
+      s->n_rt_sleep++;
+    }
+    if (li >= 0) {
+      if (stuck || !r->buffered) s->emptied[n_emptied++] = li;
+    } else if (stuck) {
+      r->where = WF_RT_NONE;
+    } else {
+      r->where = WF_RT_JOIN;
+      s->rt_join[s->n_rt_join++] = r;
+    }
+    atomic_store_explicit(&b->done, r->key + 1, memory_order_release);
+  }
+  b->n_emptied = n_emptied;
+  atomic_store_explicit(&b->done, INT64_MAX, memory_order_release);
+}
+
+static void do_phase(wf_threads *T, wf_band *b) {
+  double t0 = host_seconds(), c0 = T->stats ? thread_cpu_seconds() : 0;
+  if (T->phase == PH_PE) pe_phase(b);
+  else if (T->phase == PH_RT) rt_phase(b);
+  else wf_sim_compact(&b->sim, &b->j, b->n, b->n_slept, b->n_emptied);
+  b->busy += host_seconds() - t0;
+  if (T->stats) b->cpu += thread_cpu_seconds() - c0;
+}
+
+static void *worker(void *arg) {
+  wf_band *b = arg;
+  wf_threads *T = b->sim.thr;
+  int seen = 0;
+  for (;;) {
+    wait_change(&T->gen, seen, &T->gen_sleepers, T->spin);
+    seen = atomic_load(&T->gen);
+    if (T->phase == PH_QUIT) return NULL;
+    do_phase(T, b);
+    atomic_fetch_add(&T->finished, 1);
+    wake(&T->finished, &T->fin_sleepers);
+  }
+}
+
+/* Runs one phase on every band: band 0 on the calling thread. */
+static void run_phase(wf_threads *T, int phase) {
+  T->phase = phase;
+  atomic_store(&T->finished, 0);
+  atomic_fetch_add(&T->gen, 1);
+  wake(&T->gen, &T->gen_sleepers);
+  if (phase == PH_QUIT) return;
+  do_phase(T, T->b[0]);
+  double t0 = host_seconds();
+  int f;
+  while ((f = atomic_load(&T->finished)) < T->nb - 1) wait_change(&T->finished, f, &T->fin_sleepers, T->spin);
+  T->join_wait += host_seconds() - t0;
+}
+
+/* ---- the commits (the calling thread, between phases) ----------------------------------- */
+
+static wf_band *band_of(wf_threads *T, int y) { return T->b[T->row_band[y]]; }
+
+static void join_list(wf_threads *T, wf_router *r) {
+  wf_sim *bs = &band_of(T, r->y)->sim;
+  r->key = T->s->next_rt_key++;
+  r->where = WF_RT_LIST;
+  bs->act_rt[bs->n_act_rt++] = r;
+}
+
+static void apply(wf_threads *T, const rec *x) {
+  wf_sim *s = T->s;
+  switch (x->kind) {
+    case REC_NEW_RT: {
+      wf_router *r = x->obj;
+      if (r->where == WF_RT_PENDING) join_list(T, r);
+      break;
+    }
+    case REC_NEW_PE: {
+      wf_pe *p = x->obj;
+      wf_sim *bs = &band_of(T, p->y)->sim;
+      p->key = s->next_key++;
+      bs->act_pe[bs->n_act_pe++] = p;
+      break;
+    }
+    case REC_PUSH: { /* wf_router_push, after the phase: a sleeper's place has passed */
+      wf_router *r = x->obj;
+      wf_fifo *f = &r->rc[x->lc].in[x->rx];
+      int was_empty = !f->count;
+      wf_fifo_push(s, f, x->w);
+      int i = x->lc * WF_DIR_COUNT + x->rx;
+      r->ne[i >> 6] |= 1ull << (i & 63);
+      r->buffered++;
+      if (!r->active) {
+        r->active = 1;
+        join_list(T, r);
+      } else if (r->where == WF_RT_PENDING) {
+        join_list(T, r);
+      } else if (r->asleep && was_empty) {
+        wf_sim_wake_sleeper(&band_of(T, r->y)->sim, r);
+      }
+      break;
+    }
+    case REC_WAKE: {
+      wf_router *r = x->obj;
+      if (r->asleep) wf_sim_wake_sleeper(&band_of(T, r->y)->sim, r);
+      break;
+    }
+  }
+}
+
+/* Applies every band's records in key order (the one-thread order). */
+static void commit(wf_threads *T) {
+  int at[WF_SIM_THREADS_MAX] = {0};
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < T->nb; k++) {
+      wf_band *b = T->b[k];
+      if (at[k] < b->n_recs && (best < 0 || b->recs[at[k]].key < T->b[best]->recs[at[best]].key))
+        best = k;
+    }
+    if (best < 0) break;
+    apply(T, &T->b[best]->recs[at[best]++]);
+  }
+  for (int k = 0; k < T->nb; k++) T->b[k]->n_recs = 0;
+}
+
+/* The events of the PE phase in key order, up to `upto`. */
+static void replay_events(wf_threads *T, int64_t upto) {
+  wf_sim *s = T->s;
+  int at[WF_SIM_THREADS_MAX] = {0};
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < T->nb; k++) {
+      wf_band *b = T->b[k];
+      if (at[k] < b->n_evs && (best < 0 || b->evs[at[k]].key < T->b[best]->evs[at[best]].key))
+        best = k;
+    }
+    if (best < 0 || T->b[best]->evs[at[best]].key > upto) break;
+    s->ev_fn(&T->b[best]->evs[at[best]++].ev, s->ev_user);
+  }
+  for (int k = 0; k < T->nb; k++) T->b[k]->n_evs = 0;
+}
+
+/* After a phase: the first run-time error in the one-thread order is said; -1 if any. */
+static int phase_failed(wf_threads *T, int replay) {
+  int best = -1;
+  for (int k = 0; k < T->nb; k++)
+    if (T->b[k]->err_msg && (best < 0 || T->b[k]->err_key < T->b[best]->err_key)) best = k;
+  if (best < 0) return 0;
+  if (replay && T->s->ev_fn) replay_events(T, T->b[best]->err_key);
+  wf_error_at(T->b[best]->err_where, "%s", T->b[best]->err_msg);
+  T->s->failed = 1;
+  return -1;
+}
+
+static void add_point(wf_threads *T, wf_router *prod, wf_router *cons, wf_fifo *f) {
+  int later_prod = prod->key > cons->key;
+  wf_router *later = later_prod ? prod : cons, *earlier = later_prod ? cons : prod;
+  wf_band *b = band_of(T, later->y);
+  if (b->n_pts == b->cap_pts) b->pts = grow(b->pts, &b->cap_pts, sizeof *b->pts);
+  point *p = &b->pts[b->n_pts++];
+  p->at = later->key;
+  p->need = earlier->key;
+  p->other = band_of(T, earlier->y);
+  p->prod = later_prod ? prod : NULL;
+  p->f = f;
+  p->fs = f->full_seen;
+}
+
+static int by_at(const void *a, const void *b) {
+  int64_t x = ((const point *)a)->at, y = ((const point *)b)->at;
+  return (x > y) - (x < y);
+}
+
+/* The meeting points of this cycle's router phase: buffers across an edge that are full,
+ * between two routers that hold keys (a full buffer's consumer always does). */
+static void find_points(wf_threads *T) {
+  wf_sim *s = T->s;
+  for (int k = 0; k < T->nb; k++) T->b[k]->n_pts = 0;
+  for (int k = 0; k + 1 < T->nb; k++) {
+    int ya = T->b[k]->sim.y1 - 1, yb = ya + 1;
+    for (int x = 0; x < s->w; x++) {
+      wf_router *u = s->routers[(size_t)ya * s->w + x], *d = s->routers[(size_t)yb * s->w + x];
+      if (!u || !d || !u->active || !d->active || !(u->buffered | d->buffered)) continue;
+      for (int c = 0; c < u->nlc; c++) {
+        wf_fifo *f = u->rc[c].out[WF_DIR_S];
+        if (f && f->count >= s->depth) add_point(T, u, d, f);
+      }
+      for (int c = 0; c < d->nlc; c++) {
+        wf_fifo *f = d->rc[c].out[WF_DIR_N];
+        if (f && f->count >= s->depth) add_point(T, d, u, f);
+      }
+    }
+  }
+  for (int k = 0; k < T->nb; k++) {
+    wf_band *b = T->b[k];
+    if (b->n_pts > 1) qsort(b->pts, (size_t)b->n_pts, sizeof *b->pts, by_at);
+    atomic_store_explicit(&b->done, INT64_MIN, memory_order_relaxed);
+  }
+}
+
+/* ---- set-up, the run loop, and the end -------------------------------------------------- */
+
+static wf_threads *setup(wf_sim *s, int nb) {
+  wf_threads *T = calloc(1, sizeof *T);
+  WF_ASSERT(T != NULL);
+  T->nb = nb;
+  T->s = s;
+  T->b = calloc((size_t)nb, sizeof *T->b);
+  T->row_band = calloc((size_t)s->h, sizeof *T->row_band);
+  T->tid = calloc((size_t)nb, sizeof *T->tid);
+  WF_ASSERT(T->b && T->row_band && T->tid);
+  s->thr = T;
+  for (int k = 0; k < nb; k++) {
+    wf_band *b = aligned_alloc(64, (sizeof(wf_band) + 63) & ~(size_t)63);
+    WF_ASSERT(b != NULL);
+    memset(b, 0, sizeof *b);
+    T->b[k] = b;
+    wf_sim *bs = &b->sim;
+    *bs = *s;
+    bs->band = b;
+    bs->thr = T;
+    bs->y0 = (int)((int64_t)k * s->h / nb);
+    bs->y1 = (int)((int64_t)(k + 1) * s->h / nb);
+    for (int y = bs->y0; y < bs->y1; y++) T->row_band[y] = k;
+    size_t cap = (size_t)(bs->y1 - bs->y0) * (size_t)s->w + 1;
+    bs->act_pe = calloc(cap, sizeof *bs->act_pe);
+    bs->soft_woken = calloc(cap, sizeof *bs->soft_woken);
+    bs->timers = calloc(cap, sizeof *bs->timers);
+    bs->slept = calloc(cap, sizeof *bs->slept);
+    bs->act_rt = calloc(cap, sizeof *bs->act_rt);
+    bs->rt_now = calloc(cap, sizeof *bs->rt_now);
+    bs->rt_join = calloc(cap, sizeof *bs->rt_join);
+    bs->emptied = calloc(cap, sizeof *bs->emptied);
+    bs->ops = calloc((size_t)s->plan->n_ops + 1, sizeof *bs->ops);
+    bs->colls = calloc((size_t)s->plan->n_colls + 1, sizeof *bs->colls);
+    WF_ASSERT(bs->act_pe && bs->soft_woken && bs->timers && bs->slept && bs->act_rt &&
+              bs->rt_now && bs->rt_join && bs->emptied && bs->ops && bs->colls);
+    for (int i = 0; i <= s->plan->n_ops; i++) bs->ops[i].start = INT64_MAX;
+    for (int i = 0; i < s->plan->n_colls; i++) bs->colls[i].start = INT64_MAX;
+    bs->n_act_pe = bs->n_soft_woken = bs->n_timers = bs->n_act_rt = bs->n_rt_now = 0;
+    bs->n_rt_join = bs->n_soft = bs->n_rt_sleep = 0;
+    bs->rt_skipped = bs->mem_bytes = 0;
+    bs->progress = bs->failed = 0;
+    bs->slab = NULL;
+    bs->arena_cur = bs->arena_end = NULL;
+    bs->chunks = NULL;
+    bs->n_chunks = bs->cap_chunks = 0;
+    bs->gmask = NULL;
+    bs->n_gmask = bs->n_gmask_cap = 0;
+    bs->ev_fn = s->ev_fn ? wf_band_event : NULL;
+    bs->ev_user = b;
+  }
+  /* The start: every PE awake in row-major order (wf_sim_new), nothing in flight. */
+  WF_ASSERT(!s->n_act_rt && !s->n_timers && !s->n_soft_woken && !s->n_rt_sleep);
+  for (int i = 0; i < s->n_act_pe; i++) {
+    wf_sim *bs = &band_of(T, s->act_pe[i]->y)->sim;
+    bs->act_pe[bs->n_act_pe++] = s->act_pe[i];
+  }
+  s->n_act_pe = 0;
+  return T;
+}
+
+/* The bands' statistics into s (sums, minima, maxima: the same in any order). */
+static void gather(wf_threads *T) {
+  wf_sim *s = T->s;
+  for (int k = 0; k < T->nb; k++) {
+    wf_sim *bs = &T->b[k]->sim;
+    for (int i = 0; i <= s->plan->n_ops; i++) {
+      wf_op_stat *o = &s->ops[i];
+      const wf_op_stat *q = &bs->ops[i];
+      if (q->start < o->start) o->start = q->start;
+      if (q->end > o->end) o->end = q->end;
+      o->compute += q->compute;
+      o->comm += q->comm;
+      o->stall += q->stall;
+      o->overlap += q->overlap;
+    }
+    for (int i = 0; i < s->plan->n_colls; i++) {
+      wf_coll_stat *c = &s->colls[i];
+      const wf_coll_stat *q = &bs->colls[i];
+      if (q->start < c->start) c->start = q->start;
+      if (q->end > c->end) c->end = q->end;
+      c->entries += q->entries;
+    }
+    s->mem_bytes += bs->mem_bytes;
+    s->rt_skipped += bs->rt_skipped;
+  }
+}
+
+static void stop_threads(wf_threads *T) {
+  run_phase(T, PH_QUIT);
+  for (int k = 1; k < T->nb; k++) pthread_join(T->tid[k], NULL);
+}
+
+/* wf_sim_run's loop (sim.c) over the bands: the same decisions on the bands' sums. */
+static int run_loop(wf_sim *s, wf_threads *T) {
+  int64_t quiet = 0, steps = 0;
+  double deadline = 0;
+  struct timespec ts;
+  if (s->opts.max_seconds > 0) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    deadline = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + (double)s->opts.max_seconds;
+  }
+  int nb = T->nb;
+  for (;;) {
+    int64_t n_act_pe = 0, n_act_rt = 0, n_timers = 0, n_rt_sleep = 0, n_soft = 0;
+    for (int k = 0; k < nb; k++) {
+      wf_sim *bs = &T->b[k]->sim;
+      n_act_pe += bs->n_act_pe;
+      n_act_rt += bs->n_act_rt;
+      n_timers += bs->n_timers;
+      n_rt_sleep += bs->n_rt_sleep;
+    }
+    if (!(n_act_pe || n_act_rt || n_timers || n_rt_sleep)) break;
+    if (deadline > 0 && (++steps & 4095) == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      if ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec > deadline) {
+        wf_error_at("waferrun", "the simulation exceeded --time-limit=%lld s of host time at cycle %lld",
+                    (long long)s->opts.max_seconds, (long long)s->now);
+        return WF_EXIT_RUNTIME;
+      }
+    }
+    for (int k = 0; k < nb; k++) T->b[k]->sim.now = s->now;
+    run_phase(T, PH_PE);
+    if (phase_failed(T, 1)) return WF_EXIT_RUNTIME;
+    if (s->ev_fn) replay_events(T, INT64_MAX);
+    commit(T);
+    find_points(T);
+    run_phase(T, PH_RT);
+    if (phase_failed(T, 0)) return WF_EXIT_RUNTIME;
+    for (int k = 0; k < nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
+    commit(T);
+    run_phase(T, PH_COMPACT); /* each band's lists, as step_cycle ends */
+    wf_jump_state j = {1, INT64_MAX};
+    int progress = 0;
+    n_act_pe = n_act_rt = n_timers = n_rt_sleep = n_soft = 0;
+    for (int k = 0; k < nb; k++) {
+      wf_band *b = T->b[k];
+      wf_sim *bs = &b->sim;
+      if (!b->j.all_compute) j.all_compute = 0;
+      if (b->j.next_busy < j.next_busy) j.next_busy = b->j.next_busy;
+      progress |= bs->progress;
+      n_act_pe += bs->n_act_pe;
+      n_act_rt += bs->n_act_rt;
+      n_timers += bs->n_timers;
+      n_rt_sleep += bs->n_rt_sleep;
+      n_soft += bs->n_soft;
+    }
+    quiet = progress ? 0 : quiet + 1;
+    if (!n_act_pe && !n_act_rt && !n_timers) {
+      if (!n_soft && !n_rt_sleep) break;
+      int64_t at = s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
+      if (s->opts.max_cycles && at > s->opts.max_cycles) {
+        if (n_rt_sleep) {
+          s->now = s->opts.max_cycles;
+          s->rt_cur_key = INT64_MAX;
+          s->n_rt_sleep = (int)n_rt_sleep;
+          wf_sim_settle(s);
+        }
+        wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
+                    (long long)s->opts.max_cycles);
+        return WF_EXIT_RUNTIME;
+      }
+      s->now = at;
+      quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
+      if (n_rt_sleep) {
+        s->rt_cur_key = INT64_MAX;
+        s->n_rt_sleep = (int)n_rt_sleep;
+        wf_sim_settle(s);
+      } else {
+        size_t cells = (size_t)s->w * (size_t)s->h;
+        for (size_t i = 0; i < cells; i++)
+          if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) wf_sim_charge_sleep(s, s->pes[i], s->now);
+      }
+      char why[128];
+      snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
+      wf_sim_report_deadlock(s, why);
+      return WF_EXIT_RUNTIME;
+    }
+    if (quiet >= s->opts.deadlock_cycles) {
+      s->rt_cur_key = INT64_MAX;
+      s->n_rt_sleep = (int)n_rt_sleep;
+      wf_sim_settle(s);
+      char why[128];
+      snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
+      wf_sim_report_deadlock(s, why);
+      return WF_EXIT_RUNTIME;
+    }
+    int64_t next = s->now + 1;
+    if (!n_act_rt && !n_rt_sleep && j.all_compute && (n_act_pe || n_timers) && j.next_busy > next)
+      next = j.next_busy;
+    if (s->opts.max_cycles && next > s->opts.max_cycles) {
+      wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
+                  (long long)s->opts.max_cycles);
+      return WF_EXIT_RUNTIME;
+    }
+    s->now = next;
+  }
+  return -1; /* finished: the caller checks for waiting PEs */
+}
+
+int wf_sim_run_threads(wf_sim *s, int nb) {
+  WF_ASSERT(!s->ran && nb > 1 && nb <= WF_SIM_THREADS_MAX);
+  s->ran = 1;
+  wf_threads *T = setup(s, nb);
+  T->spin = nb > wf_sim_cores() ? 0 : 500;
+  for (int k = 1; k < nb; k++)
+    if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
+  /* WF_SIM_THREAD_STATS=1: where the host time went (for BENCHMARKS.md, never in a result) */
+  const char *st = getenv("WF_SIM_THREAD_STATS");
+  T->stats = st && *st && strcmp(st, "0");
+  double t0 = host_seconds(), c0 = thread_cpu_seconds();
+  int rc = run_loop(s, T);
+  double c1 = thread_cpu_seconds();
+  stop_threads(T);
+  if (T->stats) {
+    double wall = host_seconds() - t0;
+    fprintf(stderr,
+            "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between phases "
+            "(%.3f s CPU)\n",
+            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy, c1 - c0 - T->b[0]->cpu);
+    for (int k = 0; k < nb; k++) {
+      wf_band *b = T->b[k];
+      fprintf(stderr,
+              "  band %d rows %d..%d: %.3f s stepping, %.3f s CPU (%.3f s at %lld of %lld meeting "
+              "points)\n",
+              k, b->sim.y0, b->sim.y1 - 1, b->busy, b->cpu, b->wait, (long long)b->n_waits,
+              (long long)b->n_points);
+    }
+  }
+  gather(T);
+  if (rc >= 0) return rc;
+  /* Everything is asleep and nothing is in flight: as wf_sim_run. */
+  size_t cells = (size_t)s->w * (size_t)s->h;
+  for (size_t i = 0; i < cells; i++)
+    if (s->pes[i] && !wf_pe_quiescent(s->pes[i])) {
+      wf_sim_report_deadlock(s, "every unfinished PE waits for wavelets and none is in flight");
+      return WF_EXIT_RUNTIME;
+    }
+  s->total = 0;
+  for (size_t i = 0; i < cells; i++) {
+    wf_pe *p = s->pes[i];
+    if (!p) continue;
+    if (p->finish > s->total) s->total = p->finish;
+    for (int c = 0; c < s->ci[p->cls_i].nlc; c++) s->undelivered += p->q[c].count;
+  }
+  if (s->undelivered)
+    wf_warning(WF_LOC_NONE, "%lld wavelet(s) were sent but never received",
+               (long long)s->undelivered);
+  return WF_EXIT_OK;
+}
+
+void wf_sim_threads_free(wf_sim *s) {
+  wf_threads *T = s->thr;
+  if (!T || s->band) return;
+  for (int k = 0; k < T->nb; k++) {
+    wf_band *b = T->b[k];
+    wf_sim *bs = &b->sim;
+    /* FIFO storage and guard sets the band allocated (the slab and PE memory are s's) */
+    for (int i = 0; i < bs->n_chunks; i++) {
+      if (s->n_chunks == s->cap_chunks) {
+        s->cap_chunks = s->cap_chunks ? 2 * s->cap_chunks : 16;
+        s->chunks = realloc(s->chunks, (size_t)s->cap_chunks * sizeof *s->chunks);
+        WF_ASSERT(s->chunks != NULL);
+      }
+      s->chunks[s->n_chunks++] = bs->chunks[i];
+    }
+    free(bs->chunks);
+    wf_sim_guard_free(bs);
+    free(bs->act_pe);
+    free(bs->soft_woken);
+    free(bs->timers);
+    free(bs->slept);
+    free(bs->act_rt);
+    free(bs->rt_now);
+    free(bs->rt_join);
+    free(bs->emptied);
+    free(bs->ops);
+    free(bs->colls);
+    free(b->recs);
+    free(b->evs);
+    free(b->pts);
+    free(b->err_where);
+    free(b->err_msg);
+    free(b);
+  }
+  free(T->b);
+  free(T->row_band);
+  free(T->tid);
+  free(T);
+  s->thr = NULL;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# waferrun --threads=N (runtime/sim_threads.c) gives the same bytes as one thread: a few
+# plans on odd mesh sizes (shift and broadcast GEMMs, whose shifts fill buffers across the
+# band edges, the 2D allreduce and the Reduce paper's tree, an MLP through the compiler) run
+# with 1, 2, 3 and 7 threads; stdout, stderr, the report, the trace and every output must be
+# byte-identical, and so must a run stopped by --max-cycles half way (its error, its trace).
+# tests/scripts/sim_identity.sh (with SIM_IDENTITY_THREADS, sim_identity_threads.sh) checks
+# 2 and 3 threads against digests an earlier simulator recorded.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+export WAFERC_TARGET_PATH=$SRC/targets
+G=$SRC/tests/fidelity/collectives.py
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" # the report names the plan directory: keep it relative
+mkdir plans r
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+
+# check NAME TAG ARGS...: runs plans/NAME with each thread count (outputs, report, trace in
+# r/NAME.TAG.T/), compares with --threads=1.
+check() {
+  local name=$1 tag=$2
+  shift 2
+  local t
+  for t in 1 2 3 7; do
+    local r=r/$name.$tag.$t rc=0 out=()
+    mkdir -p "$r"
+    [ "$tag" = data ] && out=(--output-dir "$r/out")
+    waferrun "plans/$name" "$@" "${out[@]}" --threads=$t --report "$r/report.json" --trace "$r/trace.json" \
+      >"$r/stdout" 2>"$r/stderr" || rc=$?
+    echo "$rc" >"$r/rc"
+    grep -v '^compute:\|^trace:' "$r/stdout" | sed 's| -> .*||' >"$r/summary" || true
+    rm "$r/stdout"
+    if [ "$t" != 1 ]; then
+      diff -r "r/$name.$tag.1" "$r" >/dev/null || {
+        diff -r "r/$name.$tag.1" "$r" | head -20 >&2
+        fail "$name: --threads=$t differs from --threads=1"
+      }
+    fi
+  done
+  n=$((n + 1))
+}
+
+for algo in meshgemm cannon summa; do
+  wafer-bench gemm --algo=$algo --mesh=11 --m=33 --k=44 --n=22 --target=wse2 \
+    --keep=plans/$algo-11 >/dev/null || fail "wafer-bench gemm $algo"
+  check $algo-11 data --input a=random:1 --input b=random:2
+done
+check meshgemm-11 timing --mode=timing
+wafer-bench gemm --algo=meshgemm --mesh=13 --m=64 --k=64 --n=64 --target=wse2 \
+  --keep=plans/meshgemm-13 >/dev/null || fail "wafer-bench gemm meshgemm 13"
+check meshgemm-13 timing --mode=timing
+# a run stopped half way: the same error and the same trace of what ran
+check meshgemm-13 stopped --mode=timing --max-cycles=400
+
+python3 "$G" gen allreduce2d 21 17 24 2 plans/allreduce2d
+python3 "$G" input 21 17 24 in_ar.npy
+check allreduce2d data --input a=in_ar.npy
+python3 "$G" gen tree 16 5 33 2 plans/tree
+python3 "$G" input 16 5 33 in_tree.npy
+check tree data --input a=in_tree.npy
+
+waferc "$SRC/examples/mlp_softmax.wir" -o plans/mlp --target=test4x4 -q || fail "waferc mlp_softmax"
+check mlp data --input x="$SRC/examples/mlp_softmax_x.npy"
+
+echo "sim_threads: $n runs byte-identical with 1, 2, 3 and 7 threads"
