@@ -291,7 +291,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
     case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
     case WF_OP_GATHER: case WF_OP_ARGMAX: /* backend/ops/lower_index.c */
-    case WF_OP_TOPK: case WF_OP_SCATTER_ELEMENTS: /* backend/ops/lower_topk.c */
+    case WF_OP_TOPK: case WF_OP_SCATTER_ELEMENTS: case WF_OP_GATHER_ELEMENTS: /* backend/ops/lower_topk.c */
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_DECODE_ATTENTION: /* decode-step's */
     case WF_OP_RETURN:

@@ -1,9 +1,10 @@
-/* The gating of a Mixture-of-Experts layer on the mesh: topk over the experts and the
- * scatter_elements that spreads the chosen gate weights back into a [.., N] matrix
- * (docs/moe-plans.md). Integers live on the PEs as f32, exact below 2^24, as in lower_index.c: the
- * indices topk writes and scatter_elements reads are f32 row numbers.
+/* The gating of a Mixture-of-Experts layer on the mesh: topk over the experts, the
+ * scatter_elements that spreads the chosen gate weights back into a [.., N] matrix and the
+ * gather_elements that reads them from one (docs/moe-plans.md). Integers live on the PEs as
+ * f32, exact below 2^24, as in lower_index.c: the indices topk writes and the others read are
+ * f32 row numbers.
  *
- * Both work along the LAST axis, whose block on a PE is [o][len] (o: the rows of the block,
+ * All three work along the LAST axis, whose block on a PE is [o][len] (o: the rows of the block,
  * every dim before the axis). Under partition's rule that axis is split along x when the mesh
  * is wider than one PE (else whole), so each op has a local form and one with collectives along
  * x; the local one is just the split one with no allreduce. Every PE knows the global column
@@ -30,7 +31,11 @@
  * g == indices[:, r]: out += eq * (u - out) (none: later r win, as ONNX's row-major order),
  * out += eq * u (add), out *= 1 + eq * (u - 1) (mul). Negative indices count from the end. An
  * index out of range matches no column and changes nothing (the interpreter reports it). A
- * non-finite data or update value leaks NaN into its row's other columns (0 * inf). */
+ * non-finite data or update value leaks NaN into its row's other columns (0 * inf).
+ *
+ * gather_elements(data, indices), axis last: the same allgather of the indices, then for each
+ * r < k the value is the sum over the row of data * eq (only the real columns: the guards of
+ * lower_reduce.c's statistic), completed by an allreduce-sum along x when the axis is split. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -143,6 +148,44 @@ static int rows_match(const wf_lower *L, const wf_op *op, const wf_type *a, cons
   return 1;
 }
 
+/* The k columns of each row of n tensors [.., k] (k split along the line), whole on every PE:
+ * each PE writes its real columns at their place in a zeroed [n][o x kp] buffer (kp = the
+ * padded k), summed along the line: an allgather. */
+static int allgather_last(wf_lower *L, const wf_op *op, const int *src, int n, const last_axis *ki, int *whole_out,
+                          int64_t *cyc) {
+  int64_t o = ki->o, kb = ki->len, kp = kb * ki->parts, K = ki->full;
+  int whole = wf_lower_temp(L, "$sc_whole", n * o * kp * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(whole), wf_arg_int(n * o * kp)});
+  int64_t q = K / kb, rem = K - q * kb;
+  wf_pe_term pos = pos_term(ki->split);
+  for (int c = 0; c < 2; c++) { /* PEs below q: kb real columns; PE q: rem; the rest none */
+    int64_t cols = c == 0 ? kb : rem;
+    if (!cols || (c == 0 && q == 0)) continue;
+    wf_pe_guard gd = wf_guard0();
+    if (K < kp) wf_guard_add(&gd, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
+    for (int h = 0; h < n; h++) {
+      wf_pe_arg d = at(whole, h * o * kp);
+      d.term = wf_term_scaled(pos, (int)kb, 0);
+      wf_emit(L, &gd, WF_PEOP_COPY2D, (wf_pe_arg[]){d, wf_arg_sym(src[h]), wf_arg_int(o), wf_arg_int(cols),
+                                                    wf_arg_int(kp), wf_arg_int(kb)});
+    }
+  }
+  *cyc += n * (o * kp + o * kb);
+  *whole_out = whole;
+  return wf_lower_allreduce(L, whole, n * o * kp, ki->split, 0, op->loc, cyc, NULL);
+}
+
+/* i[o] += D where i < 0 (a negative index counts from the end): D * (1 - min(1, max(0, i + 1))). */
+static int64_t wrap_negative(wf_lower *L, int ci, int neg, int64_t o, int64_t D) {
+  scal(L, WF_PEOP_ADD, neg, ci, 1.0f, o);
+  scal(L, WF_PEOP_MAX, neg, neg, 0.0f, o);
+  scal(L, WF_PEOP_MIN, neg, neg, 1.0f, o);
+  scal(L, WF_PEOP_MUL, neg, neg, (float)-D, o);
+  scal(L, WF_PEOP_ADD, neg, neg, (float)D, o);
+  bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(ci), wf_arg_sym(ci), wf_arg_sym(neg), 1, o, WF_BMODE_IJ);
+  return 6 * o;
+}
+
 /* ---- topk ------------------------------------------------------------------------------ */
 
 int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
@@ -156,7 +199,8 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t k = wf_op_int(f, op, "k", 1);
   if (t->dims[axis] > MAX_EXACT_INT)
     return unsupported(op, "the axis is longer than the 2^24 indices an f32 holds exactly");
-  if (!rows_match(L, op, t, tv) || !rows_match(L, op, t, ti) || tv->layout.dims[axis].split != ti->layout.dims[axis].split)
+  if (!rows_match(L, op, t, tv) || !rows_match(L, op, t, ti) ||
+      tv->layout.dims[axis].split != ti->layout.dims[axis].split)
     return unsupported(op, "its results must keep the layout of the dims before the axis");
   last_axis a = last_of(L, t), r = last_of(L, tv);
   if (a.len > 4096 || a.len > WF_PE_MAX_SCALE) return unsupported(op, "a PE's block of the axis is longer than 4096");
@@ -171,7 +215,8 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int m = wf_lower_temp(L, "$tk_max", o * 4), ix = wf_lower_temp(L, "$tk_idx", o * 4);
   int wv = wf_lower_temp(L, "$tk_vals", o * kp * 4), wi = wf_lower_temp(L, "$tk_ids", o * kp * 4);
   int64_t cyc = 0;
-  wf_emit(L, NULL, largest ? WF_PEOP_COPY : WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(work), wf_arg_sym(sx), wf_arg_int(n)});
+  wf_emit(L, NULL, largest ? WF_PEOP_COPY : WF_PEOP_NEG,
+          (wf_pe_arg[]){wf_arg_sym(work), wf_arg_sym(sx), wf_arg_int(n)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(wv), wf_arg_int(o * kp)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(wi), wf_arg_int(o * kp)});
   int g = global_cols(L, "$tk_g", &a);
@@ -250,7 +295,8 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     return unsupported(op, "indices, updates and the result must keep the layout of data's dims before the axis");
   last_axis a = last_of(L, td), ki = last_of(L, ti);
   if (a.len > 4096 || a.len > WF_PE_MAX_SCALE) return unsupported(op, "a PE's block of the axis is longer than 4096");
-  if (a.split == WF_AXIS_Y || ki.split == WF_AXIS_Y) return unsupported(op, "the axis must be whole or split along x");
+  if (a.split == WF_AXIS_Y || ki.split == WF_AXIS_Y)
+    return unsupported(op, "the axis must be whole or split along x");
   if (ki.o != a.o) return unsupported(op, "indices must have the rows of data");
   int64_t o = a.o, len = a.len, n = o * len, K = ki.full, kb = ki.len, kp = kb * ki.parts;
 
@@ -258,26 +304,8 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t cyc = 0;
   int fi = si, fu = su;
   if (ki.split != WF_AXIS_NONE) {
-    /* The k indices and updates of each row, whole on every PE: each PE writes its real
-     * columns at their place in a zeroed [2][o x kp] buffer, summed along the line. */
-    int whole = wf_lower_temp(L, "$sc_whole", 2 * o * kp * 4);
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(whole), wf_arg_int(2 * o * kp)});
-    int64_t q = K / kb, rem = K - q * kb;
-    wf_pe_term pos = pos_term(ki.split);
-    for (int c = 0; c < 3; c++) { /* PEs below q: kb real columns; PE q: rem; the rest none */
-      int64_t cols = c == 0 ? kb : c == 1 ? rem : 0;
-      if (!cols || (c == 0 && q == 0)) continue;
-      wf_pe_guard gd = wf_guard0();
-      if (K < kp) wf_guard_add(&gd, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
-      for (int h = 0; h < 2; h++) {
-        wf_pe_arg d = at(whole, h * o * kp);
-        d.term = wf_term_scaled(pos, (int)kb, 0);
-        wf_emit(L, &gd, WF_PEOP_COPY2D, (wf_pe_arg[]){d, wf_arg_sym(h ? su : si), wf_arg_int(o), wf_arg_int(cols),
-                                                      wf_arg_int(kp), wf_arg_int(kb)});
-      }
-    }
-    cyc += 2 * o * kp + 2 * o * kb;
-    int rc = wf_lower_allreduce(L, whole, 2 * o * kp, ki.split, 0, op->loc, &cyc, NULL);
+    int src[2] = {si, su}, whole;
+    int rc = allgather_last(L, op, src, 2, &ki, &whole, &cyc);
     if (rc) return rc;
     fi = whole;
     fu = wf_lower_temp(L, "$sc_upd", o * kp * 4);
@@ -285,7 +313,8 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     cyc += o * kp;
   }
   int g = global_cols(L, "$sc_g", &a);
-  int ci = wf_lower_temp(L, "$sc_ci", o * 4), cu = wf_lower_temp(L, "$sc_cu", o * 4), neg = wf_lower_temp(L, "$sc_neg", o * 4);
+  int ci = wf_lower_temp(L, "$sc_ci", o * 4), cu = wf_lower_temp(L, "$sc_cu", o * 4);
+  int neg = wf_lower_temp(L, "$sc_neg", o * 4);
   int eq = wf_lower_temp(L, "$sc_eq", n * 4), tmp = wf_lower_temp(L, "$sc_tmp", n * 4);
   if (sr != sd) wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sd), wf_arg_int(n)});
   cyc += n + 2 * len;
@@ -294,14 +323,7 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
                                                    wf_arg_int(1), wf_arg_int(kp)});
     wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(cu), at(fu, j), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(1), wf_arg_int(kp)});
-    /* a negative index counts from the end: i += D * (1 - min(1, max(0, i + 1))) */
-    scal(L, WF_PEOP_ADD, neg, ci, 1.0f, o);
-    scal(L, WF_PEOP_MAX, neg, neg, 0.0f, o);
-    scal(L, WF_PEOP_MIN, neg, neg, 1.0f, o);
-    scal(L, WF_PEOP_MUL, neg, neg, (float)-a.full, o);
-    scal(L, WF_PEOP_ADD, neg, neg, (float)a.full, o);
-    bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(ci), wf_arg_sym(ci), wf_arg_sym(neg), 1, o, WF_BMODE_IJ);
-    cyc += 2 * o + 6 * o + match(L, eq, g, ci, tmp, o, len);
+    cyc += 2 * o + wrap_negative(L, ci, neg, o, a.full) + match(L, eq, g, ci, tmp, o, len);
     if (mode == 0) { /* out += eq * (u - out) */
       wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_sym(sr), wf_arg_int(n)});
       bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(tmp), wf_arg_sym(tmp), wf_arg_sym(cu), o, len, WF_BMODE_I);
@@ -323,6 +345,69 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (ki.split == WF_AXIS_NONE) out->lowering = "local";
   else {
     snprintf(out->text, sizeof out->text, "allgather-%s+local", ki.split == WF_AXIS_X ? "x" : "y");
+    out->lowering = out->text;
+  }
+  out->predicted = cyc;
+  return 0;
+}
+
+/* ---- gather_elements ----------------------------------------------------------------------- */
+
+int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  const wf_func *f = L->f;
+  wf_value dv = op->operands[0], iv = op->operands[1], rv = op->results[0];
+  const wf_type *td = wf_value_type(f, dv), *ti = wf_value_type(f, iv), *tr = wf_value_type(f, rv);
+  if (td->dtype != WF_F32) return unsupported(op, "data must be f32");
+  int axis = (int)wf_op_int(f, op, "axis", 0);
+  axis = axis < 0 ? axis + td->rank : axis;
+  if (axis != td->rank - 1) return unsupported(op, "only the last axis is lowered");
+  if (td->dims[axis] > MAX_EXACT_INT)
+    return unsupported(op, "the axis is longer than the 2^24 indices an f32 holds exactly");
+  if (!rows_match(L, op, td, ti) || !rows_match(L, op, td, tr) ||
+      ti->layout.dims[axis].split != tr->layout.dims[axis].split)
+    return unsupported(op, "indices and the result must keep the layout of data's dims before the axis");
+  last_axis a = last_of(L, td), ki = last_of(L, ti);
+  if (a.len > 4096 || a.len > WF_PE_MAX_SCALE) return unsupported(op, "a PE's block of the axis is longer than 4096");
+  if (a.split == WF_AXIS_Y || ki.split == WF_AXIS_Y)
+    return unsupported(op, "the axis must be whole or split along x");
+  if (ki.o != a.o) return unsupported(op, "indices must have the rows of data");
+  int64_t o = a.o, len = a.len, n = o * len, K = ki.full, kp = ki.len * ki.parts;
+  int64_t bd[WF_MAX_RANK];
+  wf_lower_block_dims(L, td, bd);
+  wf_axis_view v = wf_lower_axis_view(L, td, bd, axis);
+
+  int sd = wf_lower_sym(L, dv), si = wf_lower_sym(L, iv), sr = wf_lower_sym(L, rv);
+  int64_t cyc = 0;
+  int fi = si;
+  if (ki.split != WF_AXIS_NONE) {
+    int rc = allgather_last(L, op, &si, 1, &ki, &fi, &cyc);
+    if (rc) return rc;
+  }
+  int g = global_cols(L, "$ge_g", &a);
+  int ci = wf_lower_temp(L, "$ge_ci", o * 4), neg = wf_lower_temp(L, "$ge_neg", o * 4);
+  int sum = wf_lower_temp(L, "$ge_sum", o * 4), wv = wf_lower_temp(L, "$ge_vals", o * kp * 4);
+  int eq = wf_lower_temp(L, "$ge_eq", n * 4), tmp = wf_lower_temp(L, "$ge_tmp", n * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(wv), wf_arg_int(o * kp)});
+  cyc += o * kp + 2 * len;
+  for (int64_t j = 0; j < K; j++) {
+    /* value j of each row: the sum over the axis of data where g == index (padding columns
+     * left out by the statistic's guards), completed along the line */
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(ci), at(fi, j), wf_arg_int(o), wf_arg_int(1),
+                                                   wf_arg_int(1), wf_arg_int(kp)});
+    cyc += o + wrap_negative(L, ci, neg, o, a.full) + match(L, eq, g, ci, tmp, o, len);
+    bin(L, NULL, WF_PEOP_MUL, wf_arg_sym(tmp), wf_arg_sym(eq), wf_arg_sym(sd), 1, n, WF_BMODE_IJ);
+    cyc += n;
+    int rc = wf_lower_axis_stat(L, sum, tmp, &v, 0, op->loc, &cyc);
+    if (rc) return rc;
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){at(wv, j), wf_arg_sym(sum), wf_arg_int(o), wf_arg_int(1),
+                                                   wf_arg_int(kp), wf_arg_int(1)});
+    cyc += o;
+  }
+  cyc += copy_own_block(L, sr, wv, o, ki.len, kp, ki.split);
+  if (a.split == WF_AXIS_NONE && ki.split == WF_AXIS_NONE) out->lowering = "local";
+  else {
+    snprintf(out->text, sizeof out->text, "%slocal%s", ki.split != WF_AXIS_NONE ? "allgather-x+" : "",
+             a.split != WF_AXIS_NONE ? "+allreduce-x" : "");
     out->lowering = out->text;
   }
   out->predicted = cyc;

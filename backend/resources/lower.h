@@ -256,10 +256,12 @@ int wf_lower_int_ok(const wf_lower *L, wf_value v);
 int64_t wf_lower_index_bound(const wf_lower *L, wf_value v);
 
 /* lower_topk.c: a MoE layer's gating, along the last axis (local when it is whole on a PE,
- * allreduces along x when it is split): topk by k rounds of max + lowest index, and
- * scatter_elements (reduction none / add / mul) after an allgather of indices and updates. */
+ * allreduces along x when it is split): topk by k rounds of max + lowest index,
+ * scatter_elements (reduction none / add / mul) after an allgather of indices and updates, and
+ * gather_elements by a masked sum per index. */
 int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);

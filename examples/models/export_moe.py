@@ -48,19 +48,30 @@ class GeluMLP(nn.Module):
 
 
 class DenseMoE(nn.Module):
-    def __init__(self, e, f, n, k, expert="swiglu", combine="slice", renorm=True):
+    def __init__(self, e, f, n, k, expert="swiglu", combine="slice", renorm=True, weights="topk"):
         super().__init__()
-        self.k, self.combine, self.renorm = k, combine, renorm
+        self.k, self.combine, self.renorm, self.weights = k, combine, renorm, weights
         self.gate = nn.Linear(e, n, bias=False)
         mk = SwiGLU if expert == "swiglu" else GeluMLP
         self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
 
     def forward(self, x):
-        probs = F.softmax(self.gate(x), dim=-1)
-        w, idx = torch.topk(probs, self.k, dim=-1)
+        logits = self.gate(x)
+        probs = F.softmax(logits, dim=-1)
+        if self.weights == "gather":  # experts chosen on the logits, weights read back (GatherElements)
+            _, idx = torch.topk(logits, self.k, dim=-1)
+            w = probs.gather(-1, idx)
+        elif self.weights == "softk":  # Mixtral-like: softmax over the k chosen logits, scatter_add
+            v, idx = torch.topk(logits, self.k, dim=-1)
+            w = F.softmax(v, dim=-1)
+            return self.combine_experts(x, torch.zeros_like(probs).scatter_add(-1, idx, w))
+        else:
+            w, idx = torch.topk(probs, self.k, dim=-1)
         if self.renorm:
             w = w / w.sum(dim=-1, keepdim=True)
-        gates = torch.zeros_like(probs).scatter(-1, idx, w)
+        return self.combine_experts(x, torch.zeros_like(probs).scatter(-1, idx, w))
+
+    def combine_experts(self, x, gates):
         if self.combine == "stack":  # [T, N, E] weighted by gates[..., None], summed over N
             outs = torch.stack([ex(x) for ex in self.experts], dim=-2)
             return (outs * gates.unsqueeze(-1)).sum(dim=-2)
@@ -71,20 +82,23 @@ class DenseMoE(nn.Module):
         return y
 
 
-# name: tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine
+# name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
+# where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
 BLOCKS = {
-    "moe_e4_k1": dict(t=8, e=16, f=32, n=4, k=1, expert="swiglu", combine="slice"),
-    "moe_e4_k2": dict(t=8, e=16, f=32, n=4, k=2, expert="swiglu", combine="slice"),
-    "moe_e8_k2": dict(t=8, e=32, f=48, n=8, k=2, expert="swiglu", combine="slice"),
-    "moe_e8_k1_gelu": dict(t=12, e=24, f=40, n=8, k=1, expert="gelu", combine="slice"),
-    "moe_e16_k2": dict(t=8, e=16, f=16, n=16, k=2, expert="swiglu", combine="slice"),
-    "moe_e6_k2_stack": dict(t=8, e=16, f=24, n=6, k=2, expert="swiglu", combine="stack"),
+    "moe_e4_k1": dict(seed=101, t=8, e=16, f=32, n=4, k=1, expert="swiglu", combine="slice"),
+    "moe_e4_k2": dict(seed=102, t=8, e=16, f=32, n=4, k=2, expert="swiglu", combine="slice"),
+    "moe_e8_k2": dict(seed=105, t=8, e=32, f=48, n=8, k=2, expert="swiglu", combine="slice"),
+    "moe_e8_k1_gelu": dict(seed=104, t=12, e=24, f=40, n=8, k=1, expert="gelu", combine="slice"),
+    "moe_e16_k2": dict(seed=100, t=8, e=16, f=16, n=16, k=2, expert="swiglu", combine="slice"),
+    "moe_e6_k2_stack": dict(seed=103, t=8, e=16, f=24, n=6, k=2, expert="swiglu", combine="stack"),
+    "moe_e8_k2_gather": dict(seed=106, t=8, e=16, f=24, n=8, k=2, expert="swiglu", combine="slice", weights="gather"),
+    "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
 }
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"]).eval()
+    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk")).eval()
     x = torch.randn(c["t"], c["e"])
     with torch.no_grad():
         y = model(x)
@@ -100,9 +114,9 @@ def main():
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for i, (name, c) in enumerate(sorted(BLOCKS.items())):
+    for name, c in sorted(BLOCKS.items()):
         if a.k in name:
-            export(name, c, a.out, 100 + i)
+            export(name, c, a.out, c["seed"])
             print(name)
 
 

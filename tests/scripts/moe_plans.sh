@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Dense Mixture-of-Experts blocks exported by torch (examples/models/export_moe.py: gate Linear,
 # softmax, TopK, renormalised gate weights scattered by ScatterElements into a [T, N] matrix,
+# or read by GatherElements, or a softmax of the top-k logits scattered with reduction add;
 # SwiGLU or GELU experts, the weighted sum), 4 to 16 experts, top-1 and top-2:
 #  - the reference interpreter reproduces torch's output (max abs error 1e-4, rtol 0);
 #  - topk and scatter_elements alone (backend/ops/lower_topk.c) as plans against the
 #    interpreter on 1x1, 2x2, 3x2, 4x4 and 5x3: the axis split along x, padded (13 and k = 3
 #    divide no mesh width), ties inside and across PEs (values in {-3, -2, -1}: a padding
 #    zero must never win), largest = false, a rank-1 and a rank-3 operand, the indices as an
-#    i64 output (exact) and scattered with reduction none, add and mul;
+#    i64 output (exact), scattered with reduction none, add and mul and read back by
+#    gather_elements;
 #  - every block as a plan on waferrun against torch (1e-4) on 2x2, 3x2, 4x4 and 5x3, and
 #    on 1x1 for the blocks whose experts' weights fit one PE.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
-BLOCKS="moe_e4_k1 moe_e4_k2 moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e16_k2"
-PLANS="moe_e4_k1 moe_e4_k2 moe_e8_k1_gelu moe_e8_k2 moe_e16_k2"
+BLOCKS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+PLANS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
@@ -57,7 +59,7 @@ python3 "$NPY" "$TMP/r2.npy" 7,13 3 1.0
 ties 13 "$TMP/v1.npy"
 cat >"$TMP/topk.wir" <<EOF
 module @topk {
-  func @main(%t: f32[3, 2, 13], %r: f32[7, 13], %v: f32[13]) -> (f32[3, 2, 3], i64[3, 2, 3], f32[3, 2, 13], f32[7, 2], i64[7, 2], f32[7, 13], f32[7, 13], f32[2], i64[2]) {
+  func @main(%t: f32[3, 2, 13], %r: f32[7, 13], %v: f32[13]) -> (f32[3, 2, 3], i64[3, 2, 3], f32[3, 2, 13], f32[7, 2], i64[7, 2], f32[7, 13], f32[7, 13], f32[2], i64[2], f32[7, 2], f32[3, 2, 3]) {
     %tv, %ti = topk(%t) {k = 3} : f32[3, 2, 3], i64[3, 2, 3]
     %ts = scatter_elements(%t, %ti, %tv) {axis = -1, reduction = mul} : f32[3, 2, 13]
     %rv, %ri = topk(%r) {k = 2, axis = 1, largest = false} : f32[7, 2], i64[7, 2]
@@ -65,7 +67,9 @@ module @topk {
     %rn = scatter_elements(%e, %ri, %rv) {axis = 1} : f32[7, 13]
     %ra = scatter_elements(%e, %ri, %rv) {axis = -1, reduction = add} : f32[7, 13]
     %vv, %vi = topk(%v) {k = 2} : f32[2], i64[2]
-    return %tv, %ti, %ts, %rv, %ri, %rn, %ra, %vv, %vi
+    %rg = gather_elements(%e, %ri) {axis = 1} : f32[7, 2]
+    %tg = gather_elements(%ts, %ti) {axis = -1} : f32[3, 2, 3]
+    return %tv, %ti, %ts, %rv, %ri, %rn, %ra, %vv, %vi, %rg, %tg
   }
 }
 EOF
@@ -95,10 +99,12 @@ tk = [o["lowering"] for o in ops if o["op"] == "topk"]
 sc = [o["lowering"] for o in ops if o["op"] == "scatter_elements"]
 assert tk == ["local+masked+allreduce-x(6)", "local+masked+allreduce-x(4)", "local+masked+allreduce-x(4)"], tk
 assert sc == ["allgather-x+local"] * 3, sc
+ge = [o["lowering"] for o in ops if o["op"] == "gather_elements"]
+assert ge == ["allgather-x+local+allreduce-x"] * 2, ge
 PY
 python3 - "$TMP/topk.1x1/manifest.json" <<'PY' || fail "topk: the 1x1 manifest"
 import json, sys
-ops = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] in ("topk", "scatter_elements")]
+ops = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] in ("topk", "scatter_elements", "gather_elements")]
 assert all(o["lowering"] == "local" and not o.get("collectives") for o in ops), ops
 PY
 
