@@ -11,13 +11,14 @@
 #    i64 output (exact), scattered with reduction none, add and mul and read back by
 #    gather_elements;
 #  - every block as a plan on waferrun against torch (1e-4) on 2x2, 3x2, 4x4 and 5x3, and
-#    on 1x1 for the blocks whose experts' weights fit one PE.
+#    on 1x1 for the blocks whose experts' weights fit one PE (the stacked combine through
+#    partition's rewrite, passes/partition_moe.c).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
 BLOCKS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-PLANS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+PLANS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
