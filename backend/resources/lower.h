@@ -229,6 +229,9 @@ int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_reshape_rows.c: a reshape that regroups the rows ([B, T, E] <-> [B*T, E]) and keeps the
+ * last dim, by an allgather of the rows along y; -1 (nothing emitted) when it is not one. */
+int wf_lower_reshape_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_attention.c: packed attention (head-layout) and rotate_pairs, both on {B, S_y, E_x}. */
 int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out);

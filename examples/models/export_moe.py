@@ -48,14 +48,19 @@ class GeluMLP(nn.Module):
 
 
 class DenseMoE(nn.Module):
-    def __init__(self, e, f, n, k, expert="swiglu", combine="slice", renorm=True, weights="topk"):
+    def __init__(self, e, f, n, k, expert="swiglu", combine="slice", renorm=True, weights="topk", flat=False):
         super().__init__()
-        self.k, self.combine, self.renorm, self.weights = k, combine, renorm, weights
+        self.k, self.combine, self.renorm, self.weights, self.flat = k, combine, renorm, weights, flat
         self.gate = nn.Linear(e, n, bias=False)
         mk = SwiGLU if expert == "swiglu" else GeluMLP
         self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
 
     def forward(self, x):
+        if self.flat:  # [B, T, E] -> [B*T, E] and back, as Hugging Face's MoE layers do
+            return self.moe(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+        return self.moe(x)
+
+    def moe(self, x):
         logits = self.gate(x)
         probs = F.softmax(logits, dim=-1)
         if self.weights == "gather":  # experts chosen on the logits, weights read back (GatherElements)
@@ -72,6 +77,8 @@ class DenseMoE(nn.Module):
         return self.combine_experts(x, torch.zeros_like(probs).scatter(-1, idx, w))
 
     def combine_experts(self, x, gates):
+        if self.combine == "einsum":  # [T, N] . [T, N, E] -> [T, E]
+            return torch.einsum("tn,tne->te", gates, torch.stack([ex(x) for ex in self.experts], dim=1))
         if self.combine == "stack":  # [T, N, E] weighted by gates[..., None], summed over N
             outs = torch.stack([ex(x) for ex in self.experts], dim=-2)
             return (outs * gates.unsqueeze(-1)).sum(dim=-2)
@@ -92,14 +99,19 @@ BLOCKS = {
     "moe_e16_k2": dict(seed=100, t=8, e=16, f=16, n=16, k=2, expert="swiglu", combine="slice"),
     "moe_e6_k2_stack": dict(seed=103, t=8, e=16, f=24, n=6, k=2, expert="swiglu", combine="stack"),
     "moe_e8_k2_gather": dict(seed=106, t=8, e=16, f=24, n=8, k=2, expert="swiglu", combine="slice", weights="gather"),
+    "moe_b2_e4_k2": dict(seed=108, t=(2, 6), e=16, f=24, n=4, k=2, expert="swiglu", combine="slice"),
+    "moe_b2_e8_k2_flat": dict(seed=109, t=(2, 6), e=16, f=16, n=8, k=2, expert="swiglu", combine="stack", flat=True),
+    "moe_e5_k2_einsum": dict(seed=110, t=8, e=16, f=16, n=5, k=2, expert="swiglu", combine="einsum"),
     "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
 }
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk")).eval()
-    x = torch.randn(c["t"], c["e"])
+    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk"),
+                     flat=c.get("flat", False)).eval()
+    t = c["t"] if isinstance(c["t"], tuple) else (c["t"],)
+    x = torch.randn(*t, c["e"])
     with torch.no_grad():
         y = model(x)
     torch.onnx.export(model, (x,), os.path.join(out, name + ".onnx"), input_names=["x"], output_names=["y"],

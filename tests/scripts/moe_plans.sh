@@ -12,13 +12,14 @@
 #    gather_elements;
 #  - every block as a plan on waferrun against torch (1e-4) on 2x2, 3x2, 4x4 and 5x3, and
 #    on 1x1 for the blocks whose experts' weights fit one PE (the stacked combine through
-#    partition's rewrite, passes/partition_moe.c).
+#    partition's rewrite, passes/partition_moe.c; a batch's tokens flattened and restored
+#    through backend/ops/lower_reshape_rows.c).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
-BLOCKS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-PLANS="moe_e4_k1 moe_e4_k2 moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
@@ -112,7 +113,7 @@ PY
 # ---- the blocks as plans against torch -------------------------------------------------------
 for b in $PLANS; do
   meshes="2x2 3x2 4x4 5x3"
-  case $b in moe_e4_*) meshes="1x1 $meshes" ;; esac
+  case $b in moe_e4_* | moe_b2_e8_k2_flat) meshes="1x1 $meshes" ;; esac
   for mesh in $meshes; do
     d=$TMP/$b.$mesh
     waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
