@@ -1,6 +1,6 @@
 /* Shape rules, operand checks and costs of the indexing-style data-movement ops the ONNX
  * frontend needs: expand (numpy broadcast to a declared shape), trilu (triangle mask),
- * topk (values + i64 indices), scatter_elements. */
+ * topk (values + i64 indices), scatter_elements, gather_elements. */
 #include <string.h>
 
 #include "ir/rules.h"
@@ -118,6 +118,35 @@ int wf_rule_scatter(wf_func *f, const wf_op *op, wf_type *out) {
 int64_t wf_cost_scatter(const wf_func *f, const wf_op *op) {
   return wf_type_numel(wf_rule_in(f, op, 2));
 }
+
+/* ---- gather_elements(data, indices): the shape of indices, data's dtype ------------------- */
+
+int wf_rule_gather_elements(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *d = wf_rule_in(f, op, 0), *ix = wf_rule_in(f, op, 1);
+  if (ix->dtype != WF_I32 && ix->dtype != WF_I64) {
+    wf_error(op->loc, "'gather_elements' indices must be i32 or i64, got %s", TS(ix));
+    return -1;
+  }
+  if (ix->rank != d->rank || d->rank < 1) {
+    wf_error(op->loc, "'gather_elements' indices %s must have the rank of data %s (at least 1)", TS(ix), TS(d));
+    return -1;
+  }
+  int64_t ax = wf_rule_int(f, op, "axis", 0);
+  int axis = wf_norm_axis(ax, d->rank);
+  if (axis < 0) {
+    wf_error(op->loc, "'gather_elements' axis %lld is out of range for %s", (long long)ax, TS(d));
+    return -1;
+  }
+  for (int i = 0; i < d->rank; i++)
+    if (i != axis && ix->dims[i] > d->dims[i]) {
+      wf_error(op->loc, "'gather_elements' indices %s exceed data %s in dim %d", TS(ix), TS(d), i);
+      return -1;
+    }
+  *out = wf_rule_type(d->dtype, ix->rank, ix->dims);
+  return 0;
+}
+
+int64_t wf_cost_gather_elements(const wf_func *f, const wf_op *op) { return wf_type_numel(wf_rule_in(f, op, 1)); }
 
 /* ---- argmax: i64 index of the largest element along axis, the dim kept as 1 or dropped ---- */
 

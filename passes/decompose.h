@@ -12,4 +12,9 @@ int wf_decompose_gemm(wf_module *m, wf_func *f);
  * over the last axis (passes/decompose_matvec.c). Returns the number rewritten. */
 int wf_decompose_matvec(wf_module *m, wf_func *f);
 
+/* Rewrites a dense MoE block's stacked combine, reduce_sum over -2 of
+ * concat(reshape(e_i) -> [.., 1, E]) * reshape(gates) -> [.., N, 1], into the sum over i of
+ * slice(gates, i) * e_i (passes/partition_moe.c). Returns the number rewritten. */
+int wf_partition_moe_combine(wf_module *m, wf_func *f);
+
 #endif

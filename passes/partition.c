@@ -21,7 +21,8 @@
  * a reduction over every axis keeps its dims). Integer tensors are rejected except at the
  * two places that hold indices (integer_ok): the token ids of a gather, a function argument
  * laid out like the gather's rows ({B, L_y}, held by every PE of a row), and the i64 result
- * of an argmax; its table, a constant [V, E], is held as {V, E_x} (E split like the
+ * of an argmax (and topk's i64 indices, laid out by the rule like its values: lower_topk.c);
+ * its table, a constant [V, E], is held as {V, E_x} (E split like the
  * activations, every row of PEs holds all V rows), or {V_y, E_x} when it is tied to an LM head
  * or too large for that, with the ids then whole on every PE (partition_table.c). */
 #include <stdio.h>
@@ -99,7 +100,7 @@ static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
 static int integer_ok(const wf_func *f, wf_value v) {
   const wf_value_info *vi = &f->values[v];
   if (vi->kind == WF_VAL_RESULT) {
-    return vi->def && vi->def->code == WF_OP_ARGMAX;
+    return vi->def && (vi->def->code == WF_OP_ARGMAX || (vi->def->code == WF_OP_TOPK && vi->def->results[1] == v));
   }
   if (vi->kind != WF_VAL_ARG) return 0;
   int uses = 0;
@@ -290,6 +291,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_REDUCE_MEAN: case WF_OP_REDUCE_MAX: case WF_OP_RESHAPE: case WF_OP_TRANSPOSE:
     case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
     case WF_OP_GATHER: case WF_OP_ARGMAX: /* backend/ops/lower_index.c */
+    case WF_OP_TOPK: case WF_OP_SCATTER_ELEMENTS: case WF_OP_GATHER_ELEMENTS: /* backend/ops/lower_topk.c */
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_DECODE_ATTENTION: /* decode-step's */
     case WF_OP_RETURN:
@@ -341,6 +343,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   widen_scalar_args(m, f);
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);
+  wf_partition_moe_combine(m, f); /* a dense MoE block's stacked combine (partition_moe.c) */
   widen_computed_scalars(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list and what a mesh
    * compile of the model would need. */

@@ -85,6 +85,19 @@ static unsigned reshape_mask(const wf_type *in, unsigned m, const wf_type *rt) {
   return out;
 }
 
+/* A reshape that regroups the rows and keeps the last dim ([B, T, E] -> [B*T, E]:
+ * backend/ops/lower_reshape_rows.c), not one that only adds or drops size-1 dims. */
+static int regroups_rows(const wf_type *in, const wf_type *rt) {
+  int i = 0, j = 0;
+  if (in->rank < 1 || rt->rank < 1 || in->dims[in->rank - 1] != rt->dims[rt->rank - 1]) return 0;
+  for (;;) {
+    while (i < in->rank && in->dims[i] == 1) i++;
+    while (j < rt->rank && rt->dims[j] == 1) j++;
+    if (i == in->rank || j == rt->rank) return i != in->rank || j != rt->rank;
+    if (in->dims[i++] != rt->dims[j++]) return 1;
+  }
+}
+
 /* The axes a slice cuts (one whose range is not the whole dim with step 1), or the axis of a
  * concat or split, as a mask of dims. */
 static unsigned moved_axes(const wf_func *f, const wf_op *op, const wf_type *in) {
@@ -206,8 +219,23 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         m &= all_padded(rt, w, h);
         break;
       case WF_OP_RESHAPE:
+        if (regroups_rows(in, rt)) { /* the columns' padding moves with them; the result's
+                                        padding rows hold other rows */
+          m = (dirty[op->operands[0]] >> (in->rank - 1) & 1) << (rt->rank - 1);
+          if (rt->rank >= 2) m |= all_padded(rt, w, h) & ~(1u << (rt->rank - 1));
+          m &= all_padded(rt, w, h);
+          break;
+        }
         m = reshape_mask(in, dirty[op->operands[0]], rt) & all_padded(rt, w, h);
         break;
+      case WF_OP_TOPK: case WF_OP_GATHER_ELEMENTS: case WF_OP_SCATTER_ELEMENTS: {
+        /* backend/ops/lower_topk.c: topk's and gather_elements' results are zero past the
+         * last axis' end; a scatter never updates data's padding columns */
+        unsigned last = 1u << (rt->rank - 1);
+        m = all_padded(rt, w, h) & ~last;
+        if (op->code == WF_OP_SCATTER_ELEMENTS) m |= dirty[op->operands[0]] & last & all_padded(rt, w, h);
+        break;
+      }
       case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
         /* backend/ops/lower_slice.c copies the other dims' blocks whole (their padding with
          * them) and zeroes the result's padding along each axis it cuts */

@@ -38,7 +38,8 @@ static int is_int(wf_dtype d) { return d == WF_I64 || d == WF_I32; }
 int wf_lower_int_ok(const wf_lower *L, wf_value v) {
   const wf_func *f = L->f;
   const wf_value_info *vi = &f->values[v];
-  if (vi->kind == WF_VAL_RESULT) return vi->def && vi->def->code == WF_OP_ARGMAX;
+  if (vi->kind == WF_VAL_RESULT) /* an argmax's index, topk's indices (lower_topk.c) */
+    return vi->def && (vi->def->code == WF_OP_ARGMAX || (vi->def->code == WF_OP_TOPK && vi->def->results[1] == v));
   if (vi->kind != WF_VAL_ARG) return 0;
   int uses = 0;
   wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {

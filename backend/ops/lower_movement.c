@@ -147,6 +147,8 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
              L->w, L->h);
     return WF_EXIT_UNSUPPORTED;
   }
+  int rows = wf_lower_reshape_rows(L, op, out); /* rows regrouped, the last dim kept */
+  if (rows >= 0) return rows;
   wf_error(op->loc, "'reshape' that changes how the partitioned dims are blocked is not "
                     "supported: only reshapes that add or drop dims of size 1 are lowered");
   return WF_EXIT_UNSUPPORTED;

@@ -61,7 +61,7 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
   }
   if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32) && wf_lower_int_ok(L, v))) {
     wf_error(loc, "%s has dtype %s: the mesh computes in f32 only, but for a gather's ids and an "
-                  "argmax's index (the reference interpreter, waferc --interpret, runs other dtypes)",
+                  "argmax's or topk's indices (the reference interpreter, waferc --interpret, runs other dtypes)",
              name, wf_dtype_name(t->dtype));
     return -2;
   }
@@ -139,6 +139,9 @@ static int lower_func(wf_lower *L) {
       rc = wf_lower_slice_concat(L, op, lo);
     else if (op->code == WF_OP_GATHER) rc = wf_lower_gather(L, op, lo);
     else if (op->code == WF_OP_ARGMAX) rc = wf_lower_argmax(L, op, lo);
+    else if (op->code == WF_OP_TOPK) rc = wf_lower_topk(L, op, lo);
+    else if (op->code == WF_OP_SCATTER_ELEMENTS) rc = wf_lower_scatter(L, op, lo);
+    else if (op->code == WF_OP_GATHER_ELEMENTS) rc = wf_lower_gather_elements(L, op, lo);
     else if (wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) rc = wf_lower_elementwise(L, op, lo);
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);

@@ -235,6 +235,9 @@ int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out);     /* layernorm, rmsnorm */
 int wf_lower_reduce(wf_lower *L, const wf_op *op, wf_lowered_op *out);   /* reduce_sum/mean/max */
 int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* reshape, transpose */
+/* lower_reshape_rows.c: a reshape that regroups the rows ([B, T, E] <-> [B*T, E]) and keeps the
+ * last dim, by an allgather of the rows along y; -1 (nothing emitted) when it is not one. */
+int wf_lower_reshape_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_attention.c: packed attention (head-layout) and rotate_pairs, both on {B, S_y, E_x}. */
 int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out);
@@ -260,6 +263,14 @@ int wf_lower_int_ok(const wf_lower *L, wf_value v);
 /* The rows of the smallest table the gathers index with v (the ids' valid range is [0, it)),
  * or 0 when no gather reads v. */
 int64_t wf_lower_index_bound(const wf_lower *L, wf_value v);
+
+/* lower_topk.c: a MoE layer's gating, along the last axis (local when it is whole on a PE,
+ * allreduces along x when it is split): topk by k rounds of max + lowest index,
+ * scatter_elements (reduction none / add / mul) after an allgather of indices and updates, and
+ * gather_elements by a masked sum per index. */
+int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 
 /* cost.c: the phase-1 cost model (docs/cycle-model.md, "Predicted cycles"). */
 int64_t wf_cost_bcast(const wf_target *t, int64_t wavelets, int hops);

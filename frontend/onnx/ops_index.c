@@ -1,4 +1,5 @@
-/* Importers of Trilu, TopK and ScatterElements (IR ops trilu, topk, scatter_elements). */
+/* Importers of Trilu, TopK, ScatterElements and GatherElements (IR ops trilu, topk,
+ * scatter_elements, gather_elements). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,5 +78,14 @@ int ox_imp_scatter(ox_nctx *n) {
   ox_attrv at[2] = {OX_A_INT("axis", ox_attr_int(n, "axis", 0)), OX_A_IDENT("reduction", redbuf)};
   if (n->failed) return WF_EXIT_INPUT;
   ox_val *r = ox_emit1(n, WF_OP_SCATTER_ELEMENTS, 3, ins, 2, at, NULL);
+  return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
+}
+
+int ox_imp_gather_elements(ox_nctx *n) {
+  ox_val *ins[2] = {ox_in(n, 0), ox_in(n, 1)};
+  if (!ins[0] || !ins[1]) return WF_EXIT_INPUT;
+  ox_attrv at = OX_A_INT("axis", ox_attr_int(n, "axis", 0));
+  if (n->failed) return WF_EXIT_INPUT;
+  ox_val *r = ox_emit1(n, WF_OP_GATHER_ELEMENTS, 2, ins, 1, &at, NULL);
   return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
 }

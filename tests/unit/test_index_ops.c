@@ -116,6 +116,24 @@ int main(void) {
   snprintf(buf, sizeof buf, "%s%s%s", scatter, "mul", tail);
   run("scatter mul", buf, 2, (int64_t[]){2, 3}, m23, 0, (double[]){20, 2, 30, 4, 150, 240}, 6);
 
+  /* gather_elements axis 1 of [[1,2,3],[4,5,6]]: indices [[2,0],[1,-1]] */
+  run("gather_elements",
+      "module {\n  const @ix : i64[2, 2] = dense<[2, 0, 1, -1]>\n"
+      "  func @main(%x: f32[2, 3]) -> f32[2, 2] {\n"
+      "    %y = gather_elements(%x, @ix) {axis = 1} : f32[2, 2]\n    return %y\n} }",
+      2, (int64_t[]){2, 3}, m23, 0, (double[]){3, 1, 5, 6}, 4);
+  /* axis 0: out[i][j] = x[ix[i][j]][j] */
+  run("gather_elements axis 0",
+      "module {\n  const @ix : i64[1, 3] = dense<[1, 0, 1]>\n"
+      "  func @main(%x: f32[2, 3]) -> f32[1, 3] {\n"
+      "    %y = gather_elements(%x, @ix) : f32[1, 3]\n    return %y\n} }",
+      2, (int64_t[]){2, 3}, m23, 0, (double[]){4, 2, 6}, 3);
+  reject("gather_elements with f32 indices",
+         "module { const @ix : f32[1] = dense<[0.0]>\n func @main(%x: f32[3]) -> f32[1] {\n"
+         "  %y = gather_elements(%x, @ix) : f32[1]\n  return %y\n} }");
+  reject("gather_elements of another rank",
+         "module { const @ix : i64[1, 1] = dense<[0]>\n func @main(%x: f32[3]) -> f32[1, 1] {\n"
+         "  %y = gather_elements(%x, @ix) : f32[1, 1]\n  return %y\n} }");
   reject("expand to an incompatible shape",
          "module { func @main(%x: f32[3, 2]) -> f32[3, 4] {\n  %y = expand(%x) : f32[3, 4]\n  return %y\n} }");
   reject("trilu of a vector",

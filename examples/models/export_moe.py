@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Exports small Mixture-of-Experts blocks in the DENSE style into examples/models/moe/: every
+expert computes on every token, and the outputs are weighted by a gate-weight matrix and
+summed. Each block is
+
+    logits = gate(x)                       # Linear E -> N experts, no bias
+    probs  = softmax(logits, -1)
+    w, idx = topk(probs, K, -1)            # TopK
+    w      = w / w.sum(-1, keepdim=True)   # renormalised (top-2); top-1 gives 1.0
+    gates  = zeros_like(probs).scatter(-1, idx, w)   # ScatterElements -> [T, N]
+    y      = sum_e gates[:, e:e+1] * expert_e(x)      # or a stacked [T, N, E] combine
+
+with SwiGLU (w2(silu(w1 x) * w3 x)) or GELU (fc2(gelu(fc1 x))) experts. Files per block M:
+M.onnx, M_input.npy (x) and M_ref.npy (torch's y). Seeded: a rerun with the same torch writes
+the same files. Needs Debian's python3-torch, python3-onnx and python3-numpy:
+
+    /usr/bin/python3 examples/models/export_moe.py            # writes examples/models/moe/
+    /usr/bin/python3 examples/models/export_moe.py --out DIR  # elsewhere
+"""
+import argparse
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, e, f):
+        super().__init__()
+        self.w1 = nn.Linear(e, f, bias=False)
+        self.w3 = nn.Linear(e, f, bias=False)
+        self.w2 = nn.Linear(f, e, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class GeluMLP(nn.Module):
+    def __init__(self, e, f):
+        super().__init__()
+        self.fc1 = nn.Linear(e, f)
+        self.fc2 = nn.Linear(f, e)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class DenseMoE(nn.Module):
+    def __init__(self, e, f, n, k, expert="swiglu", combine="slice", renorm=True, weights="topk", flat=False):
+        super().__init__()
+        self.k, self.combine, self.renorm, self.weights, self.flat = k, combine, renorm, weights, flat
+        self.gate = nn.Linear(e, n, bias=False)
+        mk = SwiGLU if expert == "swiglu" else GeluMLP
+        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
+
+    def forward(self, x):
+        if self.flat:  # [B, T, E] -> [B*T, E] and back, as Hugging Face's MoE layers do
+            return self.moe(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+        return self.moe(x)
+
+    def moe(self, x):
+        logits = self.gate(x)
+        probs = F.softmax(logits, dim=-1)
+        if self.weights == "gather":  # experts chosen on the logits, weights read back (GatherElements)
+            _, idx = torch.topk(logits, self.k, dim=-1)
+            w = probs.gather(-1, idx)
+        elif self.weights == "softk":  # Mixtral-like: softmax over the k chosen logits, scatter_add
+            v, idx = torch.topk(logits, self.k, dim=-1)
+            w = F.softmax(v, dim=-1)
+            return self.combine_experts(x, torch.zeros_like(probs).scatter_add(-1, idx, w))
+        else:
+            w, idx = torch.topk(probs, self.k, dim=-1)
+        if self.renorm:
+            w = w / w.sum(dim=-1, keepdim=True)
+        return self.combine_experts(x, torch.zeros_like(probs).scatter(-1, idx, w))
+
+    def combine_experts(self, x, gates):
+        if self.combine == "einsum":  # [T, N] . [T, N, E] -> [T, E]
+            return torch.einsum("tn,tne->te", gates, torch.stack([ex(x) for ex in self.experts], dim=1))
+        if self.combine == "stack":  # [T, N, E] weighted by gates[..., None], summed over N
+            outs = torch.stack([ex(x) for ex in self.experts], dim=-2)
+            return (outs * gates.unsqueeze(-1)).sum(dim=-2)
+        y = None
+        for i, ex in enumerate(self.experts):
+            t = gates[..., i:i + 1] * ex(x)
+            y = t if y is None else y + t
+        return y
+
+
+# name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
+# where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
+BLOCKS = {
+    "moe_e4_k1": dict(seed=101, t=8, e=16, f=32, n=4, k=1, expert="swiglu", combine="slice"),
+    "moe_e4_k2": dict(seed=102, t=8, e=16, f=32, n=4, k=2, expert="swiglu", combine="slice"),
+    "moe_e8_k2": dict(seed=105, t=8, e=32, f=48, n=8, k=2, expert="swiglu", combine="slice"),
+    "moe_e8_k1_gelu": dict(seed=104, t=12, e=24, f=40, n=8, k=1, expert="gelu", combine="slice"),
+    "moe_e16_k2": dict(seed=100, t=8, e=16, f=16, n=16, k=2, expert="swiglu", combine="slice"),
+    "moe_e6_k2_stack": dict(seed=103, t=8, e=16, f=24, n=6, k=2, expert="swiglu", combine="stack"),
+    "moe_e8_k2_gather": dict(seed=106, t=8, e=16, f=24, n=8, k=2, expert="swiglu", combine="slice", weights="gather"),
+    "moe_b2_e4_k2": dict(seed=108, t=(2, 6), e=16, f=24, n=4, k=2, expert="swiglu", combine="slice"),
+    "moe_b2_e8_k2_flat": dict(seed=109, t=(2, 6), e=16, f=16, n=8, k=2, expert="swiglu", combine="stack", flat=True),
+    "moe_e5_k2_einsum": dict(seed=110, t=8, e=16, f=16, n=5, k=2, expert="swiglu", combine="einsum"),
+    "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
+}
+
+
+def export(name, c, out, seed):
+    torch.manual_seed(seed)
+    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk"),
+                     flat=c.get("flat", False)).eval()
+    t = c["t"] if isinstance(c["t"], tuple) else (c["t"],)
+    x = torch.randn(*t, c["e"])
+    with torch.no_grad():
+        y = model(x)
+    torch.onnx.export(model, (x,), os.path.join(out, name + ".onnx"), input_names=["x"], output_names=["y"],
+                      opset_version=17, do_constant_folding=True)
+    np.save(os.path.join(out, name + "_input.npy"), x.numpy().astype(np.float32))
+    np.save(os.path.join(out, name + "_ref.npy"), y.numpy().astype(np.float32))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "moe"))
+    ap.add_argument("-k", default="", help="only blocks whose name contains this")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for name, c in sorted(BLOCKS.items()):
+        if a.k in name:
+            export(name, c, a.out, c["seed"])
+            print(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Dense Mixture-of-Experts blocks exported by torch (examples/models/export_moe.py: gate Linear,
+# softmax, TopK, renormalised gate weights scattered by ScatterElements into a [T, N] matrix,
+# or read by GatherElements, or a softmax of the top-k logits scattered with reduction add;
+# SwiGLU or GELU experts, the weighted sum), 4 to 16 experts, top-1 and top-2:
+#  - the reference interpreter reproduces torch's output (max abs error 1e-4, rtol 0);
+#  - topk and scatter_elements alone (backend/ops/lower_topk.c) as plans against the
+#    interpreter on 1x1, 2x2, 3x2, 4x4 and 5x3: the axis split along x, padded (13 and k = 3
+#    divide no mesh width), ties inside and across PEs (values in {-3, -2, -1}: a padding
+#    zero must never win), largest = false, a rank-1 and a rank-3 operand, the indices as an
+#    i64 output (exact), scattered with reduction none, add and mul and read back by
+#    gather_elements;
+#  - every block as a plan on waferrun against torch (1e-4) on 2x2, 3x2, 4x4 and 5x3, and
+#    on 1x1 for the blocks whose experts' weights fit one PE (the stacked combine through
+#    partition's rewrite, passes/partition_moe.c; a batch's tokens flattened and restored
+#    through backend/ops/lower_reshape_rows.c).
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+M=$SRC/examples/models/moe
+BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+
+# ---- the interpreter against torch ---------------------------------------------------------
+for b in $BLOCKS; do
+  waferc "$M/$b.onnx" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.ref" 2>"$TMP/err" ||
+    fail "$b: waferc --interpret exited $?: $(head -3 "$TMP/err")"
+  wafer-npycmp "$TMP/$b.ref/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
+    fail "$b: the interpreter differs from torch: $(head -1 "$TMP/cmp")"
+  n=$((n + 1))
+done
+
+# ---- topk and scatter_elements alone --------------------------------------------------------
+# descr of a .npy file ('<i8', '<f4')
+descr() {
+  python3 - "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+h = b[10:10 + struct.unpack("<H", b[8:10])[0]].decode()
+print(h.split("'descr': '")[1].split("'")[0])
+PY
+}
+# ties SHAPE PATH: f32 values in {-3, -2, -1} (ties everywhere, no zero)
+ties() {
+  python3 - "$1" "$2" <<'PY'
+import struct, sys
+shape = tuple(int(d) for d in sys.argv[1].split(","))
+n, s, vals = 1, 11, []
+for d in shape:
+    n *= d
+for _ in range(n):
+    s = (s * 1103515245 + 12345) & 0x7FFFFFFF
+    vals.append(-float(1 + (s >> 16) % 3))
+h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (", ".join(map(str, shape)) + ("," if len(shape) == 1 else ""))
+h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+open(sys.argv[2], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%df" % n, *vals))
+PY
+}
+ties 3,2,13 "$TMP/t3.npy"
+python3 "$NPY" "$TMP/r2.npy" 7,13 3 1.0
+ties 13 "$TMP/v1.npy"
+cat >"$TMP/topk.wir" <<EOF
+module @topk {
+  func @main(%t: f32[3, 2, 13], %r: f32[7, 13], %v: f32[13]) -> (f32[3, 2, 3], i64[3, 2, 3], f32[3, 2, 13], f32[7, 2], i64[7, 2], f32[7, 13], f32[7, 13], f32[2], i64[2], f32[7, 2], f32[3, 2, 3]) {
+    %tv, %ti = topk(%t) {k = 3} : f32[3, 2, 3], i64[3, 2, 3]
+    %ts = scatter_elements(%t, %ti, %tv) {axis = -1, reduction = mul} : f32[3, 2, 13]
+    %rv, %ri = topk(%r) {k = 2, axis = 1, largest = false} : f32[7, 2], i64[7, 2]
+    %e = exp(%r) : f32[7, 13]
+    %rn = scatter_elements(%e, %ri, %rv) {axis = 1} : f32[7, 13]
+    %ra = scatter_elements(%e, %ri, %rv) {axis = -1, reduction = add} : f32[7, 13]
+    %vv, %vi = topk(%v) {k = 2} : f32[2], i64[2]
+    %rg = gather_elements(%e, %ri) {axis = 1} : f32[7, 2]
+    %tg = gather_elements(%ts, %ti) {axis = -1} : f32[3, 2, 3]
+    return %tv, %ti, %ts, %rv, %ri, %rn, %ra, %vv, %vi, %rg, %tg
+  }
+}
+EOF
+ins=(--input "t=$TMP/t3.npy" --input "r=$TMP/r2.npy" --input "v=$TMP/v1.npy")
+waferc "$TMP/topk.wir" --interpret "${ins[@]}" --output-dir "$TMP/topk.ref" 2>"$TMP/err" ||
+  fail "topk: the interpreter failed: $(head -3 "$TMP/err")"
+for mesh in 1x1 2x2 3x2 4x4 5x3; do
+  d=$TMP/topk.$mesh
+  waferc "$TMP/topk.wir" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
+    fail "topk $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
+  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" 2>"$TMP/err" ||
+    fail "topk $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
+  for f in "$TMP/topk.ref"/*.npy; do
+    b=$(basename "$f")
+    [ "$(descr "$d/out/$b")" = "$(descr "$f")" ] || fail "topk $mesh: $b is $(descr "$d/out/$b"), want $(descr "$f")"
+    tol=1e-5
+    [ "$(descr "$f")" = "<i8" ] && tol=0
+    wafer-npycmp "$d/out/$b" "$f" --atol $tol --rtol 0 >"$TMP/cmp" 2>&1 ||
+      fail "topk $mesh: $b differs from the interpreter: $(head -1 "$TMP/cmp")"
+  done
+  n=$((n + 1))
+done
+python3 - "$TMP/topk.4x4/manifest.json" <<'PY' || fail "topk: the 4x4 manifest"
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+tk = [o["lowering"] for o in ops if o["op"] == "topk"]
+sc = [o["lowering"] for o in ops if o["op"] == "scatter_elements"]
+assert tk == ["local+masked+allreduce-x(6)", "local+masked+allreduce-x(4)", "local+masked+allreduce-x(4)"], tk
+assert sc == ["allgather-x+local"] * 3, sc
+ge = [o["lowering"] for o in ops if o["op"] == "gather_elements"]
+assert ge == ["allgather-x+local+allreduce-x"] * 2, ge
+PY
+python3 - "$TMP/topk.1x1/manifest.json" <<'PY' || fail "topk: the 1x1 manifest"
+import json, sys
+ops = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] in ("topk", "scatter_elements", "gather_elements")]
+assert all(o["lowering"] == "local" and not o.get("collectives") for o in ops), ops
+PY
+
+# ---- the blocks as plans against torch -------------------------------------------------------
+for b in $PLANS; do
+  meshes="2x2 3x2 4x4 5x3"
+  case $b in moe_e4_* | moe_b2_e8_k2_flat) meshes="1x1 $meshes" ;; esac
+  for mesh in $meshes; do
+    d=$TMP/$b.$mesh
+    waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
+      fail "$b $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
+    waferrun "$d" -q --input "x=$M/${b}_input.npy" --output-dir "$d/out" 2>"$TMP/err" ||
+      fail "$b $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
+    wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
+      fail "$b $mesh: the plan differs from torch: $(head -1 "$TMP/cmp")"
+    n=$((n + 1))
+  done
+done
+
+echo "moe_plans: $n checks passed"
