@@ -510,6 +510,10 @@ int wf_sim_run(wf_sim *s) {
     }
     s->now = next;
   }
+  return wf_sim_finish(s);
+}
+
+int wf_sim_finish(wf_sim *s) {
   /* Everything is asleep and nothing is in flight: finished, unless someone still waits. */
   size_t cells = (size_t)s->w * (size_t)s->h;
   for (size_t i = 0; i < cells; i++)

@@ -321,6 +321,10 @@ WF_SIM_HIDDEN void wf_sim_cycle_begin(wf_sim *s);
 WF_SIM_HIDDEN void wf_sim_compact(wf_sim *s, wf_jump_state *j, int n, int n_slept, int n_emptied);
 WF_SIM_HIDDEN void wf_sim_jump_see(wf_jump_state *j, const wf_pe *p);
 WF_SIM_HIDDEN void wf_sim_settle(wf_sim *s);
+/* sim.c: the end of a run once every PE and router sleeps and nothing is in flight: a PE that
+ * still waits is a deadlock (reported, WF_EXIT_RUNTIME); else the total cycles and the
+ * wavelets never received. */
+int wf_sim_finish(wf_sim *s);
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);

@@ -724,24 +724,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   }
   gather(T);
   if (rc >= 0) return rc;
-  /* Everything is asleep and nothing is in flight: as wf_sim_run. */
-  size_t cells = (size_t)s->w * (size_t)s->h;
-  for (size_t i = 0; i < cells; i++)
-    if (s->pes[i] && !wf_pe_quiescent(s->pes[i])) {
-      wf_sim_report_deadlock(s, "every unfinished PE waits for wavelets and none is in flight");
-      return WF_EXIT_RUNTIME;
-    }
-  s->total = 0;
-  for (size_t i = 0; i < cells; i++) {
-    wf_pe *p = s->pes[i];
-    if (!p) continue;
-    if (p->finish > s->total) s->total = p->finish;
-    for (int c = 0; c < s->ci[p->cls_i].nlc; c++) s->undelivered += p->q[c].count;
-  }
-  if (s->undelivered)
-    wf_warning(WF_LOC_NONE, "%lld wavelet(s) were sent but never received",
-               (long long)s->undelivered);
-  return WF_EXIT_OK;
+  return wf_sim_finish(s); /* everything is asleep and nothing is in flight: as wf_sim_run */
 }
 
 void wf_sim_threads_free(wf_sim *s) {

@@ -38,12 +38,6 @@
 
 #include "waferc/diag.h"
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -69,13 +63,13 @@ static void zero_row_padding(wf_lower *L, const wf_relayout_tr *t, int64_t *row)
   wf_pe_term ty = wf_term(WF_TERM_Y, 0);
   if (y0 < L->h && real > 0) {
     wf_pe_guard g = guard1(ty, WF_CMP_EQ, wf_term_int((int32_t)y0));
-    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){at(t->dst, t->dst_off + real * t->rb2), wf_arg_int(blk - real * t->rb2)});
+    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(t->dst, t->dst_off + real * t->rb2), wf_arg_int(blk - real * t->rb2)});
     row[y0] += blk - real * t->rb2;
   }
   int64_t first_empty = real > 0 ? y0 + 1 : y0;
   if (first_empty < L->h) {
     wf_pe_guard g = guard1(ty, WF_CMP_GE, wf_term_int((int32_t)first_empty));
-    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){at(t->dst, t->dst_off), wf_arg_int(blk)});
+    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(t->dst, t->dst_off), wf_arg_int(blk)});
     for (int64_t y = first_empty; y < L->h; y++) row[y] += blk;
   }
 }
@@ -96,7 +90,7 @@ static wf_pe_term lin_term(rl_lin l, int64_t scale, int64_t add) {
 
 /* Buffer operand sym + l * scale + add. */
 static wf_pe_arg lin_at(int sym, rl_lin l, int64_t scale, int64_t add) {
-  if (l.var < 0 || l.step * scale == 0) return at(sym, l.base * scale + add);
+  if (l.var < 0 || l.step * scale == 0) return wf_arg_at(sym, l.base * scale + add);
   wf_pe_arg a = wf_arg_sym(sym);
   a.term = lin_term(l, scale, add);
   return a;
@@ -118,24 +112,24 @@ static int64_t gather_rounds(wf_lower *L, const wf_relayout_gather *g, int col, 
   if (g->j0 > 0) wf_guard_add(&in, tc, WF_CMP_GE, wf_term_int(g->j0));
   if (g->j1 < P) wf_guard_add(&in, tc, WF_CMP_LT, wf_term_int(g->j1));
   /* Slot j of a panel row: panel_off + (j - j0) b inner; PE c's own block goes to slot c. */
-  wf_pe_arg mine = at(g->panel, g->panel_off);
+  wf_pe_arg mine = wf_arg_at(g->panel, g->panel_off);
   if (P > 1) mine.term = wf_term_scaled(tc, (int)row, (int32_t)(-(int64_t)g->j0 * row));
   if (g->outer == 1)
-    wf_emit(L, in.n ? &in : NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, at(g->src, g->src_off), wf_arg_int(blk)});
+    wf_emit(L, in.n ? &in : NULL, WF_PEOP_COPY, (wf_pe_arg[]){mine, wf_arg_at(g->src, g->src_off), wf_arg_int(blk)});
   else
     wf_emit(L, in.n ? &in : NULL, WF_PEOP_COPY2D,
-            (wf_pe_arg[]){mine, at(g->src, g->src_off), wf_arg_int(g->outer), wf_arg_int(row), wf_arg_int(g->prow),
+            (wf_pe_arg[]){mine, wf_arg_at(g->src, g->src_off), wf_arg_int(g->outer), wf_arg_int(row), wf_arg_int(g->prow),
                           wf_arg_int(row)});
   if (P == 1) return blk;
   wf_pe_term tj = n > 1 ? wf_term_var(qv, 0) : wf_term_int(g->j0);
   wf_pe_guard own = wf_guard0(), other = wf_guard0();
   wf_guard_add(&own, tc, WF_CMP_EQ, tj);
   wf_guard_add(&other, tc, WF_CMP_NE, tj);
-  wf_pe_arg slot = at(g->panel, g->panel_off); /* slot j0 when there is one round */
+  wf_pe_arg slot = wf_arg_at(g->panel, g->panel_off); /* slot j0 when there is one round */
   if (n > 1) slot.term = wf_term_affine(qv, row, -(int64_t)g->j0 * row);
   int buf = g->outer > 1 ? wf_lower_temp(L, "$ga_buf", blk * 4) : -1;
   if (n > 1) wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tj), wf_arg_int(g->j0), wf_arg_int(g->j1)});
-  wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), at(g->src, g->src_off), wf_arg_int(blk)});
+  wf_emit(L, &own, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(col), wf_arg_at(g->src, g->src_off), wf_arg_int(blk)});
   if (buf < 0) {
     wf_emit(L, &other, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(col), slot, wf_arg_int(blk)});
   } else {
@@ -175,7 +169,7 @@ static int64_t gather_columns(wf_lower *L, const wf_relayout_tr *t, int panel, i
   int H = L->h;
   int64_t blk = t->rb * t->cb;
   if (rpan > H * t->rb)
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(panel, H * blk), wf_arg_int((rpan - H * t->rb) * t->cb)});
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(panel, H * blk), wf_arg_int((rpan - H * t->rb) * t->cb)});
   wf_relayout_gather g = {WF_AXIS_Y, t->src, panel, t->src_off, 0, 1, t->cb, t->rb, blk, 0, H};
   return max64(rpan - H * t->rb, 0) * t->cb + gather_rounds(L, &g, ccol, qv);
 }
@@ -228,7 +222,7 @@ static void cut_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
   if (p->src != cx->piece) return;
   wf_pe_guard snd = at_pe(p);
   wf_emit(L, &snd, WF_PEOP_COPY2D,
-          (wf_pe_arg[]){wf_arg_sym(cx->piece), at(cx->panel, p->in_panel), wf_arg_int(L->w * cx->t->rb2),
+          (wf_pe_arg[]){wf_arg_sym(cx->piece), wf_arg_at(cx->panel, p->in_panel), wf_arg_int(L->w * cx->t->rb2),
                         wf_arg_int(p->w), wf_arg_int(p->w), wf_arg_int(cx->t->cb)});
 }
 
@@ -261,11 +255,11 @@ static void stream_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
 static void transpose_pair(wf_lower *L, const rl_ctx *cx, const rl_pair *p) {
   wf_pe_guard snd = at_pe(p), any = receivers(p, WF_CMP_NE);
   wf_emit(L, &snd, WF_PEOP_TRANSPOSE,
-          (wf_pe_arg[]){at(cx->t->dst, p->dpos), lin_at(p->src, p->i, p->chunk, 0), wf_arg_int(cx->t->rb2),
+          (wf_pe_arg[]){wf_arg_at(cx->t->dst, p->dpos), lin_at(p->src, p->i, p->chunk, 0), wf_arg_int(cx->t->rb2),
                         wf_arg_int(p->w)});
   if (L->w > 1)
     wf_emit(L, &any, WF_PEOP_TRANSPOSE,
-            (wf_pe_arg[]){at(cx->t->dst, p->dpos), lin_at(cx->chunkbuf, p->i, cx->slot, 0), wf_arg_int(cx->t->rb2),
+            (wf_pe_arg[]){wf_arg_at(cx->t->dst, p->dpos), lin_at(cx->chunkbuf, p->i, cx->slot, 0), wf_arg_int(cx->t->rb2),
                           wf_arg_int(p->w)});
 }
 

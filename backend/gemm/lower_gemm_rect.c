@@ -183,12 +183,6 @@ static int never(const wf_pe_guard *g) {
   return 0;
 }
 
-static wf_pe_arg at(int sym, int64_t words) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)words;
-  return a;
-}
-
 /* Emits one virtual shift along the axis, from buffer `q` into the other: of the one row of
  * tiles o (alignment), or with `all` of every row at once (a step: the vo tiles of one tile
  * index are contiguous, so each action moves them in one piece). `outer` adds conditions to
@@ -208,12 +202,12 @@ static void emit_shift(wf_lower *L, const rect_axis *ax, const wf_pe_guard *oute
       int64_t to = ((int64_t)a->to * ax->vo + (all ? 0 : o)) * ax->tile;
       if (kind == ACT_RECV)
         wf_emit(L, &g, WF_PEOP_ARECV,
-                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), at(dst, to), wf_arg_int(words), wf_arg_int(ax->done)});
+                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), wf_arg_at(dst, to), wf_arg_int(words), wf_arg_int(ax->done)});
       else if (kind == ACT_SEND)
         wf_emit(L, &g, WF_PEOP_ASEND,
-                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), at(src, fo), wf_arg_int(words), wf_arg_int(ax->done)});
+                (wf_pe_arg[]){wf_arg_int(ax->col[a->ch]), wf_arg_at(src, fo), wf_arg_int(words), wf_arg_int(ax->done)});
       else
-        wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){at(dst, to), at(src, fo), wf_arg_int(words)});
+        wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_at(dst, to), wf_arg_at(src, fo), wf_arg_int(words)});
     }
 }
 
@@ -240,18 +234,18 @@ static void rotate_step(wf_lower *L, const rect_axis *ax, const rect_axis *ay, c
     int S = slots(a);
     int64_t group = a->vo * a->tile;
     wf_emit(L, g, WF_PEOP_ARECV,
-            (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], (j + a->v) % S * group), wf_arg_int(group),
+            (wf_pe_arg[]){wf_arg_int(a->col[0]), wf_arg_at(a->buf[0], (j + a->v) % S * group), wf_arg_int(group),
                           wf_arg_int(a->done)});
     wf_emit(L, g, WF_PEOP_ASEND,
-            (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], j % S * group), wf_arg_int(group),
+            (wf_pe_arg[]){wf_arg_int(a->col[0]), wf_arg_at(a->buf[0], j % S * group), wf_arg_int(group),
                           wf_arg_int(a->done)});
   }
   for (int r = 0; r < mm->vy; r++)
     for (int t = 0; t < mm->vx; t++) {
       int64_t sa = (j + t) % slots(ax), sb = (j + r) % slots(ay);
       wf_emit(L, NULL, WF_PEOP_MATMUL,
-              (wf_pe_arg[]){at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
-                            at(ax->buf[0], (sa * mm->vy + r) * ax->tile), at(ay->buf[0], (sb * mm->vx + t) * ay->tile),
+              (wf_pe_arg[]){wf_arg_at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
+                            wf_arg_at(ax->buf[0], (sa * mm->vy + r) * ax->tile), wf_arg_at(ay->buf[0], (sb * mm->vx + t) * ay->tile),
                             wf_arg_int(mm->mt), wf_arg_int(mm->kt), wf_arg_int(mm->nt)});
     }
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
@@ -406,11 +400,11 @@ static void mesh_shift(wf_lower *L, const rect_axis *a, const chmap *maps, int n
       }
       if (w->in >= 0)
         emit_if(L, &gin, WF_PEOP_ARECV,
-                (wf_pe_arg[]){wf_arg_int(w->in), at(a->buf[0], win_arr(w, j) * group), wf_arg_int(group),
+                (wf_pe_arg[]){wf_arg_int(w->in), wf_arg_at(a->buf[0], win_arr(w, j) * group), wf_arg_int(group),
                               wf_arg_int(a->done)});
       if (w->out >= 0)
         emit_if(L, &gout, WF_PEOP_ASEND,
-                (wf_pe_arg[]){wf_arg_int(w->out), at(a->buf[0], win_dep(w, j) * group), wf_arg_int(group),
+                (wf_pe_arg[]){wf_arg_int(w->out), wf_arg_at(a->buf[0], win_dep(w, j) * group), wf_arg_int(group),
                               wf_arg_int(a->done)});
     }
     if (m->turns) {
@@ -418,10 +412,10 @@ static void mesh_shift(wf_lower *L, const rect_axis *a, const chmap *maps, int n
       gb_cmp(&first, a, WF_CMP_EQ, 0);
       gb_cmp(&last, a, WF_CMP_EQ, a->len - 1);
       emit_if(L, &first, WF_PEOP_COPY,
-              (wf_pe_arg[]){at(a->buf[0], win_arr(&m->w[0], j) * group), at(a->buf[0], win_dep(&m->w[1], j) * group),
+              (wf_pe_arg[]){wf_arg_at(a->buf[0], win_arr(&m->w[0], j) * group), wf_arg_at(a->buf[0], win_dep(&m->w[1], j) * group),
                             wf_arg_int(group)});
       emit_if(L, &last, WF_PEOP_COPY,
-              (wf_pe_arg[]){at(a->buf[0], win_arr(&m->w[1], j) * group), at(a->buf[0], win_dep(&m->w[0], j) * group),
+              (wf_pe_arg[]){wf_arg_at(a->buf[0], win_arr(&m->w[1], j) * group), wf_arg_at(a->buf[0], win_dep(&m->w[0], j) * group),
                             wf_arg_int(group)});
     }
   }
@@ -466,9 +460,9 @@ static void mesh_step(wf_lower *L, const rect_axis *ax, const rect_axis *ay, con
             if ((r * mm->vx + t < half) == part) continue;
             int64_t sa = map_slot(cx, t, j), sb = map_slot(cy, r, j);
             wf_emit(L, b.g.n ? &b.g : NULL, WF_PEOP_MATMUL,
-                    (wf_pe_arg[]){at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
-                                  at(ax->buf[0], (sa * mm->vy + r) * ax->tile),
-                                  at(ay->buf[0], (sb * mm->vx + t) * ay->tile), wf_arg_int(mm->mt),
+                    (wf_pe_arg[]){wf_arg_at(mm->gc, mm->direct ? r * mm->mt * mm->n : ((int64_t)r * mm->vx + t) * mm->zc),
+                                  wf_arg_at(ax->buf[0], (sa * mm->vy + r) * ax->tile),
+                                  wf_arg_at(ay->buf[0], (sb * mm->vx + t) * ay->tile), wf_arg_int(mm->mt),
                                   wf_arg_int(mm->kt), wf_arg_int(mm->nt)});
           }
       }
@@ -518,10 +512,10 @@ static void rotate_align_line(wf_lower *L, const rect_axis *a, const rect_axis *
       wf_gadd(&g, tu, WF_CMP_LT, I);
       wf_gadd(&g, wf_gterm(tu, S, 0), WF_CMP_EQ, wf_gterm(base, S, (o + e) % S - w * S));
       wf_emit(L, &g, WF_PEOP_ARECV,
-              (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], (((e + a->v) % S) * a->vo + o) * a->tile),
+              (wf_pe_arg[]){wf_arg_int(a->col[0]), wf_arg_at(a->buf[0], (((e + a->v) % S) * a->vo + o) * a->tile),
                             wf_arg_int(a->tile), wf_arg_int(a->done)});
       wf_emit(L, &g, WF_PEOP_ASEND,
-              (wf_pe_arg[]){wf_arg_int(a->col[0]), at(a->buf[0], ((int64_t)e * a->vo + o) * a->tile),
+              (wf_pe_arg[]){wf_arg_int(a->col[0]), wf_arg_at(a->buf[0], ((int64_t)e * a->vo + o) * a->tile),
                             wf_arg_int(a->tile), wf_arg_int(a->done)});
     }
 }
@@ -576,8 +570,8 @@ static void gather_line(wf_lower *L, const rect_axis *ax, const rect_axis *ay, c
       if (gt->rename) wf_gadd_mod(&g, wf_term_scaled(other->coord, a->vo, o), S, e);
       if (never(&g)) continue;
       int64_t slot = gt->rename ? rotate_slot(a, i, e) : i;
-      wf_pe_arg dst = at(a->buf[0], (slot * a->vo + o) * a->tile);
-      wf_pe_arg src = d ? at(gt->sb, r * gt->kt * gt->n + t * gt->nt) : at(gt->sa, r * gt->mt * gt->ka + t * gt->kt);
+      wf_pe_arg dst = wf_arg_at(a->buf[0], (slot * a->vo + o) * a->tile);
+      wf_pe_arg src = d ? wf_arg_at(gt->sb, r * gt->kt * gt->n + t * gt->nt) : wf_arg_at(gt->sa, r * gt->mt * gt->ka + t * gt->kt);
       wf_emit(L, g.n ? &g : NULL, WF_PEOP_COPY2D,
               (wf_pe_arg[]){dst, src, wf_arg_int(rows), wf_arg_int(cols), wf_arg_int(d ? gt->nt : gt->kt),
                             wf_arg_int(d ? gt->n : gt->ka)});
@@ -607,7 +601,7 @@ static void round_extras(wf_lower *L, const rect_axis *ax, const rect_axis *ay, 
     if (ur < 0 || ko != o) continue;
     wf_pe_guard g = wf_guard0();
     wf_gadd(&g, tu, WF_CMP_EQ, wf_term_int(ur));
-    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){at(gc, k * zc), wf_arg_int(zc)});
+    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(gc, k * zc), wf_arg_int(zc)});
   }
 }
 
@@ -615,7 +609,7 @@ static void round_extras(wf_lower *L, const rect_axis *ax, const rect_axis *ay, 
 static void late_zero(wf_lower *L, int no, int ustep, int iters, int gc, int64_t zc, int nz) {
   for (int k = 0; k < nz; k++) {
     int ko;
-    if (zero_round(k, no, ustep, iters, &ko) < 0) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(gc, k * zc), wf_arg_int(zc)});
+    if (zero_round(k, no, ustep, iters, &ko) < 0) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(gc, k * zc), wf_arg_int(zc)});
   }
 }
 
@@ -773,7 +767,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
       for (int i = 0; i < al[d][o].nf; i++)
         if (!never(&al[d][o].fixup[i]))
           wf_emit(L, &al[d][o].fixup[i], WF_PEOP_COPY2D,
-                (wf_pe_arg[]){at(a->buf[0], o * a->tile), at(a->buf[1], o * a->tile), wf_arg_int(a->v),
+                (wf_pe_arg[]){wf_arg_at(a->buf[0], o * a->tile), wf_arg_at(a->buf[1], o * a->tile), wf_arg_int(a->v),
                               wf_arg_int(a->tile), wf_arg_int(a->vo * a->tile), wf_arg_int(a->vo * a->tile)});
   }
   }
@@ -799,8 +793,8 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     for (int r = 0; r < vy; r++)
       for (int t = 0; t < vx; t++)
         wf_emit(L, &g, WF_PEOP_MATMUL,
-                (wf_pe_arg[]){at(gc, direct ? r * mt * n : ((int64_t)r * vx + t) * zc),
-                              at(ax.buf[p], ((int64_t)t * vy + r) * za), at(ay.buf[p], ((int64_t)r * vx + t) * zb),
+                (wf_pe_arg[]){wf_arg_at(gc, direct ? r * mt * n : ((int64_t)r * vx + t) * zc),
+                              wf_arg_at(ax.buf[p], ((int64_t)t * vy + r) * za), wf_arg_at(ay.buf[p], ((int64_t)r * vx + t) * zb),
                               wf_arg_int(mt), wf_arg_int(kt), wf_arg_int(nt)});
   }
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
@@ -812,7 +806,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
         int64_t rows = clip(m, r, mt), cols = clip(n, t, nt);
         if (rows > 0 && cols > 0)
           wf_emit(L, NULL, WF_PEOP_COPY2D,
-                  (wf_pe_arg[]){at(sc, r * mt * n + t * nt), at(gc, ((int64_t)r * vx + t) * zc), wf_arg_int(rows),
+                  (wf_pe_arg[]){wf_arg_at(sc, r * mt * n + t * nt), wf_arg_at(gc, ((int64_t)r * vx + t) * zc), wf_arg_int(rows),
                                 wf_arg_int(cols), wf_arg_int(n), wf_arg_int(nt)});
       }
   return 0;

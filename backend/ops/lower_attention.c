@@ -36,12 +36,6 @@
 
 #define NEG_BIG (-1e30f)
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 static void bin(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf_pe_arg a, wf_pe_arg b, int64_t m,
                 int64_t n, int mode) {
   wf_emit(L, g, op, (wf_pe_arg[]){d, a, b, wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
@@ -165,7 +159,7 @@ static int check_layout(wf_lower *L, const wf_op *op, wf_value v) {
 /* The PE's own buffer half (round r reads r % 2 of them): `off` words into kv plus
  * (stride r) mod 2 stride; a single round's PEs have one half and no term. */
 static wf_pe_arg half(int kv, int64_t off, wf_pe_term tr, int64_t stride, int split) {
-  wf_pe_arg a = at(kv, off);
+  wf_pe_arg a = wf_arg_at(kv, off);
   if (split) {
     WF_ASSERT(2 * stride <= 65535);
     a.term = wf_term_scaled(tr, (int)stride, 0);
@@ -226,7 +220,7 @@ static int ring_color(wf_lower *L, wf_loc loc) {
  * K and V slot (kv: kᵀ [B][ds][Tb], V at `voff` [B][Tb][ds]). Columns past the last whole group
  * (phantom heads) gather nothing; their buffer is zero, so their keys and values are. */
 static wf_pe_arg at_x(int sym, int64_t off, int64_t scale, int64_t mod) {
-  wf_pe_arg a = at(sym, off);
+  wf_pe_arg a = wf_arg_at(sym, off);
   if (mod > 1) {
     WF_ASSERT(scale <= 65535 && mod <= 65535);
     a.term = wf_term_scaled(wf_term(WF_TERM_X, 0), (int)scale, 0);
@@ -287,8 +281,8 @@ static int gather_kv(wf_lower *L, const wf_op *op, const wf_attn_gather *ga, int
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t j = 0; j < per && j * sub < ds; j++) {
       int64_t w = ds - j * sub < sub ? ds - j * sub : sub;
-      copy2d(L, NULL, at(kv, b * ds * tb + j * sub * tb), at_x(gb, j * pw + b * tb, per * pw, m * pw), w, tb, tb, rows);
-      copy2d(L, NULL, at(kv, voff + b * tb * ds + j * sub), at_x(gb, j * pw + sub * rows + b * tb * sub, per * pw, m * pw),
+      copy2d(L, NULL, wf_arg_at(kv, b * ds * tb + j * sub * tb), at_x(gb, j * pw + b * tb, per * pw, m * pw), w, tb, tb, rows);
+      copy2d(L, NULL, wf_arg_at(kv, voff + b * tb * ds + j * sub), at_x(gb, j * pw + sub * rows + b * tb * sub, per * pw, m * pw),
              tb, w, ds, sub);
     }
   return 0;
@@ -355,12 +349,12 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* Prologue: q's slots side by side, scaled; acc = 0, l = 0, m = -big. */
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++)
-      copy2d(L, NULL, at(qr, (b * nh + k) * sb * ds), at(sq, b * sb * cb + k * ds), sb, ds, ds, cb);
-  bin(L, NULL, WF_PEOP_MUL, at(qr, 0), at(qr, 0), at(kscale, 0), 1, blk, WF_BMODE_I);
+      copy2d(L, NULL, wf_arg_at(qr, (b * nh + k) * sb * ds), wf_arg_at(sq, b * sb * cb + k * ds), sb, ds, ds, cb);
+  bin(L, NULL, WF_PEOP_MUL, wf_arg_at(qr, 0), wf_arg_at(qr, 0), wf_arg_at(kscale, 0), 1, blk, WF_BMODE_I);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(acc), wf_arg_int(blk)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sl), wf_arg_int(slots * sb)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sm), wf_arg_int(slots * sb)});
-  bin(L, NULL, WF_PEOP_ADD, at(sm, 0), at(sm, 0), at(kneg, 0), 1, slots * sb, WF_BMODE_I);
+  bin(L, NULL, WF_PEOP_ADD, wf_arg_at(sm, 0), wf_arg_at(sm, 0), wf_arg_at(kneg, 0), 1, slots * sb, WF_BMODE_I);
   /* Every PE lays its own K block out as kᵀ per slot ([b][slot][ds][Tb]) and its V block as
    * contiguous slots ([b][slot][Tb][ds]) once, in the first half of the ring buffer, so the
    * blocks it passes on are the matmuls' operands as they arrive: no copy or transpose per
@@ -372,16 +366,16 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     for (int64_t b = 0; b < nbatch; b++)
       for (int64_t k = 0; k < nkv; k++) {
         int64_t slot = b * nkv + k;
-        copy2d(L, NULL, at(ks, 0), at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
+        copy2d(L, NULL, wf_arg_at(ks, 0), wf_arg_at(sk, b * tb * ckb + k * ds), tb, ds, ds, ckb);
         wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
-                (wf_pe_arg[]){at(kv, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
-        copy2d(L, NULL, at(kv, kblk + nbias + slot * tb * ds), at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
+                (wf_pe_arg[]){wf_arg_at(kv, slot * ds * tb), wf_arg_sym(ks), wf_arg_int(tb), wf_arg_int(ds)});
+        copy2d(L, NULL, wf_arg_at(kv, kblk + nbias + slot * tb * ds), wf_arg_at(sv, b * tb * ckb + k * ds), tb, ds, ds, ckb);
       }
   /* The key bias of each block: 0, and -big past T in the blocks that hold padding keys (the
    * rows J whose keys run past T), set by the row that owns the block. */
   wf_pe_term ty = wf_term(WF_TERM_Y, 0);
   if (nbias) {
-    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){at(kv, kblk), wf_arg_int(nbias)});
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_at(kv, kblk), wf_arg_int(nbias)});
     for (int j = 0; j < rows; j++) {
       int64_t real = len - (int64_t)j * tb; /* keys of block j before the padding */
       if (real >= tb) continue;
@@ -392,7 +386,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       free(pm);
       wf_pe_guard rj = wf_guard0();
       wf_gadd(&rj, ty, WF_CMP_EQ, wf_term_int(j));
-      wf_emit(L, &rj, WF_PEOP_COPY, (wf_pe_arg[]){at(kv, kblk), wf_arg_sym(pad), wf_arg_int(tb)});
+      wf_emit(L, &rj, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_at(kv, kblk), wf_arg_sym(pad), wf_arg_int(tb)});
     }
   }
 
@@ -445,15 +439,15 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_gadd(&gp, wf_gterm(tr, 2, 0), WF_CMP_EQ, wf_term_int(p));
       wf_gadd(&gp, tr, WF_CMP_LT, wf_term_int(rows - 1));
       wf_emit(L, &gp, WF_PEOP_ARECV,
-              (wf_pe_arg[]){wf_arg_int(ring), at(kv, (1 - p) * kvw), wf_arg_int(kvw), wf_arg_int(done)});
+              (wf_pe_arg[]){wf_arg_int(ring), wf_arg_at(kv, (1 - p) * kvw), wf_arg_int(kvw), wf_arg_int(done)});
       wf_emit(L, &gp, WF_PEOP_ASEND,
-              (wf_pe_arg[]){wf_arg_int(ring), at(kv, p * kvw), wf_arg_int(kvw), wf_arg_int(done)});
+              (wf_pe_arg[]){wf_arg_int(ring), wf_arg_at(kv, p * kvw), wf_arg_int(kvw), wf_arg_int(done)});
     }
   soft_syms ss = {sc, mx, corr, rs};
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k, kvs = b * nkv + k / share;
-      wf_pe_arg qs = at(qr, slot * sb * ds), m = at(sm, slot * sb), l = at(sl, slot * sb), a = at(acc, slot * sb * ds);
+      wf_pe_arg qs = wf_arg_at(qr, slot * sb * ds), m = wf_arg_at(sm, slot * sb), l = wf_arg_at(sl, slot * sb), a = wf_arg_at(acc, slot * sb * ds);
       wf_pe_arg kc = half(kv, kvs * ds * tb, tr, kvw, split);
       wf_pe_arg vc = half(kv, kblk + nbias + kvs * tb * ds, tr, kvw, split);
       wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(sb * tb)});
@@ -470,9 +464,9 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   for (int64_t b = 0; b < nbatch; b++)
     for (int64_t k = 0; k < nh; k++) {
       int64_t slot = b * nh + k;
-      bin(L, NULL, WF_PEOP_DIV, at(acc, slot * sb * ds), at(acc, slot * sb * ds), at(sl, slot * sb), sb, ds,
+      bin(L, NULL, WF_PEOP_DIV, wf_arg_at(acc, slot * sb * ds), wf_arg_at(acc, slot * sb * ds), wf_arg_at(sl, slot * sb), sb, ds,
           WF_BMODE_I);
-      copy2d(L, NULL, at(so, b * sb * cb + k * ds), at(acc, slot * sb * ds), sb, ds, cb, ds);
+      copy2d(L, NULL, wf_arg_at(so, b * sb * cb + k * ds), wf_arg_at(acc, slot * sb * ds), sb, ds, cb, ds);
     }
   wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len,
                       gat ? ga.m : 0, gat ? ga.parts : 0, gat && L->w % ga.m != 0};
@@ -502,12 +496,12 @@ int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sw = wf_lower_temp(L, "$rot_swap", inner * 4);
   for (int64_t o = 0; o < outer; o++) {
     int64_t base = o * inner;
-    copy2d(L, NULL, at(sw, 1), at(sx, base), inner / 2, 1, 2, 2);
-    copy2d(L, NULL, at(sw, 0), at(sx, base + 1), inner / 2, 1, 2, 2);
-    bin(L, NULL, WF_PEOP_MUL, at(sw, 0), at(sw, 0), wf_arg_sym(ss), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
-    bin(L, NULL, WF_PEOP_MUL, at(sy, base), at(sx, base), wf_arg_sym(sc), b[t->rank - 2], b[t->rank - 1],
+    copy2d(L, NULL, wf_arg_at(sw, 1), wf_arg_at(sx, base), inner / 2, 1, 2, 2);
+    copy2d(L, NULL, wf_arg_at(sw, 0), wf_arg_at(sx, base + 1), inner / 2, 1, 2, 2);
+    bin(L, NULL, WF_PEOP_MUL, wf_arg_at(sw, 0), wf_arg_at(sw, 0), wf_arg_sym(ss), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
+    bin(L, NULL, WF_PEOP_MUL, wf_arg_at(sy, base), wf_arg_at(sx, base), wf_arg_sym(sc), b[t->rank - 2], b[t->rank - 1],
         WF_BMODE_IJ);
-    bin(L, NULL, WF_PEOP_ADD, at(sy, base), at(sy, base), at(sw, 0), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
+    bin(L, NULL, WF_PEOP_ADD, wf_arg_at(sy, base), wf_arg_at(sy, base), wf_arg_at(sw, 0), b[t->rank - 2], b[t->rank - 1], WF_BMODE_IJ);
   }
   out->lowering = "local";
   out->predicted = outer * 4 * inner; /* two half-length copies, two multiplies, one add */

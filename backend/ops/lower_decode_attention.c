@@ -29,15 +29,9 @@
 
 #define NEG_BIG (-1e30f)
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* sym + scale * C + k (a slot chosen by the row's count). */
 static wf_pe_arg at_c(int sym, int64_t off, int scale, int64_t k) {
-  wf_pe_arg a = at(sym, off);
+  wf_pe_arg a = wf_arg_at(sym, off);
   a.term = (wf_pe_term){WF_TERM_C, 0, 0, (int32_t)k, scale == 1 ? 0 : scale};
   return a;
 }
@@ -128,8 +122,8 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
     wf_gadd(&send, ty, WF_CMP_GT, tr);   /* rows below R hand one token up */
     wf_gadd(&recv, ty, WF_CMP_GE, tr);   /* ... and rows R .. H-2 take one from below */
     wf_gadd(&recv, ty, WF_CMP_LT, tlast);
-    copy(L, &send, at(outb, 0), at(skc, 0), kw);
-    copy(L, &send, at(outb, kw), at(svc, 0), kw);
+    copy(L, &send, wf_arg_at(outb, 0), wf_arg_at(skc, 0), kw);
+    copy(L, &send, wf_arg_at(outb, kw), wf_arg_at(svc, 0), kw);
     for (int p = 0; p < 2; p++) {
       wf_pe_guard rp = recv, sp = send;
       wf_gadd_mod(&rp, ty, 2, p);
@@ -142,34 +136,34 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
     wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
     wf_pe_guard mid = send, at_r = wf_guard0();
     wf_gadd(&mid, ty, WF_CMP_LT, tlast); /* R < y < H-1: what came from below into slot 0 */
-    copy(L, &mid, at(skc, 0), at(inb, 0), kw);
-    copy(L, &mid, at(svc, 0), at(inb, kw), kw);
+    copy(L, &mid, wf_arg_at(skc, 0), wf_arg_at(inb, 0), kw);
+    copy(L, &mid, wf_arg_at(svc, 0), wf_arg_at(inb, kw), kw);
     wf_gadd(&at_r, ty, WF_CMP_EQ, tr); /* row R, not the bottom: into its new slot C - 1 */
     wf_gadd(&at_r, ty, WF_CMP_LT, tlast);
-    wf_emit(L, &at_r, WF_PEOP_COPY, (wf_pe_arg[]){at_c(skc, 0, (int)kw, -kw), at(inb, 0), wf_arg_int(kw)});
-    wf_emit(L, &at_r, WF_PEOP_COPY, (wf_pe_arg[]){at_c(svc, 0, (int)kw, -kw), at(inb, kw), wf_arg_int(kw)});
+    wf_emit(L, &at_r, WF_PEOP_COPY, (wf_pe_arg[]){at_c(skc, 0, (int)kw, -kw), wf_arg_at(inb, 0), wf_arg_int(kw)});
+    wf_emit(L, &at_r, WF_PEOP_COPY, (wf_pe_arg[]){at_c(svc, 0, (int)kw, -kw), wf_arg_at(inb, kw), wf_arg_int(kw)});
     wf_pe_guard bot = wf_guard0(); /* the bottom row below R: the new token into slot 0 */
     wf_gadd(&bot, ty, WF_CMP_EQ, tlast);
     wf_gadd(&bot, ty, WF_CMP_GT, tr);
-    copy(L, &bot, at(skc, 0), at(sk, 0), kw);
-    copy(L, &bot, at(svc, 0), at(sv, 0), kw);
+    copy(L, &bot, wf_arg_at(skc, 0), wf_arg_at(sk, 0), kw);
+    copy(L, &bot, wf_arg_at(svc, 0), wf_arg_at(sv, 0), kw);
     pred += 2 * kw + 2 * kw + L->t->hop_cycles + 2 * L->t->ramp_cycles + 2 * kw;
   }
   wf_pe_guard newslot = wf_guard0(); /* R is the bottom row (always under concat) */
   wf_gadd(&newslot, ty, WF_CMP_EQ, tr);
   wf_gadd(&newslot, ty, WF_CMP_EQ, tlast);
-  wf_emit(L, &newslot, WF_PEOP_COPY, (wf_pe_arg[]){at_c(skc, 0, (int)kw, -kw), at(sk, 0), wf_arg_int(kw)});
-  wf_emit(L, &newslot, WF_PEOP_COPY, (wf_pe_arg[]){at_c(svc, 0, (int)kw, -kw), at(sv, 0), wf_arg_int(kw)});
+  wf_emit(L, &newslot, WF_PEOP_COPY, (wf_pe_arg[]){at_c(skc, 0, (int)kw, -kw), wf_arg_at(sk, 0), wf_arg_int(kw)});
+  wf_emit(L, &newslot, WF_PEOP_COPY, (wf_pe_arg[]){at_c(svc, 0, (int)kw, -kw), wf_arg_at(sv, 0), wf_arg_int(kw)});
   pred += 2 * kw;
 
   /* ---- scores: s[k][0..cap) = K_slot q_k for the row's C keys, -big past them ---- */
-  bin(L, NULL, WF_PEOP_MUL, at(qs, 0), at(sq, 0), at(kscale, 0), wf_arg_int(1), wf_arg_int(cb), WF_BMODE_I);
+  bin(L, NULL, WF_PEOP_MUL, wf_arg_at(qs, 0), wf_arg_at(sq, 0), wf_arg_at(kscale, 0), wf_arg_int(1), wf_arg_int(cb), WF_BMODE_I);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(nh * cap)});
   pred += 2 * cb + nh * cap;
   for (int64_t k = 0; k < nh; k++) {
-    copy2d(L, NULL, at(kt, 0), at(skc, (k / share) * ds), int_c(1, 0), ds, ds, ckb);
+    copy2d(L, NULL, wf_arg_at(kt, 0), wf_arg_at(skc, (k / share) * ds), int_c(1, 0), ds, ds, ckb);
     wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){at(sc, k * cap), wf_arg_sym(kt), at(qs, k * ds), int_c(1, 0), wf_arg_int(ds), wf_arg_int(1)});
+            (wf_pe_arg[]){wf_arg_at(sc, k * cap), wf_arg_sym(kt), wf_arg_at(qs, k * ds), int_c(1, 0), wf_arg_int(ds), wf_arg_int(1)});
     pred += cap * ds + (cap * ds + fm - 1) / fm;
   }
   if (g > 1) {
@@ -179,7 +173,7 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
     pred += wf_lower_attn_group_sum(L, &G, sc, nh * cap);
   }
   for (int64_t k = 0; k < nh; k++) /* the tail past C: -big (a row holding nothing: all of it) */
-    bin(L, NULL, WF_PEOP_ADD, at_c(sc, k * cap, 1, 0), at_c(sc, k * cap, 1, 0), at(kneg, 0), wf_arg_int(1),
+    bin(L, NULL, WF_PEOP_ADD, at_c(sc, k * cap, 1, 0), at_c(sc, k * cap, 1, 0), wf_arg_at(kneg, 0), wf_arg_int(1),
         int_c(-1, cap), WF_BMODE_I);
   pred += nh * cap;
 
@@ -197,14 +191,14 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
   /* ---- p V over the row's keys, summed along the column ---- */
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(acc), wf_arg_int(cb)});
   for (int64_t k = 0; k < nh; k++) {
-    copy2d(L, NULL, at(kt, 0), at(svc, (k / share) * ds), int_c(1, 0), ds, ds, ckb);
+    copy2d(L, NULL, wf_arg_at(kt, 0), wf_arg_at(svc, (k / share) * ds), int_c(1, 0), ds, ds, ckb);
     wf_emit(L, NULL, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){at(acc, k * ds), at(sc, k * cap), wf_arg_sym(kt), wf_arg_int(1), int_c(1, 0), wf_arg_int(ds)});
+            (wf_pe_arg[]){wf_arg_at(acc, k * ds), wf_arg_at(sc, k * cap), wf_arg_sym(kt), wf_arg_int(1), int_c(1, 0), wf_arg_int(ds)});
     pred += cap * ds + (cap * ds + fm - 1) / fm;
   }
   if (rows > 1 && (rc = wf_lower_allreduce(L, acc, cb, WF_AXIS_Y, 0, op->loc, &cyc, NULL)) != 0) return rc;
   for (int64_t k = 0; k < nh; k++)
-    bin(L, NULL, WF_PEOP_DIV, at(so, k * ds), at(acc, k * ds), at(ssum, k), wf_arg_int(1), wf_arg_int(ds),
+    bin(L, NULL, WF_PEOP_DIV, wf_arg_at(so, k * ds), wf_arg_at(acc, k * ds), wf_arg_at(ssum, k), wf_arg_int(1), wf_arg_int(ds),
         WF_BMODE_I);
   pred += cb * (dc + 1) + cyc;
   out->predicted = pred;

@@ -68,12 +68,6 @@ static int fit(const wf_lower *L, wf_value v, wf_value r) {
   return same ? FIT_SAME : scalar ? FIT_SCALAR : row ? FIT_ROW : col ? FIT_COL : bcast ? FIT_BCAST : FIT_NONE;
 }
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* d = a op b over r's block, b broadcast along any of its size-1 dims (FIT_BCAST: a
  * statistic [B, 1, N] of a softmax over axis -2, [1, M, N] over a leading axis). The block
  * is row-major; runs of neighbouring dims that b broadcasts (or not) merge. The innermost
@@ -112,7 +106,7 @@ static void emit_bcast(wf_lower *L, wf_peop pop, int d, int a, int b, wf_value b
       bo += idx * bs[i];
     }
     wf_emit(L, NULL, pop,
-            (wf_pe_arg[]){at(d, ro), at(a, ro), at(b, bo), wf_arg_int(p), wf_arg_int(q),
+            (wf_pe_arg[]){wf_arg_at(d, ro), wf_arg_at(a, ro), wf_arg_at(b, bo), wf_arg_int(p), wf_arg_int(q),
                           wf_arg_int(inner_b ? WF_BMODE_I : WF_BMODE_J)});
   }
 }

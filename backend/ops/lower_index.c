@@ -257,12 +257,6 @@ int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 
 /* ---- argmax -------------------------------------------------------------------------- */
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* dst[outer x inner] = base + the first (last) of the `real` leading positions along the
  * axis holding key[o, i], on the PEs of guard g (NULL: all); returns its cycles. Rows along
  * the axis are contiguous when inner is 1 (packed by copy2d when the block also holds
@@ -291,8 +285,8 @@ static int64_t emit_find(wf_lower *L, const wf_pe_guard *g, wf_peop find, int ds
   }
   int tmp = wf_lower_temp(L, "$argmax_pack", real * in * 4);
   for (int64_t k = 0; k < o; k++) {
-    wf_emit(L, g, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(tmp), at(src, k * len * in), wf_arg_int(real), wf_arg_int(in)});
-    wf_emit(L, g, find, (wf_pe_arg[]){at(dst, k * in), wf_arg_sym(tmp), at(key, k * in), wf_arg_int(in),
+    wf_emit(L, g, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_at(src, k * len * in), wf_arg_int(real), wf_arg_int(in)});
+    wf_emit(L, g, find, (wf_pe_arg[]){wf_arg_at(dst, k * in), wf_arg_sym(tmp), wf_arg_at(key, k * in), wf_arg_int(in),
                                       wf_arg_int(real), wf_arg_term(base)});
   }
   return 2 * o * real * in;

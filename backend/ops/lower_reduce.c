@@ -104,12 +104,6 @@ static void emit2(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf
   wf_emit(L, g, op, (wf_pe_arg[]){d, a, b, wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
 }
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* dst[outer x inner] = sum / max over the first `real` of the axis' len elements of src, on
  * the PEs of guard g; returns its cycles. */
 static int64_t local_stat(wf_lower *L, const wf_pe_guard *g, int dst, int src, const wf_axis_view *v,
@@ -151,7 +145,7 @@ static int64_t local_stat(wf_lower *L, const wf_pe_guard *g, int dst, int src, c
   if (o == 1) { /* max: row by row into dst, each row one contiguous slice */
     wf_emit(L, g, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(dst), wf_arg_sym(src), wf_arg_int(in)});
     for (int64_t l = 1; l < real; l++)
-      emit2(L, g, comb, wf_arg_sym(dst), wf_arg_sym(dst), at(src, l * in), 1, in, WF_BMODE_IJ);
+      emit2(L, g, comb, wf_arg_sym(dst), wf_arg_sym(dst), wf_arg_at(src, l * in), 1, in, WF_BMODE_IJ);
     return real * in;
   }
   /* Leading dims too: slice l of every outer index is strided; copy2d packs it, then one
@@ -160,7 +154,7 @@ static int64_t local_stat(wf_lower *L, const wf_pe_guard *g, int dst, int src, c
   for (int64_t l = 0; l < real; l++) {
     int to = l ? tmp : dst;
     wf_emit(L, g, WF_PEOP_COPY2D,
-            (wf_pe_arg[]){wf_arg_sym(to), at(src, l * in), wf_arg_int(o), wf_arg_int(in), wf_arg_int(in),
+            (wf_pe_arg[]){wf_arg_sym(to), wf_arg_at(src, l * in), wf_arg_int(o), wf_arg_int(in), wf_arg_int(in),
                           wf_arg_int(len * in)});
     if (l) emit2(L, g, comb, wf_arg_sym(dst), wf_arg_sym(dst), wf_arg_sym(tmp), o, in, WF_BMODE_IJ);
   }
@@ -202,7 +196,7 @@ int64_t wf_lower_axis_apply(wf_lower *L, wf_peop op, int dst, int a, int stat, c
   } else {
     /* One [len x inner] slab per outer index, the statistic's row o broadcast down it. */
     for (int64_t i = 0; i < o; i++)
-      emit2(L, NULL, op, at(dst, i * len * in), at(a, i * len * in), at(stat, i * in), len, in, WF_BMODE_J);
+      emit2(L, NULL, op, wf_arg_at(dst, i * len * in), wf_arg_at(a, i * len * in), wf_arg_at(stat, i * in), len, in, WF_BMODE_J);
   }
   return o * len * in * wf_lower_elem_cost(L->t, op);
 }

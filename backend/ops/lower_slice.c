@@ -49,12 +49,6 @@ typedef struct sl_move {
   int np;
 } sl_move;
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -106,9 +100,9 @@ static int emit_copy(wf_lower *L, const wf_op *op, const wf_pe_guard *g, const s
              wf_opinfos[op->code].name, (long long)(outer * p->ostride));
     return WF_EXIT_NOFIT;
   }
-  wf_pe_arg s = at(p->base, k);
+  wf_pe_arg s = wf_arg_at(p->base, k);
   if (cs) s.term = wf_term_scaled(coord(mv->dv.split), (int)cs, 0);
-  wf_pe_arg d = at(mv->dst, dl * in);
+  wf_pe_arg d = wf_arg_at(mv->dst, dl * in);
   if (p->step == 1 && outer == 1) {
     wf_emit(L, g, WF_PEOP_COPY, (wf_pe_arg[]){d, s, wf_arg_int(cnt * in)});
   } else if (p->step == 1) {

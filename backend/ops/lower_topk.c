@@ -52,12 +52,6 @@ static int unsupported(const wf_op *op, const char *why) {
   return WF_EXIT_UNSUPPORTED;
 }
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* d = a <op> b over an m x n block, b broadcast by mode (WF_BMODE_*). */
 static void bin(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf_pe_arg a, wf_pe_arg b, int64_t m,
                 int64_t n, int mode) {
@@ -164,7 +158,7 @@ static int allgather_last(wf_lower *L, const wf_op *op, const int *src, int n, c
     wf_pe_guard gd = wf_guard0();
     if (K < kp) wf_guard_add(&gd, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
     for (int h = 0; h < n; h++) {
-      wf_pe_arg d = at(whole, h * o * kp);
+      wf_pe_arg d = wf_arg_at(whole, h * o * kp);
       d.term = wf_term_scaled(pos, (int)kb, 0);
       wf_emit(L, &gd, WF_PEOP_COPY2D, (wf_pe_arg[]){d, wf_arg_sym(src[h]), wf_arg_int(o), wf_arg_int(cols),
                                                     wf_arg_int(kp), wf_arg_int(kb)});
@@ -250,9 +244,9 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(ix), wf_arg_sym(ix), wf_arg_int(o)});
       cyc += 2 * o;
     }
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){at(wv, j), wf_arg_sym(m), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_at(wv, j), wf_arg_sym(m), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(kp), wf_arg_int(1)});
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){at(wi, j), wf_arg_sym(ix), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_at(wi, j), wf_arg_sym(ix), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(kp), wf_arg_int(1)});
     cyc += 2 * o;
     if (j + 1 == k) break;
@@ -309,7 +303,7 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     if (rc) return rc;
     fi = whole;
     fu = wf_lower_temp(L, "$sc_upd", o * kp * 4);
-    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(fu), at(whole, o * kp), wf_arg_int(o * kp)});
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(fu), wf_arg_at(whole, o * kp), wf_arg_int(o * kp)});
     cyc += o * kp;
   }
   int g = global_cols(L, "$sc_g", &a);
@@ -319,9 +313,9 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (sr != sd) wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sd), wf_arg_int(n)});
   cyc += n + 2 * len;
   for (int64_t j = 0; j < K; j++) {
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(ci), at(fi, j), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(ci), wf_arg_at(fi, j), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(1), wf_arg_int(kp)});
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(cu), at(fu, j), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(cu), wf_arg_at(fu, j), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(1), wf_arg_int(kp)});
     cyc += 2 * o + wrap_negative(L, ci, neg, o, a.full) + match(L, eq, g, ci, tmp, o, len);
     if (mode == 0) { /* out += eq * (u - out) */
@@ -392,14 +386,14 @@ int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   for (int64_t j = 0; j < K; j++) {
     /* value j of each row: the sum over the axis of data where g == index (padding columns
      * left out by the statistic's guards), completed along the line */
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(ci), at(fi, j), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(ci), wf_arg_at(fi, j), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(1), wf_arg_int(kp)});
     cyc += o + wrap_negative(L, ci, neg, o, a.full) + match(L, eq, g, ci, tmp, o, len);
     bin(L, NULL, WF_PEOP_MUL, wf_arg_sym(tmp), wf_arg_sym(eq), wf_arg_sym(sd), 1, n, WF_BMODE_IJ);
     cyc += n;
     int rc = wf_lower_axis_stat(L, sum, tmp, &v, 0, op->loc, &cyc);
     if (rc) return rc;
-    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){at(wv, j), wf_arg_sym(sum), wf_arg_int(o), wf_arg_int(1),
+    wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_at(wv, j), wf_arg_sym(sum), wf_arg_int(o), wf_arg_int(1),
                                                    wf_arg_int(kp), wf_arg_int(1)});
     cyc += o;
   }

@@ -20,12 +20,6 @@
 #include "backend/collectives/lower_relayout.h"
 #include "waferc/diag.h"
 
-static wf_pe_arg at(int sym, int64_t off) {
-  wf_pe_arg a = wf_arg_sym(sym);
-  a.off = (int32_t)off;
-  return a;
-}
-
 /* W x H, W != H: each matrix of the batch through the two-phase relayout. */
 static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t count, int64_t m, int64_t n) {
   wf_value xv = op->operands[0], rv = op->results[0];
@@ -72,7 +66,7 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (L->w == 1) { /* one PE holds everything: each matrix transposed in place */
     for (int64_t i = 0; i < count; i++)
       wf_emit(L, NULL, WF_PEOP_TRANSPOSE,
-              (wf_pe_arg[]){at(sr, i * mn), at(sx, i * mn), wf_arg_int(m), wf_arg_int(n)});
+              (wf_pe_arg[]){wf_arg_at(sr, i * mn), wf_arg_at(sx, i * mn), wf_arg_int(m), wf_arg_int(n)});
     out->lowering = "local-transpose";
     out->predicted = count * mn;
     return 0;
@@ -101,15 +95,15 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   for (int64_t i = 0; i < count; i++) {
     int64_t o = i * mn;
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tk), wf_arg_int(0), wf_arg_term(wf_term(WF_TERM_W, 0))});
-    wf_emit(L, &xk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), at(sx, o), wf_arg_int(mn)});
+    wf_emit(L, &xk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_at(sx, o), wf_arg_int(mn)});
     wf_emit(L, &xnk, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(crow), wf_arg_sym(trow), wf_arg_int(mn)});
-    wf_emit(L, &dk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), at(sx, o), wf_arg_int(mn)});
+    wf_emit(L, &dk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_at(sx, o), wf_arg_int(mn)});
     wf_emit(L, &dnk, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(trow), wf_arg_int(mn)});
     wf_emit(L, &off, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(ccol), wf_arg_sym(tcol), wf_arg_int(mn)});
     wf_emit(L, &keep_own, WF_PEOP_TRANSPOSE,
-            (wf_pe_arg[]){at(sr, o), at(sx, o), wf_arg_int(m), wf_arg_int(n)});
+            (wf_pe_arg[]){wf_arg_at(sr, o), wf_arg_at(sx, o), wf_arg_int(m), wf_arg_int(n)});
     wf_emit(L, &keep_got, WF_PEOP_TRANSPOSE,
-            (wf_pe_arg[]){at(sr, o), wf_arg_sym(tcol), wf_arg_int(m), wf_arg_int(n)});
+            (wf_pe_arg[]){wf_arg_at(sr, o), wf_arg_sym(tcol), wf_arg_int(m), wf_arg_int(n)});
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   out->lowering = "bcast-transpose";

@@ -140,6 +140,8 @@ void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col);
 /* Instruction helpers: guard may be NULL. */
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
 wf_pe_arg wf_arg_sym(int sym);
+/* sym plus a constant offset of `off` words. */
+wf_pe_arg wf_arg_at(int sym, int64_t off);
 wf_pe_arg wf_arg_int(int64_t v);
 wf_pe_arg wf_arg_term(wf_pe_term t);
 

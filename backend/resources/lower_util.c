@@ -310,6 +310,13 @@ wf_pe_arg wf_arg_sym(int sym) {
   a.sym = sym;
   return a;
 }
+
+wf_pe_arg wf_arg_at(int sym, int64_t off) {
+  wf_pe_arg a = wf_arg_sym(sym);
+  WF_ASSERT(off >= INT32_MIN && off <= INT32_MAX);
+  a.off = (int32_t)off;
+  return a;
+}
 wf_pe_arg wf_arg_int(int64_t v) {
   wf_pe_arg a;
   memset(&a, 0, sizeof a);

@@ -50,3 +50,20 @@ void wf_kstrides(const wf_tensor *t, int64_t *out) {
     s *= t->dims[d];
   }
 }
+
+int64_t wf_kelem_offset(const wf_kctx *k, const char *who, const wf_tensor *ix, int64_t e, int axis, int64_t dim,
+                        const int64_t *dstride) {
+  int64_t rem = e, off = 0, v = wf_kget_int(ix, e);
+  if (v < -dim || v >= dim) {
+    wf_error(k->op->loc, "'%s' index %lld (element %lld of the indices) is out of range for dim %d of size %lld", who,
+             (long long)v, (long long)e, axis, (long long)dim);
+    return -1;
+  }
+  if (v < 0) v += dim;
+  for (int i = ix->rank - 1; i >= 0; i--) {
+    int64_t c = rem % ix->dims[i];
+    rem /= ix->dims[i];
+    off += (i == axis ? v : c) * dstride[i];
+  }
+  return off;
+}

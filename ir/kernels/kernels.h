@@ -42,5 +42,10 @@ int64_t wf_kbcast_index_shape(int rank, const int64_t *dims, int orank, const in
 int64_t wf_kprod(const int64_t *dims, int lo, int hi);
 /* Row-major element strides of t: out[d] = product of t->dims[d+1..rank). */
 void wf_kstrides(const wf_tensor *t, int64_t *out);
+/* GatherElements / ScatterElements: the element of data (row-major strides dstride) that
+ * position e of indices ix addresses along `axis` (of size dim), or -1 after a located error
+ * naming `who` when the index is outside [-dim, dim). */
+int64_t wf_kelem_offset(const wf_kctx *k, const char *who, const wf_tensor *ix, int64_t e, int axis, int64_t dim,
+                        const int64_t *dstride);
 
 #endif

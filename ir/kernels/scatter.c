@@ -15,24 +15,13 @@ int wf_kern_SCATTER_ELEMENTS(const wf_kctx *k) {
   int axis = wf_norm_axis(wf_rule_int(k->f, k->op, "axis", 0), d->rank);
   const char *red = wf_op_str(k->f, k->op, "reduction", "none");
   int mode = !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3 : !strcmp(red, "min") ? 4 : 0;
-  int64_t dstride[WF_MAX_RANK], s = 1;
-  for (int i = d->rank - 1; i >= 0; i--) dstride[i] = s, s *= d->dims[i];
+  int64_t dstride[WF_MAX_RANK];
+  wf_kstrides(d, dstride);
   int64_t n = wf_tensor_numel(ix), dim = d->dims[axis];
   size_t es = wf_dtype_size(d->dtype);
   for (int64_t e = 0; e < n; e++) {
-    int64_t rem = e, off = 0;
-    int64_t v = wf_kget_int(ix, e);
-    if (v < -dim || v >= dim) {
-      wf_error(k->op->loc, "'scatter_elements' index %lld (element %lld of the indices) is out of range for dim %d of size %lld",
-               (long long)v, (long long)e, axis, (long long)dim);
-      return -1;
-    }
-    if (v < 0) v += dim;
-    for (int i = ix->rank - 1; i >= 0; i--) {
-      int64_t c = rem % ix->dims[i];
-      rem /= ix->dims[i];
-      off += (i == axis ? v : c) * dstride[i];
-    }
+    int64_t off = wf_kelem_offset(k, "scatter_elements", ix, e, axis, dim, dstride);
+    if (off < 0) return -1;
     if (mode == 0) {
       memcpy((char *)o->data + (size_t)off * es, (const char *)u->data + (size_t)e * es, es);
     } else if (wf_kis_int(o)) {
