@@ -10,41 +10,6 @@
 #include "ir/support/intmath.h"
 #include "backend/gemm/mesh_algos.h"
 
-void wf_interleave(int index, int n, int *send_index, int *recv_index) {
-  int s, r;
-  if (n <= 1) {
-    *send_index = *recv_index = 0;
-    return;
-  }
-  if (index % 2 == 0) {
-    r = index - 2 < 0 ? 0 : index - 2;
-    s = index + 2 > n - 1 ? n - 1 : index + 2;
-  } else {
-    r = index + 2 > n - 1 ? n - 1 : index + 2;
-    s = index - 2 < 0 ? 0 : index - 2;
-  }
-  if (index == 0) r = 1;
-  if (index == n - 1) {
-    if (n % 2 == 0) r = n - 2;
-    else s = n - 2;
-  }
-  *send_index = s;
-  *recv_index = r;
-}
-
-int wf_interleave_order(int n, int *order, int *pos) {
-  if (n < 1) return -1;
-  int x = 0;
-  for (int k = 0; k < n; k++) {
-    int s, r;
-    order[k] = x;
-    if (pos) pos[x] = k;
-    wf_interleave(x, n, &s, &r);
-    x = s;
-  }
-  return 0;
-}
-
 int wf_meshgemm_init(wf_meshgemm *g, int nw, int nh) {
   g->order = g->pos = NULL;
   if (nw < 1 || nh < 1) return -1;

@@ -10,17 +10,10 @@
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/gemm_kcut.h"
+#include "backend/collectives/ring_line.h"
 #include "backend/resources/lower.h"
 
 
-/* One line of the ring (a row for A, a column for B). `coord` is the PE's position along
- * the line (x or y), `lo` / `hi` the ports toward lower / higher coordinates, `len` the
- * line's length (known at compile time). */
-typedef struct wf_ring_line {
-  wf_pe_term coord;
-  int lo, hi;
-  int len;
-} wf_ring_line;
 
 #define WF_RING_MAX_GUARDS 4
 typedef struct wf_ring_align {
@@ -44,17 +37,8 @@ typedef struct wf_ring {
 } wf_ring;
 
 extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
-/* ring_links.c: the colors a line's links need when links that meet at a PE differ (PE i
- * sends to dest[i], -1: none); and the links' routes on palette `pal` (at least that many
- * colors), the line registered so that wf_emit splits the streams on pal[0] by color.
- * Returns the colors used. */
-int wf_ring_link_colors(int len, const int *dest);
-int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *pal,
-                  int n_pal);
-/* The line's links (PE i sends to dest[i]; or ring->dest) on the colors of `purpose` (a ring
- * color, x or y) and its further ones, allocated as the line needs them. Returns 0, or -1
- * after reporting that the target has no color left. */
-int wf_ring_dest_links(wf_lower *L, int purpose, const wf_ring_line *line, const int *dest, wf_loc loc);
+/* The line's links for `ring` (ring->dest) on the colors of `purpose` (backend/collectives/
+ * ring_line.h, wf_ring_dest_links); lower_gemm_meshgemm.c. */
 int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc);
 extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
 

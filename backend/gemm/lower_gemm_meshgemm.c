@@ -1,7 +1,7 @@
 /* MeshGEMM's ring (WaferLLM §5.2, Alg. 1): INTERLEAVE orders a line of n PEs as
  * 0, 2, 4, ..., then the odd positions back down, so every logical neighbour is at most two
  * hops away. Even positions pass their block two hops toward higher coordinates, odd ones
- * two hops toward lower, the ends turn around (backend/gemm/interleave.c, wf_interleave: the
+ * two hops toward lower, the ends turn around (backend/collectives/ring_links.c, wf_interleave: the
  * routes follow it).
  *
  * Alignment: with pos() the ring position, the block at line index r must move (-pos(r))
@@ -11,8 +11,11 @@
  * index q decides the buffer it reads (q even: buffer 0); q's parity is a function of u % 4
  * and r % 4, which guards can test. r may be a virtual index (`3*y+1`, the W x H lowering):
  * every condition on it is written with wf_gadd_mod or compares the whole term. */
+#include <stdlib.h>
+
 #include "backend/gemm/lower_gemm.h"
 #include "backend/gemm/mesh_algos.h"
+#include "waferc/diag.h"
 
 /* Even positions pass their block two hops toward higher coordinates, odd ones two hops
  * toward lower, the ends turn around (wf_interleave). Every PE sends, receives and forwards
@@ -60,3 +63,12 @@ static void interleave_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term
 }
 
 const wf_ring wf_ring_interleave = {"interleave", 2, interleave_dest, interleave_align};
+
+int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc) {
+  int *dest = malloc((size_t)line->len * sizeof *dest + 1);
+  WF_ASSERT(dest);
+  for (int i = 0; i < line->len; i++) dest[i] = ring->dest(i, line->len);
+  int rc = wf_ring_dest_links(L, purpose, line, dest, loc);
+  free(dest);
+  return rc;
+}

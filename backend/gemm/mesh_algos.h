@@ -12,16 +12,10 @@
 #ifndef WAFERC_BACKEND_MESH_ALGOS_H
 #define WAFERC_BACKEND_MESH_ALGOS_H
 
+#include "backend/collectives/ring_line.h"
 #include "waferc/collectives.h"
 
-/* ---- INTERLEAVE (WaferLLM Alg. 1) ---- */
-
-/* The physical positions PE `index` of a line of n sends to and receives from in the
- * two-hop ring (even positions pass data right, odd ones left). n = 1: itself. */
-void wf_interleave(int index, int n, int *send_index, int *recv_index);
-/* order[k] = physical position of logical ring position k (order[0] = 0, order[k+1] =
- * send(order[k])); pos (optional) receives the inverse. Returns 0, -1 if n < 1. */
-int wf_interleave_order(int n, int *order, int *pos);
+/* INTERLEAVE (wf_interleave, wf_interleave_order): backend/collectives/ring_line.h. */
 
 /* ---- MeshGEMM (WaferLLM §5.3-5.4) ----
  * C = A B on a nw x nh mesh. A, B and C are cut into L x L tiles, L = lcm(nw, nh); virtual

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/gemm/mesh_algos.h"
+#include "backend/collectives/ring_line.h"
 #include "backend/ops/attention_cost.h"
 
 int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 
 #include "backend/collectives/lower_collective.h"
-#include "backend/gemm/lower_gemm.h"
+#include "backend/collectives/ring_line.h"
 #include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
 #include "ir/rules.h"
@@ -203,7 +203,12 @@ static int ring_color(wf_lower *L, wf_loc loc) {
   int purpose = L->h % L->w == 0 ? WF_COLOR_MESH_RING_Y : WF_COLOR_ATTN_RING_Y;
   if (L->color[purpose] < 0) {
     wf_ring_line ly = {wf_term(WF_TERM_Y, 0), WF_DIR_N, WF_DIR_S, L->h};
-    if (wf_ring_line_colors(L, &wf_ring_interleave, purpose, &ly, loc)) return -1;
+    int *dest = malloc((size_t)L->h * sizeof *dest), s, rc;
+    WF_ASSERT(dest);
+    for (int y = 0; y < L->h; y++) wf_interleave(y, L->h, &dest[y], &s);
+    rc = wf_ring_dest_links(L, purpose, &ly, dest, loc);
+    free(dest);
+    if (rc) return -1;
   }
   return L->color[purpose];
 }

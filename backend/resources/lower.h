@@ -15,7 +15,7 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
         * INTERLEAVE ring on an axis holding several virtual positions per PE; the rings'
         * colors above then carry the higher-bound ones */
        WF_COLOR_MESH_HOP_X_LO, WF_COLOR_MESH_HOP_Y_LO,
-       /* the rings' further colors (backend/gemm/ring_links.c): a WSE router holds one rx set ->
+       /* the rings' further colors (backend/collectives/ring_links.c): a WSE router holds one rx set ->
         * one tx set per color, so the links of one ring line that meet at a PE take
         * different colors, up to three per line (x then y, as above) */
        WF_COLOR_MESH_RING_X2, WF_COLOR_MESH_RING_Y2, WF_COLOR_MESH_RING_X3, WF_COLOR_MESH_RING_Y3,
@@ -27,7 +27,7 @@ enum { WF_COLOR_ROW_BCAST, WF_COLOR_COL_BCAST,
        WF_COLOR_ATTN_RING_X3, WF_COLOR_ATTN_RING_Y3,
        WF_COLOR_ROLES };
 
-/* One ring line's links on up to three colors (backend/gemm/ring_links.c). A lowering emits its
+/* One ring line's links on up to three colors (backend/collectives/ring_links.c). A lowering emits its
  * async streams on `col[0]`; wf_emit splits each into one stream per color, guarded by the
  * set of PEs that send (receive) on that color. */
 #define WF_RING_MAX_COLORS 3

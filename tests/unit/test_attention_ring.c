@@ -4,7 +4,7 @@
  * block once, its own in round 0, and is live in exactly y + 1 rounds. */
 #include <stdlib.h>
 
-#include "backend/gemm/mesh_algos.h"
+#include "backend/collectives/ring_line.h"
 #include "backend/ops/attention_cost.h"
 #include "wf_test.h"
 

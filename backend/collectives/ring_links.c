@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/gemm/lower_gemm.h"
+#include "backend/collectives/ring_line.h"
 #include "waferc/diag.h"
 
 typedef struct link_rule {
@@ -149,11 +149,39 @@ int wf_ring_dest_links(wf_lower *L, int purpose, const wf_ring_line *line, const
   return 0;
 }
 
-int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc) {
-  int *dest = malloc((size_t)line->len * sizeof *dest + 1);
-  WF_ASSERT(dest);
-  for (int i = 0; i < line->len; i++) dest[i] = ring->dest(i, line->len);
-  int rc = wf_ring_dest_links(L, purpose, line, dest, loc);
-  free(dest);
-  return rc;
+/* INTERLEAVE: even positions pass data right by two, odd positions left by two, the ends turn
+ * around, so every neighbour of the ring is at most two hops away. */
+void wf_interleave(int index, int n, int *send_index, int *recv_index) {
+  int s, r;
+  if (n <= 1) {
+    *send_index = *recv_index = 0;
+    return;
+  }
+  if (index % 2 == 0) {
+    r = index - 2 < 0 ? 0 : index - 2;
+    s = index + 2 > n - 1 ? n - 1 : index + 2;
+  } else {
+    r = index + 2 > n - 1 ? n - 1 : index + 2;
+    s = index - 2 < 0 ? 0 : index - 2;
+  }
+  if (index == 0) r = 1;
+  if (index == n - 1) {
+    if (n % 2 == 0) r = n - 2;
+    else s = n - 2;
+  }
+  *send_index = s;
+  *recv_index = r;
+}
+
+int wf_interleave_order(int n, int *order, int *pos) {
+  if (n < 1) return -1;
+  int x = 0;
+  for (int k = 0; k < n; k++) {
+    int s, r;
+    order[k] = x;
+    if (pos) pos[x] = k;
+    wf_interleave(x, n, &s, &r);
+    x = s;
+  }
+  return 0;
 }
