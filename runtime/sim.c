@@ -280,21 +280,7 @@ static int step_cycle(wf_sim *s, wf_jump_state *j) {
       break;
     }
     s->rt_cur_key = r->key;
-    int stuck = wf_router_step(s, r) && !s->rt_poll;
-    if (stuck) {
-      r->asleep = 1;
-      r->sl_from = s->now + 1;
-      s->n_rt_sleep++;
-    }
-    if (li >= 0) {
-      /* only its own step pops its buffers */
-      if (stuck || !r->buffered) s->emptied[n_emptied++] = li;
-    } else if (stuck) {
-      r->where = WF_RT_NONE;
-    } else {
-      r->where = WF_RT_JOIN;
-      s->rt_join[s->n_rt_join++] = r;
-    }
+    wf_sim_router_stepped(s, r, li, &n_emptied);
   }
   if (s->failed) return -1;
   s->rt_cur_key = INT64_MAX;
@@ -511,6 +497,24 @@ int wf_sim_run(wf_sim *s) {
     s->now = next;
   }
   return wf_sim_finish(s);
+}
+
+void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied) {
+  int stuck = wf_router_step(s, r) && !s->rt_poll;
+  if (stuck) {
+    r->asleep = 1;
+    r->sl_from = s->now + 1;
+    s->n_rt_sleep++;
+  }
+  if (li >= 0) {
+    /* only its own step pops its buffers */
+    if (stuck || !r->buffered) s->emptied[(*n_emptied)++] = li;
+  } else if (stuck) {
+    r->where = WF_RT_NONE;
+  } else {
+    r->where = WF_RT_JOIN;
+    s->rt_join[s->n_rt_join++] = r;
+  }
 }
 
 int wf_sim_finish(wf_sim *s) {

@@ -325,6 +325,10 @@ WF_SIM_HIDDEN void wf_sim_settle(wf_sim *s);
  * still waits is a deadlock (reported, WF_EXIT_RUNTIME); else the total cycles and the
  * wavelets never received. */
 int wf_sim_finish(wf_sim *s);
+/* sim.c: steps router r (li: its index in the active list, -1 when it came from the woken
+ * ones) and puts it to sleep when it is stuck, or lists it to join the active ones; an active
+ * router whose buffers emptied is noted in s->emptied (*n_emptied counts them). */
+void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);

@@ -292,20 +292,7 @@ static void rt_phase(wf_band *b) {
       r = s->act_rt[i++];
     }
     s->rt_cur_key = b->cur = r->key;
-    int stuck = wf_router_step(s, r) && !s->rt_poll;
-    if (stuck) {
-      r->asleep = 1;
-      r->sl_from = s->now + 1;
-      s->n_rt_sleep++;
-    }
-    if (li >= 0) {
-      if (stuck || !r->buffered) s->emptied[n_emptied++] = li;
-    } else if (stuck) {
-      r->where = WF_RT_NONE;
-    } else {
-      r->where = WF_RT_JOIN;
-      s->rt_join[s->n_rt_join++] = r;
-    }
+    wf_sim_router_stepped(s, r, li, &n_emptied);
     atomic_store_explicit(&b->done, r->key + 1, memory_order_release);
   }
   b->n_emptied = n_emptied;

@@ -115,9 +115,7 @@ int64_t wf_lower_attn_group_sum(wf_lower *L, const grp *G, int sym, int64_t len)
       if (last) wf_emit(L, &gd, WF_PEOP_SEND, (wf_pe_arg[]){wf_arg_int(G->cw), a, n});
       else wf_emit(L, &gd, WF_PEOP_RECV, (wf_pe_arg[]){wf_arg_int(G->cw), a, n});
     }
-  /* the chain and the flood each pipeline: len through the ramps, a hop and a ramp per link */
-  int64_t link = L->t->hop_cycles + L->t->ramp_cycles;
-  return 2 * len + 2 * (int64_t)(G->g - 1) * link + 4 * L->t->ramp_cycles;
+  return wf_attention_group_sum_cost(L->t, G->g, len);
 }
 
 int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
