@@ -26,10 +26,10 @@ while read -r mesh t; do
     fails=$((fails + 1))
     continue
   fi
-  names=$(python3 -c 'import json,sys; print(" ".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' \
-    "$d/plan/manifest.json")
-  outs=$(python3 -c 'import json,sys; print(" ".join(o["name"] for o in json.load(open(sys.argv[1]))["outputs"]))' \
-    "$d/plan/manifest.json")
+  # the plan's input and output names, from waferrun --describe (no python start-up per case)
+  desc=$(waferrun "$d/plan" --describe)
+  names=$(awk '/^inputs /{s=1; next} /^outputs /{s=2; next} /^[^ ]/{s=0} s==1{print $1}' <<<"$desc")
+  outs=$(awk '/^inputs /{s=1; next} /^outputs /{s=2; next} /^[^ ]/{s=0} s==2{print $1}' <<<"$desc")
   i=0 ins=()
   for a in $names; do
     wafer-pb2npy "$dir/test_data_set_0/input_$i.pb" "$d/$a.npy" >/dev/null
