@@ -34,6 +34,7 @@ WF_RULE_DECL(norm)
 WF_RULE_DECL(rope)
 WF_RULE_DECL(attention)
 WF_RULE_DECL(decode_attention)
+WF_RULE_DECL(kv_switch)
 WF_RULE_DECL(reduce)
 WF_RULE_DECL(reshape)
 WF_RULE_DECL(transpose)
@@ -77,6 +78,20 @@ int wf_rule_bool(const wf_func *f, const wf_op *op, const char *name, int dflt);
 /* ONNX Slice on one dim: start/end/step as written (step != 0) -> first index and count. */
 void wf_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
                       int64_t *count);
+
+/* kv_switch's map (ops.def): wf_kv_switch_of reads and checks the attributes against the
+ * operand's [B, L, Np] (0, or -1 after a located error); wf_kv_switch_src gives the operand
+ * column that result element (row p, column j) reads and *t its token, or -1 for a zero. */
+typedef struct wf_kv_switch {
+  int64_t rows, cols;            /* the result's dims 1 and 2 */
+  int64_t wd, hd, cap, cbd;      /* the decode region and its blocks */
+  int64_t src_dp, dst_dp, d;     /* packed slot widths and the real head dim */
+  int64_t L, np, lbd;            /* the operand's tokens and width; tokens per decode row */
+  const int64_t *slots;
+  int n_slots;
+} wf_kv_switch;
+int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s);
+int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t);
 
 /* Packed attention's gathered kv form (passes/head_layout.c, docs/attention.md): attention
  * {kv_gather = [m, group, parts, sub]}: query heads come in groups of `group` per kv head; the

@@ -216,3 +216,64 @@ int64_t wf_cost_decode_attention(const wf_func *f, const wf_op *op) {
   if (q->rank != 3 || kc->rank != 3) return 0;
   return q->dims[0] * heads * (kc->dims[1] + 1) * (4 * hd + 5);
 }
+
+/* kv_switch(x) {out, region, block, heads, slots} (ops.def). */
+int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
+  const wf_type *x = wf_rule_in(f, op, 0);
+  int no, nr, nb, nh, ns;
+  const int64_t *o = wf_rule_ints(f, op, "out", &no), *r = wf_rule_ints(f, op, "region", &nr);
+  const int64_t *b = wf_rule_ints(f, op, "block", &nb), *h = wf_rule_ints(f, op, "heads", &nh);
+  const int64_t *sl = wf_rule_ints(f, op, "slots", &ns);
+  if (x->rank != 3 || x->dtype != WF_F32) {
+    wf_error(op->loc, "'kv_switch' takes an f32 [B, L, N] cache, got %s", TS(x));
+    return -1;
+  }
+  if (no != 2 || nr != 2 || nb != 2 || nh != 3 || ns < 1) {
+    wf_error(op->loc, "'kv_switch' needs out = [R, N], region = [W, H], block = [cap, cb], heads = [src_dp, dst_dp, d] "
+                      "and a non-empty slots list");
+    return -1;
+  }
+  *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[1], x->dims[2], 0, sl, ns};
+  if (s->wd < 1 || s->hd < 1 || s->cap < 1 || s->cbd < 1 || s->src_dp < 1 || s->dst_dp < 1 || s->d < 1 ||
+      s->d > s->src_dp || s->d > s->dst_dp || s->L < 1) {
+    wf_error(op->loc, "'kv_switch': region, block and heads must be positive with d <= both slot widths");
+    return -1;
+  }
+  s->lbd = (s->L + s->hd - 1) / s->hd;
+  if (s->rows < s->hd * s->cap || s->cols < s->wd * s->cbd || s->lbd > s->cap) {
+    wf_error(op->loc, "'kv_switch': a result of [%lld, %lld] does not hold %lldx%lld blocks of [%lld, %lld], or %lld "
+                      "tokens per row exceed %lld slots",
+             (long long)s->rows, (long long)s->cols, (long long)s->wd, (long long)s->hd, (long long)s->cap,
+             (long long)s->cbd, (long long)s->lbd, (long long)s->cap);
+    return -1;
+  }
+  for (int i = 0; i < ns; i++)
+    if (sl[i] < -1 || (sl[i] >= 0 && sl[i] * s->src_dp + s->d > s->np)) {
+      wf_error(op->loc, "'kv_switch': slot %d reads source slot %lld, outside the operand's %lld columns", i,
+               (long long)sl[i], (long long)s->np);
+      return -1;
+    }
+  return 0;
+}
+
+int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t) {
+  int64_t y = p / s->cap, slot = p % s->cap, x = j / s->cbd;
+  if (y >= s->hd || x >= s->wd || slot >= s->lbd) return -1;
+  *t = y * s->lbd + slot;
+  int64_t h = j / s->dst_dp, r = j % s->dst_dp;
+  if (*t >= s->L || h >= s->n_slots || r >= s->d || s->slots[h] < 0) return -1;
+  return s->slots[h] * s->src_dp + r;
+}
+
+int wf_rule_kv_switch(wf_func *f, const wf_op *op, wf_type *out) {
+  wf_kv_switch s;
+  if (wf_kv_switch_of(f, op, &s)) return -1;
+  int64_t dims[3] = {wf_rule_in(f, op, 0)->dims[0], s.rows, s.cols};
+  *out = wf_rule_type(WF_F32, 3, dims);
+  return 0;
+}
+
+int64_t wf_cost_kv_switch(const wf_func *f, const wf_op *op) {
+  (void)f, (void)op;
+  return 0; /* data movement */
+}

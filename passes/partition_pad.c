@@ -236,6 +236,8 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         if (op->code == WF_OP_SCATTER_ELEMENTS) m |= dirty[op->operands[0]] & last & all_padded(rt, w, h);
         break;
       }
+      case WF_OP_KV_SWITCH: /* lower_slice.c zeroes the whole result before its copies */
+        break;
       case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
         /* backend/ops/lower_slice.c copies the other dims' blocks whole (their padding with
          * them) and zeroes the result's padding along each axis it cuts */

@@ -419,3 +419,63 @@ int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   out->lowering = name_of(out, fabric);
   return rc;
 }
+
+/* kv_switch (ops.def; docs/generation.md, "The switch"): the prefill's packed cache x
+ * [B, L, Np] {B, L_y, N_x} re-cut for the decode region's first Wd x Hd PEs, as two moves
+ * through scratch `$kv_t`, each a relayout as above:
+ *   1. along x: `$kv_t` [B][Lbp][cbd] (x's rows, the decode packing's columns) takes one piece
+ *      per decode slot h: its columns [h dst_dp, + d) from x's [slots[h] src_dp, + d);
+ *   2. along y: the result's [B][cap][cbd] takes one piece per decode row y < Hd: its first
+ *      slots from `$kv_t`'s tokens [y Lbd, + n_y), n_y the row's prompt tokens.
+ * Both are zeroed first: phantom slots, a slot's columns past d, the slots past a row's tokens
+ * and the PEs outside the decode region read 0, as the reference kernel says. */
+int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+  wf_kv_switch s;
+  if (wf_kv_switch_of(L->f, op, &s)) return WF_EXIT_UNSUPPORTED;
+  const wf_type *xt = wf_value_type(L->f, op->operands[0]), *rt = wf_value_type(L->f, op->results[0]);
+  wf_axis_view x1 = view(L, xt, 1), x2 = view(L, xt, 2), r1 = view(L, rt, 1), r2 = view(L, rt, 2);
+  if (x2.parts != L->w || r2.parts != L->w || r1.parts != L->h || r1.len != s.cap || r2.len != s.cbd ||
+      s.wd > L->w || s.hd > L->h) {
+    wf_error(op->loc, "'kv_switch' on the %dx%d mesh: its decode region %lldx%lld with blocks of [%lld, %lld] is not "
+                      "a corner of this region's blocks ([%lld, %lld]); compile the switch for the prefill's mesh",
+             L->w, L->h, (long long)s.wd, (long long)s.hd, (long long)s.cap, (long long)s.cbd, (long long)r1.len,
+             (long long)r2.len);
+    return WF_EXIT_NOFIT;
+  }
+  unsigned fabric = 0;
+  out->predicted = 0;
+  /* 1. the columns: $kv_t's view along x, then along y (x's rows, cbd columns) */
+  int64_t tmp_words = x2.outer * s.cbd;
+  int tmp = wf_lower_temp(L, "$kv_t", tmp_words * 4), sx = wf_lower_sym(L, op->operands[0]), rc = 0;
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_int(tmp_words)});
+  sl_piece *p = calloc((size_t)(s.n_slots > s.hd ? s.n_slots : s.hd), sizeof *p);
+  WF_ASSERT(p);
+  int np = 0;
+  for (int h = 0; h < s.n_slots; h++)
+    if (s.slots[h] >= 0 && h * s.dst_dp < (int64_t)L->w * s.cbd)
+      p[np++] = (sl_piece){.sym = sx, .v = x2, .d_lo = h * s.dst_dp, .d_hi = h * s.dst_dp + s.d,
+                           .s0 = s.slots[h] * s.src_dp, .step = 1};
+  wf_axis_view t2 = {x2.outer, s.cbd, 1, (int64_t)L->w * s.cbd, WF_AXIS_X, L->w};
+  sl_move mv = {tmp, t2, p, np};
+  if (np) rc = lower_moves(L, op, &mv, 1, &out->predicted, &fabric);
+  /* 2. the rows */
+  int64_t res_words = r1.outer * s.cap * s.cbd;
+  int sr = wf_lower_sym(L, op->results[0]);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(res_words)});
+  wf_axis_view t1 = x1;
+  t1.inner = s.cbd;
+  np = 0;
+  for (int64_t y = 0; y < s.hd; y++) {
+    int64_t n_y = s.L - y * s.lbd;
+    n_y = n_y > s.lbd ? s.lbd : n_y;
+    if (n_y > 0)
+      p[np++] = (sl_piece){.sym = tmp, .v = t1, .d_lo = y * s.cap, .d_hi = y * s.cap + n_y, .s0 = y * s.lbd,
+                           .step = 1};
+  }
+  mv = (sl_move){sr, r1, p, np};
+  if (!rc && np) rc = lower_moves(L, op, &mv, 1, &out->predicted, &fabric);
+  free(p);
+  out->predicted += tmp_words + res_words; /* the zeroing */
+  out->lowering = name_of(out, fabric);
+  return rc;
+}

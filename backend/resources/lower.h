@@ -250,6 +250,9 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
  * indices are in its own block (or the axis is whole on every PE), else a gather along the
  * axis over the fabric (wf_relayout_gather_axis) and copies out of it. */
 int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_slice.c: kv_switch, the prefill->decode switch of a KV cache: two such moves, along x
+ * (the decode packing's columns) then along y (the decode rows' first slots). */
+int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
 int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */

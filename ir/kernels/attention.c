@@ -114,3 +114,18 @@ int wf_kern_DECODE_ATTENTION(const wf_kctx *k) {
                        "recomputed)");
   return -1;
 }
+
+/* kv_switch: every result element from the operand column wf_kv_switch_src names, or 0. */
+int wf_kern_KV_SWITCH(const wf_kctx *k) {
+  wf_kv_switch s;
+  if (wf_kv_switch_of(k->f, k->op, &s)) return -1;
+  const wf_tensor *x = k->in[0];
+  wf_tensor *o = k->out[0];
+  for (int64_t b = 0; b < o->dims[0]; b++)
+    for (int64_t p = 0; p < s.rows; p++)
+      for (int64_t j = 0; j < s.cols; j++) {
+        int64_t t = 0, c = wf_kv_switch_src(&s, p, j, &t);
+        wf_tensor_set(o, (b * s.rows + p) * s.cols + j, c < 0 ? 0.0 : wf_tensor_get(x, (b * s.L + t) * s.np + c));
+      }
+  return 0;
+}
