@@ -16,11 +16,15 @@ static int64_t decode_cycles(const wf_gen_result *r) {
   return t;
 }
 
-/* The switch moves nothing: decode runs on the prefill's region with the same column split,
- * so each token's K/V stays on the PE that computed it (docs/running.md, "Generation"). */
-static const char *const switch_note =
+/* Without a switch plan decode runs on the prefill's region with the same column split, so each
+ * token's K/V stays on the PE that computed it; with one, the switch plan moved the caches onto
+ * the decode region over the fabric (docs/generation.md, "The switch"). */
+static const char *const switch_note_none =
     "decode runs on the prefill region with the same column split: every token's K/V stays on the PE that "
     "computed it, so the switch moves no data over the fabric (the host rearranges the cache's slots)";
+static const char *const switch_note_plan =
+    "the switch plan moved every KV cache from the prefill region onto the decode region's corner over the "
+    "fabric; the weights of both phases stay resident, so none move";
 
 int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   cJSON *root = cJSON_CreateObject();
@@ -44,9 +48,23 @@ int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   cJSON_AddItemToObject(root, "prefill", pre);
 
   cJSON *sw = cJSON_CreateObject();
-  cJSON_AddItemToObject(sw, "cycles", num(0));
-  cJSON_AddItemToObject(sw, "fabric_words", num(0));
-  cJSON_AddStringToObject(sw, "note", switch_note);
+  cJSON_AddItemToObject(sw, "cycles", num((double)r->switch_cycles));
+  cJSON_AddItemToObject(sw, "seconds", num((double)r->switch_cycles / r->prefill_clock_hz));
+  cJSON_AddItemToObject(sw, "fabric_words", num((double)r->switch_words));
+  if (r->switch_plan) {
+    cJSON_AddStringToObject(sw, "plan", r->switch_plan);
+    cJSON_AddItemToObject(sw, "predicted_cycles", num((double)r->switch_predicted));
+  }
+  cJSON *regions = cJSON_CreateObject();
+  cJSON *a = cJSON_CreateArray(), *b = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, num(r->prefill_w));
+  cJSON_AddItemToArray(a, num(r->prefill_h));
+  cJSON_AddItemToArray(b, num(r->decode_w));
+  cJSON_AddItemToArray(b, num(r->decode_h));
+  cJSON_AddItemToObject(regions, "prefill", a);
+  cJSON_AddItemToObject(regions, "decode", b);
+  cJSON_AddItemToObject(sw, "regions", regions);
+  cJSON_AddStringToObject(sw, "note", r->switch_plan ? switch_note_plan : switch_note_none);
   cJSON_AddItemToObject(root, "switch", sw);
 
   int64_t dc = decode_cycles(r);
@@ -86,7 +104,12 @@ void wf_gen_print_summary(const wf_gen_result *r, FILE *out) {
   fprintf(out, "prefill: %lld cycles for %lld prompt tokens, %.6g s at %.4g GHz (%.4g tokens/s)\n",
           (long long)r->prefill_cycles, (long long)r->prompt_length, pre_s, r->prefill_clock_hz / 1e9,
           r->prefill_cycles > 0 ? (double)r->prompt_length / pre_s : 0.0);
-  fprintf(out, "switch:  0 cycles, 0 fabric words (the cache stays on the PEs that computed it)\n");
+  if (r->switch_plan)
+    fprintf(out, "switch:  %lld cycles (predicted %lld), %lld fabric words: the KV caches from %dx%d onto %dx%d\n",
+            (long long)r->switch_cycles, (long long)r->switch_predicted, (long long)r->switch_words, r->prefill_w,
+            r->prefill_h, r->decode_w, r->decode_h);
+  else
+    fprintf(out, "switch:  0 cycles, 0 fabric words (the cache stays on the PEs that computed it)\n");
   fprintf(out, "time to first token: %.6g s\n", pre_s);
   if (r->decode_steps)
     fprintf(out, "decode:  %d steps, %lld cycles, %.1f cycles/step, %.4g tokens/s at %.4g GHz\n", r->decode_steps,

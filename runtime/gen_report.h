@@ -25,6 +25,10 @@ typedef struct wf_gen_result {
   const char *kv_cache;            /* "shift" or "concat" */
   int rows, slots_per_row;
   const int *occupancy;            /* [rows]: tokens per row of PEs after the last step */
+  const char *switch_plan;         /* NULL: decode on the prefill's region (nothing moves) */
+  int64_t switch_cycles, switch_words, switch_predicted; /* its run: cycles, wavelet-hops, the
+                                                            cost model's cycles */
+  int prefill_w, prefill_h, decode_w, decode_h;          /* the two regions */
 } wf_gen_result;
 
 /* 0, or WF_EXIT_IO (reported) when the file cannot be written. */

@@ -650,6 +650,14 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
     lerr(c, "generate.decode_plan: '%s' must be a relative directory inside the plan (no '..', not absolute)", d);
     return -1;
   }
+  if (cJSON_GetObjectItemCaseSensitive(g, "switch_plan")) {
+    if (get_str(c, g, "switch_plan", w, G->switch_plan, sizeof G->switch_plan)) return -1;
+    d = G->switch_plan;
+    if (!d[0] || d[0] == '/' || strstr(d, "..") || strchr(d, '\\')) {
+      lerr(c, "generate.switch_plan: '%s' must be a relative directory inside the plan (no '..', not absolute)", d);
+      return -1;
+    }
+  }
   if (strcmp(G->kv_cache, "shift") && strcmp(G->kv_cache, "concat")) {
     lerr(c, "generate.kv_cache: expected \"shift\" or \"concat\", got \"%s\"", G->kv_cache);
     return -1;
@@ -668,7 +676,8 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
     snprintf(cw, sizeof cw, "generate.caches[%d]", i);
     const cJSON *e = cJSON_GetArrayItem(caches, i);
     if (gen_name(c, e, "prefill", cw, G->caches[i].prefill, 256, p->outputs, p->n_outputs, "output") ||
-        gen_name(c, e, "decode", cw, G->caches[i].decode, 256, NULL, 0, NULL))
+        gen_name(c, e, "decode", cw, G->caches[i].decode, 256, NULL, 0, NULL) ||
+        (G->switch_plan[0] && gen_name(c, e, "switch", cw, G->caches[i].via, 256, NULL, 0, NULL)))
       return -1;
   }
   G->present = 1;

@@ -74,11 +74,15 @@ typedef struct wf_plan_coll {
  * checked when it is loaded). */
 typedef struct wf_plan_cache_pair {
   char prefill[256], decode[256]; /* the same cache as a prefill output and a decode input/output */
+  char via[256];                  /* with a switch plan: its output that becomes the decode cache */
 } wf_plan_cache_pair;
 
 typedef struct wf_plan_generate {
   int present;                  /* 0: the plan was not compiled with --generate */
   char decode_plan[256];        /* a relative directory inside the plan (no "..", not absolute) */
+  char switch_plan[256];        /* "" or, when decode runs on a smaller region, the plan that moves
+                                   the caches onto it (its inputs caches[].prefill, its outputs
+                                   caches[].via); a relative directory like decode_plan */
   char prompt_input[256], prefill_next[256];
   char decode_ids[256], decode_position[256], decode_next[256];
   int64_t prompt_length, max_new_tokens;

@@ -40,10 +40,19 @@ static int64_t slots_per_row(int64_t L, int rows, int64_t n, int concat) {
   return cap;
 }
 
+/* One attention layer's packed k (and v) as a plan holds it: the heads, the packed slot width
+ * (head_dim), the kv heads when k and v hold their own (0: one slot per query head) and k's
+ * type [1, S, Nk]. */
+typedef struct layer_pack {
+  int64_t heads, dp, kvh, dims[3];
+} layer_pack;
+#define MAX_LAYERS 31
+
 /* One compile of the model with ids `shape` and the pass `late` after head-layout into dir;
- * *layers (may be NULL) gets the attention layers the plan has. */
+ * *layers (may be NULL) gets the attention layers the plan has, lp[] (may be NULL, MAX_LAYERS
+ * entries) how each packs k and v. */
 static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
-                       const char *extra, int *layers) {
+                       const char *extra, int *layers, layer_pack *lp) {
   char pipe[512];
   snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},%s,partition,lower-gemm%s%s%s,symbol-dce", late,
            g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
@@ -60,22 +69,131 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
   wf_plan_opts po = g->po;
   po.manifest_extra = extra;
   if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &po);
-  if (!rc && layers) {
-    *layers = 0;
-    for (int i = 0; i < m->n_funcs; i++)
-      wf_func_foreach_op(m->funcs[i], op) *layers += op->code == WF_OP_DECODE_ATTENTION;
+  if (!rc && (layers || lp)) {
+    int n = 0;
+    for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
+        if (op->code != WF_OP_DECODE_ATTENTION && op->code != WF_OP_ATTENTION) continue;
+        const wf_type *kt = wf_value_type(m->funcs[i], op->operands[op->code == WF_OP_ATTENTION ? 1 : 3]);
+        if (lp && n < MAX_LAYERS)
+          lp[n] = (layer_pack){wf_op_int(m->funcs[i], op, "heads", 0), wf_op_int(m->funcs[i], op, "head_dim", 0),
+                               wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}};
+        n++;
+      }
+    if (layers) *layers = n;
   }
   if (m) wf_module_free(m);
   wf_pipeline_free(p);
   return rc;
 }
 
+/* Sets the target's mesh to w x h (both positive). */
+static void set_mesh(wf_cli *c, int w, int h) {
+  char mesh[32];
+  snprintf(mesh, sizeof mesh, "%dx%d", w, h);
+  WF_ASSERT(!wf_target_set_mesh(&c->target, mesh));
+}
+
+/* The decode region: --decode-mesh, or the prefill's (the target's) mesh. */
+static void dec_mesh(const wf_cli *c, const wf_gen_compile *g, int *w, int *h) {
+  *w = g->dec_w ? g->dec_w : c->target.mesh_w;
+  *h = g->dec_h ? g->dec_h : c->target.mesh_h;
+}
+
+static int dec_rows(const wf_cli *c, const wf_gen_compile *g) {
+  int w, h;
+  dec_mesh(c, g, &w, &h);
+  return h;
+}
+
+/* The decode step for the decode region, cap slots per row of it. */
 static int compile_decode(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int64_t cap,
-                          const char *dir, int *layers) {
+                          const char *dir, int *layers, layer_pack *lp) {
   char shape[256], late[64];
+  int pw = c->target.mesh_w, ph = c->target.mesh_h, dw, dh;
+  dec_mesh(c, g, &dw, &dh);
   snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)(L + n));
-  snprintf(late, sizeof late, "decode-step{capacity=%lld}", (long long)(cap * c->target.mesh_h));
-  return compile_one(c, g, shape, late, dir, NULL, layers);
+  snprintf(late, sizeof late, "decode-step{capacity=%lld}", (long long)(cap * dh));
+  set_mesh(c, dw, dh);
+  int rc = compile_one(c, g, shape, late, dir, NULL, layers, lp);
+  set_mesh(c, pw, ph);
+  return rc;
+}
+
+/* The source slot of x's packing that decode slot h reads, or -1 (a phantom slot). A packing
+ * holds one slot per query head (kvh 0: a kv head's k copied onto each of its query heads) or
+ * one per kv head (kvh > 0). */
+static int64_t switch_slot(const layer_pack *pre, const layer_pack *dec, int64_t h) {
+  if (h >= (dec->kvh ? dec->kvh : dec->heads)) return -1;
+  if (dec->kvh) return pre->kvh ? h : h * (dec->heads / dec->kvh); /* the kv head's first query head */
+  return pre->kvh ? h / (pre->heads / pre->kvh) : h;
+}
+
+/* dir/: the switch plan for the prefill's mesh (the target's): per cache, kv_switch from the
+ * prefill's packing [1, L, Np] to the decode region's dw x dh blocks of cap slots
+ * (docs/generation.md, "The switch"). Its inputs are the prefill's k_cache_<i> / v_cache_<i>,
+ * its outputs k_switch_<i> / v_switch_<i>. */
+static int compile_switch(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre,
+                          const layer_pack *dec, int64_t cap, int dw, int dh, const char *dir) {
+  char *text = NULL, *args = NULL, *body = NULL;
+  size_t tn = 0, an = 0, bn = 0;
+  FILE *ft = open_memstream(&text, &tn), *fa = open_memstream(&args, &an), *fb = open_memstream(&body, &bn);
+  WF_ASSERT(ft && fa && fb);
+  int pw = c->target.mesh_w, ph = c->target.mesh_h, rc = 0;
+  fprintf(fb, "    return ");
+  char rets[4096] = "";
+  size_t rn = 0;
+  for (int i = 0; i < layers && !rc; i++) {
+    const layer_pack *p = &pre[i], *d = &dec[i];
+    if (d->dims[2] % dw || p->dims[0] != 1) {
+      wf_error(WF_LOC_NONE, "layer %d: the decode cache's %lld columns do not cut over %d columns", i,
+               (long long)d->dims[2], dw);
+      rc = WF_EXIT_UNSUPPORTED;
+      break;
+    }
+    int64_t cbd = d->dims[2] / dw, nslots = d->dims[2] / d->dp, width = p->dp < d->dp ? p->dp : d->dp;
+    for (int kv = 0; kv < 2; kv++) {
+      const char *t = kv ? "v" : "k";
+      fprintf(fa, "%s%%%s_cache_%d: f32[1, %lld, %lld]", i || kv ? ", " : "", t, i, (long long)p->dims[1],
+              (long long)p->dims[2]);
+      fprintf(ft, "    %%%s_switch_%d = kv_switch(%%%s_cache_%d) {out = [%lld, %lld], region = [%d, %d], block = [%lld, "
+                  "%lld], heads = [%lld, %lld, %lld], slots = [", t, i, t, i, (long long)(ph * cap),
+              (long long)(pw * cbd), dw, dh, (long long)cap, (long long)cbd, (long long)p->dp, (long long)d->dp,
+              (long long)width);
+      for (int64_t h = 0; h < nslots; h++) fprintf(ft, "%s%lld", h ? ", " : "", (long long)switch_slot(p, d, h));
+      fprintf(ft, "]} : f32[1, %lld, %lld]\n", (long long)(ph * cap), (long long)(pw * cbd));
+      rn += (size_t)snprintf(rets + rn, rn < sizeof rets ? sizeof rets - rn : 0, "%sf32[1, %lld, %lld]",
+                             i || kv ? ", " : "", (long long)(ph * cap), (long long)(pw * cbd));
+      fprintf(fb, "%s%%%s_switch_%d", i || kv ? ", " : "", t, i);
+    }
+  }
+  fclose(fa);
+  fclose(fb);
+  fclose(ft);
+  wf_module *m = NULL;
+  if (!rc && rn < sizeof rets) {
+    char *mod = NULL;
+    size_t mn = 0;
+    FILE *fm = open_memstream(&mod, &mn);
+    WF_ASSERT(fm);
+    fprintf(fm, "module @switch {\n  func @main(%s) -> (%s) {\n%s%s\n  }\n}\n", args, rets, text, body);
+    fclose(fm);
+    m = wf_parse_string(mod, "the switch");
+    free(mod);
+    if (!m) rc = WF_EXIT_UNSUPPORTED;
+  } else if (!rc) {
+    rc = WF_EXIT_UNSUPPORTED;
+  }
+  free(text);
+  free(args);
+  free(body);
+  wf_pipeline *pl = rc ? NULL : wf_cli_parse_pipeline(c, "partition");
+  if (!rc && !pl) rc = WF_EXIT_UNSUPPORTED;
+  if (!rc) rc = wf_verify_module(m) ? WF_EXIT_UNSUPPORTED : wf_pipeline_run(pl, m, &c->pm);
+  if (!rc && wf_mkdir_p(dir)) rc = WF_EXIT_IO;
+  if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &g->po);
+  if (m) wf_module_free(m);
+  wf_pipeline_free(pl);
+  return rc;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -87,7 +205,7 @@ static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
   (void)sev, (void)loc, (void)msg, (void)user;
 }
 
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir);
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir);
 
 /* The largest n' < n for which both phases fit; 0 when none does. Errors are silenced. */
 static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int concat) {
@@ -97,11 +215,11 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)L);
   int64_t lo = 0, hi = n; /* lo fits (0: nothing known), hi does not */
   wf_diag_set_sink(no_diag, NULL);
-  if (compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL)) hi = 1; /* the prefill alone does not */
+  if (compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL, NULL)) hi = 1; /* the prefill alone does not */
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, c->target.mesh_h, mid, concat), ddir, NULL);
-    if (!rc) rc = check_coresident(c, pdir, ddir);
+    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, dec_rows(c, g), mid, concat), ddir, NULL, NULL);
+    if (!rc) rc = check_coresident(c, pdir, ddir, NULL);
     if (rc == WF_EXIT_OK) lo = mid;
     else if (rc == WF_EXIT_NOFIT) hi = mid;
     else break;
@@ -153,22 +271,31 @@ static int64_t pe_bytes(const cJSON *j, int all) {
   return most;
 }
 
-/* Both phases run on one region with their weights pre-placed: a PE holds the decode step's
- * weights while the prefill runs and the prefill's while the decode runs (nothing reloads or
- * reshuffles them between requests), so each phase's memory plus the other's weights must fit.
- * Reported (exit 4) when not. */
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir) {
-  cJSON *pj = read_manifest(pdir), *dj = read_manifest(ddir);
+/* Both phases keep their weights pre-placed: a PE holds the decode step's weights while the
+ * prefill runs and the prefill's while the decode runs (nothing reloads or reshuffles them
+ * between requests), so each phase's memory plus the other's weights must fit; the switch
+ * (sdir, may be NULL), which runs between them, beside both phases' weights. On regions of two
+ * sizes the decode region is the prefill's corner, so its PEs hold both. Reported (exit 4) when
+ * not. */
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir) {
+  cJSON *pj = read_manifest(pdir), *dj = read_manifest(ddir), *sj = sdir ? read_manifest(sdir) : NULL;
   int64_t pm = pe_bytes(pj, 1), pw = pe_bytes(pj, 0), dm = pe_bytes(dj, 1), dw = pe_bytes(dj, 0);
+  int64_t sm = sdir ? pe_bytes(sj, 1) : 0;
   cJSON_Delete(pj);
   cJSON_Delete(dj);
+  cJSON_Delete(sj);
   int64_t sram = c->target.sram_bytes;
-  if (pm < 0 || dm < 0) return WF_EXIT_IO;
-  if (pm + dw <= sram && dm + pw <= sram) return 0;
-  wf_error(WF_LOC_NONE, "the two phases do not fit a PE together: the prefill's %lld bytes and the decode step's "
-                        "weights (%lld), or the decode step's %lld bytes and the prefill's weights (%lld), exceed the "
-                        "%lld-byte SRAM (each phase keeps its weights on the PEs); use a larger mesh (--mesh, or "
-                        "--autotune)", (long long)pm, (long long)dw, (long long)dm, (long long)pw, (long long)sram);
+  if (pm < 0 || dm < 0 || sm < 0) return WF_EXIT_IO;
+  if (pm + dw <= sram && dm + pw <= sram && (!sdir || sm + pw + dw <= sram)) return 0;
+  if (sdir && pm + dw <= sram && dm + pw <= sram)
+    wf_error(WF_LOC_NONE, "the switch does not fit a PE beside both phases' weights: its %lld bytes and the "
+                          "weights (%lld + %lld) exceed the %lld-byte SRAM; use a larger mesh",
+             (long long)sm, (long long)pw, (long long)dw, (long long)sram);
+  else
+    wf_error(WF_LOC_NONE, "the two phases do not fit a PE together: the prefill's %lld bytes and the decode step's "
+                          "weights (%lld), or the decode step's %lld bytes and the prefill's weights (%lld), exceed the "
+                          "%lld-byte SRAM (each phase keeps its weights on the PEs); use a larger mesh (--mesh, or "
+                          "--autotune)", (long long)pm, (long long)dw, (long long)dm, (long long)pw, (long long)sram);
   return WF_EXIT_NOFIT;
 }
 
@@ -200,8 +327,8 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
     if (wf_target_set_mesh(&c->target, mesh)) continue;
     wf_diag_set_sink(no_diag, NULL);
     int64_t cap = slots_per_row(L, cs[i].h, g->n, concat);
-    cs[i].fits = !compile_decode(c, g, name, L, g->n, cap, ddir, NULL) &&
-                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL) && !check_coresident(c, pdir, ddir);
+    cs[i].fits = !compile_decode(c, g, name, L, g->n, cap, ddir, NULL, NULL) &&
+                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL, NULL) && !check_coresident(c, pdir, ddir, NULL);
     wf_diag_set_sink(NULL, NULL);
     if (cs[i].fits) cs[i].prefill = predicted(pdir), cs[i].step = predicted(ddir);
   }
@@ -259,39 +386,66 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
     int rc = autotune(c, g, name, L, concat);
     if (rc) return rc;
   }
-  int rows = c->target.mesh_h;
-  int64_t cap = slots_per_row(L, rows, g->n, concat);
-  /* Both plans are compiled into a stage beside the plan directory and moved into place
+  int dw, dh;
+  dec_mesh(c, g, &dw, &dh);
+  int two = dw != c->target.mesh_w || dh != c->target.mesh_h; /* regions of two sizes: a switch plan */
+  if (dw > c->target.mesh_w || dh > c->target.mesh_h) {
+    wf_error(WF_LOC_NONE, "--decode-mesh=%dx%d is larger than the prefill's %dx%d: the decode region is the "
+                          "prefill region's corner (the same PEs, reprogrammed), so it must fit inside it",
+             dw, dh, c->target.mesh_w, c->target.mesh_h);
+    return WF_EXIT_USAGE;
+  }
+  int64_t cap = slots_per_row(L, dh, g->n, concat);
+  /* The plans are compiled into a stage beside the plan directory and moved into place
    * together, so an older plan survives a failed compile (plan_stage.h). */
   char *stage = wf_plan_stage_begin(g->out_dir);
   if (!stage) return WF_EXIT_IO;
-  char *ddir = wf_path_join(stage, "decode");
+  char *ddir = wf_path_join(stage, "decode"), *sdir = wf_path_join(stage, "switch");
   wf_progress("compiling the decode step (%lld cache slots per row)", (long long)cap);
-  int layers = 0;
-  int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers);
+  int layers = 0, players = 0;
+  layer_pack dec[MAX_LAYERS], pre[MAX_LAYERS];
+  int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers, dec);
   wf_progress_done();
   if (rc == WF_EXIT_INPUT || rc == WF_EXIT_UNSUPPORTED)
     wf_note(WF_LOC_NONE, "the decode step is the model imported for L + N = %lld positions (every position a step "
                          "reads): a model that holds fewer (a learned position table) cannot generate that far",
             L + (long long)g->n);
+  if (!rc && layers > MAX_LAYERS) {
+    wf_error(WF_LOC_NONE, "--generate: %d attention layers; at most %d", layers, MAX_LAYERS);
+    rc = WF_EXIT_UNSUPPORTED;
+  }
   if (!rc) {
-    char shape[256], extra[4096];
+    char shape[256], extra[8192];
     snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
     int n = snprintf(extra, sizeof extra,
-                     "{\"generate\": {\"decode_plan\": \"decode\", \"prompt_input\": \"%s\", \"prompt_length\": %lld, "
-                     "\"max_new_tokens\": %lld, \"kv_cache\": \"%s\", \"prefill_next\": \"next_ids\", "
-                     "\"decode_ids\": \"%s\", \"decode_position\": \"position\", \"decode_next\": \"next_ids\", "
-                     "\"rows\": %d, \"slots_per_row\": %lld, \"caches\": [",
-                     name, L, (long long)g->n, g->kv_cache, name, rows, (long long)cap);
+                     "{\"generate\": {\"decode_plan\": \"decode\", %s%s%s\"prompt_input\": \"%s\", "
+                     "\"prompt_length\": %lld, \"max_new_tokens\": %lld, \"kv_cache\": \"%s\", "
+                     "\"prefill_next\": \"next_ids\", \"decode_ids\": \"%s\", \"decode_position\": \"position\", "
+                     "\"decode_next\": \"next_ids\", \"rows\": %d, \"slots_per_row\": %lld, \"caches\": [",
+                     two ? "\"switch_plan\": \"switch\", " : "", "", "", name, L, (long long)g->n, g->kv_cache, name,
+                     dh, (long long)cap);
     wf_progress("compiling the prefill (%lld tokens)", L);
-    /* the caches' names are the passes' (k_cache_<i>, v_cache_<i>) */
-    for (int i = 0; i < layers && (size_t)n < sizeof extra - 128; i++)
-      n += snprintf(extra + n, sizeof extra - (size_t)n, "%s{\"prefill\": \"k_cache_%d\", \"decode\": \"k_cache_%d\"}, "
-                    "{\"prefill\": \"v_cache_%d\", \"decode\": \"v_cache_%d\"}", i ? ", " : "", i, i, i, i);
+    /* the caches' names are the passes' (k_cache_<i>, v_cache_<i>) and the switch's */
+    for (int i = 0; i < layers && (size_t)n < sizeof extra - 256; i++)
+      for (int kv = 0; kv < 2; kv++) {
+        const char *t = kv ? "v" : "k";
+        n += snprintf(extra + n, sizeof extra - (size_t)n, "%s{\"prefill\": \"%s_cache_%d\", ", i || kv ? ", " : "", t, i);
+        if (two) n += snprintf(extra + n, sizeof extra - (size_t)n, "\"switch\": \"%s_switch_%d\", ", t, i);
+        n += snprintf(extra + n, sizeof extra - (size_t)n, "\"decode\": \"%s_cache_%d\"}", t, i);
+      }
     snprintf(extra + n, sizeof extra - (size_t)n, "]}}");
-    rc = compile_one(c, g, shape, "generate-prefill", stage, extra, NULL);
+    rc = compile_one(c, g, shape, "generate-prefill", stage, extra, &players, pre);
     wf_progress_done();
-    if (!rc) rc = check_coresident(c, stage, ddir); /* no plan that does not fit */
+    if (!rc && players != layers) {
+      wf_error(WF_LOC_NONE, "--generate: the prefill has %d attention layers, the decode step %d", players, layers);
+      rc = WF_EXIT_UNSUPPORTED;
+    }
+    if (!rc && two) {
+      wf_progress("compiling the switch onto the %dx%d decode region", dw, dh);
+      rc = compile_switch(c, g, layers, pre, dec, cap, dw, dh, sdir);
+      wf_progress_done();
+    }
+    if (!rc) rc = check_coresident(c, stage, ddir, two ? sdir : NULL); /* no plan that does not fit */
   }
   if (rc) wf_plan_stage_abort(stage);
   else rc = wf_plan_stage_commit(stage, g->out_dir);
@@ -301,10 +455,11 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
       wf_note(WF_LOC_NONE, "with a prompt of %lld tokens both phases fit this mesh for at most --generate=%lld "
                            "(the KV cache, %s, then holds %lld slots per row of PEs; the cache and the position "
                            "tables every PE holds grow with N)", L, (long long)best, g->kv_cache,
-              (long long)slots_per_row(L, rows, best, concat));
+              (long long)slots_per_row(L, dh, best, concat));
     else
       wf_note(WF_LOC_NONE, "the two phases do not fit this mesh even for --generate=1 (a larger --mesh, or --autotune)");
   }
   free(ddir);
+  free(sdir);
   return rc;
 }

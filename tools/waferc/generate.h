@@ -14,10 +14,12 @@ typedef struct wf_gen_compile {
   const char *out_dir;
   wf_plan_opts po;                  /* flags, collectives, quiet */
   int autotune;                     /* --autotune: the mesh from the cost model's candidates */
+  int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
 } wf_gen_compile;
 
-/* Writes out_dir/ (the prefill plan, with the manifest's "generate") and out_dir/decode/ (the
- * decode step). Returns a WF_EXIT_* code; exit 4 names the largest N whose KV cache fits. */
+/* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the
+ * decode step) and, when the decode region differs from the prefill's, out_dir/switch/ (the
+ * caches moved onto it). Returns a WF_EXIT_* code; exit 4 names the largest N whose KV cache fits. */
 int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g);
 
 #endif

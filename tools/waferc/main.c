@@ -52,6 +52,7 @@ typedef struct options {
   int generate;                /* --generate=N: tokens to generate (0: none) */
   const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
   int autotune;                /* --autotune (with --generate): the mesh from the cost model */
+  int dec_w, dec_h;            /* --decode-mesh=WxH (with --generate): the decode region */
 } options;
 
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
@@ -100,6 +101,8 @@ static void usage(FILE *out) {
         "                             the largest N that fits); with --interpret: greedy\n"
         "                             generation recomputing the whole sequence each step\n"
         "  --kv-cache=shift|concat    the cache's policy with --generate (default shift)\n"
+        "  --decode-mesh=WxH          with --generate: decode on the prefill region's WxH corner;\n"
+        "                             DIR/switch/ moves the KV cache onto it over the fabric\n"
         "  --autotune                 with --generate: compile for the square mesh (2, 4, 8, ...\n"
         "                             PEs a side, and --mesh) with the least predicted time to\n"
         "                             the last token; prints the candidates it weighed\n"
@@ -447,6 +450,13 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       }
       o->kv_cache = v;
     })
+    VALUE("--decode-mesh", {
+      char tail;
+      if (sscanf(v, "%dx%d%c", &o->dec_w, &o->dec_h, &tail) != 2 || o->dec_w < 1 || o->dec_h < 1) {
+        wf_error(WF_LOC_NONE, "--decode-mesh expects WxH with positive integers (e.g. 2x2), got '%s'", v);
+        return WF_EXIT_USAGE;
+      }
+    })
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
         wf_error(WF_LOC_NONE, "too many --input-shape options (at most %d)", MAX_INPUTS);
@@ -480,7 +490,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--gqa", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
-                                        "--list-onnx-ops", "--generate", "--kv-cache", "--autotune"};
+                                        "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
+                                        "--decode-mesh"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -653,6 +664,12 @@ int main(int argc, char **argv) {
   } else if (o.n_input_shapes && !ends_with(o.input, ".onnx")) {
     wf_error(WF_LOC_NONE, "--input-shape applies to ONNX models only");
     rc = WF_EXIT_USAGE;
+  } else if (o.dec_w && (!o.generate || o.interpret)) {
+    wf_error(WF_LOC_NONE, "--decode-mesh applies to compiling for generation (--generate=N -o DIR)");
+    rc = WF_EXIT_USAGE;
+  } else if (o.dec_w && o.autotune) {
+    wf_error(WF_LOC_NONE, "--decode-mesh and --autotune: give one (autotune chooses the meshes itself)");
+    rc = WF_EXIT_USAGE;
   } else if (o.generate && o.gqa && !strcmp(o.gqa, "gather")) {
     wf_error(WF_LOC_NONE, "--gqa=gather is for prefill plans: with --generate the decode step reads the prefill's "
                           "k and v columns, so kv heads are replicated (drop --gqa or use --gqa=replicate)");
@@ -668,7 +685,8 @@ int main(int argc, char **argv) {
   if (o.generate && !o.interpret) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
-                        o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune};
+                        o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
+                        o.dec_w, o.dec_h};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;

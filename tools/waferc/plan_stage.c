@@ -15,7 +15,7 @@
 
 /* The entries of a plan directory that belong to the plan (docs/plan-format.md); anything
  * else a user keeps there is not touched. manifest.json is handled on its own. */
-static const char *const plan_entries[] = {"programs", "kernels", "weights.bin", "decode"};
+static const char *const plan_entries[] = {"programs", "kernels", "weights.bin", "decode", "switch"};
 
 char *wf_plan_stage_begin(const char *out) {
   char *copy = strdup(out);

@@ -18,12 +18,13 @@
 #include "waferc/tensor.h"
 
 typedef struct gen {
-  const wf_plan *pre, *dec;
+  const wf_plan *pre, *dec, *sw;     /* sw: the switch plan, NULL when decode runs on the prefill's region */
   const wf_plan_generate *G;
   const wf_gen_opts *o;
-  char pre_manifest[1100], dec_manifest[1600];
-  wf_jit *pre_jit, *dec_jit;
+  char pre_manifest[1100], dec_manifest[1600], sw_manifest[1600];
+  wf_jit *pre_jit, *dec_jit, *sw_jit;
   int *pre_cache, *dec_in, *dec_out; /* per cache pair: tensor indices */
+  int *sw_in, *sw_out;               /* and the switch plan's */
   int pre_next, dec_ids, dec_pos, dec_next;
   int64_t Lb;                        /* prompt tokens per row of PEs in the prefill cache */
   int n_rows;                        /* entries of the row counts: the tallest decode region */
@@ -72,6 +73,38 @@ static int check_scalar_id(gen *g, const wf_plan_tensor *t, const char *what) {
   return -1;
 }
 
+/* Cache c through the switch plan: its input caches[c].prefill is the prefill's output a, its
+ * output caches[c].via holds the decode cache b's blocks in its corner ([B, >= rows slots, >=
+ * b's columns]). */
+static int check_switch(gen *g, int c, const wf_plan_tensor *a, const wf_plan_tensor *b) {
+  const wf_plan *s = g->sw;
+  const wf_plan_cache_pair *cp = &g->G->caches[c];
+  char s1[128], s2[128];
+  g->sw_in[c] = find(s->inputs, s->n_inputs, cp->prefill);
+  g->sw_out[c] = find(s->outputs, s->n_outputs, cp->via);
+  if (g->sw_in[c] < 0 || g->sw_out[c] < 0) {
+    wf_error_at(g->sw_manifest, "the switch plan has no %s '%s' (named by %s's generate.caches[%d])",
+                g->sw_in[c] < 0 ? "input" : "output", g->sw_in[c] < 0 ? cp->prefill : cp->via, g->pre_manifest, c);
+    return -1;
+  }
+  const wf_plan_tensor *i = &s->inputs[g->sw_in[c]], *o = &s->outputs[g->sw_out[c]];
+  if (i->dtype != a->dtype || i->rank != a->rank || memcmp(i->dims, a->dims, sizeof a->dims) ||
+      s->mesh_w != g->pre->mesh_w || s->mesh_h != g->pre->mesh_h) {
+    wf_error_at(g->sw_manifest, "the switch's input '%s' is %s on %dx%d; the prefill's output is %s on %dx%d", i->name,
+                shape_str(i, s1, sizeof s1), s->mesh_w, s->mesh_h, shape_str(a, s2, sizeof s2), g->pre->mesh_w,
+                g->pre->mesh_h);
+    return -1;
+  }
+  if (o->dtype != WF_F32 || o->rank != 3 || b->rank != 3 || o->dims[0] != b->dims[0] || o->dims[1] < b->dims[1] ||
+      o->dims[2] < b->dims[2] || g->dec->mesh_w > s->mesh_w || g->dec->mesh_h > s->mesh_h) {
+    wf_error_at(g->sw_manifest, "the switch's output '%s' is %s on %dx%d; it cannot hold the decode cache '%s' (%s) "
+                "of the %dx%d decode region in its corner", o->name, shape_str(o, s1, sizeof s1), s->mesh_w,
+                s->mesh_h, b->name, shape_str(b, s2, sizeof s2), g->dec->mesh_w, g->dec->mesh_h);
+    return -1;
+  }
+  return 0;
+}
+
 /* The prefill and decode plans against the "generate" object (docs/plan-format.md). */
 static int check_plans(gen *g) {
   const wf_plan_generate *G = g->G;
@@ -117,8 +150,9 @@ static int check_plans(gen *g) {
       return -1;
     }
     int64_t want = (int64_t)G->rows * G->slots_per_row;
+    if (g->sw && check_switch(g, c, a, b)) return -1;
     if (b->dtype != WF_F32 || b->rank != 3 || b->dims[0] != a->dims[0] || b->dims[1] != want ||
-        b->dims[2] != a->dims[2]) {
+        (!g->sw && b->dims[2] != a->dims[2])) {
       wf_error_at(g->dec_manifest, "the decode cache '%s' is %s; with the prefill's '%s' (%s), %d rows and %d slots "
                                    "per row it should be f32[%lld, %lld, %lld]",
                   b->name, shape_str(b, s1, sizeof s1), a->name, shape_str(a, s2, sizeof s2), G->rows,
@@ -130,11 +164,15 @@ static int check_plans(gen *g) {
                   shape_str(b, s1, sizeof s1), shape_str(b2, s2, sizeof s2));
       return -1;
     }
-    if (p->regions[a->region].h != G->rows || d->regions[b->region].h != G->rows) {
+    if ((!g->sw && p->regions[a->region].h != G->rows) || d->regions[b->region].h != G->rows) {
       wf_error_at(g->dec_manifest,
                   "cache '%s': generate.rows is %d but its regions have %d (prefill) and %d (decode) rows", b->name,
                   G->rows, p->regions[a->region].h, d->regions[b->region].h);
       return -1;
+    }
+    if (g->sw) { /* the switch placed ceil(L / rows) tokens a decode row (kv_switch) */
+      g->Lb = (L + G->rows - 1) / G->rows;
+      continue;
     }
     int64_t padded = a->padded[1] ? a->padded[1] : a->dims[1];
     /* A one-token prompt is not split (a dim of 1 never is): every row holds it, and the
@@ -260,6 +298,48 @@ static wf_tensor *switch_cache(const gen *g, const wf_tensor *pre, const wf_plan
         memcpy(&dst[(b * g->G->rows * cap + y * cap + j) * E], &src[(b * L + y * g->Lb + j) * E],
                (size_t)E * sizeof(float));
   return d;
+}
+
+/* The decode cache b [B, R, N] is the corner of the switch's output o [B, >= R, >= N]: the
+ * blocks of the decode region's PEs, which hold them in place (the host carries each PE's
+ * block from one program's symbol to the next, as one SRAM would keep it). */
+static wf_tensor *corner(const wf_tensor *o, const wf_plan_tensor *b) {
+  wf_tensor *d = wf_tensor_new(WF_F32, b->rank, b->dims);
+  WF_ASSERT(d);
+  const float *src = (const float *)o->data;
+  float *dst = (float *)d->data;
+  for (int64_t i = 0; i < b->dims[0]; i++)
+    for (int64_t r = 0; r < b->dims[1]; r++)
+      memcpy(&dst[(i * b->dims[1] + r) * b->dims[2]], &src[(i * o->dims[1] + r) * o->dims[2]],
+             (size_t)b->dims[2] * sizeof(float));
+  return d;
+}
+
+/* Step 2 on regions of two sizes: the switch plan moves the prefill's caches onto the decode
+ * region over the fabric; caches[] become the decode caches. */
+static int run_switch(gen *g, wf_tensor **caches, int64_t *cycles, int64_t *words) {
+  const wf_plan *sp = g->sw;
+  wf_sim *s = new_sim(sp, g->sw_jit, g->o);
+  int rc = 0;
+  for (int c = 0; c < g->G->n_caches && !rc; c++)
+    if (wf_sim_set_input(s, sp->inputs[g->sw_in[c]].name, caches[c])) rc = WF_EXIT_INPUT;
+  if (!rc && (rc = wf_sim_run(s)))
+    wf_error_at(g->sw_manifest, "the switch failed (exit %d)", rc);
+  if (!rc) {
+    *cycles = wf_sim_cycles(s);
+    *words = 0;
+    for (int y = 0; y < wf_sim_mesh_h(s); y++)
+      for (int x = 0; x < wf_sim_mesh_w(s); x++)
+        for (int dir = 0; dir < 4; dir++) *words += wf_sim_link_wavelets(s, x, y, dir);
+    for (int c = 0; c < g->G->n_caches; c++) {
+      wf_tensor *o = wf_sim_output(s, g->sw_out[c]);
+      wf_tensor_free(caches[c]);
+      caches[c] = corner(o, &g->dec->inputs[g->dec_in[c]]);
+      wf_tensor_free(o);
+    }
+  }
+  wf_sim_free(s);
+  return rc;
 }
 
 /* The row whose cache grows at the next step, by the rule waferc sized the cache with
@@ -438,9 +518,26 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
     wf_plan_free(d);
     return rc;
   }
+  wf_plan *sw = NULL;
+  if (G->switch_plan[0]) {
+    char sdir[1400];
+    snprintf(sdir, sizeof sdir, "%s/%s", p->dir, G->switch_plan);
+    snprintf(g.sw_manifest, sizeof g.sw_manifest, "%s/manifest.json", sdir);
+    if ((rc = wf_run_check_plan_dir(sdir)) || !(sw = wf_plan_load_ex(sdir, o->load_flags)) ||
+        (rc = wf_run_check_memory(sw, o->mem_limit_mb, sdir))) {
+      wf_error_at(mpath, "generate.switch_plan '%s': the switch plan cannot be opened or is not valid", G->switch_plan);
+      wf_plan_free(sw);
+      wf_plan_free(d);
+      return rc ? rc : WF_EXIT_INPUT;
+    }
+    g.sw = sw;
+  }
   g.pre_cache = calloc((size_t)G->n_caches, sizeof *g.pre_cache);
   g.dec_in = calloc((size_t)G->n_caches, sizeof *g.dec_in);
   g.dec_out = calloc((size_t)G->n_caches, sizeof *g.dec_out);
+  g.sw_in = calloc((size_t)G->n_caches, sizeof *g.sw_in);
+  g.sw_out = calloc((size_t)G->n_caches, sizeof *g.sw_out);
+  WF_ASSERT(g.sw_in && g.sw_out);
   wf_tensor **caches = calloc((size_t)G->n_caches, sizeof *caches);
   int64_t *tokens = calloc((size_t)o->n, sizeof *tokens);
   int64_t *step_cycles = calloc((size_t)o->n, sizeof *step_cycles);
@@ -456,6 +553,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   int rejected = 0;
   g.pre_jit = load_jit(p, o, &rejected);
   g.dec_jit = load_jit(d, o, &rejected);
+  if (sw) g.sw_jit = load_jit(sw, o, &rejected);
   if (rejected) {
     rc = WF_EXIT_INPUT;
     goto done;
@@ -463,10 +561,15 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
 
   if ((rc = run_prefill(&g, caches, tokens, &pre_cycles))) goto done;
   wf_kv_prefill_counts(G->prompt_length, G->rows, g.Lb, cnt);
-  for (int c = 0; c < G->n_caches; c++) {
-    wf_tensor *pre = caches[c];
-    caches[c] = switch_cache(&g, pre, &d->inputs[g.dec_in[c]], cnt);
-    wf_tensor_free(pre);
+  int64_t sw_cycles = 0, sw_words = 0;
+  if (sw) {
+    if ((rc = run_switch(&g, caches, &sw_cycles, &sw_words))) goto done;
+  } else {
+    for (int c = 0; c < G->n_caches; c++) {
+      wf_tensor *pre = caches[c];
+      caches[c] = switch_cache(&g, pre, &d->inputs[g.dec_in[c]], cnt);
+      wf_tensor_free(pre);
+    }
   }
   if ((rc = dump_caches(&g, "switch", caches, cnt)) || (rc = run_decode(&g, caches, cnt, tokens, step_cycles)))
     goto done;
@@ -474,7 +577,8 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   if (o->out_dir && (rc = write_outputs(&g, tokens, caches))) goto done;
   wf_gen_result r = {p->dir, d->dir, p->target.name, p->target.clock_hz, d->target.clock_hz, G->prompt_length,
                      (int)o->n, tokens, pre_cycles, (int)o->n - 1, step_cycles, G->kv_cache, G->rows,
-                     G->slots_per_row, cnt};
+                     G->slots_per_row, cnt, sw ? sw->dir : NULL, sw_cycles, sw_words,
+                     sw ? sw->predicted_total : 0, p->mesh_w, p->mesh_h, d->mesh_w, d->mesh_h};
   if (o->report && (rc = wf_gen_write_report(&r, o->report))) goto done;
   if (o->heat_dir && (rc = occupancy_heatmap(&g, o->heat_dir, cnt))) goto done;
   if (o->quiet) {
@@ -494,8 +598,12 @@ done:
   free(g.pre_cache);
   free(g.dec_in);
   free(g.dec_out);
+  free(g.sw_in);
+  free(g.sw_out);
   wf_jit_free(g.pre_jit);
   wf_jit_free(g.dec_jit);
+  wf_jit_free(g.sw_jit);
+  wf_plan_free(sw);
   wf_plan_free(d);
   return rc;
 }
