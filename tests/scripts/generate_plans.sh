@@ -13,7 +13,8 @@
 #  - a cache too large for the SRAM is refused at compile time (exit 4) with the largest N that
 #    fits (both phases, each beside the other's weights), and that N compiles, but not N + 1;
 #    generating more tokens than the plan was compiled for is exit 4;
-#  - --autotune lists its candidates and compiles the one with the least predicted time;
+#  - --autotune lists its candidates per phase and the (prefill, decode corner) pairs with the
+#    switch's predicted cycles, and compiles the pair with the least predicted time;
 #  - a one-token prompt and --generate=1 give the interpreter's tokens.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -150,15 +151,21 @@ L=$(prompt_len "$G/${m}_prompt.npy")
 waferc "$G/$m.onnx" -o "$TMP/tuned" --target=wse2 --mesh=8x8 --input-shape "input_ids=1x$L" --generate=8 --autotune \
   -q >"$TMP/tune.txt" 2>/dev/null || fail "--autotune exited $?"
 grep -q "^  8x8 " "$TMP/tune.txt" && grep -q "^  4x4 " "$TMP/tune.txt" || fail "--autotune does not list its candidates: $(cat "$TMP/tune.txt")"
-chosen=$(grep -o 'one region serves both phases[^:]*: [0-9x]*' "$TMP/tune.txt" | grep -o '[0-9]*x[0-9]*$')
-python3 - "$TMP/tuned/manifest.json" "$chosen" "$TMP/tune.txt" <<'PY' || fail "--autotune compiled another mesh than it chose"
-import json, sys
-m = json.load(open(sys.argv[1]))
-w, h = m["mesh"]
-assert "%dx%d" % (w, h) == sys.argv[2], (w, h, sys.argv[2])
-rows = [l.split() for l in open(sys.argv[3]) if l.startswith("  ") and "x" in l.split()[0] and "fit" not in l]
-best = min(rows, key=lambda r: float(r[5]))
-assert best[0] == sys.argv[2], (best, sys.argv[2])
+python3 - "$TMP/tuned" "$TMP/tune.txt" <<'PY' || fail "--autotune compiled other regions than it chose: $(cat "$TMP/tune.txt")"
+import json, os, re, sys
+d, txt = sys.argv[1], open(sys.argv[2]).read()
+pre = json.load(open(d + "/manifest.json"))["mesh"]
+dec = json.load(open(d + "/decode/manifest.json"))["mesh"]
+pairs = [(tuple(map(int, m[0:2])), tuple(map(int, m[2:4])), float(m[4]), float(m[5]))
+         for m in re.findall(r"^  (\d+)x(\d+) -> (\d+)x(\d+) +([\d.]+) +([\d.]+)$", txt, re.M)]
+chosen = re.search(r"chosen: prefill (\d+)x(\d+), decode (\d+)x(\d+)", txt).groups()
+assert pairs, txt
+assert all(b[0] <= a[0] and b[1] <= a[1] for a, b, _, _ in pairs), pairs
+assert all((sw == 0) == (a == b) for a, b, sw, _ in pairs), pairs
+best = min(pairs, key=lambda p: p[3])
+assert [best[0], best[1]] == [tuple(map(int, chosen[:2])), tuple(map(int, chosen[2:]))], (best, chosen)
+assert tuple(pre) == best[0] and tuple(dec) == best[1], (pre, dec, best)
+assert os.path.exists(d + "/switch/manifest.json") == (best[0] != best[1])
 PY
 waferrun "$TMP/tuned" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$TMP/tuned.out" ||
   fail "the autotuned plan does not run"

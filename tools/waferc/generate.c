@@ -299,74 +299,120 @@ static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir,
   return WF_EXIT_NOFIT;
 }
 
+/* One candidate mesh of --autotune: each phase compiled alone on it. */
 typedef struct cand {
-  int w, h, fits;
-  double prefill, step; /* predicted cycles */
+  int w, h, pre_fits, dec_fits, layers;
+  double prefill, step;             /* predicted cycles */
+  int64_t pm, pw, dm, dw, cap;      /* bytes per PE (memory, weights) of each phase; slots per row */
+  layer_pack pre[MAX_LAYERS], dec[MAX_LAYERS];
 } cand;
 
-/* --autotune: compiles both phases for square meshes of 2, 4, 8, ... PEs a side (and the
- * given mesh) into a scratch directory, weighs each by the cost model's cycles (the prefill,
- * and N - 1 decode steps), prints the candidates and sets the target's mesh to the one with
- * the least time to the last token. Returns 0, or WF_EXIT_NOFIT when none fits. */
-static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long long L, int concat) {
+/* --autotune: compiles each phase alone for square meshes of 2, 4, 8, ... PEs a side (and the
+ * given mesh) into a scratch directory, then weighs every pair (prefill region, decode region
+ * its corner) by the cost model's cycles: the prefill, the switch plan between them (0 on one
+ * region) and N - 1 decode steps, each pair checked for the SRAM as the compile checks it
+ * (check_coresident). Prints the candidates and the pairs, sets the target's mesh to the chosen
+ * prefill region and *dw x *dh to its decode region. Returns 0, or WF_EXIT_NOFIT when none fits. */
+static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long long L, int concat, int *dw,
+                    int *dh) {
   char dir[] = "/tmp/waferc-tune-XXXXXX";
   if (!mkdtemp(dir)) return WF_EXIT_IO;
-  cand cs[32];
+  enum { MAXC = 32 };
+  cand *cs = calloc(MAXC, sizeof *cs);
+  WF_ASSERT(cs);
   int n = 0, w0 = c->target.mesh_w, h0 = c->target.mesh_h;
-  for (int k = 2; k <= c->target.program_w && k <= c->target.program_h && n < 31; k *= 2) cs[n++] = (cand){k, k, 0, 0, 0};
+  for (int k = 2; k <= c->target.program_w && k <= c->target.program_h && n < MAXC - 1; k *= 2) cs[n].w = cs[n].h = k, n++;
   int have = 0;
   for (int i = 0; i < n; i++) have |= cs[i].w == w0 && cs[i].h == h0;
-  if (!have) cs[n++] = (cand){w0, h0, 0, 0, 0};
-  char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d");
+  if (!have) cs[n].w = w0, cs[n].h = h0, n++;
   char shape[256];
   snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
+  wf_gen_compile one = *g;
+  one.dec_w = one.dec_h = 0; /* each phase alone on the candidate */
   for (int i = 0; i < n; i++) {
-    char mesh[32];
-    snprintf(mesh, sizeof mesh, "%dx%d", cs[i].w, cs[i].h);
-    wf_progress("autotune: %s (%d of %d)", mesh, i + 1, n);
-    if (wf_target_set_mesh(&c->target, mesh)) continue;
+    char pd[64], dd[64];
+    snprintf(pd, sizeof pd, "%s/p%d", dir, i);
+    snprintf(dd, sizeof dd, "%s/d%d", dir, i);
+    wf_progress("autotune: %dx%d (%d of %d)", cs[i].w, cs[i].h, i + 1, n);
+    set_mesh(c, cs[i].w, cs[i].h);
     wf_diag_set_sink(no_diag, NULL);
-    int64_t cap = slots_per_row(L, cs[i].h, g->n, concat);
-    cs[i].fits = !compile_decode(c, g, name, L, g->n, cap, ddir, NULL, NULL) &&
-                 !compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL, NULL) && !check_coresident(c, pdir, ddir, NULL);
+    cs[i].cap = slots_per_row(L, cs[i].h, g->n, concat);
+    int nl = 0;
+    cs[i].dec_fits = !compile_decode(c, &one, name, L, g->n, cs[i].cap, dd, &cs[i].layers, cs[i].dec);
+    cs[i].pre_fits = !compile_one(c, &one, shape, "generate-prefill", pd, NULL, &nl, cs[i].pre);
     wf_diag_set_sink(NULL, NULL);
-    if (cs[i].fits) cs[i].prefill = predicted(pdir), cs[i].step = predicted(ddir);
+    cs[i].pre_fits &= nl <= MAX_LAYERS, cs[i].dec_fits &= cs[i].layers <= MAX_LAYERS;
+    cJSON *j;
+    if (cs[i].pre_fits) {
+      cs[i].prefill = predicted(pd);
+      j = read_manifest(pd);
+      cs[i].pm = pe_bytes(j, 1), cs[i].pw = pe_bytes(j, 0);
+      cJSON_Delete(j);
+    }
+    if (cs[i].dec_fits) {
+      cs[i].step = predicted(dd);
+      j = read_manifest(dd);
+      cs[i].dm = pe_bytes(j, 1), cs[i].dw = pe_bytes(j, 0);
+      cJSON_Delete(j);
+    }
   }
-  wf_progress_done();
-  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  free(pdir);
-  free(ddir);
   double hz = c->target.clock_hz > 0 ? c->target.clock_hz : 1;
-  int best = -1, bp = -1, bd = -1;
+  int64_t sram = c->target.sram_bytes;
   printf("autotune: a prompt of %lld tokens, %lld generated, on %s (the cost model's cycles; %.3g GHz)\n", L,
          (long long)g->n, c->target.name, hz / 1e9);
-  printf("  %-10s %14s %12s %14s %14s %16s\n", "mesh", "prefill cyc", "TTFT us", "decode cyc/step",
-         "decode tok/s", "last token us");
+  printf("  %-10s %14s %12s %16s %14s\n", "mesh", "prefill cyc", "TTFT us", "decode cyc/step", "decode tok/s");
   for (int i = 0; i < n; i++) {
-    char mesh[32];
+    char mesh[32], a[40] = "does not fit", b[40] = "", cc[40] = "does not fit", d[40] = "";
     snprintf(mesh, sizeof mesh, "%dx%d", cs[i].w, cs[i].h);
-    if (!cs[i].fits) {
-      printf("  %-10s %14s\n", mesh, "does not fit");
-      continue;
-    }
-    double total = cs[i].prefill + (double)(g->n - 1) * cs[i].step;
-    printf("  %-10s %14.0f %12.2f %14.0f %14.4g %16.2f\n", mesh, cs[i].prefill, cs[i].prefill / hz * 1e6, cs[i].step,
-           hz / cs[i].step, total / hz * 1e6);
-    if (best < 0 || total < cs[best].prefill + (double)(g->n - 1) * cs[best].step) best = i;
-    if (bp < 0 || cs[i].prefill < cs[bp].prefill) bp = i;
-    if (bd < 0 || cs[i].step < cs[bd].step) bd = i;
+    if (cs[i].pre_fits) snprintf(a, sizeof a, "%.0f", cs[i].prefill), snprintf(b, sizeof b, "%.2f", cs[i].prefill / hz * 1e6);
+    if (cs[i].dec_fits) snprintf(cc, sizeof cc, "%.0f", cs[i].step), snprintf(d, sizeof d, "%.4g", hz / cs[i].step);
+    printf("  %-10s %14s %12s %16s %14s\n", mesh, a, b, cc, d);
   }
-  if (best < 0) {
-    wf_error(WF_LOC_NONE, "--autotune: neither phase fits any candidate mesh");
+  /* The pairs: the decode region is the prefill region's corner. */
+  printf("  pairs (prefill -> decode: switch cycles, time to the last token us):\n");
+  int bi = -1, bj = -1;
+  double best = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < n; k++) {
+      if (!cs[i].pre_fits || !cs[k].dec_fits || cs[k].w > cs[i].w || cs[k].h > cs[i].h || cs[k].layers != cs[i].layers)
+        continue;
+      int64_t pm = cs[i].pm, pw = cs[i].pw, dm = cs[k].dm, dwb = cs[k].dw;
+      double sw = 0;
+      int fits = pm + dwb <= sram && dm + pw <= sram;
+      if (fits && k != i) {
+        char sd[64];
+        snprintf(sd, sizeof sd, "%s/s%d_%d", dir, i, k);
+        set_mesh(c, cs[i].w, cs[i].h);
+        wf_diag_set_sink(no_diag, NULL);
+        fits = !compile_switch(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, sd);
+        wf_diag_set_sink(NULL, NULL);
+        if (fits) {
+          sw = predicted(sd);
+          cJSON *j = read_manifest(sd);
+          fits = pe_bytes(j, 1) + pw + dwb <= sram;
+          cJSON_Delete(j);
+        }
+      }
+      if (!fits) continue;
+      double total = cs[i].prefill + sw + (double)(g->n - 1) * cs[k].step;
+      char pair[48];
+      snprintf(pair, sizeof pair, "%dx%d -> %dx%d", cs[i].w, cs[i].h, cs[k].w, cs[k].h);
+      printf("  %-22s %12.0f %14.2f\n", pair, sw, total / hz * 1e6);
+      if (bi < 0 || total < best) bi = i, bj = k, best = total;
+    }
+  wf_progress_done();
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (bi < 0) {
+    free(cs);
+    wf_error(WF_LOC_NONE, "--autotune: no candidate mesh holds the prefill, the decode step and the switch");
     return WF_EXIT_NOFIT;
   }
-  printf("  the prefill alone would take %dx%d, the decode alone %dx%d; one region serves both phases (regions of "
-         "different sizes per phase are not built): %dx%d\n", cs[bp].w, cs[bp].h, cs[bd].w, cs[bd].h, cs[best].w,
-         cs[best].h);
+  printf("  chosen: prefill %dx%d, decode %dx%d (the least time to the last token, %.2f us)\n", cs[bi].w, cs[bi].h,
+         cs[bj].w, cs[bj].h, best / hz * 1e6);
   fflush(stdout);
-  char mesh[32];
-  snprintf(mesh, sizeof mesh, "%dx%d", cs[best].w, cs[best].h);
-  wf_target_set_mesh(&c->target, mesh);
+  set_mesh(c, cs[bi].w, cs[bi].h);
+  *dw = cs[bj].w, *dh = cs[bj].h;
+  free(cs);
   return 0;
 }
 
@@ -382,9 +428,11 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int concat = !strcmp(g->kv_cache, "concat");
   char name[128];
   snprintf(name, sizeof name, "%.*s", (int)(eq - g->ids_shape), g->ids_shape);
+  wf_gen_compile tuned = *g;
   if (g->autotune) {
-    int rc = autotune(c, g, name, L, concat);
+    int rc = autotune(c, g, name, L, concat, &tuned.dec_w, &tuned.dec_h);
     if (rc) return rc;
+    g = &tuned;
   }
   int dw, dh;
   dec_mesh(c, g, &dw, &dh);
