@@ -177,7 +177,8 @@ typedef enum { MASK_NOT_CAUSAL, MASK_CAUSAL, MASK_UNKNOWN } mask_kind;
 static mask_kind causal_kind(wf_raise *r, wf_value m, int is_bool, int drop, int64_t s, int64_t t, int *empty_row) {
   const wf_type *mt = wf_raise_type(r, m);
   *empty_row = 0;
-  if (wf_type_numel(mt) > (1 << 22)) return MASK_UNKNOWN;
+  /* up to 8192 x 8192 (the exporter's [T, T] mask at T = 8192: 256 MiB as f32 on the host) */
+  if (wf_type_numel(mt) > (1 << 26)) return MASK_UNKNOWN;
   wf_tensor *x = wf_raise_const_tensor(r, m);
   if (!x) return MASK_UNKNOWN;
   int64_t ms = mt->rank >= 2 ? mt->dims[mt->rank - 2] : 1, mtl = mt->rank >= 1 ? mt->dims[mt->rank - 1] : 1;

@@ -58,11 +58,11 @@ done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
 
-# The memory ceiling holds for both phases: on 32x32 the prefill's PEs need 1.7 MiB of host
-# memory and the decode step's 2.6 MiB, so --memory-limit=2 passes the prefill and refuses the
-# decode plan (exit 5) before anything runs.
+# The memory ceiling holds for both phases: on 32x32 with a cache for 24 tokens the prefill's
+# PEs need 1.6 MiB of host memory and the decode step's 2.1 MiB, so --memory-limit=2 passes the
+# prefill and refuses the decode plan (exit 5) before anything runs.
 d=$TMP/memceiling
-waferc "$G/llama_gqa_interleaved.onnx" -o "$d" --target=wse2 --mesh=32x32 --input-shape input_ids=1x7 --generate=8 -q \
+waferc "$G/llama_gqa_interleaved.onnx" -o "$d" --target=wse2 --mesh=32x32 --input-shape input_ids=1x7 --generate=24 -q \
   2>/dev/null || fail "memceiling: waferc exited $?"
 python3 - "$d" <<'PY' || fail "memceiling: the plans' memory is not what this check assumes"
 import json, sys

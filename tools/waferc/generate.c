@@ -54,7 +54,7 @@ typedef struct layer_pack {
 static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
                        const char *extra, int *layers, layer_pack *lp) {
   char pipe[512];
-  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},%s,partition,lower-gemm%s%s%s,symbol-dce", late,
+  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},cse,%s,partition,lower-gemm%s%s%s,symbol-dce", late,
            g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
   wf_pipeline *p = wf_cli_parse_pipeline(c, pipe);
   if (!p) return WF_EXIT_USAGE;
