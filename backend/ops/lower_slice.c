@@ -448,7 +448,7 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t tmp_words = x2.outer * s.cbd;
   int tmp = wf_lower_temp(L, "$kv_t", tmp_words * 4), sx = wf_lower_sym(L, op->operands[0]), rc = 0;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_int(tmp_words)});
-  sl_piece *p = calloc((size_t)(s.n_slots > s.hd ? s.n_slots : s.hd), sizeof *p);
+  sl_piece *p = calloc((size_t)s.n_slots, sizeof *p);
   WF_ASSERT(p);
   int np = 0;
   for (int h = 0; h < s.n_slots; h++)
@@ -458,22 +458,47 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_axis_view t2 = {x2.outer, s.cbd, 1, (int64_t)L->w * s.cbd, WF_AXIS_X, L->w};
   sl_move mv = {tmp, t2, p, np};
   if (np) rc = lower_moves(L, op, &mv, 1, &out->predicted, &fabric);
-  /* 2. the rows */
+  /* 2. the rows: every column gathers $kv_t's blocks along y into a panel in token order
+   * (x's rows are whole on every PE when not split: then the panel is $kv_t itself), and
+   * decode row y copies tokens [y Lbd, + n_y) into its first slots: one copy for the rows
+   * holding Lbd tokens (its source offset linear in y) and one for the row holding the rest,
+   * so the program does not grow with the rows. */
   int64_t res_words = r1.outer * s.cap * s.cbd;
   int sr = wf_lower_sym(L, op->results[0]);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(res_words)});
-  wf_axis_view t1 = x1;
-  t1.inner = s.cbd;
-  np = 0;
-  for (int64_t y = 0; y < s.hd; y++) {
-    int64_t n_y = s.L - y * s.lbd;
-    n_y = n_y > s.lbd ? s.lbd : n_y;
-    if (n_y > 0)
-      p[np++] = (sl_piece){.sym = tmp, .v = t1, .d_lo = y * s.cap, .d_hi = y * s.cap + n_y, .s0 = y * s.lbd,
-                           .step = 1};
+  int panel = tmp;
+  int64_t prow = x1.len * s.cbd; /* words between the panel's outer rows (batches) */
+  if (!rc && x1.parts > 1) {
+    prow = x1.parts * x1.len * s.cbd;
+    panel = wf_lower_temp(L, "$kv_panel", x1.outer * prow * 4);
+    wf_relayout_gather ga = {x1.split, tmp, panel, 0, 0, x1.outer, s.cbd, x1.len, prow, 0, x1.parts};
+    rc = wf_relayout_gather_axis(L, &ga, op->loc, &out->predicted);
+    fabric |= 1u << x1.split;
   }
-  mv = (sl_move){sr, r1, p, np};
-  if (!rc && np) rc = lower_moves(L, op, &mv, 1, &out->predicted, &fabric);
+  int64_t full = s.L / s.lbd < s.hd ? s.L / s.lbd : s.hd, rest = s.L - full * s.lbd; /* rows of Lbd; the last's */
+  wf_pe_term ty = wf_term(WF_TERM_Y, 0);
+  int64_t ystride = s.lbd * s.cbd, blk = s.cap * s.cbd, most = 0;
+  if (!rc && (ystride > WF_PE_MAX_SCALE || r1.outer * prow > INT32_MAX / 2)) {
+    wf_error(op->loc, "'kv_switch': a panel of %lld words is past the PE's addressing", (long long)(r1.outer * prow));
+    rc = WF_EXIT_NOFIT;
+  }
+  for (int part = 0; part < 2 && !rc; part++) {
+    int64_t rows = part ? rest : s.lbd, y0 = part ? full : 0, y1 = part ? full + 1 : full;
+    if (rows <= 0 || y1 <= y0 || y0 >= s.hd) continue;
+    wf_pe_guard g = wf_guard0();
+    if (y1 - y0 == 1) wf_guard_add(&g, ty, WF_CMP_EQ, wf_term_int((int32_t)y0));
+    else wf_guard_add(&g, ty, WF_CMP_LT, wf_term_int((int32_t)y1));
+    wf_guard_add(&g, wf_term(WF_TERM_X, 0), WF_CMP_LT, wf_term_int((int32_t)s.wd));
+    wf_pe_arg src = wf_arg_at(panel, y1 - y0 == 1 ? y0 * ystride : 0);
+    if (y1 - y0 > 1) src.term = wf_term_scaled(ty, (int)ystride, 0);
+    if (r1.outer == 1)
+      wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), src, wf_arg_int(rows * s.cbd)});
+    else
+      wf_emit(L, &g, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(sr), src, wf_arg_int(r1.outer), wf_arg_int(rows * s.cbd),
+                                                   wf_arg_int(blk), wf_arg_int(prow)});
+    most = rows * s.cbd * r1.outer > most ? rows * s.cbd * r1.outer : most;
+  }
+  out->predicted += most;
   free(p);
   out->predicted += tmp_words + res_words; /* the zeroing */
   out->lowering = name_of(out, fabric);

@@ -68,6 +68,20 @@ run_one llama_mqa_halfrope 9x5 4x4 shift
 run_one gpt2_tied 9x5 5x3 shift
 run_one gpt2_untied 8x6 6x4 concat
 
+# a one-token prompt (not split over the rows: every row of the prefill holds it) through the
+# switch gives the interpreter's tokens
+python3 "$SRC/tests/tools/npy.py" "$TMP/one.npy" 1,1 7 i64:96
+d=$TMP/one
+waferc "$G/gpt2_tied.onnx" -o "$d" --target=wse2 --mesh=9x5 --decode-mesh=5x3 --input-shape input_ids=1x1 --generate=6 \
+  -q 2>/dev/null || fail "a one-token prompt: waferc exited $?"
+waferrun "$d" -q --input "input_ids=$TMP/one.npy" --generate=6 --output-dir "$d/out" >/dev/null ||
+  fail "a one-token prompt: waferrun exited $?"
+waferc "$G/gpt2_tied.onnx" --interpret --input "input_ids=$TMP/one.npy" --generate=6 --output-dir "$d/ref" -q >/dev/null ||
+  fail "a one-token prompt: the interpreter exited $?"
+wafer-npycmp "$d/out/tokens.npy" "$d/ref/tokens.npy" --atol 0 --rtol 0 >/dev/null ||
+  fail "a one-token prompt through the switch: the mesh's tokens differ from the interpreter's"
+n=$((n + 1))
+
 # kv_switch alone against the interpreter: whole heads re-cut (4 columns of one head -> 2 of
 # two), parts of heads with the slots swapped and a phantom slot, on meshes whose rows differ
 cat >"$TMP/whole.wir" <<'W'
