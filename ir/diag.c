@@ -1,4 +1,5 @@
 /* Diagnostics: located user errors, warnings and notes; internal errors; progress lines. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ const char *wf_loc_file(const char *path) {
     if (strcmp(f->name, path) == 0) return f->name;
   size_t n = strlen(path);
   file_name *f = malloc(sizeof *f + n + 1);
-  if (!f) abort();
+  WF_ASSERT(f);
   memcpy(f->name, path, n + 1);
   f->next = g_files;
   g_files = f;
@@ -55,7 +56,7 @@ void wf_loc_describe(wf_loc loc, const char *text) {
   if (!loc.file || !loc.line || !text) return;
   loc.file = wf_loc_file(loc.file);
   char *copy = strdup(text);
-  if (!copy) abort();
+  WF_ASSERT(copy);
   loc_name *n = find_name(loc);
   if (n) {
     free(n->text);
@@ -65,7 +66,7 @@ void wf_loc_describe(wf_loc loc, const char *text) {
   if (g_n_names == g_cap_names) {
     g_cap_names = g_cap_names ? 2 * g_cap_names : 64;
     g_names = realloc(g_names, g_cap_names * sizeof *g_names);
-    if (!g_names) abort();
+    WF_ASSERT(g_names);
   }
   g_names[g_n_names++] = (loc_name){loc.file, loc.line, copy};
 }
@@ -112,7 +113,7 @@ static int g_snippets = 1;
 
 void wf_diag_add_source(const char *file, const char *text, size_t len) {
   source *s = malloc(sizeof *s);
-  if (!s || !(s->text = malloc(len + 1))) abort();
+  WF_ASSERT(s && (s->text = malloc(len + 1)));
   memcpy(s->text, text, len);
   s->text[len] = '\0';
   s->len = len;
@@ -320,6 +321,14 @@ void wf_error_at(const char *where, const char *fmt, ...) {
 }
 
 _Noreturn void wf_internal_error(const char *file, int line, const char *fmt, ...) {
+  /* An assertion on an allocation's result (WF_ASSERT(p) after malloc): the host is out of
+   * memory, not a bug; malloc's failure set errno, which nothing after it has touched. */
+  if (errno == ENOMEM) {
+    fflush(stdout);
+    fprintf(stderr, "%s: error: out of host memory (an allocation failed at %s:%d); free memory or run a smaller "
+                    "model or mesh\n", g_program, file, line);
+    exit(WF_EXIT_NOMEM);
+  }
   va_list ap;
   fflush(stdout);
   fprintf(stderr, "%s: internal error at %s:%d: ", g_program, file, line);

@@ -73,6 +73,7 @@ wf_module *wf_module_new(void) {
   if (!m) wf_internal_error(__FILE__, __LINE__, "out of memory");
   m->arena = wf_arena_new();
   m->strtab = calloc(1, sizeof *m->strtab);
+  WF_ASSERT(m->strtab);
   m->strtab->cap = 256;
   m->strtab->strs = xrealloc(NULL, m->strtab->cap * sizeof(char *));
   m->strtab->strs[0] = "";

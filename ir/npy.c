@@ -145,7 +145,8 @@ wf_tensor *wf_npy_read(const char *path) {
     goto done;
   }
   hdr = malloc(hlen + 1);
-  if (!hdr || fread(hdr, 1, hlen, fp) != hlen) {
+  WF_ASSERT(hdr); /* out of host memory: exit 7 */
+  if (fread(hdr, 1, hlen, fp) != hlen) {
     npy_error(path, "truncated .npy header (expected %u bytes)", hlen);
     goto done;
   }

@@ -134,6 +134,7 @@ static void name_value(printer *p, name_set *set, unsigned *next, wf_value v) {
     char num[24];
     snprintf(num, sizeof num, "%u", (*next)++);
     p->values[v] = strdup(num);
+    WF_ASSERT(p->values[v]);
   }
   free(base);
 }

@@ -337,6 +337,7 @@ wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected) {
   WF_ASSERT(j != NULL);
   j->n_classes = p->n_classes;
   j->cls = calloc((size_t)p->n_classes + 1, sizeof *j->cls);
+  WF_ASSERT(j->cls);
   LLVMTargetMachineRef tm = NULL;
   int ok = 0;
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {

@@ -336,6 +336,7 @@ static int load_tensors(lctx *c, wf_plan *p, const cJSON *arr, const char *key,
   }
   *n = cJSON_GetArraySize(arr);
   *out = calloc((size_t)*n + 1, sizeof **out);
+  WF_ASSERT(*out);
   for (int i = 0; i < *n; i++) {
     char where[64];
     snprintf(where, sizeof where, "%s[%d]", key, i);
@@ -421,6 +422,7 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
   }
   p->n_regions = cJSON_GetArraySize(regions);
   p->regions = calloc((size_t)p->n_regions + 1, sizeof *p->regions);
+  WF_ASSERT(p->regions);
   int cap_places = 0;
   for (int i = 0; i < p->n_regions; i++) {
     const cJSON *r = cJSON_GetArrayItem(regions, i);
@@ -502,13 +504,17 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
             c->errors++;
             return -1;
           }
-        p->classes = realloc(p->classes, (size_t)(p->n_classes + 1) * sizeof *p->classes);
+        wf_pe_class **grown = realloc(p->classes, (size_t)(p->n_classes + 1) * sizeof *p->classes);
+        WF_ASSERT(grown);
+        p->classes = grown;
         idx = p->n_classes;
         p->classes[p->n_classes++] = pc;
       }
       if (p->n_places == cap_places) {
         cap_places = cap_places ? 2 * cap_places : 8;
-        p->places = realloc(p->places, (size_t)cap_places * sizeof *p->places);
+        wf_plan_place *more = realloc(p->places, (size_t)cap_places * sizeof *p->places);
+        WF_ASSERT(more);
+        p->places = more;
       }
       p->places[p->n_places++] = (wf_plan_place){idx, i, (int)cr[0], (int)cr[1], (int)cr[2], (int)cr[3]};
       if (check_memory_map(c, cl, cw, p->classes[idx], prog)) return -1;
@@ -886,6 +892,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (ops && cJSON_IsArray(ops)) {
     p->n_ops = cJSON_GetArraySize(ops);
     p->ops = calloc((size_t)p->n_ops + 1, sizeof *p->ops);
+    WF_ASSERT(p->ops);
     for (int i = 0; i < p->n_ops; i++) {
       const cJSON *o = cJSON_GetArrayItem(ops, i);
       char where[32];

@@ -68,10 +68,9 @@ struct wf_coll_cache {
 static struct wf_coll_cache *cache(wf_lower *L) {
   if (!L->coll_cache) {
     L->coll_cache = calloc(1, sizeof *L->coll_cache);
-    if (L->coll_cache) {
-      L->coll_cache->last_tree = L->coll_cache->enter = L->coll_cache->last = -1;
-      L->coll_cache->relay_cycles = -1;
-    }
+    WF_ASSERT(L->coll_cache);
+    L->coll_cache->last_tree = L->coll_cache->enter = L->coll_cache->last = -1;
+    L->coll_cache->relay_cycles = -1;
   }
   return L->coll_cache;
 }
@@ -180,7 +179,7 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
   if (c->n == c->cap) {
     int cap = c->cap ? 2 * c->cap : 16;
     cache_entry *ne = realloc(c->e, (size_t)cap * sizeof *ne);
-    if (!ne) return;
+    WF_ASSERT(ne); /* out of host memory: exit 7, not a colour left unshared */
     c->e = ne;
     c->cap = cap;
   }
@@ -334,7 +333,7 @@ void wf_coll_cache_fallback(wf_lower *L, int color, int pos, int relayed, const 
   if (c->n_fb == c->cap_fb) {
     int cap = c->cap_fb ? 2 * c->cap_fb : 8;
     wf_coll_fallback *nf = realloc(c->fb, (size_t)cap * sizeof *nf);
-    if (!nf) return;
+    WF_ASSERT(nf);
     c->fb = nf;
     c->cap_fb = cap;
   }

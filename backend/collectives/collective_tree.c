@@ -13,7 +13,7 @@ static int tree_alloc(int n, wf_reduce_tree *t) {
   if (n < 1) n = 1;
   t->n = n;
   t->parent = malloc((size_t)n * sizeof *t->parent);
-  if (!t->parent) return -1;
+  WF_ASSERT(t->parent); /* out of host memory: exit 7, not an invalid tree */
   t->parent[0] = -1;
   return 0;
 }
@@ -30,7 +30,7 @@ int wf_coll_tree_measure(wf_reduce_tree *t) {
   int *height = malloc((size_t)n * sizeof *height);
   int64_t *path = malloc((size_t)n * sizeof *path);
   int rc = -1;
-  if (!in || !height || !path) goto out;
+  WF_ASSERT(in && height && path);
   t->depth = t->max_in = 0;
   t->hops = t->span = 0;
   for (int i = 0; i < n; i++) {
@@ -86,7 +86,7 @@ double wf_coll_tree_schedule(const wf_reduce_tree *t, int64_t B, const wf_coll_p
   int *kids = malloc((size_t)n * sizeof *kids), *cur = malloc((size_t)n * sizeof *cur);
   double *out = malloc((size_t)n * sizeof *out); /* when v's message starts down its ramp */
   double T = -1;
-  if (!order || !first || !kids || !cur || !out) goto done;
+  WF_ASSERT(order && first && kids && cur && out); /* out of host memory: exit 7 */
   /* children lists (counting sort by parent), then a breadth-first order from the root */
   for (int v = 0; v <= n; v++) first[v] = 0;
   int root = -1;
@@ -128,7 +128,6 @@ double wf_coll_tree_schedule(const wf_reduce_tree *t, int64_t B, const wf_coll_p
     out[v] = a < b ? start : 0; /* a leaf sends at once; a PE streams its last child */
     if (v == root) T = tread + 1;
   }
-done:
   free(order);
   free(first);
   free(kids);
@@ -334,7 +333,7 @@ static double ag_solve(int64_t P, int64_t B, const wf_coll_params *p, wf_reduce_
   t.dmax = dlim >= P - 1 ? (int)P - 1 : dlim < 1 ? 1 : (int)floor(dlim + 1e-9);
   t.cmax = clim >= P - 1 ? (int)P - 1 : clim < 1 ? 1 : (int)floor(clim + 1e-9);
   t.e = malloc((size_t)(t.dmax + 1) * (size_t)(t.cmax + 1) * (size_t)(P + 1) * sizeof(int32_t));
-  if (!t.e) return -1;
+  WF_ASSERT(t.e); /* out of host memory: exit 7 */
   ag_fill(&t);
   double best = -1;
   int bd = 0, bc = 0;

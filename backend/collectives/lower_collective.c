@@ -46,7 +46,7 @@ static int pair_add(pairs *p, int a, int b) {
     int *na = realloc(p->a, (size_t)cap * sizeof *na), *nb = realloc(p->b, (size_t)cap * sizeof *nb);
     if (na) p->a = na;
     if (nb) p->b = nb;
-    if (!na || !nb) return -1;
+    WF_ASSERT(na && nb); /* out of host memory: exit 7 */
     p->cap = cap;
   }
   p->a[p->n] = a;
@@ -100,7 +100,7 @@ static int color_slots(const wf_line_tree *t, coll_role *r, int *slot_color, int
   deg = calloc((size_t)ns + 1, sizeof *deg), adj = malloc((size_t)(2 * pr.n + 1) * sizeof *adj);
   fill = calloc((size_t)ns, sizeof *fill), key = calloc((size_t)ns, sizeof *key);
   cls = malloc((size_t)ns * sizeof *cls);
-  if (!deg || !adj || !fill || !key || !cls) goto out;
+  WF_ASSERT(deg && adj && fill && key && cls); /* out of host memory: exit 7 */
   for (int i = 0; i < pr.n; i++) deg[pr.a[i] + 1]++, deg[pr.b[i] + 1]++;
   for (int i = 0; i < ns; i++) deg[i + 1] += deg[i];
   for (int i = 0; i < pr.n; i++) {
@@ -389,7 +389,7 @@ static int choose_coloring(wf_lower *L, const wf_coll_line *ln, const wf_line_tr
   enum { NV = 4 };
   int n = t->n, used[NV], lines[NV], best = -1, fewest = -1;
   int *cand = malloc((size_t)NV * 2 * n * sizeof *cand);
-  if (!cand) return -2;
+  WF_ASSERT(cand); /* out of host memory: exit 7 */
   for (int k = 0; k < NV; k++) {
     int *sc = cand + (size_t)k * 2 * n;
     lines[k] = -1;
@@ -469,13 +469,7 @@ int wf_lower_tree_reduce(wf_lower *L, const wf_coll_line *ln, const wf_line_tree
   coll_role *r = calloc((size_t)n, sizeof *r);
   int *slot_color = malloc((size_t)2 * n * sizeof *slot_color);
   int *grp = malloc((size_t)n * sizeof *grp);
-  if (!r || !slot_color || !grp) {
-    free(r);
-    free(slot_color);
-    free(grp);
-    wf_error(loc, "out of memory lowering a reduce over %d PEs", n);
-    return WF_EXIT_NOFIT;
-  }
+  WF_ASSERT(r && slot_color && grp); /* out of host memory: exit 7 */
   for (int v = 0; v < n; v++) {
     int p = t->parent[v];
     r[v].root = p < 0;

@@ -28,7 +28,8 @@ int wf_line_tree_build(wf_coll_algo algo, int n, int root, int64_t len, const wf
   t->n = n;
   t->by_shape = algo == WF_COLL_TREE || algo == WF_COLL_TWO_PHASE ? 1 : algo == WF_COLL_AUTOGEN ? 2 : 0;
   t->parent = malloc((size_t)(n > 0 ? n : 1) * sizeof *t->parent);
-  if (!t->parent || root < 0 || root >= n) return -1;
+  WF_ASSERT(t->parent); /* out of host memory: exit 7, not "no route" */
+  if (root < 0 || root >= n) return -1;
   t->parent[root] = -1;
   /* side 0: positions 0..root toward lower coordinates; side 1: root..n-1 */
   for (int side = 0; side < 2; side++) {

@@ -185,11 +185,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
   int lo = ln->axis == WF_AXIS_Y ? WF_DIR_N : WF_DIR_W, hi = ln->axis == WF_AXIS_Y ? WF_DIR_S : WF_DIR_E;
   unsigned R = 1u << WF_DIR_RAMP;
   int *q_of = calloc((size_t)P, sizeof *q_of), *mc = calloc((size_t)P, sizeof *mc);
-  if (!q_of || !mc) {
-    free(q_of), free(mc);
-    wf_error(loc, "out of memory lowering a ring allreduce");
-    return WF_EXIT_NOFIT;
-  }
+  WF_ASSERT(q_of && mc); /* out of host memory: exit 7 */
   for (int q = 0; q < P; q++) q_of[ring_x(P, q)] = q;
   /* mc[x]: the color index of x's message (to its ring predecessor), first-fit by lower end */
   for (int lo_end = 0; lo_end < P; lo_end++)
@@ -212,11 +208,7 @@ int wf_lower_coll_ring(wf_lower *L, const wf_coll_line *ln, int sym, int64_t len
   int *nr = calloc((size_t)P, sizeof *nr), *kind = malloc((size_t)P * sizeof *kind);
   int *seen = calloc((size_t)P, sizeof *seen), *gk = malloc((size_t)P * sizeof *gk);
   wf_pe_guard *gs = malloc((size_t)P * sizeof *gs);
-  if (!rules || !nr || !kind || !seen || !gk || !gs) {
-    free(rules), free(nr), free(kind), free(seen), free(gk), free(gs), free(q_of), free(mc);
-    wf_error(loc, "out of memory lowering a ring allreduce");
-    return WF_EXIT_NOFIT;
-  }
+  WF_ASSERT(rules && nr && kind && seen && gk && gs); /* out of host memory: exit 7 */
   for (int x = 0; x < P && !cached; x++) {
     int q = q_of[x], to = ring_x(P, (q + P - 1) % P);
     int col = cols[mc[x]], tx = to < x ? lo : hi, rxd = to < x ? hi : lo;

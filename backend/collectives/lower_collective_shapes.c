@@ -44,13 +44,10 @@ struct wf_shapes {
 
 wf_shapes *wf_shapes_new(int n) {
   wf_shapes *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
+  WF_ASSERT(s); /* out of host memory: exit 7 */
   s->n = n;
   s->start = calloc((size_t)n + 1, sizeof *s->start);
-  if (!s->start) {
-    free(s);
-    return NULL;
-  }
+  WF_ASSERT(s->start); /* out of host memory: exit 7 */
   s->last_pe = -1;
   for (int M = 1; M <= 8 && M <= n; M++) s->mods[s->n_mods++] = M;
   return s;
@@ -90,7 +87,7 @@ static int fset_find(fset *fs, int n, uint32_t key) {
   if (fs->n == fs->cap) {
     int cap = fs->cap ? 2 * fs->cap : 32;
     feature *nf = realloc(fs->f, (size_t)cap * sizeof *nf);
-    if (!nf) return -1;
+    WF_ASSERT(nf); /* out of host memory: exit 7 */
     fs->f = nf;
     fs->cap = cap;
   }
@@ -116,7 +113,7 @@ int wf_shapes_step(wf_shapes *s, int pe, uint32_t key) {
   if (s->n_seq == s->cap_seq) {
     int cap = s->cap_seq ? 2 * s->cap_seq : 256;
     int *ns = realloc(s->seq, (size_t)cap * sizeof *ns);
-    if (!ns) return -1;
+    WF_ASSERT(ns); /* out of host memory: exit 7 */
     s->seq = ns;
     s->cap_seq = cap;
   }
@@ -225,7 +222,7 @@ int wf_shapes_plan(wf_shapes *s) {
   s->start[s->n] = s->n_seq;
   if (order_steps(s)) return -1;
   uint8_t *mark = calloc((size_t)s->n + 1, 1);
-  if (!mark) return -1;
+  WF_ASSERT(mark); /* out of host memory: exit 7 */
   int total = 0;
   for (int k = 0; k < 2 && total >= 0; k++) {
     fset *fs = k ? &s->steps : &s->rules;

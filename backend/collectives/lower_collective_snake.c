@@ -96,12 +96,7 @@ static int snake_emit(wf_lower *L, const int *col, int routes, int sym, int64_t 
   wf_peop stream = combine == WF_PEOP_RECVMAX ? WF_PEOP_MAXSEND : WF_PEOP_ADDSEND;
   snake_role *r = malloc((size_t)w * sizeof *r);
   char *done = malloc((size_t)w);
-  if (!r || !done) {
-    free(r);
-    free(done);
-    wf_error(loc, "out of memory lowering a snake reduce");
-    return WF_EXIT_NOFIT;
-  }
+  WF_ASSERT(r && done); /* out of host memory: exit 7 */
   wf_pe_term tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   for (int y = 0; y < h; y++) {
     for (int x = 0; x < w; x++) r[x] = role_at(w, h, x, y), done[x] = 0;

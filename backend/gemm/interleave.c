@@ -7,6 +7,7 @@
  * path is two hops whatever the mesh size. */
 #include <stdlib.h>
 
+#include "waferc/diag.h"
 #include "ir/support/intmath.h"
 #include "backend/gemm/mesh_algos.h"
 
@@ -22,10 +23,7 @@ int wf_meshgemm_init(wf_meshgemm *g, int nw, int nh) {
   g->vy = g->L / nh;
   g->order = malloc((size_t)g->L * sizeof *g->order);
   g->pos = malloc((size_t)g->L * sizeof *g->pos);
-  if (!g->order || !g->pos) {
-    wf_meshgemm_free(g);
-    return -1;
-  }
+  WF_ASSERT(g->order && g->pos); /* out of host memory: exit 7 */
   return wf_interleave_order(g->L, g->order, g->pos);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/diag.h"
 #include "backend/gemm/mesh_algos.h"
 
 void wf_ktree_free(wf_ktree *t) {
@@ -33,11 +34,7 @@ int wf_ktree_build(int n, int K, int groups, wf_ktree *t) {
   t->tree.n = n;
   t->tree.parent = malloc((size_t)n * sizeof *t->tree.parent);
   t->level = calloc((size_t)n, sizeof *t->level);
-  if (!act || !t->tree.parent || !t->level) {
-    free(act);
-    wf_ktree_free(t);
-    return -1;
-  }
+  WF_ASSERT(act && t->tree.parent && t->level); /* out of host memory: exit 7 */
   for (int i = 0; i < n; i++) act[i] = i, t->tree.parent[i] = -1;
   int m = n, g = groups > 0 ? 0 : group_size(n, K);
   for (int l = 1; m > 1; l++) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/diag.h"
 #include "backend/collectives/ring_line.h"
 #include "backend/ops/attention_cost.h"
 
@@ -19,7 +20,7 @@ int64_t wf_attention_group_sum_cost(const wf_target *t, int g, int64_t len) {
  * both have started the step, or when the predecessor has if the piece fits the input queue. */
 static int64_t gather_cost(const wf_target *t, int64_t m, int64_t half, int zero) {
   int64_t pw = 2 * half, *T = calloc((size_t)m * 2, sizeof *T), *nt = T ? T + m : NULL, end = 0;
-  if (!T) return 0;
+  WF_ASSERT(T); /* out of host memory: exit 7 */
   for (int64_t s = 0; s + 1 < m; s++) {
     for (int64_t c = 0; c < m; c++) {
       int64_t from = c ? c - 1 : m - 1, hops = c ? 1 : m - 1;
@@ -70,7 +71,7 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
   int64_t lw = (sb * ds * tb + f - 1) / f + sb * tb * (3 + ec) + sb * (5 + ec) + sb * ds + (sb * tb * ds + f - 1) / f;
   int64_t diag = a->causal ? sb * tb : 0;
   int64_t *T = malloc((size_t)rows * 2 * sizeof *T), *nt = T ? T + rows : NULL;
-  if (!T) return -1;
+  WF_ASSERT(T); /* out of host memory: exit 7 */
   for (int y = 0; y < rows; y++) T[y] = pre + (nbias && ((int64_t)y + 1) * tb > a->len ? tb : 0);
   for (int r = 0; r < rows; r++) {
     for (int y = 0; y < rows; y++) {

@@ -110,6 +110,7 @@ static int lower_func(wf_lower *L) {
   int n_ops = 0;
   wf_func_foreach_op(f, op) if (op->code != WF_OP_RETURN) n_ops++;
   L->ops = calloc((size_t)n_ops + 1, sizeof *L->ops);
+  WF_ASSERT(L->ops);
   int errors = 0;
   wf_func_foreach_op(f, op) {
     if (op->code == WF_OP_RETURN) continue;
@@ -286,6 +287,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   L.dim_pad = wf_gemm_rect_k_pad;
   for (int i = 0; i < WF_COLOR_ROLES; i++) L.color[i] = -1;
   L.sym_of = malloc((size_t)(f->n_values + 1) * sizeof *L.sym_of);
+  WF_ASSERT(L.sym_of);
   for (uint32_t i = 0; i <= f->n_values; i++) L.sym_of[i] = -1;
   L.n_sym_of = (int)f->n_values + 1;
   L.cls = wf_pe_class_new("main");
@@ -339,6 +341,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   w.values = calloc((size_t)f->n_values + 1, sizeof *w.values);
   w.offset = calloc((size_t)f->n_values + 1, sizeof *w.offset);
   w.bytes = calloc((size_t)f->n_values + 1, sizeof *w.bytes);
+  WF_ASSERT(w.values && w.offset && w.bytes);
   if (!rc) rc = write_weights(&L, plan_dir, &w);
   if (!rc) rc = wf_manifest_write(&L, &w, o.compiler_flags, o.manifest_extra, tmp);
   if (!rc && rename(tmp, mpath)) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/diag.h"
 #include "backend/resources/colors.h"
 
 /* Routers of a request as sorted, deduplicated keys, so intersections are merges. */
@@ -18,7 +19,7 @@ static int cmp_u64(const void *a, const void *b) {
 static int make_set(const wf_color_req *r, pe_set *s) {
   s->n = 0;
   s->k = malloc((size_t)(r->n_hops > 0 ? r->n_hops : 1) * sizeof *s->k);
-  if (!s->k) return -1;
+  WF_ASSERT(s->k); /* out of host memory: exit 7 */
   for (int i = 0; i < r->n_hops; i++) s->k[i] = key(r->hops[i].x, r->hops[i].y);
   qsort(s->k, (size_t)r->n_hops, sizeof *s->k, cmp_u64);
   for (int i = 0; i < r->n_hops; i++)
@@ -73,7 +74,7 @@ static int max_colors_per_pe(const pe_set *sets, const int *color, int n) {
   if (!total) return 0;
   uint64_t *pairs = malloc(total * sizeof *pairs), *keys = malloc(total * sizeof *keys);
   int best = 0;
-  if (!pairs || !keys) goto out;
+  WF_ASSERT(pairs && keys); /* out of host memory: exit 7 */
   /* Sort (router, color) as one 64-bit key: router index by rank, color in the low bits. */
   size_t m = 0;
   for (int i = 0; i < n; i++)
@@ -97,7 +98,6 @@ static int max_colors_per_pe(const pe_set *sets, const int *color, int n) {
     else run = 1;
     if (run > best) best = run;
   }
-out:
   free(pairs);
   free(keys);
   return best;
@@ -117,7 +117,7 @@ int wf_color_alloc(const wf_color_req *reqs, int n, int n_colors, uint32_t reser
   order_item *ord = malloc((size_t)(n ? n : 1) * sizeof *ord);
   out->color = malloc((size_t)(n ? n : 1) * sizeof *out->color);
   out->fails = malloc((size_t)(n ? n : 1) * sizeof *out->fails);
-  if (!sets || !adj || !sh || !ord || !out->color || !out->fails) goto done;
+  WF_ASSERT(sets && adj && sh && ord && out->color && out->fails); /* out of host memory: exit 7 */
   for (int i = 0; i < n; i++)
     if (make_set(&reqs[i], &sets[i])) goto done;
   for (int i = 0; i < n; i++) {

@@ -1,6 +1,8 @@
 /* Liveness-based per-PE SRAM planning (see memplan.h): greedy by size, each symbol at the
  * lowest aligned offset that no placed symbol with an overlapping live interval occupies. */
 #include <stdlib.h>
+
+#include "waferc/diag.h"
 #include <string.h>
 
 #include "backend/resources/memplan.h"
@@ -42,13 +44,7 @@ int wf_memplan(const wf_mem_sym *syms, int n, int64_t budget, wf_mem_plan *out) 
   int *placed = malloc((size_t)(n ? n : 1) * sizeof *placed);
   span *busy = malloc((size_t)(n ? n : 1) * sizeof *busy);
   out->offset = calloc((size_t)(n ? n : 1), sizeof *out->offset);
-  if (!ord || !placed || !busy || !out->offset) {
-    free(ord);
-    free(placed);
-    free(busy);
-    wf_mem_plan_free(out);
-    return -1;
-  }
+  WF_ASSERT(ord && placed && busy && out->offset); /* out of host memory: exit 7, never "does not fit" */
   for (int i = 0; i < n; i++) ord[i] = i;
   g_syms = syms;
   qsort(ord, (size_t)n, sizeof *ord, cmp_place);

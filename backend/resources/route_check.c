@@ -40,7 +40,7 @@ static int too_many(const wf_lower *L, int x, int y, int n, int limit, int bits)
 static uint64_t *coord_sets(const wf_pe_class *c, const wf_pe_guard *part, const uint8_t *valid, int n,
                             int along_y, int n_words, int w, int h, int *cls) {
   uint64_t *m = calloc((size_t)n * (size_t)n_words + 1, sizeof *m);
-  if (!m) return NULL;
+  WF_ASSERT(m); /* out of host memory: exit 7 */
   for (int v = 0; v < n; v++) {
     wf_pe_env e = wf_pe_env_at(c, along_y ? 0 : v, along_y ? v : 0, w, h);
     for (int r = 0; r < c->n_routes; r++)

@@ -25,6 +25,7 @@ enum {
   WF_EXIT_NOFIT = 4,       /* does not fit the target: SRAM, mesh, colors */
   WF_EXIT_RUNTIME = 5,     /* simulation failed: deadlock, SRAM overflow at run time */
   WF_EXIT_IO = 6,          /* cannot read or write a file or directory */
+  WF_EXIT_NOMEM = 7,       /* the host ran out of memory (an allocation failed) */
   /* internal errors abort(): the shell reports 134 (SIGABRT) */
 };
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/diag.h"
 #include "ir/kernels/kernels.h"
 
 static int sum_partials(const wf_kctx *k) {
@@ -10,10 +11,7 @@ static int sum_partials(const wf_kctx *k) {
   wf_tensor *o = k->out[0];
   int64_t inner = wf_tensor_numel(o), parts = inner ? wf_tensor_numel(a) / inner : 0;
   double *acc = calloc((size_t)(inner ? inner : 1), sizeof *acc);
-  if (!acc) {
-    wf_error(k->op->loc, "'%s': out of memory", WF_KNAME(k));
-    return -1;
-  }
+  WF_ASSERT(acc); /* out of host memory: exit 7 */
   for (int64_t p = 0; p < parts; p++)
     for (int64_t i = 0; i < inner; i++) acc[i] += wf_tensor_get(a, p * inner + i);
   for (int64_t i = 0; i < inner; i++) wf_tensor_set(o, i, acc[i]);

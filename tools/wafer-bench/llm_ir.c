@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "waferc/diag.h"
 #include "tools/wafer-bench/llm.h"
 
 typedef struct buf {
@@ -23,7 +24,7 @@ static void put(buf *b, const char *fmt, ...) {
   if (b->n + (size_t)need + 1 > b->cap) {
     b->cap = (b->n + (size_t)need + 1) * 2;
     b->s = realloc(b->s, b->cap);
-    if (!b->s) abort();
+    WF_ASSERT(b->s);
   }
   va_start(ap, fmt);
   vsnprintf(b->s + b->n, (size_t)need + 1, fmt, ap);

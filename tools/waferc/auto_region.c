@@ -99,7 +99,7 @@ static mesh diag_step(int w0, int h0, long k) {
 
 int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *fw, int *fh) {
   held *h = calloc(1, sizeof *h);
-  if (!h) return 0;
+  WF_ASSERT(h); /* out of host memory: exit 7 */
   int w0 = t->mesh_w, h0 = t->mesh_h, found = 0;
   /* Up the diagonal: doubling steps until one fits (SRAM per PE shrinks with the PE count),
    * then halving between the last that did not and the first that did. About 2 log2 of the

@@ -121,6 +121,7 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
   size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
   char *s = calloc(1, cap);
+  WF_ASSERT(s);
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) {
     if (!wf_pass_lookup(r, default_passes[i])) continue;
     int late = strcmp(default_passes[i], "head-layout") == 0 || strcmp(default_passes[i], "partition") == 0 ||
@@ -146,6 +147,7 @@ static char *joined_args(int argc, char **argv) {
   size_t n = 1;
   for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 1;
   char *s = calloc(1, n);
+  WF_ASSERT(s);
   for (int i = 0; i < argc; i++) {
     if (i) strcat(s, " ");
     strcat(s, argv[i]);

@@ -17,6 +17,16 @@
  * else a user keeps there is not touched. manifest.json is handled on its own. */
 static const char *const plan_entries[] = {"programs", "kernels", "weights.bin", "decode", "switch"};
 
+/* The stage being written, removed at exit when the compile stops early (out of host memory:
+ * diag.h's exit 7 runs the atexit handlers), so no half-written stage stays beside the plan. */
+static char *g_live;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
+static void remove_live(void) {
+  if (g_live) nftw(g_live, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 char *wf_plan_stage_begin(const char *out) {
   char *copy = strdup(out);
   WF_ASSERT(copy != NULL);
@@ -42,6 +52,9 @@ char *wf_plan_stage_begin(const char *out) {
     return NULL;
   }
   free(copy);
+  static int registered;
+  if (!registered) registered = !atexit(remove_live);
+  g_live = stage;
   return stage;
 }
 
@@ -52,6 +65,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 void wf_plan_stage_abort(char *stage) {
   if (!stage) return;
+  if (stage == g_live) g_live = NULL;
   nftw(stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   free(stage);
 }

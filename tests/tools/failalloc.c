@@ -1,0 +1,54 @@
+/* An allocation-failure injector for tests/scripts/alloc_failure.sh, in the spirit of Lua's test
+ * allocator: LD_PRELOAD it and the n-th allocation (malloc, calloc, realloc) that waferc's own
+ * code makes fails, with errno ENOMEM.
+ *
+ *   WF_FAIL_ALLOC_AT=n        fail the n-th allocation (1-based); unset: none fails
+ *   WF_FAIL_ALLOC_REPORT=1    print "failalloc: N allocations" at exit (N to sweep)
+ *   WF_FAIL_ALLOC_TRAP=1      trap at the failing call instead (for a debugger's backtrace)
+ *
+ * "Own code" is a caller in libwaferc or in a tool binary named wafer*: allocations inside
+ * libc, LLVM, protobuf-c or cJSON are not counted or failed (LLVM aborts on an allocation
+ * failure by design), so each n names one allocation of ours. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static long g_at = -2, g_count;
+static int g_report;
+static int ours(void *ret) {
+  Dl_info di;
+  if (!dladdr(ret, &di) || !di.dli_fname) return 0;
+  const char *b = strrchr(di.dli_fname, '/');
+  b = b ? b + 1 : di.dli_fname;
+  return strstr(di.dli_fname, "libwaferc") || !strncmp(b, "wafer", 5);
+}
+static int fail_now(void *ret) {
+  if (g_at == -2) {
+    const char *a = getenv("WF_FAIL_ALLOC_AT"), *r = getenv("WF_FAIL_ALLOC_REPORT");
+    g_at = a ? atol(a) : -1;
+    g_report = r != NULL;
+  }
+  if (!ours(ret)) return 0;
+  g_count++;
+  if (g_count == g_at) {
+    if (getenv("WF_FAIL_ALLOC_TRAP")) __builtin_trap();
+    errno = ENOMEM;
+    return 1;
+  }
+  return 0;
+}
+void *malloc(size_t n) { return fail_now(__builtin_return_address(0)) ? NULL : __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { return fail_now(__builtin_return_address(0)) ? NULL : __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { return fail_now(__builtin_return_address(0)) ? NULL : __libc_realloc(p, n); }
+__attribute__((destructor)) static void report(void) {
+  if (!g_report) return;
+  char b[64];
+  int k = snprintf(b, sizeof b, "failalloc: %ld allocations\n", g_count);
+  if (write(2, b, (size_t)k) < 0) {}
+}
