@@ -1,7 +1,8 @@
 """Writes small f32 .npy files without numpy (tests only): npy.py OUT.npy D0[,D1] SEED SCALE.
 Values come from a fixed LCG in [-scale, scale), so the same arguments give the same bytes.
 npy.py OUT.npy D0[,D1] SEED i64:V writes int64 ids from the same LCG in [0, V) instead.
-Several files in one run (one python start-up): npy.py OUT1 SHAPE1 SEED1 SCALE1 OUT2 ..."""
+Several files in one run (one python start-up): npy.py OUT1 SHAPE1 SEED1 SCALE1 OUT2 ...
+From python: import npy; npy.write(OUT, "D0,D1", SEED, SCALE) (the same arguments, as text)."""
 import struct
 import sys
 
@@ -28,8 +29,9 @@ def write(path, shape, seed, scale):
         f.write(struct.pack("<%d%s" % (n, "q" if ids else "f"), *vals))
 
 
-args = sys.argv[1:]
-if not args or len(args) % 4:
-    sys.exit("usage: npy.py OUT.npy D0[,D1] SEED SCALE|i64:V [OUT.npy D0[,D1] SEED SCALE ...]")
-for i in range(0, len(args), 4):
-    write(*args[i:i + 4])
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if not args or len(args) % 4:
+        sys.exit("usage: npy.py OUT.npy D0[,D1] SEED SCALE|i64:V [OUT.npy D0[,D1] SEED SCALE ...]")
+    for i in range(0, len(args), 4):
+        write(*args[i:i + 4])
