@@ -12,16 +12,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 NPY="${WAFERC_SOURCE_DIR:?}/tests/tools/npy.py"   # small f32 .npy files without numpy
 
 # gen M K N: a.npy, b.npy (deterministic pseudo-random in [-1, 1)) and g.wir
+# (one python3 start-up: npy.py writes both files; printf the .wir)
 gen() {
-  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0
-  python3 "$NPY" "$TMP/b.npy" "$2,$3" 2 1.0
-  python3 - "$TMP" "$1" "$2" "$3" <<'PY'
-import sys
-d, M, K, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-open(d + '/g.wir', 'w').write(
-    'module @g {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n'
-    '    %%c = matmul(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (M, K, K, N, M, N, M, N))
-PY
+  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0 "$TMP/b.npy" "$2,$3" 2 1.0
+  printf 'module @g {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n    %%c = matmul(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' \
+    "$1" "$2" "$2" "$3" "$1" "$3" "$1" "$3" >"$TMP/g.wir"
 }
 
 n=0
@@ -84,8 +79,7 @@ n=$((n + 1))
 # Padding through an MLP: the bias add spreads values into the padded rows, but the padding
 # along the second matmul's K stays zero, so the result is exact.
 gen 7 5 9
-python3 "$NPY" "$TMP/bias.npy" 9 3 1.0
-python3 "$NPY" "$TMP/w2.npy" 9,3 4 1.0
+python3 "$NPY" "$TMP/bias.npy" 9 3 1.0 "$TMP/w2.npy" 9,3 4 1.0
 cat >"$TMP/mlp.wir" <<'EOF'
 module @mlp {
   func @main(%a: f32[7, 5], %b: f32[5, 9], %bias: f32[9], %w2: f32[9, 3]) -> f32[7, 3] {
@@ -118,17 +112,11 @@ rc=0; waferc "$TMP/exp.wir" -o "$TMP/exp" --target=test8x8 --mesh=2x2 -q 2>"$TMP
 # matmul(A, transpose(B)) (lower-gemm rewrites it; no transpose is left), padded or not.
 for shape in "7 5 9" "12 8 6"; do
   set -- $shape
-  python3 "$NPY" "$TMP/ta.npy" "$1,$2" 6 1.0
-  python3 "$NPY" "$TMP/tb.npy" "$3,$2" 7 1.0
-  python3 - "$TMP" "$1" "$2" "$3" <<'PY2'
-import sys
-d, M, K, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-hdr = 'module @t {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n' % (M, K, N, K, M, N)
-open(d + '/tt.wir', 'w').write(hdr +
-    '    %%bt = transpose(%%b) {perm = [1, 0]} : f32[%d, %d]\n'
-    '    %%c = matmul(%%a, %%bt) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (K, N, M, N))
-open(d + '/gt.wir', 'w').write(hdr + '    %%c = dist.gemm_t(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' % (M, N))
-PY2
+  python3 "$NPY" "$TMP/ta.npy" "$1,$2" 6 1.0 "$TMP/tb.npy" "$3,$2" 7 1.0
+  hdr=$(printf 'module @t {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {' "$1" "$2" "$3" "$2" "$1" "$3")
+  printf '%s\n    %%bt = transpose(%%b) {perm = [1, 0]} : f32[%d, %d]\n    %%c = matmul(%%a, %%bt) : f32[%d, %d]\n    return %%c\n  }\n}\n' \
+    "$hdr" "$2" "$3" "$1" "$3" >"$TMP/tt.wir"
+  printf '%s\n    %%c = dist.gemm_t(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' "$hdr" "$1" "$3" >"$TMP/gt.wir"
   ins=(--input a="$TMP/ta.npy" --input b="$TMP/tb.npy")
   waferc "$TMP/tt.wir" --interpret "${ins[@]}" --output-dir "$TMP/tref" -q || fail "gemm_t: interpreter failed"
   waferc "$TMP/gt.wir" --interpret "${ins[@]}" --output-dir "$TMP/gref" -q || fail "gemm_t: interpreter failed on dist.gemm_t"

@@ -18,30 +18,15 @@ SRC=${WAFERC_SOURCE_DIR:?}
 # run NAME MODEL MESH "INPUTS" OUT REF [WANT] -- waferc flags...: compile, run, compare.
 . "$SRC/tests/tools/plan_run.sh"
 
+# The manifest checks below (padded, bpad, check_auto and the rank-0 C) are queued in
+# $TMP/checks, one line each, and made by one python3 run at the end (checks_run): one start-up
+# instead of one per plan.
+: >"$TMP/checks"
+queue() { local IFS=$'\t'; printf '%s\n' "$*" >>"$TMP/checks"; }
+
 # padded PLAN MESH ALGO: the op's lowering is ALGO's lcm grid over the whole batch, and A's
 # and B's padded K is lcm(W, H) * ceil(K / lcm) (the blocks the lowering multiplied).
-padded() {
-  python3 - "$1/manifest.json" "$2" "$3" <<'PY' || fail "$1: the manifest's K padding (above)"
-import json, math, sys
-m = json.load(open(sys.argv[1]))
-w, h = map(int, sys.argv[2].split("x"))
-algo = sys.argv[3]
-op = m["ops"][-1]
-name = {"meshgemm": "meshgemm-interleave-lcm", "cannon": "cannon-ring-lcm"}[algo]
-if not op["lowering"].startswith(name):
-    sys.exit("lowering %r, want %s" % (op["lowering"], name))
-a, b = m["inputs"][0], m["inputs"][1]
-K = a["shape"][-1]
-L = w * h // math.gcd(w, h)
-want = L * -(-K // L)
-ka = a.get("padded_shape", a["shape"])[-1]
-kb = b.get("padded_shape", b["shape"])[len(b["shape"]) - 2]
-if ka != want or kb != want:
-    sys.exit("K = %d padded to %d (A) and %d (B), want %d" % (K, ka, kb, want))
-if "(K %d padded to %d)" % (K, want) not in op.get("explain", ""):
-    sys.exit("explain does not name the padding: %r" % op.get("explain"))
-PY
-}
+padded() { queue padded "$@"; }
 
 # ---- ONNX: A [2,3,4] x B [2,4,3] and A [1,2,3,4] x B [1,2,4,3]; K = 4 cuts in no lcm ----
 if [ -d "$NODE/test_matmul_3d" ]; then
@@ -92,8 +77,8 @@ done
 # over the fabric first (lower_relayout.c; relu(a)'s K = 7 is cut 4 + 3 over x, B's 3 + 3 + 1
 # over y on 2x3: both become K' = 12, 6 + 6 and 4 + 4 + 4, per matrix of the batch), giving the
 # interpreter's C; auto lists them with the relayout in their prediction.
-python3 "$NPY" "$TMP/rl.a.npy" 2,5,7 3 1.0
-python3 "$NPY" "$TMP/rl.b.npy" 2,7,6 4 1.0
+python3 "$NPY" "$TMP/rl.a.npy" 2,5,7 3 1.0 "$TMP/rl.b.npy" 2,7,6 4 1.0 \
+  "$TMP/r5.a.npy" 2,3,6 5 1.0 "$TMP/r5.b.npy" 2,6,4 6 1.0 "$TMP/s.a.npy" 4,6 7 1.0
 printf 'module @g {\n  func @main(%%a: f32[2, 5, 7], %%b: f32[2, 7, 6]) -> f32[2, 5, 6] {\n    %%r = relu(%%a) : f32[2, 5, 7]\n    %%c = matmul(%%r, %%b) : f32[2, 5, 6]\n    return %%c\n  }\n}\n' >"$TMP/rl.wir"
 waferc "$TMP/rl.wir" --interpret --input a="$TMP/rl.a.npy" --input b="$TMP/rl.b.npy" \
   --output-dir "$TMP/rl.ref" -q || fail "rl: interpreter failed"
@@ -111,19 +96,7 @@ run "rl-2x3-auto" "$TMP/rl.wir" 2x3 "a=$TMP/rl.a.npy b=$TMP/rl.b.npy" c "$TMP/rl
 # when they make whole lcm tiles. On 5x2 relu(a)'s K = 6 is 5 blocks of 2 (10 = lcm): B's
 # [2, 6, 4] pads K to 10 (2 blocks of 5). ONNX Gemm(transA=1): A = transpose(a), likewise.
 # bpad PLAN KPAD: the lowering is an lcm grid and input b's K is padded to KPAD.
-bpad() {
-  python3 - "$1/manifest.json" "$2" <<'PY' || fail "$1: B's K padding"
-import json, sys
-m = json.load(open(sys.argv[1]))
-gemm = [o for o in m["ops"] if o["op"] == "dist.gemm"][0]
-assert gemm["lowering"].split(" ")[0].endswith("-lcm"), gemm["lowering"]
-b = [t for t in m["inputs"] if t["name"] == "b"][0]
-k = b.get("padded_shape", b["shape"])[len(b["shape"]) - 2]
-assert k == int(sys.argv[2]), "b's K pads to %d, want %s" % (k, sys.argv[2])
-PY
-}
-python3 "$NPY" "$TMP/r5.a.npy" 2,3,6 5 1.0
-python3 "$NPY" "$TMP/r5.b.npy" 2,6,4 6 1.0
+bpad() { queue bpad "$@"; }
 printf 'module @g {\n  func @main(%%a: f32[2, 3, 6], %%b: f32[2, 6, 4]) -> f32[2, 3, 4] {\n    %%r = relu(%%a) : f32[2, 3, 6]\n    %%c = matmul(%%r, %%b) : f32[2, 3, 4]\n    return %%c\n  }\n}\n' >"$TMP/r5.wir"
 waferc "$TMP/r5.wir" --interpret --input a="$TMP/r5.a.npy" --input b="$TMP/r5.b.npy" \
   --output-dir "$TMP/r5.ref" -q || fail "r5: interpreter failed"
@@ -151,12 +124,7 @@ if [ -d "$NODE/$t" ]; then
   dir=$NODE/$t
   for i in 0 1 2; do wafer-pb2npy "$dir/test_data_set_0/input_$i.pb" "$TMP/sb.$i.npy"; done
   wafer-pb2npy "$dir/test_data_set_0/output_0.pb" "$TMP/sb.want.npy"
-  python3 - "$TMP/sb.2.npy" <<'PY' || fail "$t: input_2.pb is not a rank-0 array"
-import ast, sys
-head = open(sys.argv[1], "rb").read(128)
-d = ast.literal_eval(head[10:10 + int.from_bytes(head[8:10], "little")].decode())
-sys.exit(0 if d["shape"] == () else 1)
-PY
+  queue rank0_npy "$TMP/sb.2.npy" "$t: input_2.pb is not a rank-0 array"
   ins="a=$TMP/sb.0.npy b=$TMP/sb.1.npy c=$TMP/sb.2.npy"
   waferc "$dir/model.onnx" --interpret --input a="$TMP/sb.0.npy" --input b="$TMP/sb.1.npy" \
     --input c="$TMP/sb.2.npy" --output-dir "$TMP/sb.ref" -q || fail "$t: interpreter failed"
@@ -165,14 +133,9 @@ PY
     run "sb-$mesh-$algo" "$dir/model.onnx" "$mesh" "$ins" y "$TMP/sb.ref/y.npy" "$TMP/sb.want.npy" \
       --gemm-algo=$algo
   done
-  python3 - "$TMP/sb-2x3-auto/manifest.json" <<'PY' || fail "$t: C is not the plan's rank-0 input"
-import json, sys
-c = [t for t in json.load(open(sys.argv[1]))["inputs"] if t["name"] == "c"]
-sys.exit(0 if len(c) == 1 and c[0]["shape"] == [] and c[0]["split"] == [] else 1)
-PY
+  queue rank0_c "$TMP/sb-2x3-auto/manifest.json" "$t: C is not the plan's rank-0 input"
 fi
 # Scalars in and out: e = c * d is a rank-0 result (held as [1]); the plan writes it rank 0.
-python3 "$NPY" "$TMP/s.a.npy" 4,6 7 1.0
 python3 - "$TMP" <<'PY'
 import struct, sys
 for name, v in (("c", 1.5), ("d", -0.25)):
@@ -203,30 +166,7 @@ check_auto() {
     waferc "$model" -o "$TMP/$name-$a" --target=test8x8 --mesh="$mesh" --gemm-algo=$a -q 2>/dev/null || rc=$?
     echo "$a $rc" >>"$TMP/$name.rcs"
   done
-  python3 - "$TMP" "$name" <<'PY' || fail "$name: auto's choice does not follow its candidates"
-import json, re, sys
-tmp, name = sys.argv[1], sys.argv[2]
-op = json.load(open("%s/%s-auto/manifest.json" % (tmp, name)))["ops"][-1]
-cands = {}
-for part in op["explain"].split(":", 1)[1].split(" (lowest")[0].split(","):
-    w = part.split()
-    cands[w[0]] = None if w[1] == "-" else int(w[1])
-assert set(cands) == {"meshgemm", "cannon", "summa", "allgather"}, cands
-ok = {a: c for a, c in cands.items() if c is not None}
-best = min(ok.values())
-chosen = op["lowering"].split("-")[0]
-assert op["predicted_cycles"] == best, (op["predicted_cycles"], best, cands)
-assert chosen in ok and ok[chosen] == best, (op["lowering"], cands)
-for line in open("%s/%s.rcs" % (tmp, name)):
-    a, rc = line.split()
-    if cands[a] is None:
-        assert rc == "3", "%s is listed as unable but compiled (exit %s)" % (a, rc)
-        continue
-    assert rc == "0", "%s is listed at %d but exits %s" % (a, cands[a], rc)
-    got = json.load(open("%s/%s-%s/manifest.json" % (tmp, name, a)))["ops"][-1]["predicted_cycles"]
-    assert got == cands[a], "%s: listed %d, its plan predicts %d" % (a, cands[a], got)
-print(name, "auto ->", op["lowering"], cands)
-PY
+  queue auto "$TMP" "$name"
   n=$((n + 1))
 }
 check_auto odd-2x3 "$TMP/odd.wir" 2x3
@@ -240,6 +180,94 @@ check_auto big-4x4 "$TMP/big.wir" 4x4
 gen sq 2,32,32 2,32,32 2,32,32 # a batch where a shift algorithm is the lowest (square mesh)
 check_auto sq-2x2 "$TMP/sq.wir" 2x2
 [ -d "$NODE/test_matmul_2d" ] && check_auto m2d-3x2 "$NODE/test_matmul_2d/model.onnx" 3x2
+# ---- the queued manifest checks ----
+python3 - "$TMP/checks" <<'PY' || exit 1
+import ast, json, math, sys, traceback
+
+class Fail(Exception):
+    pass
+
+def padded(plan, mesh, algo):
+    m = json.load(open(plan + "/manifest.json"))
+    w, h = map(int, mesh.split("x"))
+    op = m["ops"][-1]
+    name = {"meshgemm": "meshgemm-interleave-lcm", "cannon": "cannon-ring-lcm"}[algo]
+    if not op["lowering"].startswith(name):
+        raise Fail("lowering %r, want %s" % (op["lowering"], name))
+    a, b = m["inputs"][0], m["inputs"][1]
+    K = a["shape"][-1]
+    L = w * h // math.gcd(w, h)
+    want = L * -(-K // L)
+    ka = a.get("padded_shape", a["shape"])[-1]
+    kb = b.get("padded_shape", b["shape"])[len(b["shape"]) - 2]
+    if ka != want or kb != want:
+        raise Fail("K = %d padded to %d (A) and %d (B), want %d" % (K, ka, kb, want))
+    if "(K %d padded to %d)" % (K, want) not in op.get("explain", ""):
+        raise Fail("explain does not name the padding: %r" % op.get("explain"))
+
+def bpad(plan, kpad):
+    m = json.load(open(plan + "/manifest.json"))
+    gemm = [o for o in m["ops"] if o["op"] == "dist.gemm"][0]
+    assert gemm["lowering"].split(" ")[0].endswith("-lcm"), gemm["lowering"]
+    b = [t for t in m["inputs"] if t["name"] == "b"][0]
+    k = b.get("padded_shape", b["shape"])[len(b["shape"]) - 2]
+    assert k == int(kpad), "b's K pads to %d, want %s" % (k, kpad)
+
+def rank0_npy(path, what):
+    head = open(path, "rb").read(128)
+    d = ast.literal_eval(head[10:10 + int.from_bytes(head[8:10], "little")].decode())
+    if d["shape"] != ():
+        raise Fail(what)
+
+def rank0_c(path, what):
+    c = [t for t in json.load(open(path))["inputs"] if t["name"] == "c"]
+    if not (len(c) == 1 and c[0]["shape"] == [] and c[0]["split"] == []):
+        raise Fail(what)
+
+def auto(tmp, name):
+    op = json.load(open("%s/%s-auto/manifest.json" % (tmp, name)))["ops"][-1]
+    cands = {}
+    for part in op["explain"].split(":", 1)[1].split(" (lowest")[0].split(","):
+        w = part.split()
+        cands[w[0]] = None if w[1] == "-" else int(w[1])
+    assert set(cands) == {"meshgemm", "cannon", "summa", "allgather"}, cands
+    ok = {a: c for a, c in cands.items() if c is not None}
+    best = min(ok.values())
+    chosen = op["lowering"].split("-")[0]
+    assert op["predicted_cycles"] == best, (op["predicted_cycles"], best, cands)
+    assert chosen in ok and ok[chosen] == best, (op["lowering"], cands)
+    for line in open("%s/%s.rcs" % (tmp, name)):
+        a, rc = line.split()
+        if cands[a] is None:
+            assert rc == "3", "%s is listed as unable but compiled (exit %s)" % (a, rc)
+            continue
+        assert rc == "0", "%s is listed at %d but exits %s" % (a, cands[a], rc)
+        got = json.load(open("%s/%s-%s/manifest.json" % (tmp, name, a)))["ops"][-1]["predicted_cycles"]
+        assert got == cands[a], "%s: listed %d, its plan predicts %d" % (a, cands[a], got)
+    print(name, "auto ->", op["lowering"], cands)
+
+# what each kind's failure says (as the checks said when each ran on its own)
+said = {
+    "padded": lambda a: "%s: the manifest's K padding (above)" % a[0],
+    "bpad": lambda a: "%s: B's K padding" % a[0],
+    "rank0_npy": lambda a: a[1],
+    "rank0_c": lambda a: a[1],
+    "auto": lambda a: "%s: auto's choice does not follow its candidates" % a[1],
+}
+bad = 0
+for line in open(sys.argv[1]):
+    kind, *args = line.rstrip("\n").split("\t")
+    try:
+        globals()[kind](*args)
+    except Exception as e:
+        if isinstance(e, Fail) and kind == "padded":
+            print(e, file=sys.stderr)
+        elif not isinstance(e, Fail):
+            traceback.print_exc()
+        print("FAIL: " + said[kind](args), file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
 # the padded shift algorithms are candidates (they were left out before)
 grep -q "meshgemm [0-9]* (K 7 padded to 12)" "$TMP/odd-2x3-auto/manifest.json" ||
   fail "odd-2x3: auto did not weigh the padded meshgemm"

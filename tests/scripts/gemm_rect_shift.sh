@@ -58,8 +58,7 @@ else
 fi
 
 gen() { # M K N -> a.npy b.npy g.wir, and the interpreter's C in ref/
-  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0
-  python3 "$NPY" "$TMP/b.npy" "$2,$3" 2 1.0
+  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0 "$TMP/b.npy" "$2,$3" 2 1.0
   printf 'module @g {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n    %%c = matmul(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' \
     "$1" "$2" "$2" "$3" "$1" "$3" "$1" "$3" >"$TMP/g.wir"
   rm -rf "$TMP/ref"
@@ -124,8 +123,7 @@ done
 # (K = 46: the same blocks; plan_scale.sh checks that such a program keeps its size).
 for spec in "5x3 23" "10x6 46"; do
   read -r mesh k <<<"$spec"
-  python3 "$NPY" "$TMP/ka.npy" "7,$k" 3 1.0
-  python3 "$NPY" "$TMP/kb.npy" "$k,9" 4 1.0
+  python3 "$NPY" "$TMP/ka.npy" "7,$k" 3 1.0 "$TMP/kb.npy" "$k,9" 4 1.0
   printf 'module @g {\n  func @main(%%a: f32[7, %d], %%b: f32[%d, 9]) -> f32[7, 9] {\n    %%ra = relu(%%a) : f32[7, %d]\n    %%rb = relu(%%b) : f32[%d, 9]\n    %%c = matmul(%%ra, %%rb) : f32[7, 9]\n    return %%c\n  }\n}\n' \
     "$k" "$k" "$k" "$k" >"$TMP/k.wir"
   rm -rf "$TMP/k.ref"
@@ -159,4 +157,5 @@ for algo in meshgemm cannon; do
   a=$(wc -l <"$TMP"/s-8x12/programs/*.wpe) b=$(wc -l <"$TMP"/s-16x24/programs/*.wpe)
   [ "$a" = "$b" ] || fail "$algo: the program has $a lines on 8x12 but $b on 16x24"
 done
+cycles_flush # the cycles of 3 (queued by gemm_run_check)
 echo "gemm_rect_shift: $n plan(s) match; worst cycle error $(cat "$worst")"

@@ -46,8 +46,7 @@ for shape in "7 11 5" "16 24 20" "3 1 2"; do
   set -- $shape
   meshes="2x3 3x2 4x1 1x5 3x5 4x6 5x3"
   [ "$2" = 1 ] && meshes="2x3 4x1 1x5"
-  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0
-  python3 "$NPY" "$TMP/b.npy" "$2,$3" 2 1.0
+  python3 "$NPY" "$TMP/a.npy" "$1,$2" 1 1.0 "$TMP/b.npy" "$2,$3" 2 1.0
   printf 'module @g {\n  func @main(%%a: f32[%d, %d], %%b: f32[%d, %d]) -> f32[%d, %d] {\n    %%c = matmul(%%a, %%b) : f32[%d, %d]\n    return %%c\n  }\n}\n' \
     "$1" "$2" "$2" "$3" "$1" "$3" "$1" "$3" >"$TMP/g.wir"
   waferc "$TMP/g.wir" --interpret --input a="$TMP/a.npy" --input b="$TMP/b.npy" --output-dir "$TMP/ref" -q ||
@@ -78,4 +77,5 @@ PY
 done
 rc=0; wafer-bench gemm --algo=summa --mesh=2x --m=4 --k=4 --n=4 2>"$TMP/err" || rc=$?
 [ $rc = 2 ] && grep -q "expected S or WxH" "$TMP/err" || fail "--mesh=2x must be a usage error (2), got $rc"
+cycles_flush # the cycles queued by gemm_run_check
 echo "gemm_rect_summa: $n plan(s) match; worst cycle error $(cat "$worst")"

@@ -21,31 +21,36 @@ G=$SRC/examples/models/generate
 # the header dict of a .npy file, e.g. {'descr': '<i8', 'fortran_order': False, 'shape': (1, 8), }
 header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
 
-# the ids of an int64 [1, L] .npy as a space-separated line (stdlib only)
+# the ids of an int64 [1, L] .npy as a space-separated line (od: the header's length is the
+# little-endian u16 at byte 8, the int64 values follow the header; no python3 start-up)
 ids() {
-  python3 - "$1" <<'PY'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-hl = struct.unpack("<H", b[8:10])[0]
-print(" ".join(str(v) for v in struct.unpack("<%dq" % ((len(b) - 10 - hl) // 8), b[10 + hl:])))
-PY
-}
-
-# the same prompt as int32
-to_i32() {
-  python3 - "$1" "$2" <<'PY'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-hl = struct.unpack("<H", b[8:10])[0]
-vals = struct.unpack("<%dq" % ((len(b) - 10 - hl) // 8), b[10 + hl:])
-h = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, %d), }" % len(vals)
-h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-open(sys.argv[2], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%di" % len(vals), *vals))
-PY
+  local hl
+  hl=$(od -An -tu2 -j8 -N2 "$1") || return 1
+  od -An -v -td8 -j$((10 + hl)) "$1" | awk '{for (i = 1; i <= NF; i++) printf "%s%s", (c++ ? " " : ""), $i} END {print ""}'
 }
 
 models=("$G"/*.onnx)
 [ "${#models[@]}" -ge 5 ] || fail "expected at least 5 models in $G, found ${#models[@]}"
+
+# Every model's prompt as int32 ($TMP/NAME.i32.npy) and the prompts of lengths 5 and 13
+# ($TMP/NAME.s5.npy, .s13.npy: tests/tools/npy.py), written by one python3 run.
+python3 - "$SRC/tests/tools" "$TMP" "${models[@]}" <<'PY' || fail "could not write the prompts"
+import os, struct, sys
+sys.path.insert(0, sys.argv[1])
+import npy
+tmp = sys.argv[2]
+for m in sys.argv[3:]:
+    name = os.path.basename(m)[:-len(".onnx")]
+    # the same prompt as int32
+    b = open(os.path.join(os.path.dirname(m), name + "_prompt.npy"), "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    vals = struct.unpack("<%dq" % ((len(b) - 10 - hl) // 8), b[10 + hl:])
+    h = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, %d), }" % len(vals)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    open("%s/%s.i32.npy" % (tmp, name), "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%di" % len(vals), *vals))
+    for s in (5, 13):
+        npy.write("%s/%s.s%d.npy" % (tmp, name, s), "1,%d" % s, str(s), "i64:64")
+PY
 for m in "${models[@]}"; do
   name=$(basename "$m" .onnx)
   d=$TMP/$name
@@ -64,14 +69,14 @@ for m in "${models[@]}"; do
   # a shorter run is a prefix; an int32 prompt gives the same
   waferc "$m" -q --interpret --input input_ids="$G/${name}_prompt.npy" --generate=3 --output-dir "$d.3" >/dev/null
   [ "$(ids "$d.3/tokens.npy")" = "$(echo "$want" | cut -d' ' -f1-3)" ] || fail "$name: --generate=3 is not torch's first 3"
-  to_i32 "$G/${name}_prompt.npy" "$d.i32.npy"
+  [ -f "$d.i32.npy" ] || fail "$name: no int32 prompt written"
   waferc "$m" -q --interpret --input input_ids="$d.i32.npy" --generate=8 --output-dir "$d.i32" >/dev/null ||
     fail "$name: an int32 prompt failed"
   [ "$(ids "$d.i32/tokens.npy")" = "$want" ] || fail "$name: an int32 prompt gave other tokens"
 
   # the sequence axis is dynamic: other lengths import and run
   for s in 5 13; do
-    python3 "$NPY" "$d.s$s.npy" "1,$s" "$s" i64:64
+    [ -f "$d.s$s.npy" ] || fail "$name: no prompt of length $s written"
     waferc "$m" -q --interpret --input-shape input_ids=1x$s --input input_ids="$d.s$s.npy" --output-dir "$d.o$s" ||
       fail "$name: --interpret at sequence length $s failed"
     header "$d.o$s/logits.npy" | grep -q "'shape': (1, $s, " || fail "$name: logits at length $s: $(header "$d.o$s/logits.npy")"
@@ -93,16 +98,14 @@ expect_fail() {
 
 P=$G/gpt2_tied_prompt.npy
 M=$G/gpt2_tied.onnx
-python3 "$NPY" "$TMP/p7.npy" 1,7 1 i64:37
+python3 "$NPY" "$TMP/p7.npy" 1,7 1 i64:37 "$TMP/b2.npy" 2,4 1 i64:50 "$TMP/big.npy" 1,4 1 i64:100000
 expect_fail "static input_ids" 1 "input 'input_ids' has the fixed shape i64\[1, 7\].*needs a dynamic sequence axis" -- \
   "$SRC/examples/models/tiny_argmax.onnx" --interpret --input input_ids="$TMP/p7.npy" --generate=2 --output-dir "$TMP/neg"
 expect_fail "static x" 1 "input 'x' has the fixed shape f32\[1, 8, 64\].*needs a dynamic sequence axis" -- \
   "$SRC/examples/models/llama_block.onnx" --interpret --input x="$P" --generate=2 --output-dir "$TMP/neg"
 expect_fail "float prompt" 1 "expects token ids, i64 or i32 \[1, L\]" -- \
   "$M" --interpret --input input_ids="$SRC/examples/models/llama_block_input.npy" --generate=2 --output-dir "$TMP/neg"
-python3 "$NPY" "$TMP/b2.npy" 2,4 1 i64:50
 expect_fail "batch-2 prompt" 1 "holds i64\[2, 4\]" -- "$M" --interpret --input input_ids="$TMP/b2.npy" --generate=2 --output-dir "$TMP/neg"
-python3 "$NPY" "$TMP/big.npy" 1,4 1 i64:100000
 expect_fail "id out of range" 1 "out of range" -- "$M" --interpret --input input_ids="$TMP/big.npy" --generate=2 --output-dir "$TMP/neg"
 expect_fail "missing prompt" 6 "cannot open" -- "$M" --interpret --input input_ids="$TMP/none.npy" --generate=2 --output-dir "$TMP/neg"
 expect_fail ".wir model" 2 "needs an ONNX model" -- "$SRC/examples/two_layer.wir" --interpret --input x="$P" --generate=2 --output-dir "$TMP/neg"

@@ -24,6 +24,13 @@ G=$SRC/examples/models/generate
 header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
 prompt_len() { header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
 
+# The python checks of every plan below (layouts, occupancy, the switch and steps, the memory
+# ceiling's assumption) are queued in $TMP/checks, one line each
+# (KIND, the failure's message, the arguments), and made by one python3 run at the end
+# (checks_run): one start-up instead of two per plan.
+: >"$TMP/checks"
+queue() { local IFS=$'\t'; printf '%s\n' "$*" >>"$TMP/checks"; }
+
 run_one() { # MODEL MESH POLICY
   local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
   L=$(prompt_len "$G/${m}_prompt.npy")
@@ -34,19 +41,8 @@ run_one() { # MODEL MESH POLICY
   header "$d/out/tokens.npy" | grep -q "'<i8'.*(1, 8)" || fail "$m on $mesh: tokens.npy is $(header "$d/out/tokens.npy")"
   wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
     fail "$m on $mesh ($pol): the mesh's tokens differ from torch's: $(wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 | tail -1)"
-  python3 - "$d" <<'PY' || fail "$m on $mesh ($pol): a plan moves data to change a layout"
-import json, sys
-for sub in ("", "/decode"):
-    m = json.load(open(sys.argv[1] + sub + "/manifest.json"))
-    if m["fabric_transposes"] or m["relayouts"]:
-        sys.exit("%s: %d fabric transposes, %d relayouts" % (sub or "prefill", m["fabric_transposes"], m["relayouts"]))
-    if sub and any(o["op"] in ("dist.gemm", "matmul", "dist.gemm_t") for o in m["ops"]):
-        sys.exit("the decode step has a GEMM that is not a MeshGEMV")
-    if sub and not any(o["op"] == "dist.gemv" for o in m["ops"]):
-        sys.exit("the decode step has no dist.gemv")
-PY
-  python3 "$SRC/tests/tools/gen_check.py" occupancy "$d" "$d/out" "$pol" ||
-    fail "$m on $mesh ($pol): the cache's occupancy is wrong"
+  queue layouts "$m on $mesh ($pol): a plan moves data to change a layout" "$d"
+  queue occupancy "$m on $mesh ($pol): the cache's occupancy is wrong" "$d" "$d/out" "$pol"
   n=$((n + 1))
 }
 
@@ -64,14 +60,7 @@ run_one gpt2_tied 8x8 concat
 d=$TMP/memceiling
 waferc "$G/llama_gqa_interleaved.onnx" -o "$d" --target=wse2 --mesh=32x32 --input-shape input_ids=1x7 --generate=24 -q \
   2>/dev/null || fail "memceiling: waferc exited $?"
-python3 - "$d" <<'PY' || fail "memceiling: the plans' memory is not what this check assumes"
-import json, sys
-mib = []
-for sub in ("", "/decode"):
-    m = json.load(open(sys.argv[1] + sub + "/manifest.json"))
-    mib.append(sum(c["rect"][2] * c["rect"][3] * c["memory_bytes"] for r in m["regions"] for c in r["classes"]) / 2**20)
-assert mib[0] <= 2 < mib[1], mib
-PY
+queue memceiling "memceiling: the plans' memory is not what this check assumes" "$d"
 rc=0
 waferrun "$d" -q --input "input_ids=$G/llama_gqa_interleaved_prompt.npy" --generate=8 --memory-limit 2 \
   --output-dir "$d/out" 2>"$TMP/mem.err" || rc=$?
@@ -94,8 +83,7 @@ switch_and_steps() {
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
     --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=replicate},generate-prefill" --output-dir "$d/iref" -q ||
     fail "$m on $mesh: interpreting the prefill graph exited $?"
-  python3 "$SRC/tests/tools/gen_check.py" steps "$d" "$d/iref" "$d/dump" "$pol" ||
-    fail "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong"
+  queue steps "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong" "$d" "$d/iref" "$d/dump" "$pol"
   n=$((n + 1))
 }
 switch_and_steps llama_gqa_interleaved 9x3 shift
@@ -171,4 +159,46 @@ waferrun "$TMP/tuned" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --o
   fail "the autotuned plan does not run"
 wafer-npycmp "$TMP/tuned.out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null || fail "the autotuned plan's tokens differ from torch's"
 n=$((n + 1))
+
+# ---- the queued checks ----
+python3 - "$SRC/tests/tools" "$TMP/checks" <<'PY' || exit 1
+import json, sys, traceback
+sys.path.insert(0, sys.argv[1])
+import gen_check
+
+def layouts(d):
+    for sub in ("", "/decode"):
+        m = json.load(open(d + sub + "/manifest.json"))
+        if m["fabric_transposes"] or m["relayouts"]:
+            sys.exit("%s: %d fabric transposes, %d relayouts" % (sub or "prefill", m["fabric_transposes"], m["relayouts"]))
+        if sub and any(o["op"] in ("dist.gemm", "matmul", "dist.gemm_t") for o in m["ops"]):
+            sys.exit("the decode step has a GEMM that is not a MeshGEMV")
+        if sub and not any(o["op"] == "dist.gemv" for o in m["ops"]):
+            sys.exit("the decode step has no dist.gemv")
+
+def memceiling(d):
+    mib = []
+    for sub in ("", "/decode"):
+        m = json.load(open(d + sub + "/manifest.json"))
+        mib.append(sum(c["rect"][2] * c["rect"][3] * c["memory_bytes"] for r in m["regions"] for c in r["classes"]) / 2**20)
+    assert mib[0] <= 2 < mib[1], mib
+
+kinds = {"layouts": layouts, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
+         "memceiling": memceiling}
+bad = 0
+for line in open(sys.argv[2]):
+    kind, what, *args = line.rstrip("\n").split("\t")
+    try:
+        kinds[kind](*args)
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            print(e.code if isinstance(e.code, str) else "exit %s" % e.code, file=sys.stderr)
+            print("FAIL: " + what, file=sys.stderr)
+            bad += 1
+    except Exception:
+        traceback.print_exc()
+        print("FAIL: " + what, file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
 echo "generate_plans: $n checks passed"

@@ -21,24 +21,34 @@ check() { # check FILE WHAT
   esac
 }
 
-for stem in gpt2_shapes movement function constants control_flow; do
-  src=$M/$stem.onnx
-  size=$(stat -c %s "$src")
-  step=$(( size / 40 + 1 ))
-  for ((off = 0; off < size; off += step)); do
-    head -c "$off" "$src" >"$TMP/t.onnx"
-    check "$TMP/t.onnx" "$stem truncated to $off bytes"
-  done
-  seed=7
-  for i in $(seq 1 40); do
-    seed=$(( (seed * 1103515245 + 12345) % 2147483648 ))
-    pos=$(( seed % size ))
-    val=$(( (seed / 65536) % 256 ))
-    cp "$src" "$TMP/f.onnx"
-    printf "$(printf '\\%03o' "$val")" | dd of="$TMP/f.onnx" bs=1 seek="$pos" conv=notrunc status=none
-    check "$TMP/f.onnx" "$stem with byte $pos set to $val"
-  done
-done
+# Every damaged file is written up front by one python3 run (rather than a head, or a cp, two
+# printf and a dd, per file), one line per file in $TMP/cases: PATH, then what it is.
+python3 - "$M" "$TMP" >"$TMP/cases" <<'PY' || fail "could not write the damaged files"
+import os, sys
+m, tmp = sys.argv[1], sys.argv[2]
+k = 0
+for stem in ("gpt2_shapes", "movement", "function", "constants", "control_flow"):
+    data = open(os.path.join(m, stem + ".onnx"), "rb").read()
+    size = len(data)
+    step = size // 40 + 1
+    for off in range(0, size, step):  # truncated at many offsets
+        k += 1
+        path = "%s/c%04d.onnx" % (tmp, k)
+        open(path, "wb").write(data[:off])
+        print("%s\t%s truncated to %d bytes" % (path, stem, off))
+    seed = 7
+    for i in range(40):  # a byte overwritten at deterministic positions
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        pos = seed % size
+        val = (seed // 65536) % 256
+        k += 1
+        path = "%s/c%04d.onnx" % (tmp, k)
+        open(path, "wb").write(data[:pos] + bytes([val]) + data[pos + 1:])
+        print("%s\t%s with byte %d set to %d" % (path, stem, pos, val))
+PY
+while IFS=$'\t' read -r f what; do
+  check "$f" "$what"
+done <"$TMP/cases"
 : >"$TMP/empty.onnx"
 check "$TMP/empty.onnx" "an empty file"
 [ "$errors" -gt $((runs / 2)) ] || fail "only $errors of $runs damaged files were rejected"

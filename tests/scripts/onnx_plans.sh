@@ -9,6 +9,9 @@ SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
 
 # check NAME MODEL WANT.npy MESH "NAME=FILE ..." [waferc flags...]
+# The interpreter's outputs depend on neither the mesh nor the flags: computed once per model
+# and inputs (REFS).
+declare -A REFS
 check() {
   local name=$1 model=$2 want=$3 mesh=$4 inputs=$5
   shift 5
@@ -18,14 +21,19 @@ check() {
   waferc "$model" -o "$d/plan" --target=test4x4 --mesh="$mesh" "$@" 2>"$d/err" ||
     fail "$name: waferc exited $?: $(head -3 "$d/err")"
   waferrun "$d/plan" -q "${ins[@]}" --output-dir "$d/out" || fail "$name: waferrun exited $?"
-  waferc "$model" --interpret "${ins[@]}" --output-dir "$d/ref" || fail "$name: interpreter failed"
+  local ref=${REFS["$model|$inputs"]:-}
+  if [ -z "$ref" ]; then
+    ref=$d/ref
+    waferc "$model" --interpret "${ins[@]}" --output-dir "$ref" || fail "$name: interpreter failed"
+    REFS["$model|$inputs"]=$ref
+  fi
   local outs=("$d"/out/*.npy)
   [ "${#outs[@]}" -eq 1 ] || fail "$name: expected one output, got ${#outs[@]}"
   local out=${outs[0]}
-  [ -f "$d/ref/$(basename "$out")" ] || fail "$name: the interpreter wrote no $(basename "$out")"
+  [ -f "$ref/$(basename "$out")" ] || fail "$name: the interpreter wrote no $(basename "$out")"
   wafer-npycmp "$out" "$want" --atol 1e-5 --rtol 1e-4 >/dev/null ||
     fail "$name: the plan's output differs from the model's reference"
-  wafer-npycmp "$out" "$d/ref/$(basename "$out")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
+  wafer-npycmp "$out" "$ref/$(basename "$out")" --atol 1e-5 --rtol 1e-4 >/dev/null ||
     fail "$name: the plan's output differs from the interpreter"
   n=$((n + 1))
   echo "ok   $name ($mesh${*:+ $*})"

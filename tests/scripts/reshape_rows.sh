@@ -7,9 +7,7 @@
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n, run
-python3 "$NPY" "$TMP/x.npy" 3,5,7 1 1.0
-python3 "$NPY" "$TMP/w.npy" 7,9 2 1.0
-python3 "$NPY" "$TMP/z.npy" 2,3,2,6 3 1.0
+python3 "$NPY" "$TMP/x.npy" 3,5,7 1 1.0 "$TMP/w.npy" 7,9 2 1.0 "$TMP/z.npy" 2,3,2,6 3 1.0
 cat >"$TMP/rows.wir" <<WIR
 module @rows {
   const @w : f32[7, 9] = file<"$TMP/w.npy">

@@ -43,6 +43,14 @@ plan_digest() {
    done) | sha256sum | cut -c1-64
 }
 
+# input_names PLAN: the plan's input names in order, one a line (waferrun --describe, rather
+# than a python3 start-up to read the manifest)
+input_names() {
+  local desc
+  desc=$(waferrun "$1" --describe) || fail "waferrun --describe $1 exited $?"
+  awk '/^inputs /{s=1; next} /^[^ ]/{s=0} s==1{print $1}' <<<"$desc"
+}
+
 # run NAME "INPUT ARGS": functional (interpreted, then JIT) and timing; records digests.
 run() {
   local name=$1 ins=$2 d=plans/$1
@@ -68,19 +76,24 @@ run() {
   done
 }
 
-# 1. The paper's patterns, written by the generator (independent of the compiler).
-for p in message bcast star chain tree two_phase; do
-  python3 "$G" gen $p 16 3 17 2 plans/$p
-  python3 "$G" input 16 3 17 in_$p.npy
+# 1. The paper's patterns, written by the generator (independent of the compiler): every plan
+# and input in one python3 run (what `collectives.py gen` and `collectives.py input` write).
+python3 - "$(dirname "$G")" <<'PY' || fail "collectives.py: could not write the patterns' plans"
+import sys
+sys.path.insert(0, sys.argv[1])
+import collectives as c
+def gen(p, W, H, B, T_R, out, inp):
+    c.write_plan(p, W, H, B, T_R, out)
+    c.write_npy(inp, [H, W * B], c.input_values(W, H, B))
+for p in ("message", "bcast", "star", "chain", "tree", "two_phase"):
+    gen(p, 16, 3, 17, 2, "plans/" + p, "in_%s.npy" % p)
+for p in ("bcast2d", "xy_reduce", "allreduce2d"):
+    gen(p, 9, 7, 13, 2, "plans/" + p, "in_%s.npy" % p)
+gen("allreduce2d", 24, 20, 48, 2, "plans/allreduce2d_big", "in_big.npy")
+PY
+for p in message bcast star chain tree two_phase bcast2d xy_reduce allreduce2d; do
   run $p "--input a=in_$p.npy"
 done
-for p in bcast2d xy_reduce allreduce2d; do
-  python3 "$G" gen $p 9 7 13 2 plans/$p
-  python3 "$G" input 9 7 13 in_$p.npy
-  run $p "--input a=in_$p.npy"
-done
-python3 "$G" gen allreduce2d 24 20 48 2 plans/allreduce2d_big
-python3 "$G" input 24 20 48 in_big.npy
 run allreduce2d_big "--input a=in_big.npy"
 
 # 2. Compiled plans: every dist.gemm algorithm (an even and an odd side, padded blocks).
@@ -107,7 +120,7 @@ for algo in star chain tree two_phase autogen ring; do
     n=coll-$algo-$dims
     wafer-bench collective --algo=$algo --op=allreduce --pes=16 --len=24 --dims=$dims \
       --keep=plans/$n >/dev/null || fail "wafer-bench collective $algo $dims"
-    ins=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(' '.join('--input %s=random:7' % t['name'] for t in m['inputs']))" plans/$n/manifest.json)
+    ins=$(input_names plans/$n | awk '{printf "%s--input %s=random:7", (NR > 1 ? " " : ""), $1}')
     run $n "$ins"
   done
 done
@@ -119,7 +132,7 @@ run mlp_softmax "--input x=$E/mlp_softmax_x.npy"
 waferc "$E/two_layer.wir" -o plans/two_layer --target=test4x4 -q || fail "waferc two_layer"
 run two_layer "--input x=$E/two_layer_x.npy"
 waferc "$SRC/tests/e2e_dist/norms.wir" -o plans/norms --target=test8x8 -q || fail "waferc norms"
-ins=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(' '.join('--input %s=random:%d' % (t['name'], i + 11) for i, t in enumerate(m['inputs'])))" plans/norms/manifest.json)
+ins=$(input_names plans/norms | awk '{printf "%s--input %s=random:%d", (NR > 1 ? " " : ""), $1, NR + 10}')
 run norms "$ins"
 
 if [ -n "$record" ]; then

@@ -54,11 +54,18 @@ check meshgemm-13 timing --mode=timing
 # a run stopped half way: the same error and the same trace of what ran
 check meshgemm-13 stopped --mode=timing --max-cycles=400
 
-python3 "$G" gen allreduce2d 21 17 24 2 plans/allreduce2d
-python3 "$G" input 21 17 24 in_ar.npy
+# both generated plans and their inputs in one python3 run (what `collectives.py gen` and
+# `collectives.py input` write)
+python3 - "$(dirname "$G")" <<'PY' || fail "collectives.py: could not write the plans"
+import sys
+sys.path.insert(0, sys.argv[1])
+import collectives as c
+for p, W, H, B, out, inp in (("allreduce2d", 21, 17, 24, "plans/allreduce2d", "in_ar.npy"),
+                             ("tree", 16, 5, 33, "plans/tree", "in_tree.npy")):
+    c.write_plan(p, W, H, B, 2, out)
+    c.write_npy(inp, [H, W * B], c.input_values(W, H, B))
+PY
 check allreduce2d data --input a=in_ar.npy
-python3 "$G" gen tree 16 5 33 2 plans/tree
-python3 "$G" input 16 5 33 in_tree.npy
 check tree data --input a=in_tree.npy
 
 waferc "$SRC/examples/mlp_softmax.wir" -o plans/mlp --target=test4x4 -q || fail "waferc mlp_softmax"

@@ -17,6 +17,8 @@ python3 - "$T" "$SRC" "${SLICE_RANDOM_SEED:-20261127}" "${SLICE_RANDOM_CASES:-60
 import json, os, random, subprocess, sys
 tmp, src, seed, ncases = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rng = random.Random(seed)
+sys.path.insert(0, os.path.join(src, "tests", "tools"))
+import npy
 
 def T(d):
     return "f32[%s]" % ", ".join(map(str, d))
@@ -84,7 +86,7 @@ for k in range(ncases):
     args = []
     for n, shape in ins.items():
         f = os.path.join(d, n + ".npy")
-        r = run("python3", os.path.join(src, "tests", "tools", "npy.py"), f, ",".join(map(str, shape)), str(k + 1), "2.0")
+        npy.write(f, ",".join(map(str, shape)), str(k + 1), "2.0")  # tests/tools/npy.py, in this process
         args += ["--input", "%s=%s" % (n, f)]
     r = run("waferc", wir, "-o", d + "/plan", "--target=test8x8", "--mesh=" + mesh)
     if r.returncode:

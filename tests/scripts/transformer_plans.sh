@@ -10,15 +10,30 @@ SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models
 
+# npy_shape FILE: the shape in a .npy header as D0xD1x... (for --input-shape)
+npy_shape() {
+  local h s t out=
+  h=$(head -c 256 "$1" | tr -d '\0')
+  [[ "$h" == *"("*")"* ]] || return 1
+  s=${h#*\(} s=${s%%\)*}
+  local IFS=,
+  for t in $s; do
+    t=${t//[[:space:]]/}
+    [ -n "$t" ] && out=${out:+${out}x}$t
+  done
+  printf '%s\n' "$out"
+}
+
+# the manifest checks of every plan (attention in packed form, nothing moved to change a
+# layout), queued in $TMP/manifests and made by one python3 run at the end
+: >"$TMP/manifests"
+
 # check NAME MODEL INPUT.npy REF.npy IN OUT MESHES...
 check() {
   local name=$1 model=$2 input=$3 ref=$4 in=$5 out=$6
   shift 6
   local shape
-  shape=$(python3 -c 'import sys
-h = open(sys.argv[1], "rb").read(256).decode("latin1")
-s = h[h.index("(") + 1:h.index(")")]
-print("x".join(t.strip() for t in s.split(",") if t.strip()))' "$input")
+  shape=$(npy_shape "$input") || fail "$name: no shape in the header of $input"
   waferc "$model" --interpret --input-shape "$in=$shape" --input "$in=$input" --output-dir "$TMP/$name.ref" -q 2>"$TMP/err" ||
     fail "$name: the interpreter failed: $(head -3 "$TMP/err")"
   for mesh in "$@"; do
@@ -30,20 +45,7 @@ print("x".join(t.strip() for t in s.split(",") if t.strip()))' "$input")
       fail "$name on $mesh: the plan's output differs from torch's: $(wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 | tail -1)"
     wafer-npycmp "$d/out/$out.npy" "$TMP/$name.ref/$out.npy" --atol 1e-4 --rtol 0 >/dev/null ||
       fail "$name on $mesh: the plan's output differs from the interpreter"
-    python3 - "$d/manifest.json" "$name on $mesh" <<'PY' || exit 1
-import json, sys
-m = json.load(open(sys.argv[1]))
-ops = m["ops"]
-att = [o for o in ops if o.get("op") == "attention"]
-if not att:
-    sys.exit("FAIL: %s: no attention op in the plan" % sys.argv[2])
-if "fabric_transposes" not in m or "relayouts" not in m:
-    sys.exit("FAIL: %s: the manifest has no fabric_transposes/relayouts counts" % sys.argv[2])
-moves = [o["op"] for o in ops if o.get("fabric_move")]
-if m["fabric_transposes"] or m["relayouts"] or moves:
-    sys.exit("FAIL: %s: %d fabric transposes, %d relayouts (%s)" % (sys.argv[2], m["fabric_transposes"],
-             m["relayouts"], ", ".join(moves)))
-PY
+    printf '%s\t%s\n' "$d/manifest.json" "$name on $mesh" >>"$TMP/manifests"
     n=$((n + 1))
   done
 }
@@ -68,6 +70,32 @@ check tiny_llama "$M/tiny_llama.onnx" "$M/tiny_llama_s13_input.npy" "$M/tiny_lla
 for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4 5x3 8x8
 done
+python3 - "$TMP/manifests" <<'PY' || exit 1
+import json, sys
+def check(path, what):
+    m = json.load(open(path))
+    ops = m["ops"]
+    att = [o for o in ops if o.get("op") == "attention"]
+    if not att:
+        return "FAIL: %s: no attention op in the plan" % what
+    if "fabric_transposes" not in m or "relayouts" not in m:
+        return "FAIL: %s: the manifest has no fabric_transposes/relayouts counts" % what
+    moves = [o["op"] for o in ops if o.get("fabric_move")]
+    if m["fabric_transposes"] or m["relayouts"] or moves:
+        return "FAIL: %s: %d fabric transposes, %d relayouts (%s)" % (what, m["fabric_transposes"],
+               m["relayouts"], ", ".join(moves))
+bad = 0
+for line in open(sys.argv[1]):
+    path, what = line.rstrip("\n").split("\t", 1)
+    try:
+        err = check(path, what)
+    except Exception as e:
+        err = "FAIL: %s: %r" % (what, e)
+    if err:
+        print(err, file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
 
 # GQA: with whole groups of query heads per column the kv heads are packed as they are
 # (3x2: 2 query heads and their one kv head per column); with one query head per column they

@@ -5,6 +5,11 @@
   gen_toy_plan.py prompt FILE.npy                           writes the prompt, int64 [1, 3]
   gen_toy_plan.py tokens FILE.npy                           prints an int64 .npy's values
   gen_toy_plan.py check-dump DIR N [--policy P]            checks waferrun --dump-caches DIR
+  gen_toy_plan.py batch < LINES                             runs one of the commands above per
+                                                            line (one python3 start-up); a line
+                                                            ">FILE cmd ..." writes cmd's output
+                                                            to FILE; exits 1 after the last line
+                                                            if any failed, naming each
 
 It follows the contract of docs/plan-format.md ("Generation") on a 2x2 region: a prompt of
 L = 3 tokens, K cache f32 [1, L, 2] split (-, y, x), so every row of PEs holds Lb = 2 prompt
@@ -219,5 +224,35 @@ def main(argv):
         print(" ".join(str(v) for v in vals))
 
 
+def batch(lines):
+    import contextlib
+    import shlex
+    bad = 0
+    for line in lines:
+        words = shlex.split(line)
+        if not words:
+            continue
+        out = None
+        if words[0].startswith(">"):
+            out, words = words[0][1:], words[1:]
+        try:
+            if out is None:
+                main(words)
+            else:
+                with open(out, "w") as f, contextlib.redirect_stdout(f):
+                    main(words)
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                print("FAIL: %s: %s" % (line.strip(), e.code), file=sys.stderr)
+                bad += 1
+        except Exception as e:
+            print("FAIL: %s: %r" % (line.strip(), e), file=sys.stderr)
+            bad += 1
+        sys.stdout.flush()
+    return bad
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["batch"]:
+        sys.exit(1 if batch(sys.stdin) else 0)
     main(sys.argv[1:])

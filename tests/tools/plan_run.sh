@@ -9,12 +9,24 @@
 # $TMP/NAME.a.npy and .b.npy (tests/tools/npy.py, $NPY) and the interpreter's result in
 # $TMP/NAME.ref/; and
 # check_node_output PLAN WANT REFDIR LABEL: PLAN/out holds exactly one .npy, equal to WANT
-# (an ONNX test's output_0.pb) and to the interpreter's file of the same name in REFDIR.
+# (an ONNX test's output_0.pb) and to the interpreter's file of the same name in REFDIR;
+# cycles_near / gemm_run_check / cycles_flush: below.
 NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
 export WAFERC_TARGET_PATH=$SRC/targets
 NPY="$SRC/tests/tools/npy.py"
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# On exit: a cycles_near check queued but never made (no cycles_flush after it) fails the
+# script rather than passing unchecked.
+plan_run_exit() {
+  local rc=$?
+  if [ "$rc" = 0 ] && [ -s "$TMP/cycles.queue" ]; then
+    echo "FAIL: $(wc -l <"$TMP/cycles.queue") cycles_near check(s) queued but not made (no cycles_flush)" >&2
+    rc=1
+  fi
+  rm -rf "$TMP"
+  exit "$rc"
+}
+trap plan_run_exit EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 n=0
 
@@ -36,8 +48,7 @@ run() {
 }
 
 gen() {
-  python3 "$NPY" "$TMP/$1.a.npy" "$2" 1 1.0
-  python3 "$NPY" "$TMP/$1.b.npy" "$3" 2 1.0
+  python3 "$NPY" "$TMP/$1.a.npy" "$2" 1 1.0 "$TMP/$1.b.npy" "$3" 2 1.0
   cat >"$TMP/$1.wir" <<EOF
 module @g {
   func @main(%a: f32[$2], %b: f32[$3]) -> f32[$4] {
@@ -60,27 +71,48 @@ check_node_output() {
 }
 
 # cycles_near REPORT LABEL: the dist.gemm's simulated cycles in a run report within $BOUND
-# (a fraction) of its prediction; the worst error so far is kept in the file $worst.
+# (a fraction) of its prediction; the worst error so far is kept in the file $worst. The
+# check is queued (one python3 start-up for all of them): cycles_flush makes every queued
+# check, and must be called before $worst is read and before the script ends.
 cycles_near() {
-  python3 - "$1" "$BOUND" "$2" "$worst" <<'PY' || fail "$2: cycles off the prediction"
+  printf '%s\t%s\n' "$1" "$2" >>"$TMP/cycles.queue"
+}
+
+# cycles_flush: makes the queued cycles_near checks, in order; fails (after printing every
+# case off the prediction) if one is beyond $BOUND or has no prediction.
+cycles_flush() {
+  [ -s "$TMP/cycles.queue" ] || return 0
+  python3 - "$TMP/cycles.queue" "$BOUND" "$worst" <<'PY' || { : >"$TMP/cycles.queue"; fail "cycles off the prediction (above)"; }
 import json, sys
-op = [o for o in json.load(open(sys.argv[1]))["ops"] if o["op"] == "dist.gemm"][0]
-sim, pred, bound = op["cycles"], op["predicted_cycles"], float(sys.argv[2])
-if pred <= 0:
-    print("%s: no prediction (%d)" % (sys.argv[3], pred))
-    sys.exit(1)
-err = (sim - pred) / pred
-w = open(sys.argv[4]).read().split(maxsplit=1)
-if abs(err) > float(w[0]):
-    open(sys.argv[4], "w").write("%.4f %s: predicted %d, simulated %d" % (abs(err), sys.argv[3], pred, sim))
-if abs(err) > bound:
-    print("%s: predicted %d, simulated %d (%+.1f%%, bound %.0f%%)" % (sys.argv[3], pred, sim, 100 * err, 100 * bound))
-    sys.exit(1)
+bound, bad = float(sys.argv[2]), 0
+for line in open(sys.argv[1]):
+    report, label = line.rstrip("\n").split("\t", 1)
+    try:
+        op = [o for o in json.load(open(report))["ops"] if o["op"] == "dist.gemm"][0]
+        sim, pred = op["cycles"], op["predicted_cycles"]
+        if pred <= 0:
+            print("%s: no prediction (%d)" % (label, pred))
+            raise ValueError
+        err = (sim - pred) / pred
+        w = open(sys.argv[3]).read().split(maxsplit=1)
+        if abs(err) > float(w[0]):
+            open(sys.argv[3], "w").write("%.4f %s: predicted %d, simulated %d" % (abs(err), label, pred, sim))
+        if abs(err) > bound:
+            print("%s: predicted %d, simulated %d (%+.1f%%, bound %.0f%%)" % (label, pred, sim, 100 * err, 100 * bound))
+            raise ValueError
+    except Exception as e:
+        if not isinstance(e, ValueError) or str(e):
+            print("%s: %r" % (label, e))
+        print("FAIL: %s: cycles off the prediction" % label, file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)
 PY
+  : >"$TMP/cycles.queue"
 }
 
 # gemm_run_check DIR A.npy B.npy REF_DIR LABEL: runs the plan in DIR on inputs a and b, checks
-# its c.npy against REF_DIR/c.npy (the interpreter's) and its cycles with cycles_near.
+# its c.npy against REF_DIR/c.npy (the interpreter's) and queues its cycles' check with
+# cycles_near (made by cycles_flush).
 gemm_run_check() {
   waferrun "$1" -q --input a="$2" --input b="$3" --output-dir "$1/out" --report "$1/r.json" ||
     fail "$5: waferrun exited $?"
