@@ -260,6 +260,17 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name), 0);
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
+    /* a MeshGEMM / Cannon operand the host writes already aligned (gemm_preskew.c) */
+    wf_gemm_skew sk;
+    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) {
+      cJSON *so = cJSON_AddObjectToObject(o, "skew");
+      cJSON_AddStringToObject(so, "ring", sk.ring == WF_SKEW_PLAIN ? "plain" : "interleave");
+      cJSON_AddNumberToObject(so, "tiles", (double)sk.tiles);
+      cJSON_AddNumberToObject(so, "k_dim", sk.k_dim);
+      cJSON_AddNumberToObject(so, "k_tile", (double)sk.k_tile);
+      cJSON_AddNumberToObject(so, "other_dim", sk.other_dim);
+      cJSON_AddNumberToObject(so, "other_tile", (double)sk.other_tile);
+    }
     cJSON_AddItemToArray(wt, o);
   }
 
