@@ -17,6 +17,7 @@
 typedef struct {
   const char *path; /* manifest path, for messages */
   int errors;
+  int64_t format_version; /* the manifest's */
 } lctx;
 
 static void lerr(lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -185,6 +186,10 @@ static int load_skew(lctx *c, const wf_plan *p, const cJSON *o, const char *wher
   snprintf(w, sizeof w, "%s.skew", where);
   if (!is_weight || !cJSON_IsObject(sk)) {
     lerr(c, "%s: only a weight may be pre-skewed, as an object", w);
+    return -1;
+  }
+  if (c->format_version < 2) {
+    lerr(c, "%s: a pre-skewed weight needs format_version 2 (the plan says %lld)", w, (long long)c->format_version);
     return -1;
   }
   int64_t tiles, kd, od, kt, ot;
@@ -835,7 +840,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   snprintf(p->dir, sizeof p->dir, "%s", dir);
   char mpath[1200];
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-  lctx c = {mpath, 0};
+  lctx c = {mpath, 0, 0};
   size_t len = 0;
   char *text = wf_read_file(mpath, &len);
   if (!text) {
@@ -864,11 +869,12 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (sealed || check_duplicate_keys(&c, root, "manifest")) goto fail;
   int64_t fv = 0, mesh[2];
   if (get_int(&c, root, "format_version", "manifest", &fv)) goto fail;
-  if (fv != WF_PLAN_FORMAT_VERSION) {
-    lerr(&c, "unsupported plan format_version %lld (this waferrun reads %d)", (long long)fv,
-         WF_PLAN_FORMAT_VERSION);
+  if (fv < WF_PLAN_FORMAT_MIN || fv > WF_PLAN_FORMAT_VERSION) {
+    lerr(&c, "unsupported plan format_version %lld (this waferrun reads %d to %d)", (long long)fv,
+         WF_PLAN_FORMAT_MIN, WF_PLAN_FORMAT_VERSION);
     goto fail;
   }
+  c.format_version = fv;
   if (load_target(&c, cJSON_GetObjectItemCaseSensitive(root, "target"), &p->target)) goto fail;
   if (get_ints(&c, root, "mesh", "manifest", mesh, 2, 1, PLAN_MAX_SIDE)) goto fail;
   if (mesh[0] < 1 || mesh[1] < 1 || mesh[0] > p->target.fabric_w || mesh[1] > p->target.fabric_h) {

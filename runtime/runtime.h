@@ -18,7 +18,8 @@
 #include "waferc/target.h"
 #include "waferc/tensor.h"
 
-#define WF_PLAN_FORMAT_VERSION 1 /* manifest.json; PE programs carry their own (.format) */
+#define WF_PLAN_FORMAT_VERSION 2 /* manifest.json (2: weights[].skew); PE programs carry their own (.format) */
+#define WF_PLAN_FORMAT_MIN 1     /* the oldest manifest format still read: 1, without skew */
 
 /* A tensor bound to PE memory: an input, output or weight. */
 typedef struct wf_plan_tensor {

@@ -81,6 +81,8 @@ refused skew_other_tile "need k_tile 8 and other_tile 4, got 8 and 1" \
   'm["weights"]["tensors"][0]["skew"]["other_tile"] = 1'
 refused skew_number "weights.tensors\[0\].skew: only a weight may be pre-skewed, as an object" \
   'm["weights"]["tensors"][0]["skew"] = 3'
+refused skew_version "weights.tensors\[0\].skew: a pre-skewed weight needs format_version 2 (the plan says 1)" \
+  'm["format_version"] = 1'
 refused memory_map "regions\[0\].classes\[0\].memory: expected an array of the [0-9]* symbols" \
   'c = m["regions"][0]["classes"][0]; c["memory"].append(c["memory"][0])'
 refused memory_bytes "regions\[0\].classes\[0\].memory_bytes: expected [0-9]*" \
