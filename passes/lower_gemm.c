@@ -52,6 +52,8 @@ static int batch_whole(const wf_type *t) {
   return 1;
 }
 
+#define WF_MAX_REGIONS_USED 64 /* regions told apart for the tie-break; more share the last */
+
 static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
   const wf_target *t = wf_pass_target(ctx);
   const char *algo = wf_pass_opt_str(ctx, "algo");
@@ -66,6 +68,9 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
   int64_t n = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
     wf_func *f = m->funcs[fi];
+    /* the algorithms chosen so far on each region (a class's routes: MeshGEMM's and Cannon's
+     * rings take their own colors) */
+    unsigned used[WF_MAX_REGIONS_USED] = {0};
     wf_func_foreach_op(f, op) {
       if (op->code != WF_OP_MATMUL) continue;
       const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
@@ -79,11 +84,18 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       }
       const wf_region *r = &m->regions[tc->layout.region];
       wf_gemm_algo a = forced;
+      int ri = tc->layout.region < WF_MAX_REGIONS_USED ? tc->layout.region : WF_MAX_REGIONS_USED - 1;
       if (is_auto) {
         wf_gemm_choice ch;
         wf_gemm_choose(t, f, op, r->w, r->h, &ch);
         a = ch.best;
+        /* an exact tie goes to an algorithm an earlier dist.gemm of the region uses: its
+         * colors are set up, the other's would take more of the budget (pre-skewed weights
+         * make MeshGEMM and Cannon tie on square regions) */
+        for (int o = 0; o < WF_GEMM_COUNT && !(used[ri] >> a & 1u); o++)
+          if ((used[ri] >> o & 1u) && ch.predicted[o] == ch.predicted[a] && ch.bytes[o] <= ch.sram) a = (wf_gemm_algo)o;
       }
+      used[ri] |= 1u << a;
       op->code = WF_OP_DIST_GEMM;
       wf_op_set_ident(f, op, "algo", wf_gemm_algo_names[a]);
       n++;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/support/fsutil.h"
+#include "ir/support/gemm_skew.h"
 #include "ir/pe/pe_routes.h"
 #include "ir/support/plan_digest.h"
 #include "ir/support/sha256.h"
@@ -16,6 +17,7 @@
 typedef struct {
   const char *path; /* manifest path, for messages */
   int errors;
+  int64_t format_version; /* the manifest's */
 } lctx;
 
 static void lerr(lctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -172,6 +174,64 @@ static int find_region(const wf_plan *p, const char *name) {
   return -1;
 }
 
+/* A weight's optional "skew" (docs/plan-format.md): the K dim is split over more than one PE,
+ * its blocks cut in tiles/parts tiles of k_tile exactly; the other dim (split along the other
+ * axis, or not at all) in tiles/parts tiles of ceil(block/(tiles/parts)). Every number must
+ * be the one the block sizes imply, so the scatter (runtime/sim_io.c) stays inside the block. */
+static int load_skew(lctx *c, const wf_plan *p, const cJSON *o, const char *where, wf_plan_tensor *t,
+                     int is_weight) {
+  const cJSON *sk = cJSON_GetObjectItemCaseSensitive(o, "skew");
+  if (!sk) return 0;
+  char w[96], ring[16];
+  snprintf(w, sizeof w, "%s.skew", where);
+  if (!is_weight || !cJSON_IsObject(sk)) {
+    lerr(c, "%s: only a weight may be pre-skewed, as an object", w);
+    return -1;
+  }
+  if (c->format_version < 2) {
+    lerr(c, "%s: a pre-skewed weight needs format_version 2 (the plan says %lld)", w, (long long)c->format_version);
+    return -1;
+  }
+  int64_t tiles, kd, od, kt, ot;
+  if (get_str(c, sk, "ring", w, ring, sizeof ring) || get_int_in(c, sk, "tiles", w, 1, PLAN_MAX_SIDE * 16, &tiles) ||
+      get_int_in(c, sk, "k_dim", w, 0, WF_MAX_RANK - 1, &kd) || get_int_in(c, sk, "other_dim", w, 0, WF_MAX_RANK - 1, &od) ||
+      get_int_in(c, sk, "k_tile", w, 1, PLAN_MAX_DIM, &kt) || get_int_in(c, sk, "other_tile", w, 1, PLAN_MAX_DIM, &ot))
+    return -1;
+  t->skew_ring = !strcmp(ring, "interleave") ? WF_SKEW_INTERLEAVE : !strcmp(ring, "plain") ? WF_SKEW_PLAIN : WF_SKEW_NONE;
+  if (t->skew_ring == WF_SKEW_NONE) {
+    lerr(c, "%s.ring: expected \"interleave\" or \"plain\", got \"%s\"", w, ring);
+    return -1;
+  }
+  if (kd >= t->rank || od >= t->rank || kd == od) {
+    lerr(c, "%s: k_dim %lld and other_dim %lld must be two dims of the rank-%d tensor", w, (long long)kd,
+         (long long)od, t->rank);
+    return -1;
+  }
+  const wf_plan_region *r = &p->regions[t->region];
+  int ak = t->split[kd], ao = t->split[od];
+  int64_t pk = ak == WF_AXIS_X ? r->w : ak == WF_AXIS_Y ? r->h : 1;
+  int64_t po = ao == WF_AXIS_X ? r->w : ao == WF_AXIS_Y ? r->h : 1;
+  if (pk < 2 || (ao != WF_AXIS_NONE && ao == ak) || tiles % pk || tiles % po) {
+    lerr(c, "%s: dim %lld must be split over more than one PE, dim %lld along the other axis or none, and "
+            "tiles (%lld) a multiple of both's PEs", w, (long long)kd, (long long)od, (long long)tiles);
+    return -1;
+  }
+  int64_t vk = tiles / pk, vo = tiles / po, bk = t->padded[kd] / pk, bo = t->padded[od] / po;
+  if (kt * vk != bk || ot != (bo + vo - 1) / vo) {
+    lerr(c, "%s: blocks of %lld (dim %lld) and %lld (dim %lld) cut in %lld and %lld tiles need k_tile %lld and "
+            "other_tile %lld, got %lld and %lld", w, (long long)bk, (long long)kd, (long long)bo, (long long)od,
+         (long long)vk, (long long)vo, bk % vk ? -1LL : (long long)(bk / vk), (long long)((bo + vo - 1) / vo),
+         (long long)kt, (long long)ot);
+    return -1;
+  }
+  t->skew_k_dim = (int)kd;
+  t->skew_other_dim = (int)od;
+  t->skew_tiles = tiles;
+  t->skew_k_tile = kt;
+  t->skew_other_tile = ot;
+  return 0;
+}
+
 static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, wf_plan_tensor *t,
                        int is_weight) {
   memset(t, 0, sizeof *t);
@@ -252,6 +312,7 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
     }
     t->padded[i] = got;
   }
+  if (load_skew(c, p, o, where, t, is_weight)) return -1;
   /* Sizes are checked, with overflow-safe products, against what holds the tensor: no tensor
    * is larger than the SRAM of every PE of the mesh, no block larger than one PE's SRAM, no
    * weight larger than weights.bin. Only then is a byte count trusted to size a buffer. */
@@ -794,7 +855,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   snprintf(p->dir, sizeof p->dir, "%s", dir);
   char mpath[1200];
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-  lctx c = {mpath, 0};
+  lctx c = {mpath, 0, 0};
   size_t len = 0;
   char *text = wf_read_file(mpath, &len);
   if (!text) {
@@ -823,11 +884,12 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (sealed || check_duplicate_keys(&c, root, "manifest")) goto fail;
   int64_t fv = 0, mesh[2];
   if (get_int(&c, root, "format_version", "manifest", &fv)) goto fail;
-  if (fv != WF_PLAN_FORMAT_VERSION) {
-    lerr(&c, "unsupported plan format_version %lld (this waferrun reads %d)", (long long)fv,
-         WF_PLAN_FORMAT_VERSION);
+  if (fv < WF_PLAN_FORMAT_MIN || fv > WF_PLAN_FORMAT_VERSION) {
+    lerr(&c, "unsupported plan format_version %lld (this waferrun reads %d to %d)", (long long)fv,
+         WF_PLAN_FORMAT_MIN, WF_PLAN_FORMAT_VERSION);
     goto fail;
   }
+  c.format_version = fv;
   if (load_target(&c, cJSON_GetObjectItemCaseSensitive(root, "target"), &p->target)) goto fail;
   if (get_ints(&c, root, "mesh", "manifest", mesh, 2, 1, PLAN_MAX_SIDE)) goto fail;
   if (mesh[0] < 1 || mesh[1] < 1 || mesh[0] > p->target.fabric_w || mesh[1] > p->target.fabric_h) {

@@ -18,7 +18,8 @@
 #include "waferc/target.h"
 #include "waferc/tensor.h"
 
-#define WF_PLAN_FORMAT_VERSION 1 /* manifest.json; PE programs carry their own (.format) */
+#define WF_PLAN_FORMAT_VERSION 2 /* manifest.json (2: weights[].skew); PE programs carry their own (.format) */
+#define WF_PLAN_FORMAT_MIN 1     /* the oldest manifest format still read: 1, without skew */
 
 /* A tensor bound to PE memory: an input, output or weight. */
 typedef struct wf_plan_tensor {
@@ -34,6 +35,11 @@ typedef struct wf_plan_tensor {
   int region;
   int64_t offset, bytes; /* weights: byte range in weights.bin */
   int64_t index_bound; /* an integer input (a gather's ids): valid ids are in [0, this); 0 = none given */
+  /* a weight's "skew" (docs/plan-format.md): its blocks hold the K tiles MeshGEMM's or
+   * Cannon's alignment would bring (ir/support/gemm_skew.h); skew_ring WF_SKEW_NONE = none */
+  uint8_t skew_ring;
+  int skew_k_dim, skew_other_dim;
+  int64_t skew_tiles, skew_k_tile, skew_other_tile;
 } wf_plan_tensor;
 
 typedef struct wf_plan_region {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/support/gemm_skew.h"
 #include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
@@ -44,6 +45,37 @@ static void copy_block(const wf_plan_tensor *t, const int64_t *origin, const int
   }
 }
 
+/* A pre-skewed weight's block (docs/plan-format.md, "skew"), host to PE: element idx of the
+ * block at `origin` comes from the same place, except along the K dim, whose tile at virtual
+ * position a = v_k c_k + idx_k / k_tile, seen from virtual position b = v_o c_o + idx_o /
+ * other_tile of the other dim (c: the PE's coordinates, v: virtual positions per PE), is K
+ * tile wf_skew_source(ring, a, b, tiles). The plan loader checked the tiles against the
+ * blocks; elements past the tensor are padding (zeros). */
+static void copy_block_skewed(const wf_plan_tensor *t, const int64_t *origin, const int64_t *bdims,
+                              const int64_t *parts, const float *host, float *local) {
+  int r = t->rank, kd = t->skew_k_dim, od = t->skew_other_dim;
+  int64_t L = t->skew_tiles, kt = t->skew_k_tile, ot = t->skew_other_tile;
+  int64_t vk = L / parts[kd], vo = L / parts[od];
+  int64_t ck = origin[kd] / bdims[kd], co = origin[od] / bdims[od];
+  int64_t idx[WF_MAX_RANK] = {0}, n = 1;
+  for (int d = 0; d < r; d++) n *= bdims[d];
+  for (int64_t e = 0; e < n; e++) {
+    int64_t a = vk * ck + idx[kd] / kt, b = vo * co + idx[od] / ot, off = 0;
+    int64_t src = wf_skew_source((wf_skew_ring)t->skew_ring, a, b, L) * kt + idx[kd] % kt;
+    int in = 1;
+    for (int d = 0; d < r; d++) {
+      int64_t i = d == kd ? src : origin[d] + idx[d];
+      in &= i < t->dims[d];
+      off = off * t->dims[d] + i;
+    }
+    local[e] = in ? host[off] : 0.0f;
+    for (int d = r - 1; d >= 0; d--) {
+      if (++idx[d] < bdims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 /* Copies t between the host tensor and every PE of its region (replicas all receive, and on
  * the way out the last replica visited wins: replicas hold equal data). */
 static void for_each_block(wf_sim *s, const wf_plan_tensor *t, float *host, int to_pe) {
@@ -60,12 +92,15 @@ static void for_each_block(wf_sim *s, const wf_plan_tensor *t, float *host, int 
       float *local = wf_sim_pe_mem(s, pe);
       if (!local) return; /* timing mode: no data */
       local += pe->cls->syms[sym].offset / 4;
-      int64_t origin[WF_MAX_RANK];
+      int64_t origin[WF_MAX_RANK], parts[WF_MAX_RANK];
       for (int d = 0; d < t->rank; d++) {
         int c = t->split[d] == WF_AXIS_X ? x - reg->x : t->split[d] == WF_AXIS_Y ? y - reg->y : 0;
         origin[d] = c * bdims[d];
+        parts[d] = t->split[d] == WF_AXIS_X ? reg->w : t->split[d] == WF_AXIS_Y ? reg->h : 1;
       }
-      copy_block(t, origin, bdims, host, local, to_pe);
+      WF_ASSERT(!t->skew_ring || to_pe); /* only weights are pre-skewed: never gathered */
+      if (t->skew_ring) copy_block_skewed(t, origin, bdims, parts, host, local);
+      else copy_block(t, origin, bdims, host, local, to_pe);
     }
 }
 

@@ -39,6 +39,12 @@ int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t 
  * ceil(ka w / h)); -1 when ka is not a multiple of lcm(w, h) / w (gemm_cost_rect.c). */
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
                                 int64_t kb, int64_t n);
+/* The same with the operands `preskew` names (WF_PRESKEW_A = 1, WF_PRESKEW_B = 2,
+ * gemm_preskew.h) written aligned by the host: they do not move in the alignment. *align
+ * (optional) receives the alignment's cycles: how much later the latest PE ends it than it
+ * would with nothing to shift (0 when both operands are pre-skewed). */
+int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                           int64_t n, int preskew, int64_t *align);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or

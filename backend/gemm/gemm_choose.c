@@ -151,14 +151,19 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   int64_t kp = k_whole ? 0 : wf_gemm_k_paddable(f, op, w, h);
   mem_acc other[2] = {{0, 0}, {0, 0}};
   others(f, op, w, h, other);
+  /* weights the host writes aligned for MeshGEMM and Cannon (gemm_preskew.c) */
+  ch->preskew = (wf_gemm_preskewable(f, op, 0, w, h) ? WF_PRESKEW_A : 0) |
+                (wf_gemm_preskewable(f, op, 1, w, h) ? WF_PRESKEW_B : 0);
   for (int a = 0; a < WF_GEMM_COUNT; a++) {
     int64_t p = -1;
+    int shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
+    ch->align[a] = -1;
     if (k_whole) {
       p = local;
     } else if (a == WF_GEMM_SUMMA) {
       /* an axis along which K is not split moves nothing (lower_matmul.c) */
       p = wf_gemm_summa_cost(t, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n);
-    } else if (a == WF_GEMM_ALLGATHER || w == h) {
+    } else if (a == WF_GEMM_ALLGATHER || (w == h && (!shift || w == 1))) {
       p = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, ka, n);
     } else if (ch->L / w > WF_GEMM_RECT_MAX_V || ch->L / h > WF_GEMM_RECT_MAX_V) {
       ch->why_not[a] = WF_GEMM_NO_VIRTUAL;
@@ -166,14 +171,18 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
       /* partition's cuts (and no host padding): K is re-cut to lcm tiles over the fabric
        * first (wf_relayout_gemm_k), then the lcm grid runs on K' = L ceil(K/L) */
       int64_t kr = (ch->K + ch->L - 1) / ch->L * ch->L;
-      p = wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kr / w, kr / h, n) +
+      p = wf_gemm_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kr / w, kr / h, n, 0, &ch->align[a]) +
           wf_relayout_gemm_k_cost(t, w, h, m, n, ch->K, ka, kb);
       ch->k_relaid = kr;
     } else {
-      /* the lcm grid on the blocks wf_lower_block gives: K padded when kp */
-      p = wf_gemm_rect_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kp ? kp / w : ka, kp ? kp / h : kb, n);
+      /* the lcm grid on the blocks wf_lower_block gives (one tile per PE on a square
+       * region): K padded when kp; the weights the host writes aligned do not shift */
+      p = wf_gemm_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kp ? kp / w : ka, kp ? kp / h : kb, n, ch->preskew,
+                             &ch->align[a]);
     }
     ch->predicted[a] = p < 0 ? -1 : p * ch->count;
+    if (p < 0 || ch->align[a] < 0) ch->align[a] = -1;
+    else ch->align[a] *= ch->count;
     if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, ch, k_whole, kp, other);
   }
   ch->k_padded = kp;
@@ -208,6 +217,13 @@ void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap) {
       u += (size_t)snprintf(buf + u, cap - u, "%s %s - (%s)", sep, wf_gemm_algo_names[a],
                             ch->why_not[a] == WF_GEMM_NO_VIRTUAL ? "too many virtual positions per PE"
                                                                  : "no lowering");
+    /* the alignment's share, and the weights the host writes aligned (they add none) */
+    if (p >= 0 && ch->align[a] >= 0 && u < cap)
+      u += (size_t)snprintf(buf + u, cap - u, " (alignment %lld%s)", (long long)ch->align[a],
+                            ch->preskew == (WF_PRESKEW_A | WF_PRESKEW_B) ? "; A and B pre-skewed"
+                            : ch->preskew == WF_PRESKEW_A                ? "; A pre-skewed"
+                            : ch->preskew == WF_PRESKEW_B                ? "; B pre-skewed"
+                                               : "");
     if (p >= 0 && ch->bytes[a] > ch->sram && u < cap)
       u += (size_t)snprintf(buf + u, cap - u, " no fit (%lld B)", (long long)ch->bytes[a]);
   }

@@ -13,6 +13,7 @@
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/gemm_kcut.h"
+#include "backend/gemm/gemm_preskew.h"
 #include "waferc/ir.h"
 
 typedef struct wf_gemm_choice {
@@ -31,6 +32,8 @@ typedef struct wf_gemm_choice {
   int64_t bytes[WF_GEMM_COUNT];
   int64_t sram;                     /* the target's SRAM per PE */
   wf_gemm_algo lowest;
+  int preskew;                      /* WF_PRESKEW_A | _B: weights MeshGEMM and Cannon get aligned */
+  int64_t align[WF_GEMM_COUNT];     /* MeshGEMM and Cannon: the alignment's predicted cycles, else -1 */
 } wf_gemm_choice;
 
 enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL };

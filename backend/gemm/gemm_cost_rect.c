@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "backend/gemm/gemm_algos.h"
+#include "backend/gemm/gemm_preskew.h"
 #include "ir/support/intmath.h"
 #include "waferc/diag.h"
 
@@ -219,6 +220,11 @@ static int64_t gather_words(int d, int o, int vx, int vy, int64_t m, int64_t ka,
 
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
                                 int64_t kb, int64_t n) {
+  return wf_gemm_shift_cost(t, meshgemm, w, h, m, ka, kb, n, 0, NULL);
+}
+
+int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                           int64_t n, int preskew, int64_t *align) {
   if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
   int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
   if (w > 1 && ka % vx) return -1; /* K does not cut in L tiles (wf_gemm_rect_k_fits) */
@@ -270,9 +276,11 @@ int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, 
    * axis) and copies the others (renaming Cannon: none); extras: line o + 1's gathers in
    * u = 0, C's tile k zeroed in round (ustep (1 + k / no), k mod no) (zero_round). */
   int64_t ca = cannon_rename ? 0 : r.cx.copies * a, cb = cannon_rename ? 0 : r.cy.copies * b;
-  int64_t late = 0;
+  int64_t late = 0, flat = pro; /* flat: where every PE would be with nothing to shift */
   for (int k = 0; w != h && k < vx * vy; k++)
     if (ustep * (1 + k / no) >= iters) late += zc;
+  /* a pre-skewed operand (gemm_preskew.c) does not move in the alignment */
+  int still_a = !(preskew & WF_PRESKEW_A), still_b = !(preskew & WF_PRESKEW_B);
   for (int u = 0; u < iters; u++)
     for (int o = 0; o < no; o++) {
       int64_t extra = 0;
@@ -282,11 +290,12 @@ int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, 
       }
       for (int k = o; w != h && k < vx * vy; k += no)
         if (ustep * (1 + k / no) == u) extra += zc;
+      flat += extra;
       for (int si = 0; si < r.nrows; si++)
         for (int x = 0; x < w; x++) {
           int y = r.rows[si], p = si * w + x;
-          int ma = o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
-          int mb = o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
+          int ma = still_a && o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
+          int mb = still_b && o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
           work[p] = extra + (ma ? ca : 0) + (mb ? cb : 0);
           sa[p] = ma ? r.cx.sends * a : 0;
           sb[p] = mb ? r.cy.sends * b : 0;
@@ -299,10 +308,17 @@ int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, 
     for (int x = 0; x < w; x++) {
       int y = r.rows[si];
       int64_t fix = late;
-      for (int o = 0; !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
-      for (int o = 0; !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
+      for (int o = 0; still_a && !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
+      for (int o = 0; still_b && !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
       T[si * w + x] += fix;
     }
+  /* The alignment's own cycles: past where the PEs would be had nothing shifted (the
+   * gathers and zeroings in its rounds stay) */
+  if (align) {
+    int64_t e = 0;
+    for (int p = 0; p < P; p++) e = max64(e, T[p]);
+    *align = e - (flat + late);
+  }
   /* The L steps: v_x v_y multiplies, and in all but the last one tile group per row of each
    * axis leaves (INTERLEAVE with v >= 2: one each way). Copies: none when the steps rename
    * (MeshGEMM with `turns`: a line's end PEs copy their turning tile), else the tiles that

@@ -10,6 +10,7 @@
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/gemm_kcut.h"
+#include "backend/gemm/gemm_preskew.h"
 #include "backend/collectives/ring_line.h"
 #include "backend/resources/lower.h"
 
@@ -48,13 +49,15 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemm_batched.c: a dist.gemm with batch dims or a 1-D A, one rank-2 lowering per
  * matrix of the broadcast batch on views of the operands' blocks. */
 int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out);
-/* lower_gemm_matrix.c: a rank-2 dist.gemm (or one matrix's view) by its algo attribute. */
-int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_gemm_matrix.c: a rank-2 dist.gemm (or one matrix's view) by its algo attribute.
+ * preskew: the operands the host wrote aligned (wf_gemm_preskewed of the real op: a view's
+ * operands are fresh values). */
+int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int preskew);
 
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
-                        wf_gemm_algo algo);
+                        wf_gemm_algo algo, int preskew);
 /* lower_gemm_rect.c: MeshGEMM / Cannon on a W x H region, W != H (the lcm virtual grid);
  * wf_lower_gemm_shift calls it for such regions. */
-int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo);
+int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo, int preskew);
 
 #endif

@@ -110,6 +110,8 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
    * symbols; `sub` is the rank-2 op the algorithm lowers (never linked into the body). */
   /* K as both operands' blocks cut it (a computed operand's blocks are partition's) */
   int64_t k_pad = wf_gemm_rect_k_padded(f, op, L->w, L->h);
+  /* weights written aligned: every matrix of them (the views are fresh values) */
+  int preskew = wf_gemm_preskewed(f, op, L->w, L->h);
   wf_type mt[3] = {matrix_type(L, ta, has_rows, 1, k_pad), matrix_type(L, tb, 1, 0, k_pad),
                    matrix_type(L, tc, has_rows, 0, 0)};
   int64_t words[3];
@@ -133,7 +135,7 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int from = L->cls->n_code;
     memset(&step, 0, sizeof step);
     step.op = sub;
-    int rc = wf_lower_gemm_matrix(L, sub, &step);
+    int rc = wf_lower_gemm_matrix(L, sub, &step, preskew);
     if (rc) return rc;
     for (int o = 0; o < 3; o++) {
       if (o == 1 && sym[1] == sym[0]) continue;

@@ -3,7 +3,7 @@
 #include "backend/gemm/lower_gemm.h"
 #include "waferc/diag.h"
 
-int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
+int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int preskew) {
   const char *name = wf_op_str(L->f, op, "algo", "meshgemm");
   wf_gemm_algo a;
   if (wf_gemm_algo_parse(name, &a)) {
@@ -13,8 +13,8 @@ int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* Every algorithm takes a W x H region: meshgemm and cannon through the lcm virtual grid
    * (lower_gemm_rect.c, which reports the K sizes it cannot cut in L tiles). */
   switch (a) {
-    case WF_GEMM_MESHGEMM: return wf_lower_gemm_shift(L, op, out, &wf_ring_interleave, a);
-    case WF_GEMM_CANNON: return wf_lower_gemm_shift(L, op, out, &wf_ring_plain, a);
+    case WF_GEMM_MESHGEMM: return wf_lower_gemm_shift(L, op, out, &wf_ring_interleave, a, preskew);
+    case WF_GEMM_CANNON: return wf_lower_gemm_shift(L, op, out, &wf_ring_plain, a, preskew);
     case WF_GEMM_SUMMA: return wf_lower_matmul(L, op, out);
     case WF_GEMM_ALLGATHER: return wf_lower_gemm_allgather(L, op, out);
     default:

@@ -24,7 +24,8 @@
  * Tiles are stored axis-major so that one step's traffic is contiguous: A (moving along x)
  * as [t][r], B (along y) as [r][t]; all v_y A tiles of a tile column leave in one message.
  * The alignment shifts each virtual row by its own count, so it moves one row of tiles at a
- * time; its guards name the virtual row, `v_y*y + r` (the scaled term, pe-programs.md).
+ * time; its guards name the virtual row, `v_y*y + r` (the scaled term, pe-programs.md). A
+ * weight the host wrote aligned (gemm_preskew.c) is only gathered: it does not shift.
  *
  * K must be cut in L equal tiles on both operands: A's block has ceil(K/W) = v_x kt columns
  * and B's ceil(K/H) = v_y kt rows only when W ceil(K/W) = H ceil(K/H) is a multiple of L
@@ -550,16 +551,18 @@ static int64_t clip(int64_t len, int i, int64_t sz) { return len - i * sz < sz ?
 
 typedef struct rect_gather {
   int sa, sb, rename; /* the operands' symbols; rename: Cannon's window placement */
+  int preskew;        /* WF_PRESKEW_A / _B: the host wrote that operand aligned */
   int64_t m, n, ka, kb, mt, kt, nt;
 } rect_gather;
 
 /* Gathers line o of one operand: A's row of tiles o (d = 0) or B's column o (d = 1). Renaming
  * Cannon puts line I's tile i into slot (i - I) mod S (rotate_align_line): one guarded copy
- * per value of I mod S. `extra` guards every copy too (NULL: none). */
+ * per value of I mod S; a pre-skewed operand's tiles are aligned already and go to slot i,
+ * where the steps start. `extra` guards every copy too (NULL: none). */
 static void gather_line(wf_lower *L, const rect_axis *ax, const rect_axis *ay, const rect_gather *gt, int d, int o,
                         const wf_pe_guard *extra) {
   const rect_axis *a = d ? ay : ax, *other = d ? ax : ay;
-  int S = gt->rename ? slots(a) : 1;
+  int rename = gt->rename && !(gt->preskew >> d & 1), S = rename ? slots(a) : 1;
   for (int i = 0; i < a->v; i++) {
     int r = d ? i : o, t = d ? o : i;
     int64_t rows = d ? clip(gt->kb, r, gt->kt) : clip(gt->m, r, gt->mt);
@@ -567,9 +570,9 @@ static void gather_line(wf_lower *L, const rect_axis *ax, const rect_axis *ay, c
     if (rows <= 0 || cols <= 0) continue;
     for (int e = 0; e < S; e++) {
       wf_pe_guard g = extra ? *extra : wf_guard0();
-      if (gt->rename) wf_gadd_mod(&g, wf_term_scaled(other->coord, a->vo, o), S, e);
+      if (rename) wf_gadd_mod(&g, wf_term_scaled(other->coord, a->vo, o), S, e);
       if (never(&g)) continue;
-      int64_t slot = gt->rename ? rotate_slot(a, i, e) : i;
+      int64_t slot = rename ? rotate_slot(a, i, e) : i;
       wf_pe_arg dst = wf_arg_at(a->buf[0], (slot * a->vo + o) * a->tile);
       wf_pe_arg src = d ? wf_arg_at(gt->sb, r * gt->kt * gt->n + t * gt->nt) : wf_arg_at(gt->sa, r * gt->mt * gt->ka + t * gt->kt);
       wf_emit(L, g.n ? &g : NULL, WF_PEOP_COPY2D,
@@ -617,7 +620,7 @@ static void late_zero(wf_lower *L, int no, int ustep, int iters, int gc, int64_t
 /* wf_gemm_rect_k_fits and wf_gemm_rect_k_pad (the K cuts the blocks follow) are in
  * gemm_kcut.c: the chooser asks the same question before an algorithm is set. */
 
-int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo) {
+int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm_algo algo, int preskew) {
   wf_value va = op->operands[0], vb = op->operands[1], vc = op->results[0];
   int W = L->w, H = L->h, Lc = (int)wf_lcm(W, H), vx = Lc / W, vy = Lc / H;
   int meshgemm = algo == WF_GEMM_MESHGEMM;
@@ -652,9 +655,11 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     wf_error(op->loc, "dist.gemm{algo=%s}: a tile buffer is past the PE's addressing", name);
     return WF_EXIT_NOFIT;
   }
+  /* a pre-skewed weight's K is never re-cut (wf_gemm_preskewable) */
+  WF_ASSERT(!((preskew & WF_PRESKEW_A) && ksa >= 0) && !((preskew & WF_PRESKEW_B) && ksb >= 0));
   int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_rect_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n) + kcycles;
+  out->predicted = wf_gemm_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n, preskew, NULL) + kcycles;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
   rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};
@@ -709,7 +714,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   /* Line 0 of each operand now; line o + 1 in alignment round (0, o), while the PE waits
    * for that round's streams (the lines are disjoint). C's tiles are zeroed in later rounds
    * (zero_round). */
-  rect_gather gt = {sa, sb, period > 0, m, n, ka, kb, mt, kt, nt};
+  rect_gather gt = {sa, sb, period > 0, preskew, m, n, ka, kb, mt, kt, nt};
   gather_line(L, &ax, &ay, &gt, 0, 0, NULL);
   gather_line(L, &ax, &ay, &gt, 1, 0, NULL);
 
@@ -723,7 +728,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(Lc)});
     for (int o = 0; o < no; o++) {
       for (int d = 0; d < 2; d++)
-        if (o < axes[d]->vo) rotate_align_line(L, axes[d], axes[1 - d], o, tu);
+        if (o < axes[d]->vo && !(preskew >> d & 1)) rotate_align_line(L, axes[d], axes[1 - d], o, tu);
       round_extras(L, &ax, &ay, &gt, o, no, tu, 1, Lc, gc, zc, vx * vy);
       wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
     }
@@ -742,7 +747,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(iters)});
   for (int o = 0; o < no; o++) {
     for (int d = 0; d < 2; d++) {
-      if (o >= axes[d]->vo) continue;
+      if (o >= axes[d]->vo || preskew >> d & 1) continue; /* pre-skewed: aligned already */
       const wf_ring_align *ra = &al[d][o];
       for (int q = 0; q < 2; q++)
         for (int i = 0; i < (q ? ra->n1 : ra->n0); i++) {
@@ -763,7 +768,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   /* Rows that shifted an odd number of times sit in buffer 1. */
   for (int d = 0; d < 2; d++) {
     rect_axis *a = axes[d];
-    for (int o = 0; o < a->vo; o++)
+    for (int o = 0; o < a->vo && !(preskew >> d & 1); o++)
       for (int i = 0; i < al[d][o].nf; i++)
         if (!never(&al[d][o].fixup[i]))
           wf_emit(L, &al[d][o].fixup[i], WF_PEOP_COPY2D,

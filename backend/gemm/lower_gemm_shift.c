@@ -6,7 +6,9 @@
  *
  *   alignment   loop u: the rows / columns whose guards hold shift A / B once (async send
  *               and receive between buffers 0 and 1, then `wait`); a final copy brings the
- *               blocks of rows that shifted an odd number of times back to buffer 0
+ *               blocks of rows that shifted an odd number of times back to buffer 0. A
+ *               weight the host wrote aligned (gemm_preskew.c) takes no part; with both
+ *               operands so there is no loop
  *   steps       loop s in [0, N): step s multiplies buffers s % 2 while the next blocks
  *               stream into the other pair (double buffering); the last step does not shift
  *
@@ -33,14 +35,18 @@ static void shift(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to,
           (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(from), wf_arg_int(n), wf_arg_int(s->done)});
 }
 
-static void align(shift_ctx *s, const wf_ring *ring, int N) {
+/* preskew: the operands the host wrote aligned (gemm_preskew.c), left out. */
+static void align(shift_ctx *s, const wf_ring *ring, int N, int preskew) {
   wf_lower *L = s->L;
+  if (preskew == (WF_PRESKEW_A | WF_PRESKEW_B)) return; /* nothing moves */
   int u = wf_lower_var(L, "u");
   wf_pe_term tu = wf_term_var(u, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_ring_align ra, rb;
   ring->align(&ra, ty, N, tu); /* A: row y shifts along x */
   ring->align(&rb, tx, N, tu); /* B: column x shifts along y */
   WF_ASSERT(ra.iters == rb.iters);
+  if (preskew & WF_PRESKEW_A) ra.n0 = ra.n1 = ra.nf = 0;
+  if (preskew & WF_PRESKEW_B) rb.n0 = rb.n1 = rb.nf = 0;
   wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(ra.iters)});
   for (int i = 0; i < ra.n0; i++) shift(s, &ra.from0[i], s->ca, s->a[0], s->a[1], s->na);
   for (int i = 0; i < ra.n1; i++) shift(s, &ra.from1[i], s->ca, s->a[1], s->a[0], s->na);
@@ -55,7 +61,7 @@ static void align(shift_ctx *s, const wf_ring *ring, int N) {
 }
 
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
-                        wf_gemm_algo algo) {
+                        wf_gemm_algo algo, int preskew) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
   const wf_type *ta = wf_value_type(L->f, a), *tb = wf_value_type(L->f, b);
   if (ta->layout.dims[ta->rank - 1].split == WF_AXIS_NONE && tb->layout.dims[tb->rank - 2].split == WF_AXIS_NONE) {
@@ -74,7 +80,7 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
                           wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
     return 0;
   }
-  if (L->w != L->h) return wf_lower_gemm_rect(L, op, out, algo); /* the lcm virtual grid */
+  if (L->w != L->h) return wf_lower_gemm_rect(L, op, out, algo, preskew); /* the lcm virtual grid */
   int N = L->w;
   int64_t m, k, kb, n, r, cc;
   wf_lower_block(L, a, &m, &k);
@@ -84,7 +90,8 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   shift_ctx s = {L, -1, -1, {0, 0}, {0, 0}, m * k, kb * n, 0};
   int sc = wf_lower_sym(L, c);
   out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
-  out->predicted = wf_gemm_predict(L->t, algo, L->w, L->h, m, k, n);
+  out->predicted = N == 1 ? wf_gemm_predict(L->t, algo, N, N, m, k, n)
+                          : wf_gemm_shift_cost(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, NULL);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {
     wf_emit(L, NULL, WF_PEOP_MATMUL,
@@ -113,7 +120,7 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   s.b[1] = wf_lower_temp(L, "$gemm_b1", bf.b1 * 4);
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.a[0]), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_int(s.na)});
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.b[0]), wf_arg_sym(wf_lower_sym(L, b)), wf_arg_int(s.nb)});
-  align(&s, ring, N);
+  align(&s, ring, N, preskew);
 
   int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);

@@ -1,5 +1,5 @@
-/* plan/manifest.json, format_version 1 (docs/plan-format.md). Key order is fixed, so the
- * same compile writes the same bytes. */
+/* plan/manifest.json, format_version 1, or 2 with pre-skewed weights (docs/plan-format.md).
+ * Key order is fixed, so the same compile writes the same bytes. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -158,7 +158,13 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   const wf_pe_class *c = L->cls;
   const wf_region *reg = &L->m->regions[L->region];
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddNumberToObject(root, "format_version", 1);
+  /* 2 only when a weight is pre-skewed: a waferrun that reads 1 refuses such a plan instead
+   * of scattering the weight unaligned; every other plan stays readable by it */
+  int version = 1;
+  wf_gemm_skew sk;
+  for (int i = 0; i < w->n && version == 1; i++)
+    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) version = 2;
+  cJSON_AddNumberToObject(root, "format_version", version);
   cJSON *comp = cJSON_AddObjectToObject(root, "compiler");
   cJSON_AddStringToObject(comp, "name", "waferc");
   cJSON_AddStringToObject(comp, "version", WF_VERSION_STRING);
@@ -260,6 +266,16 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name), 0);
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
+    /* a MeshGEMM / Cannon operand the host writes already aligned (gemm_preskew.c) */
+    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) {
+      cJSON *so = cJSON_AddObjectToObject(o, "skew");
+      cJSON_AddStringToObject(so, "ring", sk.ring == WF_SKEW_PLAIN ? "plain" : "interleave");
+      cJSON_AddNumberToObject(so, "tiles", (double)sk.tiles);
+      cJSON_AddNumberToObject(so, "k_dim", sk.k_dim);
+      cJSON_AddNumberToObject(so, "k_tile", (double)sk.k_tile);
+      cJSON_AddNumberToObject(so, "other_dim", sk.other_dim);
+      cJSON_AddNumberToObject(so, "other_tile", (double)sk.other_tile);
+    }
     cJSON_AddItemToArray(wt, o);
   }
 

@@ -30,7 +30,7 @@ rm "$TMP/noprog/programs/main.wpe"
 expect_fail noprog 1 "noprog/programs/main.wpe" -- waferrun "$TMP/noprog" --input x="$X"
 
 variant version
-sed -i 's/"format_version":[[:space:]]*1/"format_version": 7/' "$TMP/version/manifest.json"
+sed -i 's/"format_version":[[:space:]]*[0-9]*/"format_version": 7/' "$TMP/version/manifest.json"
 expect_fail version 1 "format_version 7" -- waferrun "$TMP/version" --allow-modified-plan --input x="$X"
 
 variant rect

@@ -60,6 +60,29 @@ refused guard_alone "main.wpe:[0-9]*:1: error: a guard must be followed by an in
 refused no_class "regions\[0\] 'mesh': its classes cover 0 of its 4x4 PEs" 'm["regions"][0]["classes"] = []'
 refused no_weight "weights.tensors: no weight for symbol '@w' of class 'main'" \
   'm["weights"]["tensors"] = [t for t in m["weights"]["tensors"] if t["symbol"] != "@w"]'
+# Pre-skewed weights (docs/plan-format.md, weights[].skew): @w is MeshGEMM's B, written aligned.
+# The scatter trusts its tiles to stay inside the block only after the loader held every
+# number to what the blocks imply.
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["weights"]["tensors"][0]; assert t["skew"]["k_dim"] == 0, t' \
+  "$TMP/good/manifest.json" || fail "premise: mlp_softmax's @w is pre-skewed"
+refused skew_input "inputs\[0\].skew: only a weight may be pre-skewed" \
+  'm["inputs"][0]["skew"] = m["weights"]["tensors"][0]["skew"]'
+refused skew_ring "weights.tensors\[0\].skew.ring: expected \"interleave\" or \"plain\"" \
+  'm["weights"]["tensors"][0]["skew"]["ring"] = "spiral"'
+refused skew_dims "weights.tensors\[0\].skew: k_dim 1 and other_dim 1 must be two dims" \
+  'm["weights"]["tensors"][0]["skew"]["k_dim"] = 1'
+refused skew_rank "weights.tensors\[0\].skew.other_dim: expected an integer in \[0, " \
+  'm["weights"]["tensors"][0]["skew"]["other_dim"] = 2**40'
+refused skew_tiles "weights.tensors\[0\].skew: dim 0 must be split over more than one PE" \
+  'm["weights"]["tensors"][0]["skew"]["tiles"] = 6'
+refused skew_k_tile "weights.tensors\[0\].skew: blocks of 8 (dim 0) .* need k_tile 8 and other_tile 4, got 16" \
+  'm["weights"]["tensors"][0]["skew"]["k_tile"] = 16'
+refused skew_other_tile "need k_tile 8 and other_tile 4, got 8 and 1" \
+  'm["weights"]["tensors"][0]["skew"]["other_tile"] = 1'
+refused skew_number "weights.tensors\[0\].skew: only a weight may be pre-skewed, as an object" \
+  'm["weights"]["tensors"][0]["skew"] = 3'
+refused skew_version "weights.tensors\[0\].skew: a pre-skewed weight needs format_version 2 (the plan says 1)" \
+  'm["format_version"] = 1'
 refused memory_map "regions\[0\].classes\[0\].memory: expected an array of the [0-9]* symbols" \
   'c = m["regions"][0]["classes"][0]; c["memory"].append(c["memory"][0])'
 refused memory_bytes "regions\[0\].classes\[0\].memory_bytes: expected [0-9]*" \

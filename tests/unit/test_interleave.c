@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/gemm/mesh_algos.h"
+#include "ir/support/gemm_skew.h"
 #include "wf_test.h"
 
 static int iabs(int v) { return v < 0 ? -v : v; }
@@ -16,6 +17,11 @@ static void ring(int n) {
   for (int k = 0; k < n; k++) {
     CHECK(order[k] >= 0 && order[k] < n && !seen[order[k]]++, "n=%d: not a permutation", n);
     CHECK(pos[order[k]] == k);
+  }
+  /* the closed forms pre-skewed weights are scattered by (ir/support/gemm_skew.h) */
+  for (int k = 0; k < n; k++) {
+    CHECK(wf_skew_interleave_order(k, n) == order[k], "n=%d: closed-form order[%d]", n, k);
+    CHECK(wf_skew_interleave_pos(order[k], n) == k, "n=%d: closed-form pos(%d)", n, order[k]);
   }
   for (int x = 0; x < n; x++) {
     int s, r, s2, r2;
@@ -54,6 +60,9 @@ static void simulate(int nw, int nh) {
   for (int i = 0; i < L; i++)
     for (int j = 0; j < L; j++) {
       int ka = wf_meshgemm_align_a(&g, i, j), kb = wf_meshgemm_align_b(&g, i, j);
+      /* what the host writes for a pre-skewed weight: the tile the alignment would bring */
+      CHECK(wf_skew_source(WF_SKEW_INTERLEAVE, i, j, L) == ka, "L=%d (%d, %d): pre-skew", L, i, j);
+      CHECK(wf_skew_source(WF_SKEW_PLAIN, i, j, L) == (i + j) % L);
       A[i * L + j] = (tile){i, ka}; /* fetched from virtual PE (i, ka) */
       B[i * L + j] = (tile){kb, j}; /* fetched from virtual PE (kb, j) */
     }

@@ -1,6 +1,9 @@
-/* wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--target=T] [--keep=DIR]
+/* wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--weights=none|a|b|ab] [--target=T]
+ *                  [--keep=DIR]
  *
- * Builds C[M,N] = A[M,K] . B[K,N] as IR, partitions it over an S x S (or W x H) region, lowers
+ * Builds C[M,N] = A[M,K] . B[K,N] as IR (--weights: the operands that are constants of the
+ * module, as a model's weights are, instead of inputs; MeshGEMM and Cannon get them written
+ * pre-skewed, docs/gemm.md), partitions it over an S x S (or W x H) region, lowers
  * the matmul to dist.gemm{algo=NAME} (lower-gemm), compiles and simulates it in timing mode
  * (cycles only: every instruction's cost is data-independent, docs/cycle-model.md) and
  * prints one JSON object ("mesh": [W, H]). predicted_cycles is the plan's own (the cost
@@ -14,14 +17,22 @@
 #include "waferc/diag.h"
 #include "waferc/pass.h"
 
-static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int64_t N, const wf_target *t,
-                      char **out) {
-  char text[1024];
+/* wa / wb: A / B is a constant (a splat: timing mode reads no data) instead of an argument. */
+static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int64_t N, int wa, int wb,
+                      const wf_target *t, char **out) {
+  char text[1024], consts[256] = "", args[128] = "";
+  if (wa) snprintf(consts, sizeof consts, "  const @a : f32[%lld, %lld] = dense<0.5>\n", (long long)M, (long long)K);
+  if (wb)
+    snprintf(consts + strlen(consts), sizeof consts - strlen(consts), "  const @b : f32[%lld, %lld] = dense<0.5>\n",
+             (long long)K, (long long)N);
+  if (!wa) snprintf(args, sizeof args, "%%a: f32[%lld, %lld]", (long long)M, (long long)K);
+  if (!wb)
+    snprintf(args + strlen(args), sizeof args - strlen(args), "%s%%b: f32[%lld, %lld]", wa ? "" : ", ", (long long)K,
+             (long long)N);
   snprintf(text, sizeof text,
-           "module @gemm {\n  func @main(%%a: f32[%lld, %lld], %%b: f32[%lld, %lld]) -> f32[%lld, %lld] {\n"
-           "    %%c = matmul(%%a, %%b) : f32[%lld, %lld]\n    return %%c\n  }\n}\n",
-           (long long)M, (long long)K, (long long)K, (long long)N, (long long)M, (long long)N,
-           (long long)M, (long long)N);
+           "module @gemm {\n%s  func @main(%s) -> f32[%lld, %lld] {\n"
+           "    %%c = matmul(%ca, %cb) : f32[%lld, %lld]\n    return %%c\n  }\n}\n",
+           consts, args, (long long)M, (long long)N, wa ? '@' : '%', wb ? '@' : '%', (long long)M, (long long)N);
   wf_module *m = wf_parse_string(text, "wafer-bench-gemm.wir");
   if (!m) return WF_EXIT_INPUT;
   char pipe[256];
@@ -40,7 +51,7 @@ static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int6
 }
 
 int wf_bench_gemm(int argc, char **argv) {
-  const char *algo = "meshgemm", *target = "wse2", *keep = NULL, *v;
+  const char *algo = "meshgemm", *target = "wse2", *keep = NULL, *weights = "none", *v;
   long long W = 8, H = 8;
   int64_t M = 512, K = 512, N = 512;
   for (int i = 1; i < argc; i++) {
@@ -48,6 +59,13 @@ int wf_bench_gemm(int argc, char **argv) {
     if ((v = wf_bench_opt(a, "algo"))) algo = v;
     else if ((v = wf_bench_opt(a, "target"))) target = v;
     else if ((v = wf_bench_opt(a, "keep"))) keep = v;
+    else if ((v = wf_bench_opt(a, "weights"))) {
+      if (strcmp(v, "none") && strcmp(v, "a") && strcmp(v, "b") && strcmp(v, "ab")) {
+        fprintf(stderr, "wafer-bench gemm: --weights=%s: expected none, a, b or ab\n", v);
+        return WF_EXIT_USAGE;
+      }
+      weights = v;
+    }
     else if ((v = wf_bench_opt(a, "mesh"))) {
       /* S (an S x S region) or WxH; the cap keeps W x H in an int (the target rejects
        * anything past its program rectangle anyway) */
@@ -64,10 +82,10 @@ int wf_bench_gemm(int argc, char **argv) {
     else if ((v = wf_bench_opt(a, "k"))) { if ((K = wf_bench_int("k", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "n"))) { if ((N = wf_bench_int("n", v)) < 0) return WF_EXIT_USAGE; }
     else {
-      static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n"};
-      wf_error_unknown_option("wafer-bench gemm", a, own, 7);
+      static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n", "--weights"};
+      wf_error_unknown_option("wafer-bench gemm", a, own, 8);
       fprintf(stderr, "usage: wafer-bench gemm --algo=meshgemm|cannon|summa|allgather|auto --mesh=S|WxH "
-                      "--m=M --k=K --n=N [--target=T] [--keep=PLAN_DIR]\n");
+                      "--m=M --k=K --n=N [--weights=none|a|b|ab] [--target=T] [--keep=PLAN_DIR]\n");
       return WF_EXIT_USAGE;
     }
   }
@@ -77,7 +95,8 @@ int wf_bench_gemm(int argc, char **argv) {
   snprintf(mesh, sizeof mesh, "%lldx%lld", W, H);
   if (wf_target_set_mesh(&t, mesh)) return WF_EXIT_NOFIT;
   char *ir = NULL;
-  int rc = compile_ir(algo, (int)W, (int)H, M, K, N, &t, &ir);
+  int wa = strchr(weights, 'a') != NULL, wb = strchr(weights, 'b') != NULL;
+  int rc = compile_ir(algo, (int)W, (int)H, M, K, N, wa, wb, &t, &ir);
   if (rc) return rc;
   /* The algorithm lower-gemm chose (auto), from the lowered text. */
   const char *at = strstr(ir, "algo = ");
@@ -94,9 +113,9 @@ int wf_bench_gemm(int argc, char **argv) {
   double fmac = t.fmac_per_cycle > 0 ? t.fmac_per_cycle : 1;
   double eff = cycles > 0 ? (double)M * K * N / ((double)W * H * fmac * (double)cycles) : 0;
   printf("{\"op\": \"gemm\", \"algo\": \"%s\", \"requested\": \"%s\", \"target\": \"%s\", \"mesh\": [%lld, %lld], "
-         "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"simulated_cycles\": %lld, \"predicted_cycles\": %lld, "
-         "\"compute_efficiency\": %.4f}\n",
-         chosen, algo, t.name, W, H, (long long)M, (long long)K, (long long)N, (long long)cycles,
+         "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"weights\": \"%s\", \"simulated_cycles\": %lld, "
+         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f}\n",
+         chosen, algo, t.name, W, H, (long long)M, (long long)K, (long long)N, weights, (long long)cycles,
          predicted, eff);
   return 0;
 }

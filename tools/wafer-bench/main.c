@@ -18,7 +18,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: wafer-bench collective --algo=NAME|auto --pes=P --len=B [--dims=1|2]\n"
           "                  [--op=reduce|allreduce|broadcast] [--target=T] [--keep=DIR]\n"
-          "       wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--target=T]\n"
+          "       wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--weights=none|a|b|ab]\n"
+          "                  [--target=T]\n"
           "       wafer-bench gemv --allreduce=ktree|pipeline|auto --mesh=WxH --k=K --n=N\n"
           "       wafer-bench llm --model=llama3-8b|llama2-13b|codellama-34b|qwen2-72b|test-tiny\n"
           "                  [--prompt=P] [--generate=N] [--prefill-mesh=WxH] [--decode-mesh=WxH]\n"
