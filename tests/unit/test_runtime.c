@@ -167,8 +167,8 @@ static void test_deadlock(void) {
 static void test_bad_plans(void) {
   char prog[2048], hdr[1024];
   snprintf(prog, sizeof prog, "%s", header(hdr, sizeof hdr, 4, ""));
-  const char *dir = write_plan("badversion", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 2);
-  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "format_version 2 accepted");
+  const char *dir = write_plan("badversion", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 3);
+  CHECK(wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED) == NULL, "format_version 3 (newer than this loader) accepted");
   /* A send on a color the program never declared. */
   snprintf(prog, sizeof prog, "%ssend c5 $a 4\n", header(hdr, sizeof hdr, 4, ""));
   dir = write_plan("badcolor", 1, 1, 2, 8, 4, "{\"color\": 0}", prog, 1);
