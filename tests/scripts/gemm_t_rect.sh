@@ -66,20 +66,5 @@ EOF2
     n=$((n + 1))
   done
 done
-python3 - "$TMP/cycles" <<'PY' || exit 1
-import json, sys, traceback
-bad = 0
-for line in open(sys.argv[1]):
-    mpath, rpath, bound, what = line.rstrip("\n").split("\t")
-    try:
-        pred = sum(o["predicted_cycles"] for o in json.load(open(mpath))["ops"])
-        sim = json.load(open(rpath))["cycles"]["total"]
-        err = abs(sim - pred) / pred
-        assert err <= float(bound), "%s: predicted %d, simulated %d (%.1f%%)" % (what, pred, sim, 100 * err)
-    except Exception:
-        traceback.print_exc()
-        print("FAIL: %s: cycles" % what, file=sys.stderr)
-        bad += 1
-sys.exit(1 if bad else 0)
-PY
+python3 "$SRC/tests/tools/cycles_check.py" "$TMP/cycles" || exit 1
 echo "gemm_t_rect: $n plan(s) match"

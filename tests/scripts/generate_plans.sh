@@ -21,8 +21,6 @@ SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 G=$SRC/examples/models/generate
 
-header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
-prompt_len() { header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
 
 # The python checks of every plan below (layouts, occupancy, the switch and steps, the memory
 # ceiling's assumption) are queued in $TMP/checks, one line each
@@ -38,7 +36,7 @@ run_one() { # MODEL MESH POLICY
     --kv-cache="$pol" -q 2>"$TMP/err" || fail "$m on $mesh ($pol): waferc exited $?: $(head -3 "$TMP/err")"
   waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/out" 2>"$TMP/err" ||
     fail "$m on $mesh ($pol): waferrun exited $?: $(head -3 "$TMP/err")"
-  header "$d/out/tokens.npy" | grep -q "'<i8'.*(1, 8)" || fail "$m on $mesh: tokens.npy is $(header "$d/out/tokens.npy")"
+  npy_header "$d/out/tokens.npy" | grep -q "'<i8'.*(1, 8)" || fail "$m on $mesh: tokens.npy is $(npy_header "$d/out/tokens.npy")"
   wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
     fail "$m on $mesh ($pol): the mesh's tokens differ from torch's: $(wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 | tail -1)"
   queue layouts "$m on $mesh ($pol): a plan moves data to change a layout" "$d"

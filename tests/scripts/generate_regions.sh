@@ -18,8 +18,6 @@ SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 G=$SRC/examples/models/generate
 
-header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
-prompt_len() { header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
 
 run_one() { # MODEL PREFILL_MESH DECODE_MESH POLICY
   local m=$1 pm=$2 dm=$3 pol=$4 d="$TMP/$1.$2.$3.$4" L

@@ -70,22 +70,7 @@ check() {
   n=$((n + 1))
 }
 cycles_check() {
-  python3 - "$TMP/cycles" <<'PY' || exit 1
-import json, sys, traceback
-bad = 0
-for line in open(sys.argv[1]):
-    mpath, rpath, bound, what = line.rstrip("\n").split("\t")
-    try:
-        pred = sum(o["predicted_cycles"] for o in json.load(open(mpath))["ops"])
-        sim = json.load(open(rpath))["cycles"]["total"]
-        err = abs(sim - pred) / pred
-        assert err <= float(bound), "%s: predicted %d, simulated %d (%.1f%%)" % (what, pred, sim, 100 * err)
-    except Exception:
-        traceback.print_exc()
-        print("FAIL: %s: cycles" % what, file=sys.stderr)
-        bad += 1
-sys.exit(1 if bad else 0)
-PY
+  python3 "$SRC/tests/tools/cycles_check.py" "$TMP/cycles" || exit 1
 }
 
 # every input of part 2, in one npy.py run

@@ -119,3 +119,7 @@ gemm_run_check() {
   wafer-npycmp "$1/out/c.npy" "$4/c.npy" --atol 1e-4 --rtol 1e-4 >/dev/null || fail "$5: C differs from the interpreter"
   cycles_near "$1/r.json" "$5"
 }
+
+# npy_header FILE: a .npy file's header dict; prompt_len FILE: L of a [1, L] prompt (ids).
+npy_header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
+prompt_len() { npy_header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
