@@ -6,18 +6,18 @@
 # Per model and mesh, in one run: both maxima, their ratio, and the rows of PEs (the ratio's
 # ceiling when only the cache grew with N).
 #   bench/kv_capacity.sh                       # the models and meshes below
-#   MODELS="llama_mha_halfrope" MESHES="8 16" BIG=3000 bench/kv_capacity.sh
+#   MODELS="llama_mha_halfrope" MESHES="8 16" BIG=6000 bench/kv_capacity.sh
 set -euo pipefail
-MODELS=${MODELS:-"llama_mha_halfrope llama_gqa_interleaved gpt2_untied"}
+MODELS=${MODELS:-"llama_mha_halfrope llama_gqa_interleaved"}
 MESHES=${MESHES:-"4 8 16"}
-BIG=${BIG:-3000}
+BIG=${BIG:-6000}
 . "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 G=$here/examples/models/generate
 
 # most MODEL N POLICY: the largest --generate the planner accepts, ">= BIG" when BIG fits
 most() {
   local m=$1 n=$2 pol=$3 L rc=0
-  L=$(head -c 256 "$G/${m}_prompt.npy" | tr -d '\000' | head -1 | sed -E 's/.*\(1, ([0-9]+)\).*/\1/')
+  L=$(head -c 256 "$G/${m}_prompt.npy" | tr -d '\000' | head -1 | grep -a -o '{.*}' | sed -E 's/.*\(1, ([0-9]+)\).*/\1/')
   "$waferc" "$G/$m.onnx" -o "$tmp/p" --target=wse2 --mesh="${n}x$n" --input-shape "input_ids=1x$L" \
     --generate="$BIG" --kv-cache="$pol" -q 2>"$tmp/err" >/dev/null || rc=$?
   if [ $rc -eq 0 ]; then echo ">=$BIG"; return; fi

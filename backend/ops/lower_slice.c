@@ -468,10 +468,12 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(res_words)});
   int panel = tmp;
   int64_t prow = x1.len * s.cbd; /* words between the panel's outer rows (batches) */
-  if (!rc && x1.parts > 1) {
-    prow = x1.parts * x1.len * s.cbd;
+  if (!rc && x1.parts > 1) { /* only the rows holding the prompt's tokens: its padding rows are never read */
+    int j1 = (int)((s.L + x1.len - 1) / x1.len);
+    j1 = j1 < x1.parts ? j1 : x1.parts;
+    prow = j1 * x1.len * s.cbd;
     panel = wf_lower_temp(L, "$kv_panel", x1.outer * prow * 4);
-    wf_relayout_gather ga = {x1.split, tmp, panel, 0, 0, x1.outer, s.cbd, x1.len, prow, 0, x1.parts};
+    wf_relayout_gather ga = {x1.split, tmp, panel, 0, 0, x1.outer, s.cbd, x1.len, prow, 0, j1};
     rc = wf_relayout_gather_axis(L, &ga, op->loc, &out->predicted);
     fabric |= 1u << x1.split;
   }
