@@ -22,20 +22,6 @@
 
 /* ---- the queues the run loop pops (sim_sched.c pushes) ---------------------------- */
 
-static wf_router *rt_now_pop(wf_sim *s) {
-  wf_router *top = s->rt_now[0], *last = s->rt_now[--s->n_rt_now];
-  int i = 0, n = s->n_rt_now;
-  for (;;) {
-    int c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && s->rt_now[c + 1]->key < s->rt_now[c]->key) c++;
-    if (s->rt_now[c]->key >= last->key) break;
-    s->rt_now[i] = s->rt_now[c];
-    i = c;
-  }
-  if (n) s->rt_now[i] = last;
-  return top;
-}
 
 /* Before the run returns: credits every sleeper with the visits made up to now. */
 void wf_sim_settle(wf_sim *s) {
@@ -183,10 +169,6 @@ void wf_sim_free(wf_sim *s) {
 
 /* ---- the main loop -------------------------------------------------------------------- */
 
-/* How many list entries ahead the loop issues each prefetch stage (WF_PF_*) for a PE or a
- * router: its hot lines first, then what they point to. */
-enum { PF_FAR = 12, PF_MID = 8, PF_NEAR = 4 };
-
 static int by_key(const void *a, const void *b) {
   int64_t x = (*(wf_pe *const *)a)->key, y = (*(wf_pe *const *)b)->key;
   return (x > y) - (x < y);
@@ -256,8 +238,7 @@ static int step_cycle(wf_sim *s, wf_jump_state *j) {
   /* Both lists are in wake order, scattered over the mesh: prefetch a few steps ahead. */
   int n = s->n_act_pe, n_slept = 0;
   for (int i = 0; i < n && !s->failed; i++) {
-    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], WF_PF_FAR);
-    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], WF_PF_NEAR);
+    wf_sim_prefetch_pes(s, i, n);
     wf_pe *p = s->act_pe[i];
     if (!p->sleeping) wf_pe_step(s, p);
     if (p->sleeping) s->slept[n_slept++] = i;
@@ -269,11 +250,9 @@ static int step_cycle(wf_sim *s, wf_jump_state *j) {
     wf_router *r;
     int li = -1;
     if (s->n_rt_now && (i >= nr || s->rt_now[0]->key < s->act_rt[i]->key)) {
-      r = rt_now_pop(s);
+      r = wf_sim_rt_now_pop(s);
     } else if (i < nr) {
-      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], WF_PF_FAR);
-      if (i + PF_MID < nr) wf_router_prefetch(s, s->act_rt[i + PF_MID], WF_PF_MID);
-      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], WF_PF_NEAR);
+      wf_sim_prefetch_routers(s, i, nr);
       li = i;
       r = s->act_rt[i++];
     } else {

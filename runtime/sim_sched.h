@@ -294,6 +294,7 @@ enum { WF_PF_FAR, WF_PF_MID, WF_PF_NEAR };
 /* A hint for the cycle loop (WF_PF_*: r's hot lines; the colors' state of its non-empty
  * buffers; the wavelets and destinations they point to); no effect. */
 WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage);
+
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
 
@@ -371,6 +372,35 @@ static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
 }
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
 WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage); /* as above */
+
+/* Both cycle loops (sim.c's step_cycle, sim_threads.c's phases), inlined in them. How many list
+ * entries ahead each prefetch stage goes for entry i of n (its hot lines first, then what they
+ * point to), for the awake PEs and for the routers holding wavelets: */
+enum { WF_PF_AHEAD_FAR = 12, WF_PF_AHEAD_MID = 8, WF_PF_AHEAD_NEAR = 4 };
+static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
+  if (i + WF_PF_AHEAD_FAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
+  if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+}
+static inline void wf_sim_prefetch_routers(wf_sim *s, int i, int n) {
+  if (i + WF_PF_AHEAD_FAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
+  if (i + WF_PF_AHEAD_MID < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_MID], WF_PF_MID);
+  if (i + WF_PF_AHEAD_NEAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+}
+/* Pops the router with the least key off the heap of sleepers woken to run in this cycle. */
+static inline wf_router *wf_sim_rt_now_pop(wf_sim *s) {
+  wf_router *top = s->rt_now[0], *last = s->rt_now[--s->n_rt_now];
+  int i = 0, n = s->n_rt_now;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && s->rt_now[c + 1]->key < s->rt_now[c]->key) c++;
+    if (s->rt_now[c]->key >= last->key) break;
+    s->rt_now[i] = s->rt_now[c];
+    i = c;
+  }
+  if (n) s->rt_now[i] = last;
+  return top;
+}
 void wf_pe_start(wf_sim *s, wf_pe *p);
 int wf_pe_quiescent(const wf_pe *p);
 

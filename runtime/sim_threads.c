@@ -178,8 +178,6 @@ void wf_band_event(const wf_sim_event *ev, void *user) {
 
 /* ---- the phases ------------------------------------------------------------------------- */
 
-enum { PF_FAR = 12, PF_MID = 8, PF_NEAR = 4 }; /* as sim.c */
-
 static void pe_phase(wf_band *b) {
   wf_sim *s = &b->sim;
   wf_sim_cycle_begin(s);
@@ -188,8 +186,7 @@ static void pe_phase(wf_band *b) {
   s->rt_cur_key = INT64_MIN;
   int n = s->n_act_pe, n_slept = 0;
   for (int i = 0; i < n && !s->failed; i++) {
-    if (i + PF_FAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_FAR], WF_PF_FAR);
-    if (i + PF_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + PF_NEAR], WF_PF_NEAR);
+    wf_sim_prefetch_pes(s, i, n);
     wf_pe *p = s->act_pe[i];
     b->cur = p->key;
     if (!p->sleeping) wf_pe_step(s, p);
@@ -200,20 +197,6 @@ static void pe_phase(wf_band *b) {
   b->n_slept = n_slept;
 }
 
-static wf_router *rt_now_pop(wf_sim *s) { /* as sim.c */
-  wf_router *top = s->rt_now[0], *last = s->rt_now[--s->n_rt_now];
-  int i = 0, n = s->n_rt_now;
-  for (;;) {
-    int c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && s->rt_now[c + 1]->key < s->rt_now[c]->key) c++;
-    if (s->rt_now[c]->key >= last->key) break;
-    s->rt_now[i] = s->rt_now[c];
-    i = c;
-  }
-  if (n) s->rt_now[i] = last;
-  return top;
-}
 
 static double host_seconds(void) {
   struct timespec ts;
@@ -283,11 +266,9 @@ static void rt_phase(wf_band *b) {
     wf_router *r;
     int li = -1;
     if (s->n_rt_now && (i >= nr || s->rt_now[0]->key < s->act_rt[i]->key)) {
-      r = rt_now_pop(s);
+      r = wf_sim_rt_now_pop(s);
     } else {
-      if (i + PF_FAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_FAR], WF_PF_FAR);
-      if (i + PF_MID < nr) wf_router_prefetch(s, s->act_rt[i + PF_MID], WF_PF_MID);
-      if (i + PF_NEAR < nr) wf_router_prefetch(s, s->act_rt[i + PF_NEAR], WF_PF_NEAR);
+      wf_sim_prefetch_routers(s, i, nr);
       li = i;
       r = s->act_rt[i++];
     }
