@@ -134,14 +134,13 @@ static int64_t switch_slot(const layer_pack *pre, const layer_pack *dec, int64_t
  * its outputs k_switch_<i> / v_switch_<i>. */
 static int compile_switch(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre,
                           const layer_pack *dec, int64_t cap, int dw, int dh, const char *dir) {
-  char *text = NULL, *args = NULL, *body = NULL;
-  size_t tn = 0, an = 0, bn = 0;
+  char *text = NULL, *args = NULL, *body = NULL, *rets = NULL;
+  size_t tn = 0, an = 0, bn = 0, rn = 0;
   FILE *ft = open_memstream(&text, &tn), *fa = open_memstream(&args, &an), *fb = open_memstream(&body, &bn);
-  WF_ASSERT(ft && fa && fb);
+  FILE *fr = open_memstream(&rets, &rn);
+  WF_ASSERT(ft && fa && fb && fr);
   int pw = c->target.mesh_w, ph = c->target.mesh_h, rc = 0;
   fprintf(fb, "    return ");
-  char rets[4096] = "";
-  size_t rn = 0;
   for (int i = 0; i < layers && !rc; i++) {
     const layer_pack *p = &pre[i], *d = &dec[i];
     if (d->dims[2] % dw || p->dims[0] != 1) {
@@ -161,16 +160,16 @@ static int compile_switch(wf_cli *c, const wf_gen_compile *g, int layers, const 
               (long long)width);
       for (int64_t h = 0; h < nslots; h++) fprintf(ft, "%s%lld", h ? ", " : "", (long long)switch_slot(p, d, h));
       fprintf(ft, "]} : f32[1, %lld, %lld]\n", (long long)(ph * cap), (long long)(pw * cbd));
-      rn += (size_t)snprintf(rets + rn, rn < sizeof rets ? sizeof rets - rn : 0, "%sf32[1, %lld, %lld]",
-                             i || kv ? ", " : "", (long long)(ph * cap), (long long)(pw * cbd));
+      fprintf(fr, "%sf32[1, %lld, %lld]", i || kv ? ", " : "", (long long)(ph * cap), (long long)(pw * cbd));
       fprintf(fb, "%s%%%s_switch_%d", i || kv ? ", " : "", t, i);
     }
   }
   fclose(fa);
   fclose(fb);
   fclose(ft);
+  fclose(fr);
   wf_module *m = NULL;
-  if (!rc && rn < sizeof rets) {
+  if (!rc) {
     char *mod = NULL;
     size_t mn = 0;
     FILE *fm = open_memstream(&mod, &mn);
@@ -180,10 +179,9 @@ static int compile_switch(wf_cli *c, const wf_gen_compile *g, int layers, const 
     m = wf_parse_string(mod, "the switch");
     free(mod);
     if (!m) rc = WF_EXIT_UNSUPPORTED;
-  } else if (!rc) {
-    rc = WF_EXIT_UNSUPPORTED;
   }
   free(text);
+  free(rets);
   free(args);
   free(body);
   wf_pipeline *pl = rc ? NULL : wf_cli_parse_pipeline(c, "partition");
@@ -466,11 +464,11 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
     char shape[256], extra[8192];
     snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
     int n = snprintf(extra, sizeof extra,
-                     "{\"generate\": {\"decode_plan\": \"decode\", %s%s%s\"prompt_input\": \"%s\", "
+                     "{\"generate\": {\"decode_plan\": \"decode\", %s\"prompt_input\": \"%s\", "
                      "\"prompt_length\": %lld, \"max_new_tokens\": %lld, \"kv_cache\": \"%s\", "
                      "\"prefill_next\": \"next_ids\", \"decode_ids\": \"%s\", \"decode_position\": \"position\", "
                      "\"decode_next\": \"next_ids\", \"rows\": %d, \"slots_per_row\": %lld, \"caches\": [",
-                     two ? "\"switch_plan\": \"switch\", " : "", "", "", name, L, (long long)g->n, g->kv_cache, name,
+                     two ? "\"switch_plan\": \"switch\", " : "", name, L, (long long)g->n, g->kv_cache, name,
                      dh, (long long)cap);
     wf_progress("compiling the prefill (%lld tokens)", L);
     /* the caches' names are the passes' (k_cache_<i>, v_cache_<i>) and the switch's */
