@@ -29,6 +29,27 @@ int wf_rule_reshape(wf_func *f, const wf_op *op, wf_type *out) {
 
 int64_t wf_cost_reshape(const wf_func *f, const wf_op *op) { return no_flops(f, op); }
 
+/* ---- shift: the operand's type; `axis` in range, |by| at most the axis' size --------------- */
+
+int wf_rule_shift(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *a = wf_rule_in(f, op, 0);
+  int64_t ax = wf_rule_int(f, op, "axis", 0), by = wf_rule_int(f, op, "by", 0);
+  int axis = wf_norm_axis(ax, a->rank);
+  if (axis < 0) {
+    wf_error(op->loc, "'shift' axis %lld is out of range for %s", (long long)ax, TS(a));
+    return -1;
+  }
+  if (by < -a->dims[axis] || by > a->dims[axis]) {
+    wf_error(op->loc, "'shift' by %lld is past the %lld indices of %s's axis %d", (long long)by,
+             (long long)a->dims[axis], TS(a), axis);
+    return -1;
+  }
+  *out = wf_rule_type(a->dtype, a->rank, a->dims);
+  return 0;
+}
+
+int64_t wf_cost_shift(const wf_func *f, const wf_op *op) { return no_flops(f, op); }
+
 /* ---- transpose: out.dims[i] = in.dims[perm[i]] ------------------------------------------- */
 
 int wf_rule_transpose(wf_func *f, const wf_op *op, wf_type *out) {

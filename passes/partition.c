@@ -295,6 +295,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_DECODE_ATTENTION: /* decode-step's */
     case WF_OP_KV_SWITCH: /* the prefill->decode switch (lower_slice.c) */
+    case WF_OP_SHIFT: /* backend/ops/lower_shift.c */
     case WF_OP_RETURN:
       return 1;
     default:

@@ -238,6 +238,12 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
       }
       case WF_OP_KV_SWITCH: /* lower_slice.c zeroes the whole result before its copies */
         break;
+      case WF_OP_SHIFT: { /* lower_shift.c: the other dims' padding moves with the blocks; along the
+                             axis, data shifts into the last block's padding */
+        int ax = wf_norm_axis(wf_op_int(f, op, "axis", 0), rt->rank);
+        m = (dirty[op->operands[0]] | (ax >= 0 ? 1u << ax : 0)) & all_padded(rt, w, h);
+        break;
+      }
       case WF_OP_SLICE: case WF_OP_CONCAT: case WF_OP_SPLIT:
         /* backend/ops/lower_slice.c copies the other dims' blocks whole (their padding with
          * them) and zeroes the result's padding along each axis it cuts */

@@ -105,6 +105,10 @@ typedef struct wf_lower {
    * (dec_up, when dec_up_set). */
   int attn_grp[4];
   int dec_up[2], dec_up_set;
+  /* shift's one-hop lines (lower_shift.c): colors [axis x/y][toward +1 / -1][sender parity],
+   * bit (axis * 2 + dir) of shift_set once allocated with their routes */
+  int shift_col[2][2][2];
+  unsigned shift_set;
   int attn_gather;       /* the columns per kv head of the gathered kv ring (lower_attention.c;
                             0 = none yet): one ring's routes per class */
   unsigned move_bits;    /* WF_MOVE_* bits the op being lowered set (the movers set them, so
@@ -253,6 +257,8 @@ int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_slice.c: kv_switch, the prefill->decode switch of a KV cache: two such moves, along x
  * (the decode packing's columns) then along y (the decode rows' first slots). */
 int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_shift.c: shift (ops.def), whole blocks along a split axis over one-hop links. */
+int wf_lower_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */
 int wf_lower_dist_coll(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_gemv.c: dist.gemv, MeshGEMV (local GEMV, then the allreduce along x). */

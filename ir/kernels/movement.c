@@ -122,3 +122,22 @@ int wf_kern_GATHER(const wf_kctx *k) {
   }
   return 0;
 }
+
+/* shift: out[.., i, ..] = a[.., i - by, ..] where that index exists, else 0 (ops.def). */
+int wf_kern_SHIFT(const wf_kctx *k) {
+  const wf_tensor *a = k->in[0];
+  wf_tensor *o = k->out[0];
+  int axis = wf_norm_axis(wf_rule_int(k->f, k->op, "axis", 0), a->rank);
+  WF_ASSERT(axis >= 0); /* verified */
+  int64_t by = wf_rule_int(k->f, k->op, "by", 0), n = a->dims[axis];
+  size_t inner = (size_t)wf_kprod(a->dims, axis + 1, a->rank) * ES(a);
+  int64_t outer = wf_kprod(a->dims, 0, axis);
+  memset(o->data, 0, wf_tensor_bytes(o));
+  for (int64_t p = 0; p < outer; p++)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t s = i - by;
+      if (s < 0 || s >= n) continue;
+      memcpy((char *)o->data + (size_t)(p * n + i) * inner, (const char *)a->data + (size_t)(p * n + s) * inner, inner);
+    }
+  return 0;
+}
