@@ -19,6 +19,7 @@
 #include "passes/cli.h"
 #include "passes/partition.h"
 #include "generate.h"
+#include "pipeline.h"
 #include "plan_stage.h"
 #include "tools/waferc/interpret_generate.h"
 #include "waferc/backend.h"
@@ -53,6 +54,7 @@ typedef struct options {
   const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
   int autotune;                /* --autotune (with --generate): the mesh from the cost model */
   int dec_w, dec_h;            /* --decode-mesh=WxH (with --generate): the decode region */
+  int pipeline_n;              /* --pipeline=N: stages on N bands of rows (0, 1: none) */
 } options;
 
 /* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
@@ -107,6 +109,10 @@ static void usage(FILE *out) {
         "                             meshes of 2, 4, 8, ... PEs a side, and --mesh; decode on\n"
         "                             the prefill's corner) with the least predicted time to the\n"
         "                             last token, the switch included; prints what it weighed\n"
+        "  --pipeline=N               the model's layers over N bands of the mesh's rows (a\n"
+        "                             multiple of N), each band a plan in DIR/pipeline/ and the\n"
+        "                             activations moved band to band over the fabric; waferrun\n"
+        "                             runs them in order (docs/pipeline.md)\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
         "  -q                         no progress lines\n"
@@ -446,6 +452,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--gemv-groups", { if (parse_count("--gemv-groups", v, 0, &o->gemv_groups)) return WF_EXIT_USAGE; })
     VALUE("--output-dir", o->output_dir = v)
     VALUE("--generate", { if (parse_count("--generate", v, 1, &o->generate)) return WF_EXIT_USAGE; })
+    VALUE("--pipeline", { if (parse_count("--pipeline", v, 1, &o->pipeline_n)) return WF_EXIT_USAGE; })
     VALUE("--kv-cache", {
       if (strcmp(v, "shift") && strcmp(v, "concat")) {
         wf_error(WF_LOC_NONE, "--kv-cache expects shift or concat, got '%s'", v);
@@ -494,7 +501,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
-                                        "--decode-mesh"};
+                                        "--decode-mesh", "--pipeline"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -620,6 +627,55 @@ static int generate(wf_cli *c, const options *o, wf_pipeline *pipeline) {
   return wf_waferc_interpret_generate(&g);
 }
 
+/* --pipeline=N: each stage imports the model and runs the default pipeline's passes before
+ * partition (pipeline.c cuts between them and the rest). */
+typedef struct pipe_load {
+  wf_cli *c;
+  options *o;
+  wf_pipeline *pre;
+} pipe_load;
+
+static wf_module *load_pre(void *user, int *rc) {
+  pipe_load *l = user;
+  return load_module(l->c, l->o, l->pre, rc);
+}
+
+static int compile_pipeline(wf_cli *c, options *o, int argc, char **argv) {
+  int N = o->pipeline_n, H = c->target.mesh_h;
+  if (H % N) {
+    int down = H / N * N, up = down + N;
+    if (down)
+      wf_error(WF_LOC_NONE, "--pipeline=%d: the mesh's %d rows do not make %d bands of equal height (--mesh=%dx%d or "
+                            "%dx%d does)", N, H, N, c->target.mesh_w, down, c->target.mesh_w, up);
+    else
+      wf_error(WF_LOC_NONE, "--pipeline=%d: the mesh has %d rows, fewer than the %d bands (--mesh=%dx%d)", N, H, N,
+               c->target.mesh_w, up);
+    return WF_EXIT_USAGE;
+  }
+  char *full = default_pipeline(0, o->gemm_algo, o->gqa), *cut = strstr(full, ",partition");
+  WF_ASSERT(cut); /* partition is part of every build that writes plans */
+  *cut = 0;
+  wf_pipeline *pre = wf_cli_parse_pipeline(c, full);
+  char *flags = joined_args(argc, argv);
+  int rc = WF_EXIT_USAGE;
+  if (pre) {
+    pipe_load pl = {c, o, pre};
+    wf_pipe_compile pc = {N, o->output, cut + 1, WF_PLAN_OPTS_DEFAULT, load_pre, &pl};
+    pc.po.func = o->func;
+    pc.po.compiler_flags = flags;
+    pc.po.quiet = c->quiet;
+    pc.po.reduce_algo = o->reduce_algo;
+    pc.po.gemv_allreduce = o->gemv_how[0] ? o->gemv_how : NULL;
+    pc.po.gemv_k = o->gemv_k;
+    pc.po.gemv_groups = o->gemv_groups;
+    rc = wf_waferc_compile_pipeline(c, &pc);
+    wf_pipeline_free(pre);
+  }
+  free(flags);
+  free(full);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   wf_cli c;
   wf_cli_init(&c, "waferc");
@@ -673,6 +729,11 @@ int main(int argc, char **argv) {
   } else if (o.dec_w && o.autotune) {
     wf_error(WF_LOC_NONE, "--decode-mesh and --autotune: give one (autotune chooses the meshes itself)");
     rc = WF_EXIT_USAGE;
+  } else if (o.pipeline_n > 1 && (o.interpret || emit_ir || o.generate || o.auto_region || c.pipeline || !o.output)) {
+    wf_error(WF_LOC_NONE, "--pipeline=N compiles a plan with the default pipeline: it takes -o DIR and not %s",
+             o.interpret ? "--interpret" : emit_ir ? "--emit=ir" : o.generate ? "--generate" : o.auto_region ? "--auto-region"
+             : c.pipeline ? "--pass-pipeline" : "the missing -o");
+    rc = WF_EXIT_USAGE;
   } else if (o.generate && o.gqa && !strcmp(o.gqa, "gather")) {
     wf_error(WF_LOC_NONE, "--gqa=gather is for prefill plans: with --generate the decode step reads the prefill's "
                           "k and v columns, so kv heads are replicated (drop --gqa or use --gqa=replicate)");
@@ -685,6 +746,12 @@ int main(int argc, char **argv) {
     return rc;
   }
 
+  if (o.pipeline_n > 1) {
+    rc = compile_pipeline(&c, &o, argc, argv);
+    wf_pipeline_free(pipeline);
+    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
+    return rc;
+  }
   if (o.generate && !o.interpret) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,

@@ -15,7 +15,7 @@
 
 /* The entries of a plan directory that belong to the plan (docs/plan-format.md); anything
  * else a user keeps there is not touched. manifest.json is handled on its own. */
-static const char *const plan_entries[] = {"programs", "kernels", "weights.bin", "decode", "switch"};
+static const char *const plan_entries[] = {"programs", "kernels", "weights.bin", "decode", "switch", "pipeline"};
 
 /* The stage being written, removed at exit when the compile stops early (out of host memory:
  * diag.h's exit 7 runs the atexit handlers), so no half-written stage stays beside the plan. */

@@ -9,7 +9,7 @@
  * `<parent>/.<name>.waferc-XXXXXX`, malloc'd. NULL after reporting (exit code WF_EXIT_IO). */
 char *wf_plan_stage_begin(const char *out);
 /* Moves the staged plan into `out`: the old plan's manifest goes first, then its programs,
- * kernels, weights, decode and switch plans are replaced by the stage's, the files of the stage's ir/
+ * kernels, weights, decode, switch and pipeline plans are replaced by the stage's, the files of the stage's ir/
  * are moved into out/ir/ (dumps other files there, such as --dump-dir's, stay), and the new
  * manifest comes last. Removes the stage. 0, or WF_EXIT_IO after reporting. */
 int wf_plan_stage_commit(char *stage, const char *out);
