@@ -751,6 +751,70 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
   return 0;
 }
 
+/* A plan directory named by the manifest: relative, inside this plan. */
+static int inner_dir(lctx *c, const char *d, const char *where, int allow_empty) {
+  if ((!d[0] && allow_empty) || (d[0] && d[0] != '/' && !strstr(d, "..") && !strchr(d, '\\'))) return 0;
+  lerr(c, "%s: '%s' must be a relative directory inside the plan (no '..', not absolute)", where, d);
+  return -1;
+}
+
+/* "pipeline" (optional): the stages waferrun runs in order (wf_plan_pipeline). */
+static int load_pipeline(lctx *c, wf_plan *p, const cJSON *o) {
+  wf_plan_pipeline *P = &p->pipe;
+  int64_t mesh[2], rows;
+  const cJSON *st;
+  if (!cJSON_IsObject(o) || get_ints(c, o, "mesh", "pipeline", mesh, 2, 1, 1 << 16) ||
+      get_int_in(c, o, "rows_per_stage", "pipeline", 1, 1 << 16, &rows) || !(st = get(c, o, "stages", "pipeline")))
+    return -1;
+  int n = cJSON_IsArray(st) ? cJSON_GetArraySize(st) : 0;
+  if (n < 2 || n > 1024 || rows * n != mesh[1] || p->mesh_w != mesh[0] || p->mesh_h != rows) {
+    lerr(c, "pipeline: expected 2 to 1024 stages of rows_per_stage rows making the mesh, stage 0 this %dx%d plan",
+         p->mesh_w, p->mesh_h);
+    return -1;
+  }
+  P->mesh_w = (int)mesh[0], P->mesh_h = (int)mesh[1], P->rows_per_stage = (int)rows;
+  P->stages = calloc((size_t)n, sizeof *P->stages);
+  WF_ASSERT(P->stages);
+  P->n_stages = n;
+  for (int k = 0; k < n; k++) {
+    char w[48], cw[96];
+    snprintf(w, sizeof w, "pipeline.stages[%d]", k);
+    const cJSON *e = cJSON_GetArrayItem(st, k);
+    wf_plan_stage *S = &P->stages[k];
+    int64_t r[2];
+    if (get_str(c, e, "plan", w, S->plan, sizeof S->plan) || inner_dir(c, S->plan, w, k == 0) ||
+        get_ints(c, e, "rows", w, r, 2, 0, mesh[1]))
+      return -1;
+    if (r[0] != k * rows || r[1] != (k + 1) * rows || (k == 0) != !S->plan[0]) {
+      lerr(c, "%s: stage %d holds rows [%lld, %lld) and is %s", w, k, (long long)(k * rows),
+           (long long)((k + 1) * rows), k ? "a plan directory inside this plan" : "this plan (\"plan\": \"\")");
+      return -1;
+    }
+    S->rows[0] = (int)r[0], S->rows[1] = (int)r[1];
+    if (!k) continue;
+    const cJSON *cs;
+    if (get_str(c, e, "transfer", w, S->transfer, sizeof S->transfer) || inner_dir(c, S->transfer, w, 0) ||
+        !(cs = get(c, e, "carries", w)))
+      return -1;
+    int nc = cJSON_IsArray(cs) ? cJSON_GetArraySize(cs) : 0;
+    if (nc < 1 || nc > 4096) {
+      lerr(c, "%s.carries: expected 1 to 4096 {\"name\": NAME, \"moved\": NAME}", w);
+      return -1;
+    }
+    S->carries = calloc((size_t)nc, sizeof *S->carries);
+    WF_ASSERT(S->carries);
+    S->n_carries = nc;
+    for (int i = 0; i < nc; i++) {
+      snprintf(cw, sizeof cw, "%s.carries[%d]", w, i);
+      const cJSON *ci = cJSON_GetArrayItem(cs, i);
+      if (get_str(c, ci, "name", cw, S->carries[i].name, 256) || get_str(c, ci, "moved", cw, S->carries[i].moved, 256))
+        return -1;
+    }
+  }
+  P->present = 1;
+  return 0;
+}
+
 /* A key given twice in one object: cJSON keeps both and reads the first, so a duplicated
  * line would be half ignored. 0, or -1 after naming the first such key. */
 static int check_duplicate_keys(lctx *c, const cJSON *o, const char *where) {
@@ -990,6 +1054,8 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   p->relayouts = num_int(cJSON_GetObjectItemCaseSensitive(root, "relayouts"), 0, INT32_MAX, &num) ? -1 : (int)num;
   const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generate");
   if (gen && load_generate(&c, p, gen)) goto fail;
+  const cJSON *pipe = cJSON_GetObjectItemCaseSensitive(root, "pipeline");
+  if (pipe && load_pipeline(&c, p, pipe)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (num_int(pt, 0, JSON_INT_MAX, &num) == 0) p->predicted_total = num;
   /* `op N` markers must name an op of the manifest. */
@@ -1034,5 +1100,7 @@ void wf_plan_free(wf_plan *p) {
   free(p->ops);
   free(p->colls);
   free(p->gen.caches);
+  for (int k = 0; k < p->pipe.n_stages; k++) free(p->pipe.stages[k].carries);
+  free(p->pipe.stages);
   free(p);
 }

@@ -97,6 +97,28 @@ typedef struct wf_plan_generate {
   wf_plan_cache_pair *caches; int n_caches;
 } wf_plan_generate;
 
+/* A pipelined plan's manifest key "pipeline" (waferc --pipeline=N, docs/pipeline.md): the
+ * stages in order, each a plan on its band of rows; stage 0 is this plan. A later stage's
+ * transfer plan moves the values the previous stage returns (carries[].name, its input) onto
+ * the stage's band (carries[].moved, its output), which the stage takes as input `name`.
+ * Checked when waferrun loads the stages. */
+typedef struct wf_plan_carry {
+  char name[256], moved[256];
+} wf_plan_carry;
+
+typedef struct wf_plan_stage {
+  char plan[256];     /* "" for this plan; else a relative directory inside it */
+  char transfer[256]; /* stages after the first: like plan */
+  int rows[2];        /* the band [y0, y1) of the pipeline's mesh */
+  wf_plan_carry *carries; int n_carries;
+} wf_plan_stage;
+
+typedef struct wf_plan_pipeline {
+  int present;
+  int mesh_w, mesh_h, rows_per_stage;
+  wf_plan_stage *stages; int n_stages;
+} wf_plan_pipeline;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -115,6 +137,7 @@ typedef struct wf_plan {
   int64_t tokens_per_run;     /* manifest "tokens_per_run" (optional, default 1) */
   int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
   wf_plan_generate gen;       /* manifest "generate" (optional) */
+  wf_plan_pipeline pipe;      /* manifest "pipeline" (optional) */
   int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit.c warns, not refuses) */
 } wf_plan;
 

@@ -12,6 +12,7 @@
 #include "runtime/trace.h"
 #include "generate.h"
 #include "observe.h"
+#include "pipeline.h"
 #include "run_io.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h"
@@ -265,6 +266,22 @@ int main(int argc, char **argv) {
     else disasm(p);
     wf_plan_free(p);
     return finish(in, n_in, WF_EXIT_OK);
+  }
+  if (p->pipe.present) { /* the stages in order: pipeline.c */
+    if (gen_n || trace_path || heat_dir || print_outputs) {
+      wf_error_at("waferrun", "%s: a pipelined plan (waferc --pipeline) runs its stages one after another; it does "
+                              "not take %s (run one stage's plan, %s/pipeline/stage<k>, for that)",
+                  plan_dir, gen_n ? "--generate" : trace_path ? "--trace" : heat_dir ? "--heatmap" : "--print-outputs",
+                  plan_dir);
+      rc = WF_EXIT_USAGE;
+    } else {
+      wf_progress_set_quiet(quiet);
+      wf_pipe_opts po = {in, n_in, out_dir, report, so, no_jit, quiet, load_flags, mem_limit_mb};
+      rc = wf_run_pipeline(p, &po);
+    }
+    for (int i = 0; i < n_in; i++) free(in[i].name);
+    wf_plan_free(p);
+    return rc;
   }
   if (gen_n) { /* the generation loop: generate.c */
     wf_progress_set_quiet(quiet);
