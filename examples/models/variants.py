@@ -431,14 +431,18 @@ def run_waferc(tools, path, in_name, out_name, d, i):
 
 
 def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
-    """Compiles the model for `mesh` (token/activation shape from the input), runs the plan on
-    waferrun and compares with torch's reference; also requires no fabric transpose."""
+    """Compiles the model for `mesh` (token/activation shape from the input; WxH/N: with
+    --pipeline=N), runs the plan on waferrun and compares with torch's reference; also requires
+    no fabric transpose (in any stage)."""
     x = np.load(os.path.join(d, "in%d.npy" % i))
-    plan = os.path.join(d, "plan%d_%s" % (i, mesh))
-    out = os.path.join(d, "pout%d_%s" % (i, mesh))
+    tag = mesh.replace("/", "p")
+    plan = os.path.join(d, "plan%d_%s" % (i, tag))
+    out = os.path.join(d, "pout%d_%s" % (i, tag))
     shape = "x".join(str(n) for n in x.shape)
+    mesh, _, stages = mesh.partition("/")
     why = run_tool([os.path.join(tools, "waferc"), path, "-q", "-o", plan, "--target=" + target, "--mesh=" + mesh,
-                    "--input-shape", "%s=%s" % (in_name, shape)], "waferc -o")
+                    "--input-shape", "%s=%s" % (in_name, shape)] + (["--pipeline=" + stages] if stages else []),
+                   "waferc -o")
     why = why or run_tool([os.path.join(tools, "waferrun"), plan, "--input",
                            "%s=%s" % (in_name, os.path.join(d, "in%d.npy" % i)), "--output-dir", out], "waferrun", 1200)
     why = why or compare(tools, os.path.join(out, out_name + ".npy"), os.path.join(d, "ref%d.npy" % i), "plan mismatch")
@@ -449,6 +453,9 @@ def run_plan(tools, path, in_name, out_name, d, i, mesh, target):
         with open(os.path.join(plan, "manifest.json")) as f:
             man = json.load(f)
         n_tr = man.get("fabric_transposes", 0)
+        for st in man.get("pipeline", {}).get("stages", [])[1:]:
+            with open(os.path.join(plan, st["plan"], "manifest.json")) as f:
+                n_tr += json.load(f).get("fabric_transposes", 0)
         if n_tr:
             return "plan has %d fabric transposes" % n_tr
     except (OSError, ValueError) as ex:
@@ -528,8 +535,9 @@ def main():
     ap.add_argument("--keep", default=None, help="export into this directory and keep the files")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--plans", default=None,
-                    help="also compile each case for these meshes (comma-separated WxH), run the plans on "
-                         "waferrun and compare with torch (the export.py option sets are not compiled)")
+                    help="also compile each case for these meshes (comma-separated WxH, or WxH/N for "
+                         "--pipeline=N), run the plans on waferrun and compare with torch (the export.py option "
+                         "sets are not compiled)")
     ap.add_argument("--target", default="wse2", help="target preset of --plans (default wse2)")
     ap.add_argument("--interpret", action="store_true", default=None,
                     help="with --plans, also run the reference interpreter (default: only without --plans)")
