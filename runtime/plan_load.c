@@ -389,6 +389,72 @@ static int check_weight_symbols(lctx *c, const wf_plan *p) {
   return 0;
 }
 
+/* Two weights sharing bytes of weights.bin would load one tensor's data as another's: each
+ * range must stand alone (waferc writes them one after another). Sorted by offset, each
+ * non-empty range must end before the next begins. */
+static const wf_plan_tensor *g_sort_weights;
+static int by_offset(const void *x, const void *y) {
+  const wf_plan_tensor *a = &g_sort_weights[*(const int *)x], *b = &g_sort_weights[*(const int *)y];
+  return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+static int check_weight_ranges(lctx *c, const wf_plan *p) {
+  int *ix = malloc(((size_t)p->n_weights + 1) * sizeof *ix), n = 0, rc = 0;
+  WF_ASSERT(ix);
+  for (int i = 0; i < p->n_weights; i++)
+    if (p->weights[i].bytes) ix[n++] = i;
+  g_sort_weights = p->weights;
+  qsort(ix, (size_t)n, sizeof *ix, by_offset);
+  for (int i = 0; i + 1 < n && !rc; i++) {
+    const wf_plan_tensor *a = &p->weights[ix[i]], *b = &p->weights[ix[i + 1]];
+    if (a->offset + a->bytes > b->offset) {
+      lerr(c, "weights.tensors[%d] '%s' (bytes %lld..%lld of weights.bin) overlaps weights.tensors[%d] '%s' (bytes "
+              "%lld..%lld)", ix[i + 1], b->name, (long long)b->offset, (long long)(b->offset + b->bytes), ix[i],
+           a->name, (long long)a->offset, (long long)(a->offset + a->bytes));
+      rc = -1;
+    }
+  }
+  free(ix);
+  return rc;
+}
+
+/* Every symbol a program reads has a producer: an instruction that writes it (a `d` operand,
+ * docs/pe-programs.md), an input of the plan on the class's region, or a weight. Otherwise its
+ * PEs would compute with whatever SRAM held. */
+static int check_producers(lctx *c, const wf_plan *p) {
+  for (int i = 0; i < p->n_places; i++) {
+    const wf_pe_class *cl = p->classes[p->places[i].cls];
+    uint8_t *made = calloc((size_t)cl->n_syms + 1, 1);
+    WF_ASSERT(made);
+    for (int k = 0; k < cl->n_code; k++) {
+      const char *sig = wf_peops[cl->code[k].op].sig;
+      for (int a = 0; sig[a] && a < WF_PE_MAX_ARGS; a++)
+        if (sig[a] == 'd' && cl->code[k].args[a].sym >= 0 && cl->code[k].args[a].sym < cl->n_syms)
+          made[cl->code[k].args[a].sym] = 1;
+    }
+    for (int s = 0; s < cl->n_syms; s++) {
+      made[s] |= cl->syms[s].name[0] == '@'; /* check_weight_symbols: each has its weight */
+      for (int t = 0; t < p->n_inputs && !made[s]; t++)
+        made[s] = p->inputs[t].region == p->places[i].region && !strcmp(p->inputs[t].symbol, cl->syms[s].name);
+    }
+    int bad = -1, line = 0;
+    for (int k = 0; k < cl->n_code && bad < 0; k++) {
+      const char *sig = wf_peops[cl->code[k].op].sig;
+      for (int a = 0; sig[a] && a < WF_PE_MAX_ARGS && bad < 0; a++) {
+        int sym = cl->code[k].args[a].sym;
+        if (sig[a] == 's' && sym >= 0 && sym < cl->n_syms && !made[sym]) bad = sym, line = cl->code[k].line;
+      }
+    }
+    free(made);
+    if (bad >= 0) {
+      lerr(c, "class '%s': its program reads '%s' (line %d) but nothing writes it: no instruction, input of the plan "
+              "or weight (its PEs would compute with whatever their SRAM held)", cl->name, cl->syms[bad].name, line);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int load_tensors(lctx *c, wf_plan *p, const cJSON *arr, const char *key,
                         wf_plan_tensor **out, int *n, int is_weight) {
   if (!arr || !cJSON_IsArray(arr)) {
@@ -1011,7 +1077,8 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
                    &p->n_weights, 1) || check_weight_symbols(&c, p) ||
       load_tensors(&c, p, get(&c, root, "inputs", "manifest"), "inputs", &p->inputs, &p->n_inputs, 0) ||
       load_tensors(&c, p, get(&c, root, "outputs", "manifest"), "outputs", &p->outputs,
-                   &p->n_outputs, 0))
+                   &p->n_outputs, 0) ||
+      check_weight_ranges(&c, p) || check_producers(&c, p))
     goto fail;
 
   const cJSON *ops = cJSON_GetObjectItemCaseSensitive(root, "ops");

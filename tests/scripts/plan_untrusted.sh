@@ -60,6 +60,10 @@ refused guard_alone "main.wpe:[0-9]*:1: error: a guard must be followed by an in
 refused no_class "regions\[0\] 'mesh': its classes cover 0 of its 4x4 PEs" 'm["regions"][0]["classes"] = []'
 refused no_weight "weights.tensors: no weight for symbol '@w' of class 'main'" \
   'm["weights"]["tensors"] = [t for t in m["weights"]["tensors"] if t["symbol"] != "@w"]'
+refused weight_overlap "weights.tensors\[1\] 'b' (bytes 0..64 of weights.bin) overlaps weights.tensors\[0\] 'w'" \
+  'm["weights"]["tensors"][1]["offset"] = 0'
+refused no_producer "class 'main': its program reads '%hb' (line [0-9]*) but nothing writes it" \
+  'text("programs/main.wpe", lambda t: "".join(l for l in t.splitlines(True) if not l.startswith("add %hb")))'
 # Pre-skewed weights (docs/plan-format.md, weights[].skew): @w is MeshGEMM's B, written aligned.
 # The scatter trusts its tiles to stay inside the block only after the loader held every
 # number to what the blocks imply.

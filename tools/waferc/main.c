@@ -640,6 +640,46 @@ static wf_module *load_pre(void *user, int *rc) {
   return load_module(l->c, l->o, l->pre, rc);
 }
 
+/* One pipelined compile with head-layout{gqa=gqa} (NULL: the default, auto). */
+typedef struct pipe_try {
+  wf_cli *c;
+  options *o;
+  const char *flags;
+  const char *gqa;
+} pipe_try;
+
+static int pipe_once(void *user) {
+  pipe_try *t = user;
+  char *full = default_pipeline(0, t->o->gemm_algo, t->gqa), *cut = strstr(full, ",partition");
+  WF_ASSERT(cut); /* partition is part of every build that writes plans */
+  *cut = 0;
+  wf_pipeline *pre = wf_cli_parse_pipeline(t->c, full);
+  int rc = WF_EXIT_USAGE;
+  if (pre) {
+    pipe_load pl = {t->c, t->o, pre};
+    wf_pipe_compile pc = {t->o->pipeline_n, t->o->output, cut + 1, WF_PLAN_OPTS_DEFAULT, load_pre, &pl};
+    pc.po.func = t->o->func;
+    pc.po.compiler_flags = t->flags;
+    pc.po.quiet = t->c->quiet;
+    pc.po.reduce_algo = t->o->reduce_algo;
+    pc.po.gemv_allreduce = t->o->gemv_how[0] ? t->o->gemv_how : NULL;
+    pc.po.gemv_k = t->o->gemv_k;
+    pc.po.gemv_groups = t->o->gemv_groups;
+    rc = wf_waferc_compile_pipeline(t->c, &pc);
+    wf_pipeline_free(pre);
+  }
+  free(full);
+  return rc;
+}
+
+static int pipe_replicated(void *user) {
+  pipe_try r = *(pipe_try *)user;
+  r.gqa = "replicate";
+  return pipe_once(&r);
+}
+
+/* --pipeline=N; without --gqa, a stage whose gathered kv heads do not fit is compiled with
+ * them replicated, as a whole-model plan is (compile_fitting). */
 static int compile_pipeline(wf_cli *c, options *o, int argc, char **argv) {
   int N = o->pipeline_n, H = c->target.mesh_h;
   if (H % N) {
@@ -652,27 +692,13 @@ static int compile_pipeline(wf_cli *c, options *o, int argc, char **argv) {
                c->target.mesh_w, up);
     return WF_EXIT_USAGE;
   }
-  char *full = default_pipeline(0, o->gemm_algo, o->gqa), *cut = strstr(full, ",partition");
-  WF_ASSERT(cut); /* partition is part of every build that writes plans */
-  *cut = 0;
-  wf_pipeline *pre = wf_cli_parse_pipeline(c, full);
   char *flags = joined_args(argc, argv);
-  int rc = WF_EXIT_USAGE;
-  if (pre) {
-    pipe_load pl = {c, o, pre};
-    wf_pipe_compile pc = {N, o->output, cut + 1, WF_PLAN_OPTS_DEFAULT, load_pre, &pl};
-    pc.po.func = o->func;
-    pc.po.compiler_flags = flags;
-    pc.po.quiet = c->quiet;
-    pc.po.reduce_algo = o->reduce_algo;
-    pc.po.gemv_allreduce = o->gemv_how[0] ? o->gemv_how : NULL;
-    pc.po.gemv_k = o->gemv_k;
-    pc.po.gemv_groups = o->gemv_groups;
-    rc = wf_waferc_compile_pipeline(c, &pc);
-    wf_pipeline_free(pre);
-  }
+  pipe_try t = {c, o, flags, o->gqa};
+  int rc = o->gqa ? pipe_once(&t)
+                  : wf_waferc_fallback(pipe_once, pipe_replicated, &t,
+                                       "a stage with gathered kv heads (--gqa=auto) does not fit a PE's SRAM; the "
+                                       "stages are compiled with them replicated (--gqa=replicate)");
   free(flags);
-  free(full);
   return rc;
 }
 
