@@ -5,12 +5,12 @@
 # N bands of it, SIMULATED. Per row: the latency of one prompt (every stage and transfer in
 # order), the period with the pipeline full (the busiest band's stage and transfers), the
 # transfers' simulated cycles against their prediction, the largest SRAM a PE holds, and the
-# ratios to the single region in the same run.
+# ratios to the single region in the same run ("-" where the model does not fit it whole).
 #   bench/pipeline.sh                                  # the configurations below
 #   CONFIGS="256:8:2:4:64:16" NS="2 4" bench/pipeline.sh  # E:H:KV:LAYERS:L:MESH ...
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
 set -euo pipefail
-CONFIGS=${CONFIGS:-"128:4:2:4:32:8 256:8:2:4:64:16"}
+CONFIGS=${CONFIGS:-"128:4:2:4:32:8 128:4:2:4:32:16 256:8:2:4:64:16 256:8:2:4:64:32"}
 NS=${NS:-"2 4"}
 MODE=${MODE:-timing}
 . "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
@@ -26,7 +26,13 @@ for cfg in $CONFIGS; do
   for n in 1 $NS; do
     p=$d/plan$n
     args=(); [ "$n" -gt 1 ] && args=(--pipeline="$n")
-    "$waferc" "$d/tiny_llama.onnx" -o "$p" --target=wse2 --mesh="${mesh}x${mesh}" -q "${args[@]}"
+    rc=0
+    "$waferc" "$d/tiny_llama.onnx" -o "$p" --target=wse2 --mesh="${mesh}x${mesh}" -q "${args[@]}" 2>"$p.err" || rc=$?
+    if [ "$rc" = 4 ]; then # over a PE's SRAM: said, and the row says so
+      printf '%-26s %-6s %10s\n' "$e:$h:$kv:$layers:$l" "${mesh}x${mesh}/$n" "does not fit (waferc exit 4)"
+      continue
+    fi
+    [ "$rc" = 0 ] || { cat "$p.err" >&2; exit 1; }
     out=(); [ "$MODE" = functional ] && out=(--output-dir "$p/out")
     "$waferrun" "$p" --mode="$MODE" --input input_ids="$d/tiny_llama_input.npy" "${out[@]}" --report "$p/r.json" -q
     if [ "$MODE" = functional ]; then
@@ -41,7 +47,7 @@ def sram(d):
     m = json.load(open(d + "/manifest.json"))
     return max(c["memory_bytes"] for reg in m["regions"] for c in reg["classes"])
 if n == 1:
-    lat = per = r["cycles"]
+    lat = per = r["cycles"]["total"]
     tr = pr = 0
     mem = sram(p)
 else:
@@ -49,8 +55,9 @@ else:
     tr = sum(t["cycles"] for t in r["transfers"])
     pr = sum(t["predicted_cycles"] for t in r["transfers"])
     mem = max(sram(s["plan"]) for s in r["stages"])
-base = [int(x) for x in one.split(",")] if one else [lat, per]
-print("%d %d %.2f %.2f %d %d %.1f" % (lat, per, lat / base[0], per / base[1], tr, pr, mem / 1024))
+base = [int(x) for x in one.split(",")] if one else ([lat, per] if n == 1 else None)
+f = lambda a, b: "%.2f" % (a / b) if base else "-"
+print("%d %d %s %s %d %d %.1f" % (lat, per, f(lat, base and base[0]), f(per, base and base[1]), tr, pr, mem / 1024))
 PY
 )
     read -r lat per rl rp tr pr mem <<<"$row"
