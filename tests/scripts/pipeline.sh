@@ -22,19 +22,6 @@ SRC=${WAFERC_SOURCE_DIR:?}
 M=$SRC/examples/models
 E=$M/exported
 
-# npy_shape FILE: D0xD1x... from the .npy header
-npy_shape() {
-  local h s t out=
-  h=$(head -c 256 "$1" | tr -d '\0')
-  s=${h#*\(} s=${s%%\)*}
-  local IFS=,
-  for t in $s; do
-    t=${t//[[:space:]]/}
-    [ -n "$t" ] && out=${out:+${out}x}$t
-  done
-  printf '%s\n' "$out"
-}
-
 : >"$TMP/plans"
 # pipe NAME MODEL INPUT REF IN OUT MESH N
 pipe() {

@@ -10,20 +10,6 @@ SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models
 
-# npy_shape FILE: the shape in a .npy header as D0xD1x... (for --input-shape)
-npy_shape() {
-  local h s t out=
-  h=$(head -c 256 "$1" | tr -d '\0')
-  [[ "$h" == *"("*")"* ]] || return 1
-  s=${h#*\(} s=${s%%\)*}
-  local IFS=,
-  for t in $s; do
-    t=${t//[[:space:]]/}
-    [ -n "$t" ] && out=${out:+${out}x}$t
-  done
-  printf '%s\n' "$out"
-}
-
 # the manifest checks of every plan (attention in packed form, nothing moved to change a
 # layout), queued in $TMP/manifests and made by one python3 run at the end
 : >"$TMP/manifests"

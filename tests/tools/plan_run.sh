@@ -10,7 +10,7 @@
 # $TMP/NAME.ref/; and
 # check_node_output PLAN WANT REFDIR LABEL: PLAN/out holds exactly one .npy, equal to WANT
 # (an ONNX test's output_0.pb) and to the interpreter's file of the same name in REFDIR;
-# cycles_near / gemm_run_check / cycles_flush: below.
+# cycles_near / gemm_run_check / cycles_flush, npy_header / prompt_len / npy_shape: below.
 NODE=${WAFERC_ONNX_NODE_DIR:-/usr/share/libonnx-testdata/data/node}
 export WAFERC_TARGET_PATH=$SRC/targets
 NPY="$SRC/tests/tools/npy.py"
@@ -123,3 +123,16 @@ gemm_run_check() {
 # npy_header FILE: a .npy file's header dict; prompt_len FILE: L of a [1, L] prompt (ids).
 npy_header() { head -c 256 "$1" | tr -d '\000' | head -1 | grep -a -o "{.*}"; }
 prompt_len() { npy_header "$1" | sed -E 's/.*\(1, ([0-9]+)\).*/\1/'; }
+# npy_shape FILE: the shape in a .npy header as D0xD1x... (for --input-shape)
+npy_shape() {
+  local h s t out=
+  h=$(head -c 256 "$1" | tr -d '\0')
+  [[ "$h" == *"("*")"* ]] || return 1
+  s=${h#*\(} s=${s%%\)*}
+  local IFS=,
+  for t in $s; do
+    t=${t//[[:space:]]/}
+    [ -n "$t" ] && out=${out:+${out}x}$t
+  done
+  printf '%s\n' "$out"
+}
