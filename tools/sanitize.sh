@@ -20,7 +20,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$here/tools/lsan.supp:print_sup
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 rc=0
 ctest --test-dir "$B" --output-on-failure -j"$(nproc)" -L "^(unit|lit|fuzz)$" "$@" || rc=$?
-ctest --test-dir "$B" --output-on-failure -j"$(nproc)" -R "e2e/(e2e_bad_plan|plan_untrusted)$" "$@" || rc=$?
+ctest --test-dir "$B" --output-on-failure -j"$(nproc)" -R "e2e/(e2e_bad_plan|plan_untrusted|pipeline)$" "$@" || rc=$?
 end=$(date +%s)
 echo "sanitize: build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s"
 exit $rc
