@@ -7,11 +7,12 @@
 #include "waferc/diag.h"
 
 int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
-  const wf_type *ta = wf_value_type(L->f, op->operands[0]), *tb = wf_value_type(L->f, op->operands[1]);
+  /* ranks, not type pointers: the batched lowering adds values, which may move f->values */
+  int ra = wf_value_type(L->f, op->operands[0])->rank, rb = wf_value_type(L->f, op->operands[1])->rank;
   /* Batch dims or a 1-D A: the rank-2 algorithm once per matrix (lower_gemm_batched.c). */
-  int rc = ta->rank != 2 || tb->rank != 2 ? wf_lower_gemm_batched(L, op, out)
-                                                : wf_lower_gemm_matrix(L, op, out, wf_gemm_preskewed(L->f, op, L->w, L->h));
-  if (rc || tb->rank < 2) return rc;
+  int rc = ra != 2 || rb != 2 ? wf_lower_gemm_batched(L, op, out)
+                              : wf_lower_gemm_matrix(L, op, out, wf_gemm_preskewed(L->f, op, L->w, L->h));
+  if (rc || rb < 2) return rc;
   /* The alternatives, as `auto` weighed them: the manifest's explain */
   wf_gemm_choice ch;
   wf_gemm_choose(L->t, L->f, op, L->w, L->h, &ch);

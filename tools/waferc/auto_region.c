@@ -15,8 +15,8 @@ enum { MAX_TRIES = 48, MAX_DIAGS = 64 };
 
 typedef struct held {
   wf_severity sev[MAX_DIAGS];
-  wf_loc loc[MAX_DIAGS]; /* the file names copied: an attempt's module (whose arena holds an
-                            ONNX node's location) is freed before its diagnostics are shown */
+  wf_loc loc[MAX_DIAGS]; /* file names interned (wf_loc_file): an attempt's module, whose arena
+                            may hold an ONNX node's location, is freed before they are shown */
   char *msg[MAX_DIAGS];
   int n, sram; /* sram: an error said the SRAM is over budget */
 } held;
@@ -27,10 +27,10 @@ static void hold(wf_severity sev, wf_loc loc, const char *msg, void *user) {
   if (h->n == MAX_DIAGS) return;
   h->sev[h->n] = sev;
   h->loc[h->n] = loc;
-  h->loc[h->n].file = loc.file ? strdup(loc.file) : NULL;
+  h->loc[h->n].file = wf_loc_file(loc.file); /* the same pointer when interned already, so a
+                                               location's description (wf_loc_describe) holds */
   h->msg[h->n] = strdup(msg ? msg : "");
-  if (h->msg[h->n] && (h->loc[h->n].file || !loc.file)) h->n++;
-  else free((char *)h->loc[h->n].file), free(h->msg[h->n]);
+  if (h->msg[h->n]) h->n++;
 }
 
 static void release(held *h, int show) {
@@ -41,7 +41,6 @@ static void release(held *h, int show) {
       else wf_note(h->loc[i], "%s", h->msg[i]);
     }
     free(h->msg[i]);
-    free((char *)h->loc[i].file);
   }
   h->n = 0;
   h->sram = 0;
