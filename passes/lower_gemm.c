@@ -5,8 +5,11 @@
  * that can lower the matmul, each predicted as its lowering will report it (all matrices of a
  * batch; MeshGEMM and Cannon on W x H with K padded to lcm tiles where the operands allow it:
  * backend/gemm/gemm_choose.c); a named algorithm is used as given. matmul(A, transpose(B))
- * becomes dist.gemm_t(A, B) (option gemm-t). Runs after partition: the blocks come from the
- * layouts. */
+ * becomes dist.gemm_t(A, B) (option gemm-t). `buffers` picks MeshGEMM's and Cannon's schedule
+ * (gemm_algos.h, wf_gemm_buffers): 2 double buffers (the default), 1 the memory-minimal one
+ * (set as the dist.gemm's buffers = 1), auto 2 where the chooser's SRAM estimate fits, else 1;
+ * `algo=auto` weighs every algorithm with the schedule it would get. Runs after partition:
+ * the blocks come from the layouts. */
 #include <string.h>
 
 #include "backend/gemm/gemm_choose.h"
@@ -15,6 +18,9 @@
 static const wf_pass_option lower_gemm_opts[] = {
     {"algo", WF_OPT_STRING, "auto", "meshgemm, cannon, summa, allgather or auto (lowest predicted cycles)"},
     {"gemm-t", WF_OPT_BOOL, "true", "matmul(A, transpose(B)) becomes dist.gemm_t(A, B) (no transpose of B)"},
+    {"buffers", WF_OPT_STRING, "2",
+     "MeshGEMM/Cannon buffers per operand: 2 (double buffered), 1 (memory-minimal: A, B, C and one spare) or auto "
+     "(2 when it fits the SRAM)"},
 };
 static const char *const lower_gemm_stats[] = {"gemms-lowered"};
 
@@ -65,6 +71,12 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
     return WF_EXIT_USAGE;
   }
   int gemm_t = wf_pass_opt_bool(ctx, "gemm-t");
+  const char *bufs = wf_pass_opt_str(ctx, "buffers");
+  int nbuf = 2;
+  if (bufs && *bufs && wf_gemm_buffers_parse(bufs, &nbuf)) {
+    wf_error_at("lower-gemm", "buffers=%s: expected 1, 2 or auto", bufs);
+    return WF_EXIT_USAGE;
+  }
   int64_t n = 0;
   for (int fi = 0; fi < m->n_funcs; fi++) {
     wf_func *f = m->funcs[fi];
@@ -85,19 +97,29 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
       const wf_region *r = &m->regions[tc->layout.region];
       wf_gemm_algo a = forced;
       int ri = tc->layout.region < WF_MAX_REGIONS_USED ? tc->layout.region : WF_MAX_REGIONS_USED - 1;
-      if (is_auto) {
+      int nb = nbuf;
+      if (is_auto || nbuf != 2) {
         wf_gemm_choice ch;
-        wf_gemm_choose(t, f, op, r->w, r->h, &ch);
-        a = ch.best;
+        wf_gemm_choose(t, f, op, r->w, r->h, nbuf, &ch);
+        if (is_auto) a = ch.best;
         /* an exact tie goes to an algorithm an earlier dist.gemm of the region uses: its
          * colors are set up, the other's would take more of the budget (pre-skewed weights
          * make MeshGEMM and Cannon tie on square regions) */
         for (int o = 0; o < WF_GEMM_COUNT && !(used[ri] >> a & 1u); o++)
-          if ((used[ri] >> o & 1u) && ch.predicted[o] == ch.predicted[a] && ch.bytes[o] <= ch.sram) a = (wf_gemm_algo)o;
+          if (is_auto && (used[ri] >> o & 1u) && ch.predicted[o] == ch.predicted[a] && ch.bytes[o] <= ch.sram)
+            a = (wf_gemm_algo)o;
+        nb = ch.buffers[a];
+        if (nbuf == 1 && ch.predicted[a] < 0 && ch.why_not[a] == WF_GEMM_NO_ONEBUF) {
+          wf_error(op->loc, "lower-gemm: %s with buffers=1 on the %dx%d region: the one-buffer schedule exists on "
+                            "square regions only (use buffers=2 or auto, or algo=summa)",
+                   wf_gemm_algo_names[a], r->w, r->h);
+          return WF_EXIT_UNSUPPORTED;
+        }
       }
       used[ri] |= 1u << a;
       op->code = WF_OP_DIST_GEMM;
       wf_op_set_ident(f, op, "algo", wf_gemm_algo_names[a]);
+      if (nb == 1) wf_op_set_int(f, op, "buffers", 1); /* 2 is the attribute's default */
       n++;
     }
   }
@@ -108,4 +130,4 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
 
 const wf_pass_info wf_pass_lower_gemm = {
     "lower-gemm", "Turn partitioned matmuls into dist.gemm{algo=...}, chosen by the cost model",
-    lower_gemm_opts, 2, lower_gemm_stats, 1, run_lower_gemm};
+    lower_gemm_opts, 3, lower_gemm_stats, 1, run_lower_gemm};

@@ -40,11 +40,13 @@ int64_t wf_gemm_summa_cost(const wf_target *t, int w, int h, int64_t m, int64_t 
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
                                 int64_t kb, int64_t n);
 /* The same with the operands `preskew` names (WF_PRESKEW_A = 1, WF_PRESKEW_B = 2,
- * gemm_preskew.h) written aligned by the host: they do not move in the alignment. *align
- * (optional) receives the alignment's cycles: how much later the latest PE ends it than it
- * would with nothing to shift (0 when both operands are pre-skewed). */
+ * gemm_preskew.h) written aligned by the host: they do not move in the alignment; and the
+ * schedule of `nbuf` buffers (2: double buffered; 1: the memory-minimal schedule, square
+ * regions only: -1 on W x H, see wf_gemm_buffers). *align (optional) receives the
+ * alignment's cycles: how much later the latest PE ends it than it would with nothing to
+ * shift (0 when both operands are pre-skewed). */
 int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
-                           int64_t n, int preskew, int64_t *align);
+                           int64_t n, int preskew, int nbuf, int64_t *align);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or
@@ -56,8 +58,20 @@ typedef struct wf_gemm_bufs {
   int64_t c;              /* meshgemm/cannon on W x H: $gemm_c, C's tiles (0: C in place) */
   int sx, sy;             /* meshgemm/cannon on W x H: tile slots per row of buffer 0 */
 } wf_gemm_bufs;
-void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+void wf_gemm_buffers(wf_gemm_algo a, int nbuf, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
                      wf_gemm_bufs *out);
+/* --gemm-buffers (lower-gemm's `buffers`, the dist.gemm's `buffers` attribute): how many
+ * buffers per operand MeshGEMM and Cannon shift through. 2 (the default): a step multiplies
+ * one pair while the next pair streams in. 1, WaferLLM's memory-minimal budget (the A, B and
+ * C blocks plus one spare): on a square region three rotating buffers of max(m k, k n) words
+ * hold A, B and the spare, and a step multiplies, then shifts A into the spare and B into
+ * A's old buffer, each closed by a wait (lower_gemm_shift.c); not offered on W x H (the lcm
+ * grid's renaming slots are already one spare tile per tile row). SUMMA's broadcasts block
+ * and allgather has no steps: both lower the same for 1 and 2. Auto (lower-gemm only): 2
+ * when its SRAM estimate fits, else 1 (gemm_choose.c). */
+enum { WF_GEMM_BUFFERS_AUTO = 0 };
+/* 0 and *out (1, 2 or WF_GEMM_BUFFERS_AUTO) for "1", "2" or "auto"; -1 otherwise. */
+int wf_gemm_buffers_parse(const char *s, int *out);
 /* Tile slots per row of buffer 0 on an axis of v positions per PE, len PEs long: renaming
  * Cannon (v + 1, v on a 1-PE axis) and renaming MeshGEMM (v + 2; 2 for v = 1). */
 int wf_gemm_rect_cannon_slots(int v, int len);

@@ -91,7 +91,7 @@ static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc live
  * (MeshGEMM and Cannon on W x H: K padded to kp, or re-cut into scratch), its scratch
  * (wf_gemm_buffers, the sizes the lowering allocates; once per op: a batch reuses it), and the
  * other live values. */
-static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gemm_algo a,
+static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gemm_algo a, int nbuf,
                          const wf_gemm_choice *ch, int k_whole, int64_t kp, const mem_acc other[2]) {
   const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
   int ra = ta->rank, rb = tb->rank, shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
@@ -119,9 +119,9 @@ static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gem
     wf_gemm_bufs bf;
     if (a == WF_GEMM_SUMMA) { /* an axis along which K is not split broadcasts nothing */
       int ax = ta->layout.dims[ra - 1].split, by = tb->layout.dims[rb - 2].split;
-      wf_gemm_buffers(a, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n, &bf);
+      wf_gemm_buffers(a, 2, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n, &bf);
     } else {
-      wf_gemm_buffers(a, w, h, m, ka, kb, n, &bf);
+      wf_gemm_buffers(a, nbuf, w, h, m, ka, kb, n, &bf);
     }
     int64_t b[] = {bf.a0, bf.a1, bf.b0, bf.b1, bf.c};
     for (int i = 0; i < 5; i++) add_sym(&acc, b[i]);
@@ -132,7 +132,7 @@ static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gem
   return mem_total(&acc);
 }
 
-void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h,
+void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h, int nbuf,
                     wf_gemm_choice *ch) {
   memset(ch, 0, sizeof *ch);
   const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
@@ -154,10 +154,17 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   /* weights the host writes aligned for MeshGEMM and Cannon (gemm_preskew.c) */
   ch->preskew = (wf_gemm_preskewable(f, op, 0, w, h) ? WF_PRESKEW_A : 0) |
                 (wf_gemm_preskewable(f, op, 1, w, h) ? WF_PRESKEW_B : 0);
+  ch->sram = t->sram_bytes;
   for (int a = 0; a < WF_GEMM_COUNT; a++) {
-    int64_t p = -1;
     int shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
+    /* auto: the double-buffered schedule first; the one-buffer one when that does not fit
+     * (only a square region with K split has it: the lowering's own condition) */
+    int nb = nbuf == 1 ? 1 : 2;
+  again:;
+    int64_t p = -1;
     ch->align[a] = -1;
+    ch->why_not[a] = WF_GEMM_NO_NONE;
+    ch->buffers[a] = shift && !k_whole && w * h > 1 ? nb : 0;
     if (k_whole) {
       p = local;
     } else if (a == WF_GEMM_SUMMA) {
@@ -165,29 +172,34 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
       p = wf_gemm_summa_cost(t, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n);
     } else if (a == WF_GEMM_ALLGATHER || (w == h && (!shift || w == 1))) {
       p = wf_gemm_predict(t, (wf_gemm_algo)a, w, h, m, ka, n);
+    } else if (nb == 1 && w != h) {
+      ch->why_not[a] = WF_GEMM_NO_ONEBUF; /* lower_gemm_shift.c refuses it */
     } else if (ch->L / w > WF_GEMM_RECT_MAX_V || ch->L / h > WF_GEMM_RECT_MAX_V) {
       ch->why_not[a] = WF_GEMM_NO_VIRTUAL;
     } else if (w > 1 && h > 1 && !wf_gemm_rect_k_fits(w, h, ch->K) && !kp) {
       /* partition's cuts (and no host padding): K is re-cut to lcm tiles over the fabric
        * first (wf_relayout_gemm_k), then the lcm grid runs on K' = L ceil(K/L) */
       int64_t kr = (ch->K + ch->L - 1) / ch->L * ch->L;
-      p = wf_gemm_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kr / w, kr / h, n, 0, &ch->align[a]) +
-          wf_relayout_gemm_k_cost(t, w, h, m, n, ch->K, ka, kb);
+      p = wf_gemm_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kr / w, kr / h, n, 0, nb, &ch->align[a]);
+      if (p >= 0) p += wf_relayout_gemm_k_cost(t, w, h, m, n, ch->K, ka, kb);
       ch->k_relaid = kr;
     } else {
       /* the lcm grid on the blocks wf_lower_block gives (one tile per PE on a square
        * region): K padded when kp; the weights the host writes aligned do not shift */
       p = wf_gemm_shift_cost(t, a == WF_GEMM_MESHGEMM, w, h, m, kp ? kp / w : ka, kp ? kp / h : kb, n, ch->preskew,
-                             &ch->align[a]);
+                             nb, &ch->align[a]);
     }
     ch->predicted[a] = p < 0 ? -1 : p * ch->count;
     if (p < 0 || ch->align[a] < 0) ch->align[a] = -1;
     else ch->align[a] *= ch->count;
-    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, ch, k_whole, kp, other);
+    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, other);
+    if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 2 && ch->buffers[a] == 2 && w == h && p >= 0 && ch->bytes[a] > ch->sram) {
+      nb = 1;
+      goto again;
+    }
   }
   ch->k_padded = kp;
   /* the lowest prediction, and the lowest among the algorithms that fit */
-  ch->sram = t->sram_bytes;
   int best = -1, fit = -1;
   for (int a = 0; a < WF_GEMM_COUNT; a++) {
     int64_t p = ch->predicted[a];
@@ -215,8 +227,11 @@ void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap) {
       u += (size_t)snprintf(buf + u, cap - u, "%s %s %lld", sep, wf_gemm_algo_names[a], (long long)p);
     else
       u += (size_t)snprintf(buf + u, cap - u, "%s %s - (%s)", sep, wf_gemm_algo_names[a],
-                            ch->why_not[a] == WF_GEMM_NO_VIRTUAL ? "too many virtual positions per PE"
-                                                                 : "no lowering");
+                            ch->why_not[a] == WF_GEMM_NO_VIRTUAL  ? "too many virtual positions per PE"
+                            : ch->why_not[a] == WF_GEMM_NO_ONEBUF ? "no one-buffer schedule on W x H"
+                                                                  : "no lowering");
+    /* the memory-minimal schedule (--gemm-buffers=1 or auto's choice) */
+    if (p >= 0 && ch->buffers[a] == 1 && u < cap) u += (size_t)snprintf(buf + u, cap - u, " (1 buffer)");
     /* the alignment's share, and the weights the host writes aligned (they add none) */
     if (p >= 0 && ch->align[a] >= 0 && u < cap)
       u += (size_t)snprintf(buf + u, cap - u, " (alignment %lld%s)", (long long)ch->align[a],

@@ -34,15 +34,18 @@ typedef struct wf_gemm_choice {
   wf_gemm_algo lowest;
   int preskew;                      /* WF_PRESKEW_A | _B: weights MeshGEMM and Cannon get aligned */
   int64_t align[WF_GEMM_COUNT];     /* MeshGEMM and Cannon: the alignment's predicted cycles, else -1 */
+  int buffers[WF_GEMM_COUNT];       /* MeshGEMM and Cannon: the schedule predicted (1 or 2), else 0 */
 } wf_gemm_choice;
 
-enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL };
+enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL, WF_GEMM_NO_ONEBUF };
 
 /* Fills `ch` for `op` (a partitioned matmul or dist.gemm, rank >= 2 B) on a w x h region:
  * each algorithm's prediction as its lowering reports it (the K padding above for MeshGEMM
  * and Cannon on W x H, K whole: the local product) and its estimated SRAM per PE; best = the
- * lowest prediction among the algorithms that fit. */
-void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h,
+ * lowest prediction among the algorithms that fit. nbuf: MeshGEMM's and Cannon's schedule
+ * (gemm_algos.h, wf_gemm_buffers): 1 or 2 as given (1 on W x H: no lowering), or
+ * WF_GEMM_BUFFERS_AUTO: 2 where its estimate fits the SRAM, else 1 (ch->buffers). */
+void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h, int nbuf,
                     wf_gemm_choice *ch);
 
 /* "candidates: meshgemm 120 (K 4 padded to 6), cannon 98, summa 35, allgather 50 (lowest:

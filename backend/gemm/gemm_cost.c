@@ -148,7 +148,16 @@ static int64_t allgather_cost(const wf_target *t, int w, int h, int64_t m, int64
   return bcast_done(&s, w, h) + m * ka + kb * n + (int64_t)w * mac;
 }
 
-void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
+int wf_gemm_buffers_parse(const char *s, int *out) {
+  if (!s) return -1;
+  if (strcmp(s, "auto") == 0) *out = WF_GEMM_BUFFERS_AUTO;
+  else if (strcmp(s, "1") == 0) *out = 1;
+  else if (strcmp(s, "2") == 0) *out = 2;
+  else return -1;
+  return 0;
+}
+
+void wf_gemm_buffers(wf_gemm_algo a, int nbuf, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,
                      wf_gemm_bufs *out) {
   memset(out, 0, sizeof *out);
   if (w * h == 1) return; /* the local product */
@@ -157,6 +166,13 @@ void wf_gemm_buffers(wf_gemm_algo a, int w, int h, int64_t m, int64_t ka, int64_
     case WF_GEMM_CANNON:
       if (w != h) {
         wf_gemm_rect_buffers(a == WF_GEMM_MESHGEMM, w, h, m, ka, kb, n, out);
+        return;
+      }
+      if (nbuf == 1) {
+        /* lower_gemm_shift.c, one buffer: A, B and the spare rotate through three buffers
+         * of the larger block ($gemm_a0, $gemm_b0, $gemm_a1 hold them at the start) */
+        int64_t z = m * ka > kb * n ? m * ka : kb * n;
+        out->a0 = out->b0 = out->a1 = z;
         return;
       }
       /* lower_gemm_shift.c: buffer 0 copies the operand (it may be read again), buffer 1

@@ -124,6 +124,7 @@ void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int
 typedef struct rect_sched {
   const wf_target *t;
   int meshgemm, rename, turns, w, h, L, vx, vy;
+  int serial;      /* one buffer: a PE issues its streams after its work, not with it */
   int64_t a, b, mac_s;
   axis_cost cx, cy;
   int nrows;       /* the rows of PEs followed (all, unless the grid is too large) */
@@ -177,7 +178,11 @@ static int ring_from(const rect_sched *r, int v, int len, int c, int *hops, int 
  * leave through its one ramp in the order they are issued, A's first, B's db cycles into
  * the round at the earliest: A's last wavelet leaves at sa, B's at max(sa, db) + sb. A
  * receiver waits for the sender's last one of the operand (it may be the tile it gets) and
- * the link's latency. */
+ * the link's latency. With r->serial (one buffer) the streams are issued after the work:
+ * everything above starts work[p] cycles into the round, and a receive, the only stream in
+ * flight to the PE, ends with the message's last wavelet stored: sa - 1 + lat(hops) after its
+ * sender started (docs/cycle-model.md, a message; the trace of a 1-hop shift of 4 words
+ * shows the 9 cycles). */
 static int64_t b_out(int64_t sa, int64_t sb, int64_t db) { return sb ? max64(sa, db) + sb : sa; }
 
 static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_t *work, const int64_t *sa,
@@ -186,19 +191,22 @@ static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_
   for (int s = 0; s < r->nrows; s++)
     for (int x = 0; x < w; x++) {
       int y = r->rows[s], p = s * w + x, hp, sec, q;
-      int64_t e = max64(T[p] + work[p], T[p] + b_out(sa[p], sb[p], db));
+      /* S(q): when PE q's streams start */
+#define S(q) (T[q] + (r->serial ? work[q] - 1 : 0))
+      int64_t e = max64(T[p] + work[p], S(p) + (r->serial ? 1 : 0) + b_out(sa[p], sb[p], db));
       if (sa[p] && w > 1) {
         q = s * w + ring_from(r, r->vx, w, x, &hp, &sec);
-        e = max64(e, T[q] + sa[q] + lat(r->t, hp));
-        if (sec >= 0) q = s * w + sec, e = max64(e, T[q] + sa[q] + lat(r->t, hp));
+        e = max64(e, S(q) + sa[q] + lat(r->t, hp));
+        if (sec >= 0) q = s * w + sec, e = max64(e, S(q) + sa[q] + lat(r->t, hp));
       }
       if (sb[p] && h > 1) {
         int f = r->ridx[ring_from(r, r->vy, h, y, &hp, &sec)];
         q = f >= 0 ? f * w + x : p;
-        e = max64(e, T[q] + b_out(sa[q], sb[q], db) + lat(r->t, hp));
+        e = max64(e, S(q) + b_out(sa[q], sb[q], db) + lat(r->t, hp));
         if (sec >= 0) f = r->ridx[sec], q = f >= 0 ? f * w + x : p;
-        if (sec >= 0) e = max64(e, T[q] + b_out(sa[q], sb[q], db) + lat(r->t, hp));
+        if (sec >= 0) e = max64(e, S(q) + b_out(sa[q], sb[q], db) + lat(r->t, hp));
       }
+#undef S
       nt[p] = e;
     }
   for (int p = 0; p < r->nrows * w; p++) T[p] = nt[p];
@@ -220,24 +228,26 @@ static int64_t gather_words(int d, int o, int vx, int vy, int64_t m, int64_t ka,
 
 int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka,
                                 int64_t kb, int64_t n) {
-  return wf_gemm_shift_cost(t, meshgemm, w, h, m, ka, kb, n, 0, NULL);
+  return wf_gemm_shift_cost(t, meshgemm, w, h, m, ka, kb, n, 0, 2, NULL);
 }
 
 int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
-                           int64_t n, int preskew, int64_t *align) {
+                           int64_t n, int preskew, int nbuf, int64_t *align) {
   if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
+  if (nbuf == 1 && w != h) return -1; /* no one-buffer lowering on the lcm grid */
+  int one = nbuf == 1;
   int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
   if (w > 1 && ka % vx) return -1; /* K does not cut in L tiles (wf_gemm_rect_k_fits) */
   int64_t f = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1;
   /* w = 1: A's block is the whole K, cut in B's blocks (lower_gemm_rect.c) */
   int64_t kt = w == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
   int64_t a = mt * kt, b = kt * nt, zc = mt * nt;
-  rect_sched r = {t, meshgemm, 0, 0, w, h, L, vx, vy, a, b, (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f),
+  rect_sched r = {t, meshgemm, 0, 0, w, h, L, vx, vy, 0, a, b, (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f),
                   axis(meshgemm, vx, w), axis(meshgemm, vy, h), 0, NULL, NULL};
   r.rename = meshgemm ? wf_gemm_rect_meshgemm_period(w, h, &r.turns) > 0 : wf_gemm_rect_cannon_period(w, h) > 0;
   int cannon_rename = r.rename && !meshgemm;
   wf_gemm_bufs bf;
-  wf_gemm_rect_buffers(meshgemm, w, h, m, ka, kb, n, &bf);
+  wf_gemm_buffers(meshgemm ? WF_GEMM_MESHGEMM : WF_GEMM_CANNON, nbuf, w, h, m, ka, kb, n, &bf);
   int no = vx > vy ? vx : vy, ustep = meshgemm ? 2 : 1, iters = meshgemm ? 2 * L : L;
   r.rows = malloc((size_t)h * 2 * sizeof *r.rows);
   WF_ASSERT(r.rows);
@@ -279,39 +289,45 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
   int64_t late = 0, flat = pro; /* flat: where every PE would be with nothing to shift */
   for (int k = 0; w != h && k < vx * vy; k++)
     if (ustep * (1 + k / no) >= iters) late += zc;
-  /* a pre-skewed operand (gemm_preskew.c) does not move in the alignment */
+  /* a pre-skewed operand (gemm_preskew.c) does not move in the alignment; one buffer aligns
+   * A, then B (phases 0 and 1: the spare takes one operand at a time, lower_gemm_shift.c) */
   int still_a = !(preskew & WF_PRESKEW_A), still_b = !(preskew & WF_PRESKEW_B);
-  for (int u = 0; u < iters; u++)
-    for (int o = 0; o < no; o++) {
-      int64_t extra = 0;
-      if (u == 0) {
-        if (o + 1 < vy) extra += gather_words(0, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
-        if (o + 1 < vx) extra += gather_words(1, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
-      }
-      for (int k = o; w != h && k < vx * vy; k += no)
-        if (ustep * (1 + k / no) == u) extra += zc;
-      flat += extra;
-      for (int si = 0; si < r.nrows; si++)
-        for (int x = 0; x < w; x++) {
-          int y = r.rows[si], p = si * w + x;
-          int ma = still_a && o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
-          int mb = still_b && o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
-          work[p] = extra + (ma ? ca : 0) + (mb ? cb : 0);
-          sa[p] = ma ? r.cx.sends * a : 0;
-          sb[p] = mb ? r.cy.sends * b : 0;
+  for (int ph = 0; ph < (one ? 2 : 1); ph++) {
+    int ph_a = still_a && (!one || ph == 0), ph_b = still_b && (!one || ph == 1);
+    if (one && !ph_a && !ph_b) continue; /* the lowering emits no loop */
+    r.serial = one; /* one operand's stream per round: its message alone (round_all) */
+    for (int u = 0; u < iters; u++)
+      for (int o = 0; o < no; o++) {
+        int64_t extra = 0;
+        if (u == 0 && ph == 0) {
+          if (o + 1 < vy) extra += gather_words(0, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
+          if (o + 1 < vx) extra += gather_words(1, o + 1, vx, vy, m, ka, kb, n, mt, kt, nt);
         }
-      round_all(&r, T, nt_, work, sa, sb, 0);
-    }
-  /* After it: the zeroings no round took, and (copying alignment) the lines that shifted an
-   * odd number of times come back from buffer 1 */
-  for (int si = 0; si < r.nrows; si++)
-    for (int x = 0; x < w; x++) {
-      int y = r.rows[si];
-      int64_t fix = late;
-      for (int o = 0; still_a && !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
-      for (int o = 0; still_b && !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
-      T[si * w + x] += fix;
-    }
+        for (int k = o; w != h && k < vx * vy; k += no)
+          if (ustep * (1 + k / no) == u) extra += zc;
+        flat += extra;
+        for (int si = 0; si < r.nrows; si++)
+          for (int x = 0; x < w; x++) {
+            int y = r.rows[si], p = si * w + x;
+            int ma = ph_a && o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
+            int mb = ph_b && o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
+            work[p] = extra + (ma ? ca : 0) + (mb ? cb : 0);
+            sa[p] = ma ? r.cx.sends * a : 0;
+            sb[p] = mb ? r.cy.sends * b : 0;
+          }
+        round_all(&r, T, nt_, work, sa, sb, 0);
+      }
+    /* After it: the zeroings no round took, and (copying alignment) the lines that shifted
+     * an odd number of times come back from buffer 1 */
+    for (int si = 0; si < r.nrows; si++)
+      for (int x = 0; x < w; x++) {
+        int y = r.rows[si];
+        int64_t fix = ph == 0 ? late : 0;
+        for (int o = 0; ph_a && !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
+        for (int o = 0; ph_b && !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
+        T[si * w + x] += fix;
+      }
+  }
   /* The alignment's own cycles: past where the PEs would be had nothing shifted (the
    * gathers and zeroings in its rounds stay) */
   if (align) {
@@ -339,8 +355,19 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
         work[p] = r.mac_s + (shift ? cp : 0);
         sa[p] = shift && w > 1 ? r.cx.sends * vy * a : 0;
         sb[p] = shift && h > 1 ? r.cy.sends * vx * b : 0;
+        if (one) sb[p] = 0; /* B's shift is a round of its own (below) */
       }
-    round_all(&r, T, nt_, work, sa, sb, db);
+    if (!one) {
+      round_all(&r, T, nt_, work, sa, sb, db);
+      continue;
+    }
+    /* one buffer (square): the multiply, then A into the spare and a wait, then B into A's
+     * old buffer and a wait: two rounds whose streams start after the PE's work */
+    r.serial = 1;
+    round_all(&r, T, nt_, work, sa, sb, 0);
+    if (!shift) continue;
+    for (int p = 0; p < P; p++) work[p] = 0, sa[p] = 0, sb[p] = b;
+    round_all(&r, T, nt_, work, sa, sb, 0);
   }
   int64_t end = 0;
   for (int p = 0; p < P; p++) end = max64(end, T[p]);

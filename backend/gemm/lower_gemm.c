@@ -15,7 +15,7 @@ int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (rc || rb < 2) return rc;
   /* The alternatives, as `auto` weighed them: the manifest's explain */
   wf_gemm_choice ch;
-  wf_gemm_choose(L->t, L->f, op, L->w, L->h, &ch);
+  wf_gemm_choose(L->t, L->f, op, L->w, L->h, (int)wf_op_int(L->f, op, "buffers", 2), &ch);
   wf_gemm_choice_text(&ch, out->explain, sizeof out->explain);
   return 0;
 }

@@ -68,7 +68,7 @@ int wf_lower_gemm_allgather(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
   if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
-  wf_gemm_buffers(WF_GEMM_ALLGATHER, W, H, m, ka, kb, n, &bf);
+  wf_gemm_buffers(WF_GEMM_ALLGATHER, 2, W, H, m, ka, kb, n, &bf);
   WF_ASSERT(bf.b0 == brows * n);
   int pa = wf_lower_temp(L, "$gemm_apanel", bf.a0 * 4);
   int pb = wf_lower_temp(L, "$gemm_bpanel", bf.b0 * 4);

@@ -10,6 +10,12 @@ int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int p
     wf_error(op->loc, "dist.gemm: unknown algo '%s' (expected meshgemm, cannon, summa or allgather)", name);
     return WF_EXIT_INPUT;
   }
+  int64_t nbuf = wf_op_int(L->f, op, "buffers", 2);
+  if (nbuf != 1 && nbuf != 2) {
+    wf_error(op->loc, "dist.gemm: buffers = %lld (expected 1, the memory-minimal schedule, or 2, double buffered)",
+             (long long)nbuf);
+    return WF_EXIT_INPUT;
+  }
   /* Every algorithm takes a W x H region: meshgemm and cannon through the lcm virtual grid
    * (lower_gemm_rect.c, which reports the K sizes it cannot cut in L tiles). */
   switch (a) {

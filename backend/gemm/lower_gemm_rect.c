@@ -659,7 +659,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   WF_ASSERT(!((preskew & WF_PRESKEW_A) && ksa >= 0) && !((preskew & WF_PRESKEW_B) && ksb >= 0));
   int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n, preskew, NULL) + kcycles;
+  out->predicted = wf_gemm_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL) + kcycles;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
   rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};

@@ -12,6 +12,13 @@
  *   steps       loop s in [0, N): step s multiplies buffers s % 2 while the next blocks
  *               stream into the other pair (double buffering); the last step does not shift
  *
+ * With one buffer (the dist.gemm's buffers = 1, --gemm-buffers=1: WaferLLM's memory-minimal
+ * budget, the A, B and C blocks plus one spare) three buffers of the larger block hold A, B
+ * and the spare. The alignment shifts A (between its buffer and the spare), then B; a step
+ * multiplies, then sends A into the spare (wait), then B into A's old buffer (wait): nothing
+ * overlaps the multiply, and each step pays the longest ring link twice. The roles rotate
+ * with period 3 (A, B, spare -> spare, A, B), so the loop body is written for s % 3.
+ *
  * Both blocks leave through the PE's one ramp, so a shift costs m k + k n cycles plus the
  * latency of the longest ring link: 2 hops on INTERLEAVE's ring, N - 1 on Cannon's. */
 #include "backend/gemm/lower_gemm.h"
@@ -60,6 +67,29 @@ static void align(shift_ctx *s, const wf_ring *ring, int N, int preskew) {
     wf_emit(L, &rb.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->b[0]), wf_arg_sym(s->b[1]), wf_arg_int(s->nb)});
 }
 
+/* The one-buffer steps (above): q holds A, B and the spare at s = 0. */
+static void steps_single(shift_ctx *s, int N, int sc, int64_t m, int64_t k, int64_t n, const int q[3]) {
+  wf_lower *L = s->L;
+  int sv = wf_lower_var(L, "s");
+  wf_pe_term ts = wf_term_var(sv, 0);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(ts), wf_arg_int(0), wf_arg_int(N)});
+  for (int j = 0; j < 3; j++) {
+    /* s % 3 == j: A in q[-s mod 3], B in q[1 - s mod 3], the spare in q[2 - s mod 3] */
+    int qa = q[(3 - j) % 3], qb = q[(4 - j) % 3], qs = q[(5 - j) % 3];
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, wf_gterm(ts, 3, 0), WF_CMP_EQ, wf_term_int(j));
+    wf_emit(L, &g, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(qa), wf_arg_sym(qb), wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
+    wf_pe_guard gs = g;
+    wf_gadd(&gs, ts, WF_CMP_LT, wf_term_int(N - 1));
+    shift(s, &gs, s->ca, qa, qs, s->na);
+    wf_emit(L, &gs, WF_PEOP_WAIT, NULL);
+    shift(s, &gs, s->cb, qb, qa, s->nb);
+    wf_emit(L, &gs, WF_PEOP_WAIT, NULL);
+  }
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+}
+
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo, int preskew) {
   wf_value a = op->operands[0], b = op->operands[1], c = op->results[0];
@@ -80,7 +110,17 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
                           wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
     return 0;
   }
-  if (L->w != L->h) return wf_lower_gemm_rect(L, op, out, algo, preskew); /* the lcm virtual grid */
+  int nbuf = (int)wf_op_int(L->f, op, "buffers", 2);
+  if (L->w != L->h) {
+    if (nbuf == 1) {
+      wf_error(op->loc, "dist.gemm{algo=%s, buffers=1}: the one-buffer schedule has no lowering on a %dx%d region "
+                        "(MeshGEMM and Cannon on W x H rename tile slots instead; docs/gemm.md): use buffers=2 "
+                        "(--gemm-buffers=2 or auto) or algo=summa",
+               wf_gemm_algo_names[algo], L->w, L->h);
+      return WF_EXIT_UNSUPPORTED;
+    }
+    return wf_lower_gemm_rect(L, op, out, algo, preskew); /* the lcm virtual grid */
+  }
   int N = L->w;
   int64_t m, k, kb, n, r, cc;
   wf_lower_block(L, a, &m, &k);
@@ -90,8 +130,10 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   shift_ctx s = {L, -1, -1, {0, 0}, {0, 0}, m * k, kb * n, 0};
   int sc = wf_lower_sym(L, c);
   out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
+  if (N > 1 && nbuf == 1) /* the manifest names the schedule */
+    out->lowering = algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave-1buf" : "cannon-ring-1buf";
   out->predicted = N == 1 ? wf_gemm_predict(L->t, algo, N, N, m, k, n)
-                          : wf_gemm_shift_cost(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, NULL);
+                          : wf_gemm_shift_cost(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf, NULL);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {
     wf_emit(L, NULL, WF_PEOP_MATMUL,
@@ -113,13 +155,23 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   s.done = wf_lower_done_task(L);
   /* Buffer 0 is a copy of the operand: the operand itself may be used again later. */
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
-  wf_gemm_buffers(algo, L->w, L->h, m, k, kb, n, &bf);
+  wf_gemm_buffers(algo, nbuf, L->w, L->h, m, k, kb, n, &bf);
   s.a[0] = wf_lower_temp(L, "$gemm_a0", bf.a0 * 4);
   s.a[1] = wf_lower_temp(L, "$gemm_a1", bf.a1 * 4);
   s.b[0] = wf_lower_temp(L, "$gemm_b0", bf.b0 * 4);
-  s.b[1] = wf_lower_temp(L, "$gemm_b1", bf.b1 * 4);
+  s.b[1] = bf.b1 ? wf_lower_temp(L, "$gemm_b1", bf.b1 * 4) : -1; /* one buffer: none */
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.a[0]), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_int(s.na)});
   wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s.b[0]), wf_arg_sym(wf_lower_sym(L, b)), wf_arg_int(s.nb)});
+  if (nbuf == 1) {
+    /* $gemm_a0, $gemm_b0, $gemm_a1: A, B, the spare; each operand aligns through the spare
+     * alone (align leaves out the operands it is told are pre-skewed) */
+    int q[3] = {s.a[0], s.b[0], s.a[1]};
+    s.a[1] = s.b[1] = q[2];
+    align(&s, ring, N, preskew | WF_PRESKEW_B);
+    align(&s, ring, N, preskew | WF_PRESKEW_A);
+    steps_single(&s, N, sc, m, k, n, q);
+    return 0;
+  }
   align(&s, ring, N, preskew);
 
   int sv = wf_lower_var(L, "s");

@@ -104,7 +104,7 @@ static void summa_steps(summa_rect_ctx *s, int64_t from, int64_t to, int pv, int
 static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, int sb, int sc,
                        int64_t m, int64_t ka, int64_t kb, int64_t n) {
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
-  wf_gemm_buffers(WF_GEMM_SUMMA, W, H, m, ka, kb, n, &bf);
+  wf_gemm_buffers(WF_GEMM_SUMMA, 2, W, H, m, ka, kb, n, &bf);
   summa_rect_ctx s = {L, W, H, crow, ccol, sa, sb, sc, sa, sb, -1, m, ka, kb, n, bf.a1};
   if (W > 1) s.at = wf_lower_temp(L, "$a_recv", bf.a0 * 4);
   if (H > 1) s.bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
@@ -124,7 +124,7 @@ static void summa_rect(wf_lower *L, int W, int H, int crow, int ccol, int sa, in
 static void summa_square(wf_lower *L, int crow, int ccol, int sa, int sb, int sc, int64_t m,
                          int64_t k, int64_t n) {
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */
-  wf_gemm_buffers(WF_GEMM_SUMMA, L->w, L->h, m, k, k, n, &bf);
+  wf_gemm_buffers(WF_GEMM_SUMMA, 2, L->w, L->h, m, k, k, n, &bf);
   int at = wf_lower_temp(L, "$a_recv", bf.a0 * 4), bt = wf_lower_temp(L, "$b_recv", bf.b0 * 4);
   int kv = wf_lower_var(L, "k");
   wf_pe_term tk = wf_term_var(kv, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);

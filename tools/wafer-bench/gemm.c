@@ -1,10 +1,11 @@
 /* wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--weights=none|a|b|ab] [--target=T]
- *                  [--keep=DIR]
+ *                  [--gemm-buffers=1|2|auto] [--keep=DIR]
  *
  * Builds C[M,N] = A[M,K] . B[K,N] as IR (--weights: the operands that are constants of the
  * module, as a model's weights are, instead of inputs; MeshGEMM and Cannon get them written
  * pre-skewed, docs/gemm.md), partitions it over an S x S (or W x H) region, lowers
- * the matmul to dist.gemm{algo=NAME} (lower-gemm), compiles and simulates it in timing mode
+ * the matmul to dist.gemm{algo=NAME} (lower-gemm; --gemm-buffers: its buffers option, MeshGEMM's
+ * and Cannon's schedule, gemm_algos.h), compiles and simulates it in timing mode
  * (cycles only: every instruction's cost is data-independent, docs/cycle-model.md) and
  * prints one JSON object ("mesh": [W, H]). predicted_cycles is the plan's own (the cost
  * model's number for the blocks the lowering really got, padding included).
@@ -13,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/gemm/gemm_algos.h"
 #include "tools/wafer-bench/bench.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
 
 /* wa / wb: A / B is a constant (a splat: timing mode reads no data) instead of an argument. */
-static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int64_t N, int wa, int wb,
+static int compile_ir(const char *algo, const char *bufs, int W, int H, int64_t M, int64_t K, int64_t N, int wa, int wb,
                       const wf_target *t, char **out) {
   char text[1024], consts[256] = "", args[128] = "";
   if (wa) snprintf(consts, sizeof consts, "  const @a : f32[%lld, %lld] = dense<0.5>\n", (long long)M, (long long)K);
@@ -36,7 +38,7 @@ static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int6
   wf_module *m = wf_parse_string(text, "wafer-bench-gemm.wir");
   if (!m) return WF_EXIT_INPUT;
   char pipe[256];
-  snprintf(pipe, sizeof pipe, "partition{mesh=%dx%d},lower-gemm{algo=%s}", W, H, algo);
+  snprintf(pipe, sizeof pipe, "partition{mesh=%dx%d},lower-gemm{algo=%s,buffers=%s}", W, H, algo, bufs);
   wf_register_builtin_passes();
   wf_pipeline *p = wf_pipeline_parse(wf_pass_registry_global(), pipe);
   int rc = p ? 0 : WF_EXIT_USAGE;
@@ -51,7 +53,7 @@ static int compile_ir(const char *algo, int W, int H, int64_t M, int64_t K, int6
 }
 
 int wf_bench_gemm(int argc, char **argv) {
-  const char *algo = "meshgemm", *target = "wse2", *keep = NULL, *weights = "none", *v;
+  const char *algo = "meshgemm", *target = "wse2", *keep = NULL, *weights = "none", *bufs = "2", *v;
   long long W = 8, H = 8;
   int64_t M = 512, K = 512, N = 512;
   for (int i = 1; i < argc; i++) {
@@ -59,6 +61,14 @@ int wf_bench_gemm(int argc, char **argv) {
     if ((v = wf_bench_opt(a, "algo"))) algo = v;
     else if ((v = wf_bench_opt(a, "target"))) target = v;
     else if ((v = wf_bench_opt(a, "keep"))) keep = v;
+    else if ((v = wf_bench_opt(a, "gemm-buffers"))) {
+      int nb;
+      if (wf_gemm_buffers_parse(v, &nb)) {
+        fprintf(stderr, "wafer-bench gemm: --gemm-buffers=%s: expected 1, 2 or auto\n", v);
+        return WF_EXIT_USAGE;
+      }
+      bufs = v;
+    }
     else if ((v = wf_bench_opt(a, "weights"))) {
       if (strcmp(v, "none") && strcmp(v, "a") && strcmp(v, "b") && strcmp(v, "ab")) {
         fprintf(stderr, "wafer-bench gemm: --weights=%s: expected none, a, b or ab\n", v);
@@ -82,10 +92,12 @@ int wf_bench_gemm(int argc, char **argv) {
     else if ((v = wf_bench_opt(a, "k"))) { if ((K = wf_bench_int("k", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "n"))) { if ((N = wf_bench_int("n", v)) < 0) return WF_EXIT_USAGE; }
     else {
-      static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n", "--weights"};
-      wf_error_unknown_option("wafer-bench gemm", a, own, 8);
+      static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n", "--weights",
+                                        "--gemm-buffers"};
+      wf_error_unknown_option("wafer-bench gemm", a, own, 9);
       fprintf(stderr, "usage: wafer-bench gemm --algo=meshgemm|cannon|summa|allgather|auto --mesh=S|WxH "
-                      "--m=M --k=K --n=N [--weights=none|a|b|ab] [--target=T] [--keep=PLAN_DIR]\n");
+                      "--m=M --k=K --n=N [--weights=none|a|b|ab] [--gemm-buffers=1|2|auto] [--target=T] "
+                      "[--keep=PLAN_DIR]\n");
       return WF_EXIT_USAGE;
     }
   }
@@ -96,12 +108,14 @@ int wf_bench_gemm(int argc, char **argv) {
   if (wf_target_set_mesh(&t, mesh)) return WF_EXIT_NOFIT;
   char *ir = NULL;
   int wa = strchr(weights, 'a') != NULL, wb = strchr(weights, 'b') != NULL;
-  int rc = compile_ir(algo, (int)W, (int)H, M, K, N, wa, wb, &t, &ir);
+  int rc = compile_ir(algo, bufs, (int)W, (int)H, M, K, N, wa, wb, &t, &ir);
   if (rc) return rc;
   /* The algorithm lower-gemm chose (auto), from the lowered text. */
   const char *at = strstr(ir, "algo = ");
   char chosen[32] = "?";
   if (at) sscanf(at + 7, "%31[a-z]", chosen);
+  /* the schedule it emitted: buffers = 1 is printed, 2 is the attribute's default */
+  int nbuf = strstr(ir, "buffers = 1") ? 1 : 2;
   int64_t cycles = 0;
   char plan[4096], predicted_s[64] = "-1";
   rc = wf_bench_run(ir, &t, keep, NULL, &cycles, NULL, plan);
@@ -114,8 +128,8 @@ int wf_bench_gemm(int argc, char **argv) {
   double eff = cycles > 0 ? (double)M * K * N / ((double)W * H * fmac * (double)cycles) : 0;
   printf("{\"op\": \"gemm\", \"algo\": \"%s\", \"requested\": \"%s\", \"target\": \"%s\", \"mesh\": [%lld, %lld], "
          "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"weights\": \"%s\", \"simulated_cycles\": %lld, "
-         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f}\n",
+         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f, \"buffers\": %d}\n",
          chosen, algo, t.name, W, H, (long long)M, (long long)K, (long long)N, weights, (long long)cycles,
-         predicted, eff);
+         predicted, eff, nbuf);
   return 0;
 }

@@ -15,6 +15,7 @@ typedef struct wf_gen_compile {
   wf_plan_opts po;                  /* flags, collectives, quiet */
   int autotune;                     /* --autotune: the mesh from the cost model's candidates */
   int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
+  const char *gemm_buffers;         /* lower-gemm's buffers (1, 2, auto), NULL = its default */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the

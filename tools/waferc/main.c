@@ -45,6 +45,8 @@ typedef struct options {
   int n_derived;
   int list_onnx_ops;
   const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline */
+  const char *gemm_buffers; /* --gemm-buffers: lower-gemm{buffers=...} */
+  char gemm_opts[64];       /* lower-gemm's options from the two (gemm_options) */
   const char *gqa;       /* --gqa: head-layout{gqa=...} in the default pipeline */
   const char *reduce_algo;     /* --reduce-algo (wf_plan_opts) */
   char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
@@ -86,6 +88,9 @@ static void usage(FILE *out) {
         "  --list-targets             list the target presets\n"
         "  --gemm-algo=A              dist.gemm algorithm: meshgemm, cannon, summa, allgather or\n"
         "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
+        "  --gemm-buffers=B           MeshGEMM/Cannon buffers per operand: 2 (default, double\n"
+        "                             buffered), 1 (memory-minimal: A, B, C and one spare) or\n"
+        "                             auto (2 when it fits the SRAM, else 1; docs/gemm.md)\n"
         "  --gqa=M                    kv heads whose query heads span columns (GQA, MQA):\n"
         "                             replicate their projections, gather them inside attention,\n"
         "                             or auto (default: the lower predicted cycles;\n"
@@ -122,6 +127,17 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,lower-gemm,symbol-dce (without head-layout, partition and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
+/* lower-gemm's options from --gemm-algo and --gemm-buffers ("algo=cannon,buffers=1"), or
+ * NULL when neither was given. */
+static const char *gemm_options(options *o) {
+  if (!o->gemm_algo && !o->gemm_buffers) return NULL;
+  snprintf(o->gemm_opts, sizeof o->gemm_opts, "%s%s%s%s%s", o->gemm_algo ? "algo=" : "",
+           o->gemm_algo ? o->gemm_algo : "", o->gemm_algo && o->gemm_buffers ? "," : "",
+           o->gemm_buffers ? "buffers=" : "", o->gemm_buffers ? o->gemm_buffers : "");
+  return o->gemm_opts;
+}
+
+/* gemm_algo: lower-gemm's options (gemm_options), or NULL */
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
   size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0);
@@ -136,7 +152,7 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
     if (*s) strcat(s, ",");
     strcat(s, default_passes[i]);
     if (gemm_algo && strcmp(default_passes[i], "lower-gemm") == 0) {
-      strcat(s, "{algo=");
+      strcat(s, "{");
       strcat(s, gemm_algo);
       strcat(s, "}");
     }
@@ -439,6 +455,14 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       }
       o->gemm_algo = v;
     })
+    VALUE("--gemm-buffers", {
+      int nb;
+      if (wf_gemm_buffers_parse(v, &nb)) {
+        wf_error(WF_LOC_NONE, "--gemm-buffers: '%s' is not one of 1, 2, auto", v);
+        return WF_EXIT_USAGE;
+      }
+      o->gemm_buffers = v;
+    })
     VALUE("--reduce-algo", {
       if (strcmp(v, "auto") && wf_coll_algo_parse(v) < 0) {
         wf_error(WF_LOC_NONE, "--reduce-algo: unknown algorithm '%s' (valid: star, chain, tree, "
@@ -497,7 +521,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       printf("waferc %s\n", WF_VERSION_STRING);
       exit(WF_EXIT_OK);
     } else if (a[0] == '-' && a[1] != '\0') {
-      static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--gqa", "--reduce-algo",
+      static const char *const own[] = {"-o", "--func", "--emit", "--gemm-algo", "--gemm-buffers", "--gqa", "--reduce-algo",
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
@@ -728,7 +752,7 @@ int main(int argc, char **argv) {
     return WF_EXIT_OK;
   }
   /* --interpret and --emit=ir see the graph-level IR: partition only runs toward a plan */
-  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), o.gemm_algo, o.gqa);
+  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), gemm_options(&o), o.gqa);
   wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
   free(dflt);
   if (!pipeline) return WF_EXIT_USAGE;
@@ -782,7 +806,7 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
                         o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
-                        o.dec_w, o.dec_h};
+                        o.dec_w, o.dec_h, o.gemm_buffers};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
@@ -811,7 +835,7 @@ int main(int argc, char **argv) {
   /* the default pipeline's fallback when gathered kv heads do not fit (compile_fitting) */
   wf_pipeline *replicate = NULL;
   if (!o.interpret && !emit_ir && !o.gqa && !c.pipeline) {
-    char *rp = default_pipeline(0, o.gemm_algo, "replicate");
+    char *rp = default_pipeline(0, gemm_options(&o), "replicate");
     replicate = wf_cli_parse_pipeline(&c, rp);
     free(rp);
   }
