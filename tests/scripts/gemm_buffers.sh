@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The memory-minimal GEMM schedule (docs/gemm.md, "Buffers"): --gemm-buffers=1 gives MeshGEMM
+# and Cannon on a square region three rotating buffers (A, B and one spare) instead of two per
+# operand; a step multiplies, then shifts A, waits, shifts B, waits. SUMMA lowers the same for
+# 1 and 2 (its broadcasts block). auto takes 2 where its SRAM estimate fits, else 1.
+#  - Results equal the reference interpreter with 1 and 2 buffers, for meshgemm, cannon and
+#    summa, on square meshes with ragged (padded) M, K and N, with a pre-skewed weight, and
+#    batched; on non-square meshes SUMMA with both, the shift algorithms with 2, and 1 is
+#    refused (exit 3) with a message naming the region.
+#  - The 1-buffer plan's per-PE memory (the manifest's memory_bytes) is smaller than the
+#    2-buffer one's for meshgemm and cannon, and the same for summa (the same program).
+#  - The schedule, from the trace: with 1 buffer no PE has a stream in flight while it
+#    multiplies; with 2 some do (the premise).
+#  - Predicted cycles within 10% of simulated for the 1-buffer schedule on communication-bound
+#    sizes (2x2 blocks per PE on 8x8 and 16x16, timing mode), and the manifest and explain
+#    name the schedule.
+#  - auto: 2 where the double buffers fit; 1 where they do not (a 88^3 MeshGEMM on 2x2 of 48
+#    KiB PEs: 2 buffers exit 4, auto runs 1 buffer and equals the interpreter).
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+. "$SRC/tests/tools/plan_run.sh"
+
+# field PLAN EXPR: a Python expression over the manifest m, printed
+field() { python3 -c "import json,sys; m=json.load(open(sys.argv[1]+'/manifest.json')); print($2)" "$1"; }
+mem() { field "$1" "max(c['memory_bytes'] for r in m['regions'] for c in r['classes'])"; }
+lowering() { field "$1" "[o for o in m['ops'] if o['op'] == 'dist.gemm'][0]['lowering']"; }
+
+# ---- results equal the interpreter; memory; the lowering's name ----
+gen r 10,14 14,9 10,9 # M, K, N ragged on every mesh below
+for mesh in 2x2 3x3 4x4; do
+  for algo in meshgemm cannon summa; do
+    for nb in 1 2; do
+      run "r-$mesh-$algo-$nb" "$TMP/r.wir" "$mesh" "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
+        --gemm-algo=$algo --gemm-buffers=$nb
+    done
+    m1=$(mem "$TMP/r-$mesh-$algo-1") m2=$(mem "$TMP/r-$mesh-$algo-2")
+    l1=$(lowering "$TMP/r-$mesh-$algo-1") l2=$(lowering "$TMP/r-$mesh-$algo-2")
+    if [ $algo = summa ]; then
+      [ "$m1" = "$m2" ] || fail "$mesh summa: memory $m1 B with 1 buffer, $m2 B with 2 (the same program)"
+      cmp -s "$TMP/r-$mesh-$algo-1/programs/main.wpe" "$TMP/r-$mesh-$algo-2/programs/main.wpe" ||
+        fail "$mesh summa: the programs for 1 and 2 buffers differ"
+    else
+      [ "$m1" -lt "$m2" ] || fail "$mesh $algo: per-PE memory $m1 B with 1 buffer, not below $m2 B with 2"
+      case $l1 in *-1buf) ;; *) fail "$mesh $algo: 1 buffer lowered as '$l1'" ;; esac
+      case $l2 in *-1buf) fail "$mesh $algo: 2 buffers lowered as '$l2'" ;; esac
+    fi
+  done
+done
+# a pre-skewed weight (B a constant) and a batch, with 1 buffer
+python3 "$NPY" "$TMP/w.b.npy" 14,9 3 1.0
+cat >"$TMP/w.wir" <<EOF
+module @g {
+  const @b : f32[14,9] = file<"w.b.npy">
+  func @main(%a: f32[10,14]) -> f32[10,9] {
+    %c = matmul(%a, @b) : f32[10,9]
+    return %c
+  }
+}
+EOF
+waferc "$TMP/w.wir" --interpret --input a="$TMP/r.a.npy" --output-dir "$TMP/w.ref" -q || fail "w: interpreter failed"
+gen bt 3,5,12 3,12,7 3,5,7
+for mesh in 3x3 4x4; do
+  for algo in meshgemm cannon; do
+    run "w-$mesh-$algo" "$TMP/w.wir" "$mesh" "a=$TMP/r.a.npy" c "$TMP/w.ref/c.npy" "" --gemm-algo=$algo --gemm-buffers=1
+    run "bt-$mesh-$algo" "$TMP/bt.wir" "$mesh" "a=$TMP/bt.a.npy b=$TMP/bt.b.npy" c "$TMP/bt.ref/c.npy" "" \
+      --gemm-algo=$algo --gemm-buffers=1
+  done
+done
+# non-square: SUMMA with both, the shift algorithms with 2; 1 is refused
+for mesh in 2x3 4x2; do
+  for nb in 1 2; do
+    run "n-$mesh-summa-$nb" "$TMP/r.wir" "$mesh" "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
+      --gemm-algo=summa --gemm-buffers=$nb
+  done
+  for algo in meshgemm cannon; do
+    run "n-$mesh-$algo-2" "$TMP/r.wir" "$mesh" "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
+      --gemm-algo=$algo --gemm-buffers=2
+    rc=0
+    waferc "$TMP/r.wir" -o "$TMP/n1" --target=test8x8 --mesh=$mesh --gemm-algo=$algo --gemm-buffers=1 -q \
+      2>"$TMP/err" || rc=$?
+    [ $rc = 3 ] && grep -q "square regions only" "$TMP/err" ||
+      fail "$mesh $algo --gemm-buffers=1: exit $rc, expected 3 and the reason: $(head -2 "$TMP/err")"
+  done
+  # auto (and buffers=1 with algo=auto) leave the shift algorithms at 2 / out, and still lower
+  run "n-$mesh-auto-1" "$TMP/r.wir" "$mesh" "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" --gemm-buffers=1
+  run "n-$mesh-auto-auto" "$TMP/r.wir" "$mesh" "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
+    --gemm-algo=meshgemm --gemm-buffers=auto
+done
+rc=0
+waferc "$TMP/r.wir" -o "$TMP/bad" --target=test8x8 --mesh=2x2 --gemm-buffers=3 -q 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "--gemm-buffers=3: exit $rc, expected 2"
+
+# ---- the schedule, from the trace: no stream in flight during a multiply with 1 buffer ----
+gen s 24,24 24,24 24,24
+for algo in meshgemm cannon; do
+  for nb in 1 2; do
+    d="$TMP/s-$algo-$nb"
+    run "s-$algo-$nb" "$TMP/s.wir" 4x4 "a=$TMP/s.a.npy b=$TMP/s.b.npy" c "$TMP/s.ref/c.npy" "" \
+      --gemm-algo=$algo --gemm-buffers=$nb
+    waferrun "$d" -q --mode=timing --trace "$d/trace.json" || fail "s-$algo-$nb: traced run exited $?"
+  done
+  python3 - "$TMP" "$algo" <<'PY' || fail "$algo: the 1-buffer schedule overlaps streams with multiplies (above)"
+import json, re, sys
+tmp, algo = sys.argv[1:]
+
+def overlaps(nb):
+    ev = json.load(open("%s/s-%s-%d/trace.json" % (tmp, algo, nb)))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    names = {e["tid"]: e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+    pe = {t: re.match(r"PE \((\d+),(\d+)\)", n).group(0) for t, n in names.items()}
+    mm, st = {}, {}
+    for e in ev:
+        if e.get("ph") != "X" or e["tid"] not in pe or e.get("cat") in ("op", "task"):
+            continue
+        if e["name"] == "matmul":
+            mm.setdefault(pe[e["tid"]], []).append((e["ts"], e["ts"] + e["dur"]))
+        elif e.get("args", {}).get("async"):
+            st.setdefault(pe[e["tid"]], []).append((e["ts"], e["ts"] + e["dur"]))
+    assert mm and st, "%s %d buffers: no multiplies or no streams in the trace" % (algo, nb)
+    return sum(1 for p in mm for a, b in mm[p] for c, d in st.get(p, []) if c < b and a < d)
+
+one, two = overlaps(1), overlaps(2)
+assert one == 0, "%s: with 1 buffer %d stream/multiply pairs overlap" % (algo, one)
+assert two > 0, "%s: premise: with 2 buffers streams overlap the multiplies (none did)" % algo
+print("%s: stream/multiply overlaps: 1 buffer %d, 2 buffers %d" % (algo, one, two))
+PY
+  n=$((n + 1))
+done
+
+# ---- predicted vs simulated, 1 buffer, communication-bound (2x2 blocks per PE) ----
+for s in 8 16; do
+  for algo in meshgemm cannon; do
+    for nb in 1 2; do
+      wafer-bench gemm --algo=$algo --mesh=$s --m=$((2 * s)) --k=$((2 * s)) --n=$((2 * s)) --gemm-buffers=$nb \
+        >"$TMP/b-$s-$algo-$nb.json" || fail "wafer-bench gemm $algo $s $nb: exit $?"
+    done
+    python3 - "$TMP/b-$s-$algo-1.json" "$TMP/b-$s-$algo-2.json" <<'PY' || fail "$algo on ${s}x$s: (above)"
+import json, sys
+one, two = (json.load(open(f)) for f in sys.argv[1:])
+tag = "%s %s" % (one["algo"], one["mesh"])
+assert one["buffers"] == 1 and two["buffers"] == 2, "%s: buffers reported %r, %r" % (tag, one["buffers"], two["buffers"])
+err = (one["predicted_cycles"] - one["simulated_cycles"]) / one["simulated_cycles"]
+assert abs(err) <= 0.10, "%s 1 buffer: predicted %d, simulated %d (%+.1f%%)" % (
+    tag, one["predicted_cycles"], one["simulated_cycles"], 100 * err)
+# communication-bound: without the overlap the steps are longer
+assert one["simulated_cycles"] > two["simulated_cycles"], "%s: 1 buffer %d cycles, 2 buffers %d" % (
+    tag, one["simulated_cycles"], two["simulated_cycles"])
+print("%s: 1 buffer %d cycles (predicted %d, %+.1f%%), 2 buffers %d" % (
+    tag, one["simulated_cycles"], one["predicted_cycles"], 100 * err, two["simulated_cycles"]))
+PY
+    n=$((n + 1))
+  done
+done
+# the explain names the schedule each candidate was predicted with
+field "$TMP/r-4x4-meshgemm-1" "[o for o in m['ops'] if o['op'] == 'dist.gemm'][0]['explain']" >"$TMP/ex"
+grep -q "meshgemm [0-9]* (1 buffer)" "$TMP/ex" && grep -q "cannon [0-9]* (1 buffer)" "$TMP/ex" ||
+  fail "explain of a 1-buffer plan: $(cat "$TMP/ex")"
+field "$TMP/r-4x4-meshgemm-2" "[o for o in m['ops'] if o['op'] == 'dist.gemm'][0]['explain']" >"$TMP/ex"
+grep -q "1 buffer" "$TMP/ex" && fail "explain of a 2-buffer plan: $(cat "$TMP/ex")"
+
+# ---- auto: 2 where it fits, 1 where only that fits ----
+run "auto-fits" "$TMP/r.wir" 4x4 "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
+  --gemm-algo=meshgemm --gemm-buffers=auto
+[ "$(lowering "$TMP/auto-fits")" = meshgemm-interleave ] || fail "auto where 2 buffers fit: $(lowering "$TMP/auto-fits")"
+# 44x44 blocks: A, B, C and four buffers are 7 x 7744 B > 48 KiB; with three, 6 x 7744 B fit
+gen big 88,88 88,88 88,88
+rc=0
+waferc "$TMP/big.wir" -o "$TMP/big2" --target=test8x8 --mesh=2x2 --gemm-algo=meshgemm --gemm-buffers=2 -q \
+  2>/dev/null || rc=$?
+[ $rc = 4 ] || fail "88^3 on 2x2 with 2 buffers: exit $rc, expected 4 (does not fit)"
+run "big-auto" "$TMP/big.wir" 2x2 "a=$TMP/big.a.npy b=$TMP/big.b.npy" c "$TMP/big.ref/c.npy" "" \
+  --gemm-algo=meshgemm --gemm-buffers=auto
+[ "$(lowering "$TMP/big-auto")" = meshgemm-interleave-1buf ] || fail "auto where 2 do not fit: $(lowering "$TMP/big-auto")"
+[ "$(mem "$TMP/big-auto")" -le 49152 ] || fail "auto's 1-buffer plan uses $(mem "$TMP/big-auto") B"
+echo "gemm_buffers: $n checks passed"
