@@ -9,7 +9,8 @@
  * (cycles only: every instruction's cost is data-independent, docs/cycle-model.md) and
  * prints one JSON object ("mesh": [W, H]). predicted_cycles is the plan's own (the cost
  * model's number for the blocks the lowering really got, padding included).
- * compute_efficiency = useful FMACs / (PEs x fmac/cycle x cycles). */
+ * compute_efficiency = useful FMACs / (PEs x fmac/cycle x cycles); buffers: the schedule
+ * MeshGEMM or Cannon was lowered with (1 or 2; null for the other algorithms). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +115,11 @@ int wf_bench_gemm(int argc, char **argv) {
   const char *at = strstr(ir, "algo = ");
   char chosen[32] = "?";
   if (at) sscanf(at + 7, "%31[a-z]", chosen);
-  /* the schedule it emitted: buffers = 1 is printed, 2 is the attribute's default */
-  int nbuf = strstr(ir, "buffers = 1") ? 1 : 2;
+  /* the schedule it emitted (MeshGEMM and Cannon; buffers = 1 is printed, 2 is the
+   * attribute's default), "null" for the algorithms that lower the same for both */
+  const char *nbuf = strcmp(chosen, "meshgemm") && strcmp(chosen, "cannon") ? "null"
+                     : strstr(ir, "buffers = 1")                             ? "1"
+                                                                             : "2";
   int64_t cycles = 0;
   char plan[4096], predicted_s[64] = "-1";
   rc = wf_bench_run(ir, &t, keep, NULL, &cycles, NULL, plan);
@@ -128,7 +132,7 @@ int wf_bench_gemm(int argc, char **argv) {
   double eff = cycles > 0 ? (double)M * K * N / ((double)W * H * fmac * (double)cycles) : 0;
   printf("{\"op\": \"gemm\", \"algo\": \"%s\", \"requested\": \"%s\", \"target\": \"%s\", \"mesh\": [%lld, %lld], "
          "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"weights\": \"%s\", \"simulated_cycles\": %lld, "
-         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f, \"buffers\": %d}\n",
+         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f, \"buffers\": %s}\n",
          chosen, algo, t.name, W, H, (long long)M, (long long)K, (long long)N, weights, (long long)cycles,
          predicted, eff, nbuf);
   return 0;
