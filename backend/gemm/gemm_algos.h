@@ -65,10 +65,11 @@ void wf_gemm_buffers(wf_gemm_algo a, int nbuf, int w, int h, int64_t m, int64_t 
  * one pair while the next pair streams in. 1, WaferLLM's memory-minimal budget (the A, B and
  * C blocks plus one spare): on a square region three rotating buffers of max(m k, k n) words
  * hold A, B and the spare, and a step multiplies, then shifts A into the spare and B into
- * A's old buffer, each closed by a wait (lower_gemm_shift.c); not offered on W x H (the lcm
+ * A's old buffer, each closed by a wait (lower_gemm_shift.c; less memory than 2 while
+ * neither block is twice the other); not offered on W x H (the lcm
  * grid's renaming slots are already one spare tile per tile row). SUMMA's broadcasts block
  * and allgather has no steps: both lower the same for 1 and 2. Auto (lower-gemm only): 2
- * when its SRAM estimate fits, else 1 (gemm_choose.c). */
+ * when its SRAM estimate fits, else 1 if that estimate is smaller (gemm_choose.c). */
 enum { WF_GEMM_BUFFERS_AUTO = 0 };
 /* 0 and *out (1, 2 or WF_GEMM_BUFFERS_AUTO) for "1", "2" or "auto"; -1 otherwise. */
 int wf_gemm_buffers_parse(const char *s, int *out);

@@ -160,6 +160,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
     /* auto: the double-buffered schedule first; the one-buffer one when that does not fit
      * (only a square region with K split has it: the lowering's own condition) */
     int nb = nbuf == 1 ? 1 : 2;
+    int64_t bytes2 = -1; /* auto: the double-buffered estimate, once it did not fit */
   again:;
     int64_t p = -1;
     ch->align[a] = -1;
@@ -193,8 +194,16 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
     if (p < 0 || ch->align[a] < 0) ch->align[a] = -1;
     else ch->align[a] *= ch->count;
     if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, other);
-    if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 2 && ch->buffers[a] == 2 && w == h && p >= 0 && ch->bytes[a] > ch->sram) {
+    if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 2 && bytes2 < 0 && ch->buffers[a] == 2 && w == h && p >= 0 &&
+        ch->bytes[a] > ch->sram) {
+      bytes2 = ch->bytes[a];
       nb = 1;
+      goto again;
+    }
+    /* the three rotating buffers hold max(mk, kn) each: with one block at least twice the
+     * other they hold no less than two per operand, and auto keeps 2 */
+    if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 1 && p >= 0 && ch->bytes[a] >= bytes2) {
+      nb = 2;
       goto again;
     }
   }

@@ -247,7 +247,9 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
   r.rename = meshgemm ? wf_gemm_rect_meshgemm_period(w, h, &r.turns) > 0 : wf_gemm_rect_cannon_period(w, h) > 0;
   int cannon_rename = r.rename && !meshgemm;
   wf_gemm_bufs bf;
-  wf_gemm_buffers(meshgemm ? WF_GEMM_MESHGEMM : WF_GEMM_CANNON, nbuf, w, h, m, ka, kb, n, &bf);
+  /* the slots and C's tiles (the same for one buffer, whose three buffers only the lowering
+   * and the SRAM check size: wf_gemm_buffers) */
+  wf_gemm_rect_buffers(meshgemm, w, h, m, ka, kb, n, &bf);
   int no = vx > vy ? vx : vy, ustep = meshgemm ? 2 : 1, iters = meshgemm ? 2 * L : L;
   r.rows = malloc((size_t)h * 2 * sizeof *r.rows);
   WF_ASSERT(r.rows);
