@@ -53,13 +53,9 @@ typedef struct layer_pack {
  * entries) how each packs k and v. */
 static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
                        const char *extra, int *layers, layer_pack *lp) {
-  char pipe[512], lg[96] = "";
-  if (g->gemm_algo || g->gemm_buffers) /* lower-gemm's options: {algo=..,buffers=..} */
-    snprintf(lg, sizeof lg, "{%s%s%s%s%s}", g->gemm_algo ? "algo=" : "", g->gemm_algo ? g->gemm_algo : "",
-             g->gemm_algo && g->gemm_buffers ? "," : "", g->gemm_buffers ? "buffers=" : "",
-             g->gemm_buffers ? g->gemm_buffers : "");
-  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},cse,%s,partition,lower-gemm%s,symbol-dce",
-           late, lg);
+  char pipe[512];
+  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},cse,%s,partition,lower-gemm%s%s%s,symbol-dce", late,
+           g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
   wf_pipeline *p = wf_cli_parse_pipeline(c, pipe);
   if (!p) return WF_EXIT_USAGE;
   wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;

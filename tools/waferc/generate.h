@@ -10,12 +10,12 @@ typedef struct wf_gen_compile {
   const char *ids_shape;            /* --input-shape NAME=1xL: the prompt's token ids */
   int64_t n;                        /* tokens to generate (the first comes from the prefill) */
   const char *kv_cache;             /* "shift" (default) or "concat" */
-  const char *gemm_algo;            /* lower-gemm's algo, NULL = auto */
+  const char *gemm_algo;            /* lower-gemm's algo, NULL = auto ("A,buffers=B" with
+                                     * --gemm-buffers: lower-gemm{algo=%s} takes both) */
   const char *out_dir;
   wf_plan_opts po;                  /* flags, collectives, quiet */
   int autotune;                     /* --autotune: the mesh from the cost model's candidates */
   int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
-  const char *gemm_buffers;         /* lower-gemm's buffers (1, 2, auto), NULL = its default */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the

@@ -44,9 +44,11 @@ typedef struct options {
   char *derived_shapes[MAX_INPUTS];     /* the ones taken from --input files (freed at exit) */
   int n_derived;
   int list_onnx_ops;
-  const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline */
-  const char *gemm_buffers; /* --gemm-buffers: lower-gemm{buffers=...} */
-  char gemm_opts[64];       /* lower-gemm's options from the two (gemm_options) */
+  const char *gemm_algo; /* --gemm-algo: lower-gemm{algo=...} in the default pipeline; with
+                          * --gemm-buffers "A,buffers=B" (gemm_opts), so every pipeline built
+                          * as lower-gemm{algo=%s} carries both */
+  const char *gemm_buffers; /* --gemm-buffers */
+  char gemm_opts[64];
   const char *gqa;       /* --gqa: head-layout{gqa=...} in the default pipeline */
   const char *reduce_algo;     /* --reduce-algo (wf_plan_opts) */
   char gemv_how[16];           /* --gemv-allreduce's name; "" = each op's own */
@@ -127,17 +129,6 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,lower-gemm,symbol-dce (without head-layout, partition and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
-/* lower-gemm's options from --gemm-algo and --gemm-buffers ("algo=cannon,buffers=1"), or
- * NULL when neither was given. */
-static const char *gemm_options(options *o) {
-  if (!o->gemm_algo && !o->gemm_buffers) return NULL;
-  snprintf(o->gemm_opts, sizeof o->gemm_opts, "%s%s%s%s%s", o->gemm_algo ? "algo=" : "",
-           o->gemm_algo ? o->gemm_algo : "", o->gemm_algo && o->gemm_buffers ? "," : "",
-           o->gemm_buffers ? "buffers=" : "", o->gemm_buffers ? o->gemm_buffers : "");
-  return o->gemm_opts;
-}
-
-/* gemm_algo: lower-gemm's options (gemm_options), or NULL */
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
   size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0);
@@ -152,7 +143,7 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
     if (*s) strcat(s, ",");
     strcat(s, default_passes[i]);
     if (gemm_algo && strcmp(default_passes[i], "lower-gemm") == 0) {
-      strcat(s, "{");
+      strcat(s, "{algo=");
       strcat(s, gemm_algo);
       strcat(s, "}");
     }
@@ -543,6 +534,11 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     wf_error(WF_LOC_NONE, "--input is only meaningful with --interpret");
     return WF_EXIT_USAGE;
   }
+  if (o->gemm_buffers) { /* lower-gemm{algo=A,buffers=B} wherever a pipeline names the algo */
+    snprintf(o->gemm_opts, sizeof o->gemm_opts, "%s,buffers=%s", o->gemm_algo ? o->gemm_algo : "auto",
+             o->gemm_buffers);
+    o->gemm_algo = o->gemm_opts;
+  }
   return WF_EXIT_OK;
 }
 
@@ -752,7 +748,7 @@ int main(int argc, char **argv) {
     return WF_EXIT_OK;
   }
   /* --interpret and --emit=ir see the graph-level IR: partition only runs toward a plan */
-  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), gemm_options(&o), o.gqa);
+  char *dflt = default_pipeline(o.interpret || (o.emit && strcmp(o.emit, "ir") == 0), o.gemm_algo, o.gqa);
   wf_pipeline *pipeline = wf_cli_parse_pipeline(&c, c.pipeline ? c.pipeline : dflt);
   free(dflt);
   if (!pipeline) return WF_EXIT_USAGE;
@@ -806,7 +802,7 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
                         o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
-                        o.dec_w, o.dec_h, o.gemm_buffers};
+                        o.dec_w, o.dec_h};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
@@ -835,7 +831,7 @@ int main(int argc, char **argv) {
   /* the default pipeline's fallback when gathered kv heads do not fit (compile_fitting) */
   wf_pipeline *replicate = NULL;
   if (!o.interpret && !emit_ir && !o.gqa && !c.pipeline) {
-    char *rp = default_pipeline(0, gemm_options(&o), "replicate");
+    char *rp = default_pipeline(0, o.gemm_algo, "replicate");
     replicate = wf_cli_parse_pipeline(&c, rp);
     free(rp);
   }
