@@ -755,6 +755,13 @@ static int gen_count(lctx *c, const cJSON *o, const char *key, const char *where
   return 0;
 }
 
+/* A plan directory named by the manifest: relative, inside this plan. */
+static int inner_dir(lctx *c, const char *d, const char *where, int allow_empty) {
+  if ((!d[0] && allow_empty) || (d[0] && d[0] != '/' && !strstr(d, "..") && !strchr(d, '\\'))) return 0;
+  lerr(c, "%s: '%s' must be a relative directory inside the plan (no '..', not absolute)", where, d);
+  return -1;
+}
+
 /* "generate" (optional): the host loop's parameters. The decode plan's directory must stay
  * inside this plan, like the program paths: a manifest is data and may come from anywhere. */
 static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
@@ -778,19 +785,11 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
     return -1;
   G->rows = (int)rows;
   G->slots_per_row = (int)slots;
-  const char *d = G->decode_plan;
-  if (!d[0] || d[0] == '/' || strstr(d, "..") || strchr(d, '\\')) {
-    lerr(c, "generate.decode_plan: '%s' must be a relative directory inside the plan (no '..', not absolute)", d);
+  if (inner_dir(c, G->decode_plan, "generate.decode_plan", 0)) return -1;
+  if (cJSON_GetObjectItemCaseSensitive(g, "switch_plan") &&
+      (get_str(c, g, "switch_plan", w, G->switch_plan, sizeof G->switch_plan) ||
+       inner_dir(c, G->switch_plan, "generate.switch_plan", 0)))
     return -1;
-  }
-  if (cJSON_GetObjectItemCaseSensitive(g, "switch_plan")) {
-    if (get_str(c, g, "switch_plan", w, G->switch_plan, sizeof G->switch_plan)) return -1;
-    d = G->switch_plan;
-    if (!d[0] || d[0] == '/' || strstr(d, "..") || strchr(d, '\\')) {
-      lerr(c, "generate.switch_plan: '%s' must be a relative directory inside the plan (no '..', not absolute)", d);
-      return -1;
-    }
-  }
   if (strcmp(G->kv_cache, "shift") && strcmp(G->kv_cache, "concat")) {
     lerr(c, "generate.kv_cache: expected \"shift\" or \"concat\", got \"%s\"", G->kv_cache);
     return -1;
@@ -815,13 +814,6 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
   }
   G->present = 1;
   return 0;
-}
-
-/* A plan directory named by the manifest: relative, inside this plan. */
-static int inner_dir(lctx *c, const char *d, const char *where, int allow_empty) {
-  if ((!d[0] && allow_empty) || (d[0] && d[0] != '/' && !strstr(d, "..") && !strchr(d, '\\'))) return 0;
-  lerr(c, "%s: '%s' must be a relative directory inside the plan (no '..', not absolute)", where, d);
-  return -1;
 }
 
 /* "pipeline" (optional): the stages waferrun runs in order (wf_plan_pipeline). */

@@ -282,13 +282,12 @@ static void set_mesh(wf_cli *c, int w, int h) {
 static int compile_transfer(wf_cli *c, const wf_pipe_compile *pc, const wf_func *prev, const wf_func *next, int k,
                             int bw, int bh, const char *dir) {
   const wf_op *ret = wf_func_return(prev);
-  char *text = NULL;
-  size_t tn = 0;
-  FILE *ft = open_memstream(&text, &tn);
-  WF_ASSERT(ft);
+  char *args = NULL, *body = NULL, *rets = NULL, *names = NULL, *text = NULL;
+  size_t na = 0, nb = 0, nr = 0, nn = 0, tn = 0;
+  FILE *fa = open_memstream(&args, &na), *fb = open_memstream(&body, &nb), *fr = open_memstream(&rets, &nr);
+  FILE *fn = open_memstream(&names, &nn);
+  WF_ASSERT(fa && fb && fr && fn);
   int rc = 0;
-  char args[8192] = "", body[16384] = "", rets[8192] = "", names[8192] = "";
-  size_t na = 0, nb = 0, nr = 0, nn = 0;
   for (int i = 0; i < ret->n_operands && !rc; i++) {
     const wf_value_info *vi = &prev->values[ret->operands[i]];
     const char *name = wf_str(prev->module, vi->name);
@@ -304,23 +303,24 @@ static int compile_transfer(wf_cli *c, const wf_pipe_compile *pc, const wf_func 
       rc = WF_EXIT_UNSUPPORTED;
       break;
     }
+    /* the type with dim d padded to whole blocks of the band and doubled */
     int64_t P = (int64_t)bh * ((t->dims[d] + bh - 1) / bh);
-    char shape[256];
-    int sn = 0;
+    char ty[320];
+    int sn = snprintf(ty, sizeof ty, "%s[", wf_dtype_name(t->dtype));
     for (int e = 0; e < t->rank; e++)
-      sn += snprintf(shape + sn, sizeof shape - (size_t)sn, "%s%lld", e ? ", " : "", (long long)(e == d ? 2 * P : t->dims[e]));
-    na += (size_t)snprintf(args + na, sizeof args - na, "%s%%%s: %s[%s]", i ? ", " : "", name, wf_dtype_name(t->dtype), shape);
-    nb += (size_t)snprintf(body + nb, sizeof body - nb, "    %%%s_next = shift(%%%s) {axis = %d, by = %lld} : %s[%s]\n",
-                           name, name, d, (long long)P, wf_dtype_name(t->dtype), shape);
-    nr += (size_t)snprintf(rets + nr, sizeof rets - nr, "%s%s[%s]", i ? ", " : "", wf_dtype_name(t->dtype), shape);
-    nn += (size_t)snprintf(names + nn, sizeof names - nn, "%s%%%s_next", i ? ", " : "", name);
-    if (na >= sizeof args - 256 || nb >= sizeof body - 256 || nr >= sizeof rets - 256 || nn >= sizeof names - 256) {
-      wf_error(WF_LOC_NONE, "--pipeline: stage %d carries too many values (%d) onto band %d", k - 1, ret->n_operands, k);
-      rc = WF_EXIT_UNSUPPORTED;
-    }
+      sn += snprintf(ty + sn, sizeof ty - (size_t)sn, "%s%lld", e ? ", " : "", (long long)(e == d ? 2 * P : t->dims[e]));
+    snprintf(ty + sn, sizeof ty - (size_t)sn, "]");
+    fprintf(fa, "%s%%%s: %s", i ? ", " : "", name, ty);
+    fprintf(fb, "    %%%s_next = shift(%%%s) {axis = %d, by = %lld} : %s\n", name, name, d, (long long)P, ty);
+    fprintf(fr, "%s%s", i ? ", " : "", ty);
+    fprintf(fn, "%s%%%s_next", i ? ", " : "", name);
   }
+  fclose(fa), fclose(fb), fclose(fr), fclose(fn);
+  FILE *ft = open_memstream(&text, &tn);
+  WF_ASSERT(ft);
   fprintf(ft, "module @transfer%d {\n  func @main(%s) -> (%s) {\n%s    return %s\n  }\n}\n", k, args, rets, body, names);
   fclose(ft);
+  free(args), free(body), free(rets), free(names);
   wf_module *m = rc ? NULL : wf_parse_string(text, "the pipeline's transfer");
   free(text);
   if (!rc && !m) rc = WF_EXIT_UNSUPPORTED;

@@ -232,19 +232,6 @@ static wf_sim *new_sim(const wf_plan *p, wf_jit *jit, const wf_gen_opts *o) {
   return s;
 }
 
-static wf_jit *load_jit(const wf_plan *p, const wf_gen_opts *o, int *rejected) {
-  if (o->no_jit) return NULL;
-  char why[512];
-  int bad = 0;
-  wf_jit *j = wf_jit_load_ex(p, why, sizeof why, &bad);
-  if (bad) {
-    wf_error(WF_LOC_NONE, "refusing the kernels of %s: %s", p->dir, why);
-    *rejected = 1;
-  } else if (!j && why[0])
-    wf_warning(WF_LOC_NONE, "JIT unavailable for %s (%s); interpreting compute instructions", p->dir, why);
-  return j;
-}
-
 /* A token the next step can feed: an argmax that found no index (NaN logits) gives -1. */
 static int check_token(gen *g, int64_t tok, int64_t step) {
   const wf_plan_tensor *ids = &g->dec->inputs[g->dec_ids];
@@ -327,10 +314,7 @@ static int run_switch(gen *g, wf_tensor **caches, int64_t *cycles, int64_t *word
     wf_error_at(g->sw_manifest, "the switch failed (exit %d)", rc);
   if (!rc) {
     *cycles = wf_sim_cycles(s);
-    *words = 0;
-    for (int y = 0; y < wf_sim_mesh_h(s); y++)
-      for (int x = 0; x < wf_sim_mesh_w(s); x++)
-        for (int dir = 0; dir < 4; dir++) *words += wf_sim_link_wavelets(s, x, y, dir);
+    *words = wf_run_link_words(s);
     for (int c = 0; c < g->G->n_caches; c++) {
       wf_tensor *o = wf_sim_output(s, g->sw_out[c]);
       wf_tensor_free(caches[c]);
@@ -551,9 +535,9 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   cnt = calloc((size_t)g.n_rows, sizeof *cnt);
   WF_ASSERT(cnt);
   int rejected = 0;
-  g.pre_jit = load_jit(p, o, &rejected);
-  g.dec_jit = load_jit(d, o, &rejected);
-  if (sw) g.sw_jit = load_jit(sw, o, &rejected);
+  g.pre_jit = wf_run_load_jit(p, o->no_jit, &rejected);
+  g.dec_jit = wf_run_load_jit(d, o->no_jit, &rejected);
+  if (sw) g.sw_jit = wf_run_load_jit(sw, o->no_jit, &rejected);
   if (rejected) {
     rc = WF_EXIT_INPUT;
     goto done;

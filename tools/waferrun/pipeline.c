@@ -95,14 +95,6 @@ static void copy_along(const wf_tensor *a, wf_tensor *b, int d, int64_t oa, int6
            (size_t)(n * inner));
 }
 
-static int64_t link_words(const wf_sim *s) {
-  int64_t w = 0;
-  for (int y = 0; y < wf_sim_mesh_h(s); y++)
-    for (int x = 0; x < wf_sim_mesh_w(s); x++)
-      for (int dir = 0; dir < 4; dir++) w += wf_sim_link_wavelets(s, x, y, dir);
-  return w;
-}
-
 /* Runs plan r with inputs in[] (by the plan's input order; NULL: from --input), its outputs
  * into *out (the plan's order; the caller frees). */
 static int run_one(run_plan *r, wf_tensor **in, const wf_pipe_opts *o, wf_tensor ***out, const char *what) {
@@ -123,7 +115,7 @@ static int run_one(run_plan *r, wf_tensor **in, const wf_pipe_opts *o, wf_tensor
   if (!rc && (rc = wf_sim_run(s))) wf_error_at(r->manifest, "pipeline: the %s failed (exit %d)", what, rc);
   if (!rc) {
     r->cycles = wf_sim_cycles(s);
-    r->words = link_words(s);
+    r->words = wf_run_link_words(s);
     *out = calloc((size_t)p->n_outputs + 1, sizeof **out);
     WF_ASSERT(*out);
     for (int i = 0; i < p->n_outputs; i++) (*out)[i] = o->so.mode == WF_SIM_TIMING ? NULL : wf_sim_output(s, i);
@@ -227,19 +219,12 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
   }
   if (!rc) rc = check_inputs(P, st, o);
   if (!rc) rc = wf_run_check_outputs(o->out_dir, o->report, NULL, NULL);
-  for (int k = 0; k < N && !rc && !o->no_jit; k++)
-    for (int t = 0; t < 2 && !rc; t++) {
-      run_plan *r = t ? &tr[k] : &st[k];
-      if (!r->use) continue;
-      char why[512];
-      int bad = 0;
-      r->jit = wf_jit_load_ex(r->use, why, sizeof why, &bad);
-      if (bad) {
-        wf_error(WF_LOC_NONE, "refusing the kernels of %s: %s", r->use->dir, why);
-        rc = WF_EXIT_INPUT;
-      } else if (!r->jit && why[0])
-        wf_warning(WF_LOC_NONE, "JIT unavailable for %s (%s); interpreting compute instructions", r->use->dir, why);
-    }
+  int rejected = 0;
+  for (int k = 0; k < N && !rc; k++) {
+    st[k].jit = wf_run_load_jit(st[k].use, o->no_jit, &rejected);
+    if (tr[k].use) tr[k].jit = wf_run_load_jit(tr[k].use, o->no_jit, &rejected);
+  }
+  if (!rc && rejected) rc = WF_EXIT_INPUT;
   wf_tensor **outs = NULL;
   for (int k = 0; k < N && !rc; k++) {
     const wf_plan *sp = st[k].use;

@@ -47,6 +47,14 @@ int wf_run_check_input_spec(const wf_plan_tensor *t, const char *spec);
  * generator spec). */
 wf_tensor *wf_run_make_input(const wf_plan_tensor *t, const char *spec, int *rc);
 
+/* subplan.c, for the host loops that run several plans (generate.c, pipeline.c): the plan's
+ * JIT-compiled kernels (NULL with no_jit, or when the JIT is unavailable: warned; a kernel file
+ * that is refused sets *rejected, reported), and the wavelet-hops a finished run moved over
+ * every link. */
+struct wf_jit;
+struct wf_jit *wf_run_load_jit(const wf_plan *p, int no_jit, int *rejected);
+int64_t wf_run_link_words(const wf_sim *s);
+
 /* --describe: the plan's target, mesh, inputs and outputs (shapes, dtypes, layouts). */
 void wf_run_describe(const wf_plan *p, FILE *out);
 
