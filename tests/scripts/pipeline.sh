@@ -8,7 +8,8 @@
 #    stage moves data to change a layout (fabric transposes and relayouts 0); each transfer is
 #    one `shift` per carried value over the fabric;
 #  - the report has every stage's and transfer's simulated cycles (> 0), the transfers' fabric
-#    words (> 0) and predictions within 10% of the simulation; the latency is the sum of the
+#    words (> 0) and predictions within 7% of the simulation (worst measured: 5.6%, on the
+#    smallest transfers); the latency is the sum of the
 #    stages and transfers, the period the busiest band's stage and transfers;
 #  - `shift` alone, compiled and simulated on meshes along x and y, equals the interpreter, and
 #    a shift by part of a block along a split axis is exit 3, said;
@@ -94,7 +95,7 @@ for line in open(sys.argv[1]):
     if len(stages) != N or len(transfers) != N - 1 or min(s["cycles"] for s in stages) <= 0:
         sys.exit("%s: report %s" % (where, rep))
     for t in transfers:
-        if t["cycles"] <= 0 or t["fabric_words"] <= 0 or abs(t["predicted_cycles"] - t["cycles"]) > 0.1 * t["cycles"]:
+        if t["cycles"] <= 0 or t["fabric_words"] <= 0 or abs(t["predicted_cycles"] - t["cycles"]) > 0.07 * t["cycles"]:
             sys.exit("%s: transfer %s" % (where, t))
     sc, tc = [s["cycles"] for s in stages], [0] + [t["cycles"] for t in transfers] + [0]
     if rep["latency_cycles"] != sum(sc) + sum(tc):
