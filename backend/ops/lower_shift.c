@@ -142,6 +142,12 @@ int wf_lower_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_pe_guard z = wf_guard0();
   wf_gadd(&z, c, dir ? WF_CMP_GE : WF_CMP_LT, wf_term_int((int32_t)(dir ? P - k : k)));
   wf_emit(L, &z, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(words)});
-  out->predicted = k * wf_cost_bcast(L->t, words, 1) + words;
+  /* Each step is one message of `words` over one hop (bc). The PE at the line's start only
+   * sends: its step u ends after (u + 1) streams of the block, so its neighbour's receives run
+   * one message latency (bc - words) ahead of the chain behind it. The PEs past the first k
+   * end after k messages; the last of the first k ends after k - 1 messages, the stream of
+   * its last block and the zeroing of it. */
+  int64_t bc = wf_cost_bcast(L->t, words, 1), chain = k * bc, lead = (k - 1) * bc + 2 * words;
+  out->predicted = chain > lead ? chain : lead;
   return 0;
 }

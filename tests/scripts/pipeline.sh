@@ -3,13 +3,14 @@
 # logits, committed with torch's input and output) over N bands of the mesh's rows, each band a
 # plan, the activations moved from band to band by a transfer plan over the fabric. Checks:
 #  - waferrun's output equals torch's (1e-4 max abs) and the interpreter's, on square and
-#    non-square meshes that do not divide the widths, for N = 2, 3, 4;
+#    non-square meshes that do not divide the widths, for N = 2, 3, 4, and for a one-token
+#    prompt (activations every row of a band holds whole: a copy per row is carried);
 #  - the manifest lists N stages on bands of H/N rows and a transfer for each later stage; no
 #    stage moves data to change a layout (fabric transposes and relayouts 0); each transfer is
 #    one `shift` per carried value over the fabric;
 #  - the report has every stage's and transfer's simulated cycles (> 0), the transfers' fabric
-#    words (> 0) and predictions within 7% of the simulation (worst measured: 5.6%, on the
-#    smallest transfers); the latency is the sum of the
+#    words (> 0) and predictions within 1% of the simulation (measured: equal on all 23
+#    transfers here, 26-221 cycles); the latency is the sum of the
 #    stages and transfers, the period the busiest band's stage and transfers;
 #  - `shift` alone, compiled and simulated on meshes along x and y, equals the interpreter, and
 #    a shift by part of a block along a split axis is exit 3, said;
@@ -37,7 +38,7 @@ pipe() {
     fail "$name on $mesh, --pipeline=$N: waferc exited $?: $(head -3 "$TMP/err")"
   waferrun "$d" -q --input "$in=$input" --output-dir "$d/out" --report "$d/report.json" 2>"$TMP/err" ||
     fail "$name on $mesh, --pipeline=$N: waferrun exited $?: $(head -3 "$TMP/err")"
-  wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 >/dev/null ||
+  [ "$ref" = - ] || wafer-npycmp "$d/out/$out.npy" "$ref" --atol 1e-4 --rtol 0 >/dev/null ||
     fail "$name on $mesh, --pipeline=$N: the output differs from torch's"
   wafer-npycmp "$d/out/$out.npy" "$TMP/$name.ref/$out.npy" --atol 1e-4 --rtol 0 >/dev/null ||
     fail "$name on $mesh, --pipeline=$N: the output differs from the interpreter"
@@ -56,6 +57,15 @@ pipe llama_block "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_bloc
 pipe gpt2_block_s13 "$M/gpt2_block.onnx" "$M/gpt2_block_s13_input.npy" "$M/gpt2_block_s13_ref.npy" x y 7x6 3
 pipe llama_mqa_o14 "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
   "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 3x4 2
+
+# a one-token prompt: its [1, 1, E] activations are held whole by every row of a band, and a
+# transfer carries one copy per row (against the interpreter: torch's output for one token is
+# not committed; the interpreter matches torch's on every committed model)
+G=$M/generate
+python3 "$NPY" "$TMP/ids1.npy" 1,1 7 i64:64
+pipe llama_mha_seq1 "$G/llama_mha_halfrope.onnx" "$TMP/ids1.npy" - input_ids logits 4x4 2
+pipe llama_mha_seq1 "$G/llama_mha_halfrope.onnx" "$TMP/ids1.npy" - input_ids logits 3x6 3
+pipe gpt2_tied_seq1 "$G/gpt2_tied.onnx" "$TMP/ids1.npy" - input_ids logits 5x4 2
 
 # torch 1.13's repeat_interleave over a dynamic axis: the importer warns at the node, once per
 # import; a pipelined compile imports the model per stage and its first attempt's diagnostics
@@ -95,7 +105,7 @@ for line in open(sys.argv[1]):
     if len(stages) != N or len(transfers) != N - 1 or min(s["cycles"] for s in stages) <= 0:
         sys.exit("%s: report %s" % (where, rep))
     for t in transfers:
-        if t["cycles"] <= 0 or t["fabric_words"] <= 0 or abs(t["predicted_cycles"] - t["cycles"]) > 0.07 * t["cycles"]:
+        if t["cycles"] <= 0 or t["fabric_words"] <= 0 or abs(t["predicted_cycles"] - t["cycles"]) > 0.01 * t["cycles"]:
             sys.exit("%s: transfer %s" % (where, t))
     sc, tc = [s["cycles"] for s in stages], [0] + [t["cycles"] for t in transfers] + [0]
     if rep["latency_cycles"] != sum(sc) + sum(tc):

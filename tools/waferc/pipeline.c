@@ -21,7 +21,10 @@
  *                  with d padded to P = (H/N) ceil(n_d / (H/N)) and doubled, and shifted by P
  *                  along d (IR op `shift`): every block moves H/N rows down over the fabric.
  *                  The band's blocks of the carried value are the transfer's first half, so
- *                  the stage's and the transfer's layouts are checked to split alike.
+ *                  the stage's and the transfer's layouts are checked to split alike. A value
+ *                  held whole by every row of the band (a one-token prompt's [1, 1, E]) is
+ *                  declared with a dim of size 1 grown to 2 H/N, one copy per row, and
+ *                  shifted the same way (carry_dim).
  *
  * Stage 0 is out_dir/ itself; its manifest's "pipeline" lists the stages and transfers in
  * out_dir/pipeline/ and what each carries. */
@@ -253,10 +256,22 @@ static int row_dim(const wf_type *t) {
   return -1;
 }
 
-static int same_splits(const wf_type *a, const wf_type *b) {
+/* The dim a transfer shifts t along: its row-split dim, else (a value every row of the band
+ * holds whole) its last dim of size 1 but one, carried as one copy per row (*copies = 1); -1
+ * when there is neither. */
+static int carry_dim(const wf_type *t, int *copies) {
+  int d = row_dim(t);
+  *copies = d < 0;
+  for (int e = t->rank - 1; e >= 0 && d < 0; e--)
+    if (t->dims[e] == 1 && e < t->layout.rank && t->layout.dims[e].split == WF_AXIS_NONE && e != t->rank - 1) d = e;
+  return d;
+}
+
+/* Whether a and b split alike, but for dim `except` (-1: none). */
+static int same_splits(const wf_type *a, const wf_type *b, int except) {
   if (a->rank != b->rank || a->layout.rank != b->layout.rank) return 0;
   for (int d = 0; d < a->layout.rank; d++)
-    if (a->layout.dims[d].split != b->layout.dims[d].split) return 0;
+    if (d != except && a->layout.dims[d].split != b->layout.dims[d].split) return 0;
   return 1;
 }
 
@@ -292,19 +307,20 @@ static int compile_transfer(wf_cli *c, const wf_pipe_compile *pc, const wf_func 
     const wf_value_info *vi = &prev->values[ret->operands[i]];
     const char *name = wf_str(prev->module, vi->name);
     const wf_type *t = &vi->type, *u = find_named(next, name, 0);
-    int d = row_dim(t);
-    if (!u || !same_splits(t, u) || d < 0) {
+    int copies, d = carry_dim(t, &copies);
+    if (!u || !same_splits(t, u, -1) || d < 0) {
       wf_error(WF_LOC_NONE, "--pipeline: stage %d's result '%s' %s; it cannot be carried onto band %d over the fabric",
                k - 1, name,
                !u    ? "is not an argument of the next stage"
-               : d < 0 ? "is not split over the band's rows (a shift along the rows moves it)"
+               : d < 0 ? "is neither split over the band's rows nor held whole with a dim of size 1 (a shift "
+                         "along the rows moves it)"
                        : "is laid out differently by the next stage",
                k);
       rc = WF_EXIT_UNSUPPORTED;
       break;
     }
-    /* the type with dim d padded to whole blocks of the band and doubled */
-    int64_t P = (int64_t)bh * ((t->dims[d] + bh - 1) / bh);
+    /* the type with dim d padded to whole blocks of the band and doubled (a copy per row) */
+    int64_t P = copies ? bh : (int64_t)bh * ((t->dims[d] + bh - 1) / bh);
     char ty[320];
     int sn = snprintf(ty, sizeof ty, "%s[", wf_dtype_name(t->dtype));
     for (int e = 0; e < t->rank; e++)
@@ -334,7 +350,8 @@ static int compile_transfer(wf_cli *c, const wf_pipe_compile *pc, const wf_func 
     for (int i = 0; i < f->n_args && !rc; i++) {
       const wf_value_info *vi = &f->values[f->args[i]];
       const wf_type *t = find_named(prev, wf_str(m, vi->name), 1);
-      if (!t || !same_splits(t, &vi->type) || row_dim(&vi->type) != row_dim(t)) {
+      int copies, d = t ? carry_dim(t, &copies) : -1;
+      if (!t || !same_splits(t, &vi->type, copies ? d : -1) || row_dim(&vi->type) != d) {
         wf_error(WF_LOC_NONE, "--pipeline: transfer %d lays '%s' out unlike stage %d", k, wf_str(m, vi->name), k - 1);
         rc = WF_EXIT_UNSUPPORTED;
       }

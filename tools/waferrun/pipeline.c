@@ -58,6 +58,13 @@ static int row_dim(const wf_plan_tensor *t) {
   return -1;
 }
 
+/* Whether the transfer carries a, which every row of the band holds whole, as one copy per row
+ * along its row-split dim (waferc's carry_dim): a dim of size 1 unsplit, grown to 2 rows. */
+static int carried_copies(const wf_plan_tensor *a, const wf_plan_tensor *ti, int rows) {
+  int d = row_dim(ti);
+  return a->split[d] == WF_AXIS_NONE && a->dims[d] == 1 && ti->dims[d] == 2 * (int64_t)rows;
+}
+
 /* Carry c of stage k: the previous stage's output a, the transfer's input ti and output to,
  * the stage's input b must agree (pipeline.h). 0, or -1 after reporting. */
 static int check_carry(const run_plan *prev, const run_plan *tr, const run_plan *st, const wf_plan_carry *c, int k) {
@@ -74,9 +81,11 @@ static int check_carry(const run_plan *prev, const run_plan *tr, const run_plan 
   const wf_plan_tensor *a = &P->outputs[ia], *ti = &T->inputs[iti], *to = &T->outputs[ito], *b = &S->inputs[ib];
   int d = row_dim(ti), ok = d >= 0 && a->dtype == ti->dtype && ti->dtype == to->dtype && b->dtype == a->dtype &&
                             a->rank == ti->rank && ti->rank == to->rank && b->rank == a->rank;
+  int copies = ok && carried_copies(a, ti, P->mesh_h);
   for (int e = 0; ok && e < a->rank; e++)
-    ok = a->dims[e] == b->dims[e] && ti->dims[e] == to->dims[e] && a->split[e] == ti->split[e] &&
-         (e == d ? ti->dims[e] % 2 == 0 && ti->dims[e] / 2 >= a->dims[e] : ti->dims[e] == a->dims[e]);
+    ok = a->dims[e] == b->dims[e] && ti->dims[e] == to->dims[e] &&
+         (e == d ? copies || (a->split[e] == ti->split[e] && ti->dims[e] % 2 == 0 && ti->dims[e] / 2 >= a->dims[e])
+                 : a->split[e] == ti->split[e] && ti->dims[e] == a->dims[e]);
   if (!ok)
     wf_error_at(tr->manifest, "pipeline stage %d: the transfer's '%s' (%s) does not carry the previous stage's "
                               "output (%s) onto the stage's input (%s) along a dim split over the rows",
@@ -93,6 +102,23 @@ static void copy_along(const wf_tensor *a, wf_tensor *b, int d, int64_t oa, int6
   for (int64_t i = 0; i < outer; i++)
     memcpy((char *)b->data + ((i * b->dims[d] + ob) * inner), (const char *)a->data + ((i * a->dims[d] + oa) * inner),
            (size_t)(n * inner));
+}
+
+/* The output of stage r named `name` (checked to exist by check_carry). */
+static const wf_plan_tensor *prev_output(const run_plan *r, const char *name) {
+  return &r->use->outputs[find(r->use->outputs, r->use->n_outputs, name)];
+}
+
+/* Whether t's slices i and j along dim d are equal. */
+static int same_along(const wf_tensor *t, int d, int64_t i, int64_t j) {
+  int64_t outer = 1, inner = (int64_t)wf_dtype_size(t->dtype);
+  for (int e = 0; e < d; e++) outer *= t->dims[e];
+  for (int e = d + 1; e < t->rank; e++) inner *= t->dims[e];
+  for (int64_t o = 0; o < outer; o++)
+    if (memcmp((const char *)t->data + ((o * t->dims[d] + i) * inner), (const char *)t->data + ((o * t->dims[d] + j) * inner),
+               (size_t)inner))
+      return 0;
+  return 1;
 }
 
 /* Runs plan r with inputs in[] (by the plan's input order; NULL: from --input), its outputs
@@ -241,7 +267,10 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
         int d = row_dim(ti), i = find(T->inputs, T->n_inputs, S->carries[c].name);
         tin[i] = wf_tensor_new(ti->dtype, ti->rank, ti->dims);
         WF_ASSERT(tin[i]);
-        copy_along(a, tin[i], d, 0, 0, a->dims[d]);
+        if (carried_copies(prev_output(&st[k - 1], S->carries[c].name), ti, P->rows_per_stage))
+          for (int64_t r = 0; r < ti->dims[d] / 2; r++) copy_along(a, tin[i], d, 0, r, 1); /* a copy per row */
+        else
+          copy_along(a, tin[i], d, 0, 0, a->dims[d]);
       }
       if (!o->quiet) wf_progress("transfer %d of %d", k, N - 1);
       rc = run_one(&tr[k], tin, o, &tout, "transfer");
@@ -254,6 +283,15 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
         in[i] = wf_tensor_new(b->dtype, b->rank, b->dims);
         WF_ASSERT(in[i]);
         copy_along(moved, in[i], d, ti->dims[d] / 2, 0, b->dims[d]);
+        /* a value every row holds: each row of the band must have received the same copy */
+        int copies = carried_copies(prev_output(&st[k - 1], S->carries[c].name), ti, P->rows_per_stage);
+        for (int64_t r = ti->dims[d] / 2 + 1; copies && r < ti->dims[d] && !rc; r++)
+          if (!same_along(moved, d, ti->dims[d] / 2, r)) {
+            wf_error_at(tr[k].manifest, "pipeline stage %d: the transfer's copies of '%s' differ between the band's "
+                                        "rows %lld and %lld", k, S->carries[c].name,
+                        (long long)(ti->dims[d] / 2), (long long)r);
+            rc = WF_EXIT_RUNTIME;
+          }
       }
       free_all(tin, T->n_inputs);
       free_all(tout, T->n_outputs);
