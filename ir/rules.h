@@ -110,4 +110,9 @@ int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64
 /* Whether op's unary function is defined on integers (neg, relu) as well as floats. */
 int wf_unary_allows_int(wf_opcode code);
 
+/* Whether `topk` is an MoE router: a scatter_elements or gather_elements of f reads its indices
+ * (results[1]) as its own indices, the experts over the gate matrix's last axis
+ * (passes/moe_routes.c, docs/moe-plans.md). */
+int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
+
 #endif

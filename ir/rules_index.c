@@ -183,3 +183,10 @@ int wf_rule_argmax(wf_func *f, const wf_op *op, wf_type *out) {
 
 /* one comparison per element */
 int64_t wf_cost_argmax(const wf_func *f, const wf_op *op) { return wf_type_numel(wf_rule_in(f, op, 0)); }
+
+int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk) {
+  if (topk->code != WF_OP_TOPK || topk->n_results != 2) return 0;
+  wf_func_foreach_op(f, op) if ((op->code == WF_OP_SCATTER_ELEMENTS || op->code == WF_OP_GATHER_ELEMENTS) &&
+                                op->n_operands > 1 && op->operands[1] == topk->results[1]) return 1;
+  return 0;
+}

@@ -18,6 +18,7 @@ extern const wf_pass_info wf_pass_raise_silu;
 extern const wf_pass_info wf_pass_raise_rope;
 extern const wf_pass_info wf_pass_raise_attention;
 extern const wf_pass_info wf_pass_raise;
+extern const wf_pass_info wf_pass_moe_routes;
 
 static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_canonicalize,
@@ -36,6 +37,7 @@ static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_raise_rope,
     &wf_pass_raise_attention,
     &wf_pass_raise,
+    &wf_pass_moe_routes,
 };
 
 void wf_register_builtin_passes(void) {

@@ -817,6 +817,41 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
 }
 
 /* "pipeline" (optional): the stages waferrun runs in order (wf_plan_pipeline). */
+/* "moe": [{"output": NAME, "experts": N, "k": K}, ...]: each an integer output [.., K]. */
+static int load_routes(lctx *c, wf_plan *p, const cJSON *o) {
+  int n = cJSON_IsArray(o) ? cJSON_GetArraySize(o) : -1;
+  if (n < 0 || n > p->n_outputs) {
+    lerr(c, "moe: expected an array of at most one entry per output (%d)", p->n_outputs);
+    return -1;
+  }
+  p->routes = calloc((size_t)n + 1, sizeof *p->routes);
+  WF_ASSERT(p->routes);
+  p->n_routes = n;
+  for (int i = 0; i < n; i++) {
+    const cJSON *e = cJSON_GetArrayItem(o, i);
+    wf_plan_route *r = &p->routes[i];
+    char w[32], name[256];
+    snprintf(w, sizeof w, "moe[%d]", i);
+    if (!cJSON_IsObject(e) || get_str(c, e, "output", w, name, sizeof name) ||
+        get_int_in(c, e, "experts", w, 1, INT32_MAX, &r->experts) || get_int_in(c, e, "k", w, 1, INT32_MAX, &r->k))
+      return -1;
+    r->output = -1;
+    for (int j = 0; j < p->n_outputs && r->output < 0; j++)
+      if (!strcmp(p->outputs[j].name, name)) r->output = j;
+    const wf_plan_tensor *t = r->output >= 0 ? &p->outputs[r->output] : NULL;
+    if (!t || (t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank < 1 || t->dims[t->rank - 1] != r->k) {
+      lerr(c, "%s: '%s' is no integer output whose last dim is k = %lld", w, name, (long long)r->k);
+      return -1;
+    }
+    for (int j = 0; j < i; j++)
+      if (p->routes[j].output == r->output) {
+        lerr(c, "%s: output '%s' listed twice", w, name);
+        return -1;
+      }
+  }
+  return 0;
+}
+
 static int load_pipeline(lctx *c, wf_plan *p, const cJSON *o) {
   wf_plan_pipeline *P = &p->pipe;
   int64_t mesh[2], rows;
@@ -1115,6 +1150,8 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (gen && load_generate(&c, p, gen)) goto fail;
   const cJSON *pipe = cJSON_GetObjectItemCaseSensitive(root, "pipeline");
   if (pipe && load_pipeline(&c, p, pipe)) goto fail;
+  const cJSON *moe = cJSON_GetObjectItemCaseSensitive(root, "moe");
+  if (moe && load_routes(&c, p, moe)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (num_int(pt, 0, JSON_INT_MAX, &num) == 0) p->predicted_total = num;
   /* `op N` markers must name an op of the manifest. */
@@ -1158,6 +1195,7 @@ void wf_plan_free(wf_plan *p) {
   free(p->weight_data);
   free(p->ops);
   free(p->colls);
+  free(p->routes);
   free(p->gen.caches);
   for (int k = 0; k < p->pipe.n_stages; k++) free(p->pipe.stages[k].carries);
   free(p->pipe.stages);

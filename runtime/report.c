@@ -76,6 +76,21 @@ enum { MAX_LAYERS = 256 };
 static int64_t coll_span(const wf_coll_stat *cs) { return cs->start == INT64_MAX ? 0 : cs->end - cs->start; }
 static int64_t coll_runs(const wf_sim *s, const wf_coll_stat *cs) { return s->n_pes ? cs->entries / s->n_pes : 0; }
 
+typedef struct route_stat {
+  int64_t total, max;
+  double max_over_avg; /* the busiest expert's tokens over the mean; 0 when none */
+} route_stat;
+
+static route_stat route_stats(const wf_plan_route *rt, const int64_t *c) {
+  route_stat st = {0, 0, 0};
+  for (int64_t e = 0; e < rt->experts; e++) {
+    st.total += c[e];
+    if (c[e] > st.max) st.max = c[e];
+  }
+  if (st.total) st.max_over_avg = (double)st.max * (double)rt->experts / (double)st.total;
+  return st;
+}
+
 int wf_sim_write_report(const wf_sim *s, const char *path) {
   const wf_plan *p = s->plan;
   cJSON *root = cJSON_CreateObject();
@@ -104,6 +119,27 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   /* the plan's data movement between PEs besides collectives (manifest counts) */
   if (p->fabric_transposes >= 0) cJSON_AddItemToObject(root, "fabric_transposes", num(p->fabric_transposes));
   if (p->relayouts >= 0) cJSON_AddItemToObject(root, "relayouts", num(p->relayouts));
+  if (p->n_routes) { /* tokens per expert of each MoE router (functional mode: counted) */
+    cJSON *moe = cJSON_AddArrayToObject(root, "moe");
+    const int64_t *c = s->route_counts;
+    for (int r = 0; r < p->n_routes; r++) {
+      const wf_plan_route *rt = &p->routes[r];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "output", p->outputs[rt->output].name);
+      cJSON_AddItemToObject(o, "experts", num(rt->experts));
+      cJSON_AddItemToObject(o, "k", num(rt->k));
+      if (c) {
+        route_stat st = route_stats(rt, c);
+        cJSON *tk = cJSON_AddArrayToObject(o, "tokens_per_expert");
+        for (int64_t e = 0; e < rt->experts; e++) cJSON_AddItemToArray(tk, num(c[e]));
+        cJSON_AddItemToObject(o, "assignments", num(st.total));
+        cJSON_AddItemToObject(o, "outside", num(c[rt->experts]));
+        cJSON_AddNumberToObject(o, "max_over_avg", st.max_over_avg);
+        c += rt->experts + 1;
+      }
+      cJSON_AddItemToArray(moe, o);
+    }
+  }
 
   int64_t comp = 0, comm = 0, stall = 0, overlap = 0;
   size_t cells = (size_t)s->w * (size_t)s->h;
@@ -267,6 +303,17 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
       if (pc->lowered && pc->lowered != pc->predicted) fprintf(out, ", %lld as lowered", (long long)pc->lowered);
       fprintf(out, ")%s\n", coll_runs(s, cs) > 1 ? ", over its runs" : "");
     }
+  }
+  const int64_t *c = s->route_counts;
+  for (int r = 0; c && r < p->n_routes; r++) {
+    const wf_plan_route *rt = &p->routes[r];
+    route_stat st = route_stats(rt, c);
+    fprintf(out, "moe:    %s: tokens per expert [", p->outputs[rt->output].name);
+    for (int64_t e = 0; e < rt->experts; e++) fprintf(out, "%s%lld", e ? " " : "", (long long)c[e]);
+    fprintf(out, "] (top-%lld, max/avg %.2f)", (long long)rt->k, st.max_over_avg);
+    if (c[rt->experts]) fprintf(out, ", %lld outside [0, %lld)", (long long)c[rt->experts], (long long)rt->experts);
+    fputc('\n', out);
+    c += rt->experts + 1;
   }
   layer_stat *ls = malloc(MAX_LAYERS * sizeof *ls);
   int nl = ls ? layer_stats(s, ls, MAX_LAYERS) : 0;

@@ -119,6 +119,14 @@ typedef struct wf_plan_pipeline {
   wf_plan_stage *stages; int n_stages;
 } wf_plan_pipeline;
 
+/* The manifest's "moe" (passes/moe_routes.c, docs/moe-plans.md): outputs holding an MoE
+ * router's expert indices ([.., k] integers in [0, experts)); the report counts them per
+ * expert (functional mode). */
+typedef struct wf_plan_route {
+  int output; /* index into outputs */
+  int64_t experts, k;
+} wf_plan_route;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -138,6 +146,7 @@ typedef struct wf_plan {
   int fabric_transposes, relayouts; /* manifest counts of the ops moving data so; -1 when absent */
   wf_plan_generate gen;       /* manifest "generate" (optional) */
   wf_plan_pipeline pipe;      /* manifest "pipeline" (optional) */
+  wf_plan_route *routes; int n_routes; /* manifest "moe" (optional) */
   int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit.c warns, not refuses) */
 } wf_plan;
 

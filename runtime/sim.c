@@ -164,6 +164,7 @@ void wf_sim_free(wf_sim *s) {
   free(s->ops);
   free(s->colls);
   free(s->ci);
+  free(s->route_counts);
   free(s);
 }
 
@@ -514,6 +515,7 @@ int wf_sim_finish(wf_sim *s) {
   if (s->undelivered)
     wf_warning(WF_LOC_NONE, "%lld wavelet(s) were sent but never received",
                (long long)s->undelivered);
+  wf_sim_count_routes(s);
   return WF_EXIT_OK;
 }
 

@@ -171,3 +171,26 @@ wf_tensor *wf_sim_output(wf_sim *s, int i) {
   free(f);
   return out;
 }
+
+void wf_sim_count_routes(wf_sim *s) {
+  const wf_plan *p = s->plan;
+  if (!s->functional || !p->n_routes) return;
+  int64_t total = 0;
+  for (int r = 0; r < p->n_routes; r++) total += p->routes[r].experts + 1;
+  free(s->route_counts);
+  s->route_counts = calloc((size_t)total, sizeof *s->route_counts);
+  WF_ASSERT(s->route_counts);
+  int64_t *c = s->route_counts;
+  for (int r = 0; r < p->n_routes; r++) {
+    const wf_plan_route *rt = &p->routes[r];
+    wf_tensor *t = wf_sim_output(s, rt->output);
+    WF_ASSERT(t);
+    int64_t n = wf_tensor_numel(t);
+    for (int64_t k = 0; k < n; k++) {
+      int64_t e = t->dtype == WF_I64 ? ((const int64_t *)t->data)[k] : ((const int32_t *)t->data)[k];
+      c[e >= 0 && e < rt->experts ? e : rt->experts]++;
+    }
+    wf_tensor_free(t);
+    c += rt->experts + 1;
+  }
+}

@@ -185,6 +185,8 @@ typedef struct wf_cls_info {
 
 struct wf_sim {
   const wf_plan *plan;
+  int64_t *route_counts;           /* per plan route (moe), experts + 1 counts (the last: indices
+                                      outside [0, experts)); NULL until counted (functional) */
   wf_sim_opts opts;
   int functional;                  /* mode == WF_SIM_FUNCTIONAL */
   int w, h;                        /* mesh */
@@ -326,6 +328,8 @@ WF_SIM_HIDDEN void wf_sim_settle(wf_sim *s);
  * still waits is a deadlock (reported, WF_EXIT_RUNTIME); else the total cycles and the
  * wavelets never received. */
 int wf_sim_finish(wf_sim *s);
+/* Counts each MoE route's indices per expert into s->route_counts (functional mode). */
+void wf_sim_count_routes(wf_sim *s);
 /* sim.c: steps router r (li: its index in the active list, -1 when it came from the woken
  * ones) and puts it to sleep when it is stuck, or lists it to join the active ones; an active
  * router whose buffers emptied is noted in s->emptied (*n_emptied counts them). */

@@ -9,6 +9,7 @@
 #include "backend/collectives/lower_collective.h"
 #include "backend/gemm/lower_gemm.h"
 #include "backend/plan/manifest.h"
+#include "ir/rules.h"
 #include "ir/support/plan_digest.h"
 #include "ir/support/sha256.h"
 #include "waferc/diag.h"
@@ -244,7 +245,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1, listed(L->m, "scalar_args", i)));
   }
   /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
-  cJSON *outputs = cJSON_AddArrayToObject(root, "outputs");
+  cJSON *outputs = cJSON_AddArrayToObject(root, "outputs"), *moe = NULL;
   const wf_op *ret = wf_func_return(L->f);
   for (int i = 0; ret && i < ret->n_operands; i++) {
     wf_value v = ret->operands[i];
@@ -255,6 +256,17 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     if (!all_digits(vn) && !taken && !strchr(vn, '/')) snprintf(name, sizeof name, "%s", vn);
     else snprintf(name, sizeof name, "output_%d", i);
     cJSON_AddItemToArray(outputs, tensor_json(L, v, name, listed(L->m, "scalar_results", i)));
+    /* an MoE router's expert indices (passes/moe_routes.c): waferrun counts tokens per expert */
+    const wf_op *def = wf_value_get(L->f, v)->def;
+    if (def && def->code == WF_OP_TOPK && def->results[1] == v && wf_topk_is_moe_route(L->f, def)) {
+      const wf_type *gt = wf_value_type(L->f, def->operands[0]);
+      if (!moe) moe = cJSON_AddArrayToObject(root, "moe");
+      cJSON *r = cJSON_CreateObject();
+      cJSON_AddStringToObject(r, "output", name);
+      cJSON_AddNumberToObject(r, "experts", (double)gt->dims[gt->rank - 1]);
+      cJSON_AddNumberToObject(r, "k", (double)wf_op_int(L->f, def, "k", 1));
+      cJSON_AddItemToArray(moe, r);
+    }
   }
 
   cJSON *weights = cJSON_AddObjectToObject(root, "weights");

@@ -13,7 +13,11 @@
 #  - every block as a plan on waferrun against torch (1e-4) on 2x2, 3x2, 4x4 and 5x3, and
 #    on 1x1 for the blocks whose experts' weights fit one PE (the stacked combine through
 #    partition's rewrite, passes/partition_moe.c; a batch's tokens flattened and restored
-#    through backend/ops/lower_reshape_rows.c).
+#    through backend/ops/lower_reshape_rows.c);
+#  - each block's router (passes/moe_routes.c): the plan's moe_route_0 equals the
+#    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
+#    expert, assignments and max/avg are the interpreter's indices counted (timing mode: not
+#    counted).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
@@ -121,19 +125,60 @@ sys.exit(1 if bad else 0)
 PY
 
 # ---- the blocks as plans against torch -------------------------------------------------------
+# The routers' choices (passes/moe_routes.c) from the interpreter: the graph with the router's
+# indices returned as moe_route_<i>, interpreted.
+: >"$TMP/routes"
 for b in $PLANS; do
+  waferc "$M/$b.onnx" --emit=ir --print-constants --pass-pipeline=canonicalize,raise,cse,dce,moe-routes \
+    >"$TMP/$b.routes.wir" 2>"$TMP/err" || fail "$b: the routes' IR: waferc exited $?: $(head -1 "$TMP/err")"
+  waferc "$TMP/$b.routes.wir" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.routes" -q \
+    2>"$TMP/err" || fail "$b: the routes' interpreter exited $?: $(head -1 "$TMP/err")"
   meshes="2x2 3x2 4x4 5x3"
   case $b in moe_e4_* | moe_b2_e8_k2_flat) meshes="1x1 $meshes" ;; esac
   for mesh in $meshes; do
     d=$TMP/$b.$mesh
     waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
       fail "$b $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
-    waferrun "$d" -q --input "x=$M/${b}_input.npy" --output-dir "$d/out" 2>"$TMP/err" ||
+    waferrun "$d" -q --input "x=$M/${b}_input.npy" --output-dir "$d/out" --report "$d/report.json" 2>"$TMP/err" ||
       fail "$b $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
     wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "$b $mesh: the plan differs from torch: $(head -1 "$TMP/cmp")"
+    wafer-npycmp "$d/out/moe_route_0.npy" "$TMP/$b.routes/moe_route_0.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
+      fail "$b $mesh: the router's choices differ from the interpreter's: $(head -1 "$TMP/cmp")"
+    printf '%s\t%s\n' "$d" "$TMP/$b.routes/moe_route_0.npy" >>"$TMP/routes"
     n=$((n + 1))
   done
 done
+# tokens per expert: the manifest's "moe" and the report's counts against the interpreter's
+# indices; in timing mode nothing is counted
+d=$TMP/moe_e8_k2.4x4
+waferrun "$d" -q --mode=timing --input "x=$M/moe_e8_k2_input.npy" --report "$d/timing.json" ||
+  fail "moe_e8_k2 4x4: waferrun --mode=timing exited $?"
+python3 - "$TMP/routes" "$d/timing.json" <<'PY' || fail "the reports' tokens per expert are wrong"
+import json, struct, sys
+def npy_i64(path):
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    assert b"'<i8'" in b[10:10 + hl], path
+    data = b[10 + hl:]
+    return struct.unpack("<%dq" % (len(data) // 8), data)
+for line in open(sys.argv[1]):
+    d, ref = line.rstrip("\n").split("\t")
+    man = json.load(open(d + "/manifest.json"))
+    out = {o["name"]: o for o in man["outputs"]}
+    (route,) = man["moe"]
+    assert route["output"] == "moe_route_0" and out["moe_route_0"]["shape"][-1] == route["k"], (d, route)
+    (rep,) = json.load(open(d + "/report.json"))["moe"]
+    idx = npy_i64(ref)
+    want = [sum(1 for i in idx if i == e) for e in range(route["experts"])]
+    if rep["tokens_per_expert"] != want or rep["assignments"] != len(idx) or rep["outside"] != 0:
+        sys.exit("%s: tokens per expert %s, the interpreter's routes give %s" % (d, rep, want))
+    if abs(rep["max_over_avg"] - max(want) * len(want) / len(idx)) > 1e-9:
+        sys.exit("%s: max_over_avg %s" % (d, rep["max_over_avg"]))
+(t,) = json.load(open(sys.argv[2]))["moe"]
+if "tokens_per_expert" in t or t["experts"] != 8:
+    sys.exit("timing mode: %s" % t)
+PY
+n=$((n + 1))
 
 echo "moe_plans: $n checks passed"

@@ -64,6 +64,14 @@ refused weight_overlap "weights.tensors\[1\] 'b' (bytes 0..64 of weights.bin) ov
   'm["weights"]["tensors"][1]["offset"] = 0'
 refused no_producer "class 'main': its program reads '%hb' (line [0-9]*) but nothing writes it" \
   'text("programs/main.wpe", lambda t: "".join(l for l in t.splitlines(True) if not l.startswith("add %hb")))'
+# MoE routes (docs/plan-format.md, moe): an entry must name an integer output [.., k], once.
+refused moe_float "moe\[0\]: 'y' is no integer output whose last dim is k = 2" \
+  'm["moe"] = [{"output": m["outputs"][0]["name"], "experts": 4, "k": 2}]'
+refused moe_none "moe\[0\]: 'nothing' is no integer output" 'm["moe"] = [{"output": "nothing", "experts": 4, "k": 2}]'
+refused moe_experts "moe\[0\].experts: expected an integer in \[1, 2147483647\]" \
+  'm["moe"] = [{"output": m["outputs"][0]["name"], "experts": 0, "k": 2}]'
+refused moe_many "moe: expected an array of at most one entry per output" \
+  'm["moe"] = [{"output": "y", "experts": 4, "k": 2}] * 5'
 # Pre-skewed weights (docs/plan-format.md, weights[].skew): @w is MeshGEMM's B, written aligned.
 # The scatter trusts its tiles to stay inside the block only after the loader held every
 # number to what the blocks imply.

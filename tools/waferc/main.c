@@ -30,7 +30,7 @@
 
 /* The default pipeline; passes not registered in this build (e.g. partition before the
  * backend lands) are left out. --interpret runs the graph unpartitioned. */
-static const char *const default_passes[] = {"canonicalize", "raise", "cse", "dce", "head-layout", "partition", "lower-gemm", "symbol-dce"};
+static const char *const default_passes[] = {"canonicalize", "raise", "cse", "dce", "head-layout", "partition", "moe-routes", "lower-gemm", "symbol-dce"};
 
 #define MAX_INPUTS 256
 
@@ -126,7 +126,7 @@ static void usage(FILE *out) {
         "  --help, --version\n",
         out);
   wf_cli_print_common_help(out);
-  fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,lower-gemm,symbol-dce (without head-layout, partition and lower-gemm for --interpret and --emit=ir).\n", out);
+  fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,moe-routes,lower-gemm,symbol-dce (without head-layout, partition, moe-routes and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
@@ -138,7 +138,7 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) {
     if (!wf_pass_lookup(r, default_passes[i])) continue;
     int late = strcmp(default_passes[i], "head-layout") == 0 || strcmp(default_passes[i], "partition") == 0 ||
-               strcmp(default_passes[i], "lower-gemm") == 0;
+               strcmp(default_passes[i], "lower-gemm") == 0 || strcmp(default_passes[i], "moe-routes") == 0;
     if (interpret && late) continue;
     if (*s) strcat(s, ",");
     strcat(s, default_passes[i]);
