@@ -75,7 +75,10 @@ done
 gqa() { # E H KV L N MODE: "cycles predicted" of the block with --gqa=MODE
   local d=$tmp/e$1h$2kv$3l$4n$5
   export_block "$1" "$2" "$3" "$4" "$d"
-  "$waferc" "$d/llama_block.onnx" -o "$d/$6" --target=wse2 --mesh="${5}x${5}" --gqa="$6" -q
+  local rc=0
+  "$waferc" "$d/llama_block.onnx" -o "$d/$6" --target=wse2 --mesh="${5}x${5}" --gqa="$6" -q 2>/dev/null || rc=$?
+  [ "$rc" = 4 ] && { echo "- -"; return; } # does not fit a PE
+  [ "$rc" = 0 ] || return "$rc"
   "$waferrun" "$d/$6" --mode=timing --report "$d/$6.json" -q
   python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["cycles"]; print(c["total"], c["predicted"])' "$d/$6.json"
 }
@@ -90,7 +93,10 @@ if [ -n "$GQA_SWEEP" ]; then
     d=$tmp/e${e}h${h}kv${kv}l${l}n${n}
     chose=$("$waferc" "$d/llama_block.onnx" -o "$d/auto" --target=wse2 --mesh="${n}x${n}" -q --statistics 2>&1 |
       sed -n 's/.*gqa-gathered: 1/gathered/p; s/.*gqa-replicated: 1/replicated/p; s/.*gqa-shared: 1/shared/p' | head -1)
-    printf '| %s | %s/%s | %s | %sx%s | %s (%s) | %s (%s) | %.2f | %s |\n' "$e" "$h" "$kv" "$l" "$n" "$n" "$rc" "$rp" "$gc" "$gp" \
-      "$(python3 -c "print($rc / $gc)")" "$chose"
+    cell() { [ "$1" = - ] && echo "does not fit" || echo "$1 ($2)"; }
+    ratio=-
+    [ "$rc" != - ] && [ "$gc" != - ] && ratio=$(python3 -c "print('%.2f' % ($rc / $gc))")
+    printf '| %s | %s/%s | %s | %sx%s | %s | %s | %s | %s |\n' "$e" "$h" "$kv" "$l" "$n" "$n" "$(cell "$rc" "$rp")" \
+      "$(cell "$gc" "$gp")" "$ratio" "$chose"
   done
 fi
