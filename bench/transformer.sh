@@ -11,9 +11,9 @@
 #   CONFIGS="256:8:2:64:16" KV_SWEEP= GQA_SWEEP= bench/transformer.sh   # E:H:KV:L:N ...
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
 set -euo pipefail
-CONFIGS=${CONFIGS:-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 512:8:2:512:32 1024:16:4:128:64"}
+CONFIGS=${CONFIGS-"256:8:2:64:16 256:8:2:256:16 512:8:2:128:32 512:8:2:512:32 1024:16:4:128:64"}
 KV_SWEEP=${KV_SWEEP-"256:8:64:16"}
-GQA_SWEEP=${GQA_SWEEP-"256:8:2:64:16 256:8:1:64:16 512:8:2:128:32 1024:16:4:128:64 512:32:8:128:16"}
+GQA_SWEEP=${GQA_SWEEP-"256:8:2:64:16 256:8:1:64:16 512:8:2:128:32 1024:16:4:128:64 512:32:8:128:32"}
 MODE=${MODE:-timing}
 . "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 
@@ -92,7 +92,8 @@ if [ -n "$GQA_SWEEP" ]; then
     read -r gc gp < <(gqa "$e" "$h" "$kv" "$l" "$n" gather)
     d=$tmp/e${e}h${h}kv${kv}l${l}n${n}
     chose=$("$waferc" "$d/llama_block.onnx" -o "$d/auto" --target=wse2 --mesh="${n}x${n}" -q --statistics 2>&1 |
-      sed -n 's/.*gqa-gathered: 1/gathered/p; s/.*gqa-replicated: 1/replicated/p; s/.*gqa-shared: 1/shared/p' | head -1)
+      sed -n 's/.*gqa-gathered: 1/gathered/p; s/.*gqa-replicated: 1/replicated/p; s/.*gqa-shared: 1/shared/p' | head -1) ||
+      chose="does not fit"
     cell() { [ "$1" = - ] && echo "does not fit" || echo "$1 ($2)"; }
     ratio=-
     [ "$rc" != - ] && [ "$gc" != - ] && ratio=$(python3 -c "print('%.2f' % ($rc / $gc))")
