@@ -12,9 +12,9 @@
 #  - The loop's prediction holds to the shift GEMMs' bound (10%, as gemm_rect_shift.sh and
 #    gemm_buffers.sh hold the whole op), here and on communication-bound sizes (2x2 blocks per
 #    PE on 8x8 and 16x16, wafer-bench in timing mode); so does the alignment's when one
-#    operand (A) aligns. With both operands aligning it is predicted short (the alignment of
-#    B's ring loses the ramp to the first loop step of PEs that finished theirs: docs/gemm.md):
-#    printed, not checked against the bound.
+#    operand (A) aligns. With both operands aligning it is predicted short, up to 25% on small
+#    meshes (docs/gemm.md, "Phases", names one missing term): printed, not checked against the
+#    bound.
 #  - The loader refuses phases that do not add up to the prediction, a phase out of 0..2,
 #    and a marker in an op without phases.
 set -euo pipefail
