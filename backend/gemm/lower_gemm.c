@@ -6,10 +6,6 @@
 #include "backend/gemm/lower_gemm.h"
 #include "waferc/diag.h"
 
-void wf_gemm_phase(wf_lower *L, int n) {
-  if (L->gemm_phases) wf_emit(L, NULL, WF_PEOP_PHASE, (wf_pe_arg[]){wf_arg_int(n)});
-}
-
 int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* ranks, not type pointers: the batched lowering adds values, which may move f->values */
   int ra = wf_value_type(L->f, op->operands[0])->rank, rb = wf_value_type(L->f, op->operands[1])->rank;

@@ -56,7 +56,7 @@ int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int p
 
 /* Marks the start of phase `n` of the dist.gemm being lowered (WF_GEMM_PHASE_*: alignment,
  * loop, drain; a `phase n` marker, docs/report-format.md) when L->gemm_phases says its
- * phases are measured; nothing otherwise. */
+ * phases are measured; nothing otherwise (gemm_phase.c). */
 enum { WF_GEMM_PHASE_ALIGN, WF_GEMM_PHASE_LOOP, WF_GEMM_PHASE_DRAIN };
 void wf_gemm_phase(wf_lower *L, int n);
 
