@@ -71,8 +71,6 @@ static int layer_stats(const wf_sim *s, layer_stat *out, int cap) {
 
 enum { MAX_LAYERS = 256 };
 
-/* A collective's cycles, first PE in to last PE out over all its runs (a collective in a loop
- * runs once a round: then they span the rounds), and how often each PE ran it. */
 /* A dist.gemm's span (first PE in to last PE out) cut at two moments: when the last PE left
  * the alignment (entered the loop) and when the last PE left the loop (entered the drain).
  * alignment = that first moment minus when the last PE entered the alignment (0 when no PE
@@ -95,6 +93,8 @@ int wf_sim_op_phases(const wf_sim *s, int i, int64_t ph[3], int64_t predicted[3]
   return 1;
 }
 
+/* A collective's cycles, first PE in to last PE out over all its runs (a collective in a loop
+ * runs once a round: then they span the rounds), and how often each PE ran it. */
 static int64_t coll_span(const wf_coll_stat *cs) { return cs->start == INT64_MAX ? 0 : cs->end - cs->start; }
 static int64_t coll_runs(const wf_sim *s, const wf_coll_stat *cs) { return s->n_pes ? cs->entries / s->n_pes : 0; }
 
