@@ -682,6 +682,33 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
   return 0;
 }
 
+const char *const wf_plan_phase_names[3] = {"alignment", "loop", "drain"};
+
+/* ops[i].phases (optional, a dist.gemm's): {alignment, loop, drain}, each an integer >= 0,
+ * adding up to the op's predicted_cycles (the backend splits its prediction, no more). */
+static int load_phases(lctx *c, wf_plan_op *po, const cJSON *o, const char *where) {
+  const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phases");
+  if (!ph) return 0;
+  char w[64];
+  snprintf(w, sizeof w, "%s.phases", where);
+  if (!cJSON_IsObject(ph) || cJSON_GetArraySize(ph) != 3) {
+    lerr(c, "%s: expected an object of exactly alignment, loop and drain", w);
+    return -1;
+  }
+  int64_t sum = 0;
+  for (int k = 0; k < 3; k++) {
+    if (get_int_in(c, ph, wf_plan_phase_names[k], w, 0, JSON_INT_MAX, &po->phase_predicted[k])) return -1;
+    sum += po->phase_predicted[k];
+  }
+  if (sum != po->predicted) {
+    lerr(c, "%s: the phases add up to %lld, not the op's predicted_cycles %lld", w, (long long)sum,
+         (long long)po->predicted);
+    return -1;
+  }
+  po->has_phases = 1;
+  return 0;
+}
+
 /* ops[i].collectives (optional): the collectives inside op i, each at its `index`. */
 static int load_colls(lctx *c, wf_plan *p, const cJSON *o, int op, const char *where) {
   const cJSON *cs = cJSON_GetObjectItemCaseSensitive(o, "collectives");
@@ -1130,7 +1157,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
       const cJSON *fm = cJSON_GetObjectItemCaseSensitive(o, "fabric_move");
       if (cJSON_IsString(fm))
         snprintf(p->ops[i].fabric_move, sizeof p->ops[i].fabric_move, "%s", fm->valuestring);
-      if (load_colls(&c, p, o, i, where)) goto fail;
+      if (load_colls(&c, p, o, i, where) || load_phases(&c, &p->ops[i], o, where)) goto fail;
     }
     for (int k = 0; k < p->n_colls; k++)
       if (p->colls[k].op < 0) {
@@ -1154,10 +1181,23 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (moe && load_routes(&c, p, moe)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (num_int(pt, 0, JSON_INT_MAX, &num) == 0) p->predicted_total = num;
-  /* `op N` markers must name an op of the manifest. */
+  /* `op N` markers must name an op of the manifest; a `phase N` marker (0..2) must follow,
+   * in program order, the marker of an op with phases. */
   for (int k = 0; k < p->n_classes; k++)
-    for (int i = 0; i < p->classes[k]->n_code; i++) {
+    for (int i = 0, cur = -1; i < p->classes[k]->n_code; i++) {
       const wf_pe_instr *in = &p->classes[k]->code[i];
+      if (in->op == WF_PEOP_PHASE && (in->args[0].term.kind != WF_TERM_INT || in->args[0].term.k < 0 ||
+                                      in->args[0].term.k > 2 || cur < 0 || !p->ops[cur].has_phases)) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, p->classes[k]->name);
+        if (in->args[0].term.kind != WF_TERM_INT || in->args[0].term.k < 0 || in->args[0].term.k > 2)
+          wf_error(wf_loc_make(path, (uint32_t)in->line, 1), "phase %d is not 0 (alignment), 1 (loop) or 2 (drain)",
+                   (int)in->args[0].term.k);
+        else
+          wf_error(wf_loc_make(path, (uint32_t)in->line, 1),
+                   "a phase marker outside an op whose manifest entry has phases");
+        goto fail;
+      }
       if (in->op == WF_PEOP_OP && (in->args[0].term.k < 0 || in->args[0].term.k >= p->n_ops)) {
         char path[1200];
         snprintf(path, sizeof path, "%s/programs/%s.wpe", dir, p->classes[k]->name);
@@ -1165,6 +1205,7 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
                  (int)in->args[0].term.k, p->n_ops);
         goto fail;
       }
+      if (in->op == WF_PEOP_OP) cur = (int)in->args[0].term.k;
       if (in->op == WF_PEOP_COLL && (in->args[0].term.kind != WF_TERM_INT || in->args[0].term.k < -1 ||
                                      in->args[0].term.k >= p->n_colls)) {
         char path[1200];

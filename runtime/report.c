@@ -71,6 +71,28 @@ static int layer_stats(const wf_sim *s, layer_stat *out, int cap) {
 
 enum { MAX_LAYERS = 256 };
 
+/* A dist.gemm's span (first PE in to last PE out) cut at two moments: when the last PE left
+ * the alignment (entered the loop) and when the last PE left the loop (entered the drain).
+ * alignment = that first moment minus when the last PE entered the alignment (0 when no PE
+ * has an alignment); drain = the op's end minus the second moment; loop = the rest, so the
+ * setup before the alignment (zeroing C, copying the operands into the shift buffers) is
+ * the loop's, and the three add up to the span (docs/report-format.md). Returns 0 for an op
+ * without phases in the manifest. */
+int wf_sim_op_phases(const wf_sim *s, int i, int64_t ph[3], int64_t predicted[3]) {
+  if (i < 0 || i >= s->plan->n_ops || !s->plan->ops[i].has_phases) return 0;
+  const wf_op_stat *st = &s->ops[i];
+  if (predicted)
+    for (int k = 0; k < 3; k++) predicted[k] = s->plan->ops[i].phase_predicted[k];
+  int64_t span = st->start == INT64_MAX ? 0 : st->end - st->start;
+  const int64_t *in = st->phase_in; /* cycle + 1, 0: none */
+  ph[0] = in[0] && in[1] && in[1] > in[0] ? in[1] - in[0] : 0;
+  ph[2] = in[2] && st->end > in[2] - 1 ? st->end - (in[2] - 1) : 0;
+  if (ph[0] + ph[2] > span) ph[2] = span > ph[0] ? span - ph[0] : 0;
+  if (ph[0] > span) ph[0] = span;
+  ph[1] = span - ph[0] - ph[2];
+  return 1;
+}
+
 /* A collective's cycles, first PE in to last PE out over all its runs (a collective in a loop
  * runs once a round: then they span the rounds), and how often each PE ran it. */
 static int64_t coll_span(const wf_coll_stat *cs) { return cs->start == INT64_MAX ? 0 : cs->end - cs->start; }
@@ -163,6 +185,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   cJSON_AddNumberToObject(pe, "busy", pe_cycles ? (double)(comp + comm) / (double)pe_cycles : 0.0);
 
   cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  int64_t ph[3];
   for (int i = 0; i < p->n_ops; i++) {
     const wf_op_stat *st = &s->ops[i];
     cJSON *o = cJSON_CreateObject();
@@ -183,6 +206,14 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
     int64_t idle = span * s->n_pes - st->compute - st->comm - st->stall;
     cJSON_AddItemToObject(o, "idle", num(idle > 0 ? idle : 0));
     cJSON_AddItemToObject(o, "overlap", num(st->overlap));
+    if (wf_sim_op_phases(s, i, ph, NULL)) {
+      cJSON *po = cJSON_AddObjectToObject(o, "phases");
+      for (int k = 0; k < 3; k++) {
+        cJSON *e = cJSON_AddObjectToObject(po, wf_plan_phase_names[k]);
+        cJSON_AddItemToObject(e, "cycles", num(ph[k]));
+        cJSON_AddItemToObject(e, "predicted", num(p->ops[i].phase_predicted[k]));
+      }
+    }
     cJSON *cs = NULL;
     for (int k = 0; k < p->n_colls; k++) {
       const wf_plan_coll *pc = &p->colls[k];
@@ -292,6 +323,11 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
     fprintf(out, "  op %-3d %-10s %-8s %8lld cycles (predicted %lld)%s%s\n", i, p->ops[i].op,
             p->ops[i].result, (long long)span, (long long)p->ops[i].predicted,
             p->ops[i].fabric_move[0] ? ", fabric " : "", p->ops[i].fabric_move);
+    int64_t ph[3];
+    if (wf_sim_op_phases(s, i, ph, NULL))
+      fprintf(out, "         alignment %lld (predicted %lld), loop %lld (%lld), drain %lld (%lld)\n", (long long)ph[0],
+              (long long)p->ops[i].phase_predicted[0], (long long)ph[1], (long long)p->ops[i].phase_predicted[1],
+              (long long)ph[2], (long long)p->ops[i].phase_predicted[2]);
     for (int k = 0; k < p->n_colls; k++) {
       const wf_plan_coll *pc = &p->colls[k];
       const wf_coll_stat *cs = &s->colls[k];

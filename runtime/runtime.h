@@ -61,7 +61,12 @@ typedef struct wf_plan_op {
   char lowering[32]; /* manifest "lowering" (e.g. "cannon-ring"); "" when absent */
   char fabric_move[24]; /* manifest "fabric_move" ("transpose", "relayout"); "" when none */
   int64_t predicted;
+  int has_phases;       /* manifest "phases" (a dist.gemm's): `phase` markers may occur in it */
+  int64_t phase_predicted[3]; /* alignment, loop, drain: they add up to `predicted` */
 } wf_plan_op;
+
+/* The phases of a dist.gemm (manifest ops[].phases, `phase N` markers), in marker order. */
+extern const char *const wf_plan_phase_names[3];
 
 /* A collective inside an op (manifest ops[i].collectives), bracketed in the programs by
  * `coll index` ... `coll -1`. */
@@ -213,6 +218,11 @@ int64_t wf_sim_cycles(const wf_sim *s);
 wf_tensor *wf_sim_output(wf_sim *s, int i);
 int wf_sim_write_report(const wf_sim *s, const char *path);
 void wf_sim_print_summary(const wf_sim *s, FILE *out);
+/* Op `op`'s phases (a dist.gemm's alignment, loop and drain: manifest ops[].phases and the
+ * programs' `phase` markers; docs/report-format.md says how its span is cut): simulated
+ * cycles into cycles[0..2] (they add up to the op's span) and, if predicted != NULL, the
+ * manifest's predictions. Returns 1, or 0 when the op has no phases. After wf_sim_run. */
+int wf_sim_op_phases(const wf_sim *s, int op, int64_t cycles[3], int64_t predicted[3]);
 
 /* ---- read-only statistics and events: for --trace, --heatmap and other observers ----------
  * A stable, small view of the simulator's counters. Every number is in simulated cycles or

@@ -114,6 +114,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
         p->env = wf_pe_env_at(p->cls, x - reg->x, y - reg->y, reg->w, reg->h);
         p->op = plan->n_ops;
         p->coll = -1;
+        p->phase = -1;
         wf_pe_start(s, p);
         wf_router_setup(s, p, r);
         s->n_pes++;

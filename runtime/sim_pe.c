@@ -26,9 +26,18 @@ static void coll_mark(wf_sim *s, wf_pe *p, int n) {
   s->colls[n].entries++;
 }
 
+/* `phase n`: the PE enters phase n (0 alignment, 1 loop, 2 drain) of its op; a repeated
+ * marker of the phase it is in changes nothing (one-buffer GEMMs align A, then B). */
+static void phase_mark(wf_sim *s, wf_pe *p, int n) {
+  if (p->phase == n || p->op >= s->plan->n_ops || n < 0 || n > 2) return;
+  p->phase = n;
+  if (s->now + 1 > s->ops[p->op].phase_in[n]) s->ops[p->op].phase_in[n] = s->now + 1;
+}
+
 static void op_enter(wf_sim *s, wf_pe *p, int op) {
   if (p->coll >= 0) coll_mark(s, p, -1);
   if (p->op == op) return;
+  p->phase = -1;
   if (p->op != s->plan->n_ops) wf_sim_emit(s, p, WF_SIM_EV_OP_END, -1, -1);
   if (s->now < s->ops[op].start) s->ops[op].start = s->now;
   if (s->now > s->ops[op].end) s->ops[op].end = s->now;
@@ -213,6 +222,9 @@ static int fetch(wf_sim *s, wf_pe *p) {
           p->pc++;
         } else if (in->op == WF_PEOP_COLL) {
           coll_mark(s, p, (int)in->args[0].term.k);
+          p->pc++;
+        } else if (in->op == WF_PEOP_PHASE) {
+          phase_mark(s, p, (int)in->args[0].term.k);
           p->pc++;
         } else { /* LOOP */
           int32_t lo = (int32_t)ival(p, in, 1), hi = (int32_t)ival(p, in, 2);

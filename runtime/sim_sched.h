@@ -152,6 +152,7 @@ typedef struct wf_pe {
   int64_t sleep_start;
   float *mem;                      /* SRAM, allocated on first access (functional mode) */
   int coll;                        /* collective being executed (`coll` markers), -1 none */
+  int phase;                       /* phase of its op (`phase` markers), -1 none */
   int x, y;                        /* absolute position */
   const uint64_t *skip;            /* bit per instruction: its guard never holds here
                                       (sim_guard.c); NULL until the first fetch */
@@ -174,6 +175,8 @@ typedef struct wf_op_stat {
   int64_t start, end;              /* first cycle a PE entered the op, last cycle one left it */
   int64_t compute, comm, stall;    /* PE-cycles, each in one class (wf_pe) */
   int64_t overlap;                 /* compute PE-cycles with async fabric activity */
+  int64_t phase_in[3];             /* `phase` markers: the last cycle a PE entered phase k of the
+                                      op, plus one (0: no PE did); report.c splits the span */
 } wf_op_stat;
 
 /* Per class: color -> local index. */

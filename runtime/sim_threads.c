@@ -536,6 +536,8 @@ static void gather(wf_threads *T) {
       o->comm += q->comm;
       o->stall += q->stall;
       o->overlap += q->overlap;
+      for (int k = 0; k < 3; k++)
+        if (q->phase_in[k] > o->phase_in[k]) o->phase_in[k] = q->phase_in[k];
     }
     for (int i = 0; i < s->plan->n_colls; i++) {
       wf_coll_stat *c = &s->colls[i];

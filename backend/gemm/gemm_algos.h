@@ -47,6 +47,12 @@ int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, 
  * shift (0 when both operands are pre-skewed). */
 int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
                            int64_t n, int preskew, int nbuf, int64_t *align);
+/* The same, split into the phases the report measures (docs/gemm.md, "Phases"):
+ * phases[0] the alignment (0 on a square region when both operands are pre-skewed),
+ * phases[1] the loop (with the setup before the alignment), phases[2] the drain (C's tiles
+ * copied back on W x H; 0 on a square region); they add up to the return value. */
+int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                             int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3]);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or

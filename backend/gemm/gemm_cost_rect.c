@@ -233,6 +233,11 @@ int64_t wf_gemm_rect_shift_cost(const wf_target *t, int meshgemm, int w, int h, 
 
 int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
                            int64_t n, int preskew, int nbuf, int64_t *align) {
+  return wf_gemm_shift_phases(t, meshgemm, w, h, m, ka, kb, n, preskew, nbuf, align, NULL);
+}
+
+int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                             int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3]) {
   if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
   if (nbuf == 1 && w != h) return -1; /* no one-buffer lowering on the lcm grid */
   int one = nbuf == 1;
@@ -332,11 +337,9 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
   }
   /* The alignment's own cycles: past where the PEs would be had nothing shifted (the
    * gathers and zeroings in its rounds stay) */
-  if (align) {
-    int64_t e = 0;
-    for (int p = 0; p < P; p++) e = max64(e, T[p]);
-    *align = e - (flat + late);
-  }
+  int64_t e_align = 0;
+  for (int p = 0; p < P; p++) e_align = max64(e_align, T[p]);
+  if (align) *align = e_align - (flat + late);
   /* The L steps: v_x v_y multiplies, and in all but the last one tile group per row of each
    * axis leaves (INTERLEAVE with v >= 2: one each way). Copies: none when the steps rename
    * (MeshGEMM with `turns`: a line's end PEs copy their turning tile), else the tiles that
@@ -376,5 +379,16 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
   free(T);
   free(r.rows);
   /* C's tiles copied back into its block unless it accumulated in place */
-  return end + (bf.c ? m * n : 0);
+  int64_t total = end + (bf.c ? m * n : 0);
+  if (phases) {
+    /* the report's phases (docs/gemm.md, "Phases"): from the latest PE at the alignment's
+     * start (every PE is at `pro`) to the latest at its end, the gathers and zeroings its
+     * rounds carry on W x H included, unless nothing shifts in them (both operands
+     * pre-skewed: the lowering marks no alignment); the drain is C's copy back; the loop the
+     * rest (the setup before the alignment and the steps) */
+    phases[0] = preskew == (WF_PRESKEW_A | WF_PRESKEW_B) ? 0 : e_align - pro;
+    phases[2] = bf.c ? m * n : 0;
+    phases[1] = total - phases[0] - phases[2];
+  }
+  return total;
 }

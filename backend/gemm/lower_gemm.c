@@ -9,9 +9,17 @@
 int wf_lower_gemm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* ranks, not type pointers: the batched lowering adds values, which may move f->values */
   int ra = wf_value_type(L->f, op->operands[0])->rank, rb = wf_value_type(L->f, op->operands[1])->rank;
-  /* Batch dims or a 1-D A: the rank-2 algorithm once per matrix (lower_gemm_batched.c). */
-  int rc = ra != 2 || rb != 2 ? wf_lower_gemm_batched(L, op, out)
-                              : wf_lower_gemm_matrix(L, op, out, wf_gemm_preskewed(L->f, op, L->w, L->h));
+  /* Batch dims or a 1-D A: the rank-2 algorithm once per matrix (lower_gemm_batched.c),
+   * whose phases repeat per matrix and are not marked. A rank-2 lowering that marks its
+   * phases (MeshGEMM, Cannon, SUMMA off a 1x1 region) sets out->has_phases. */
+  int rc;
+  if (ra != 2 || rb != 2) {
+    rc = wf_lower_gemm_batched(L, op, out);
+  } else {
+    L->gemm_phases = 1;
+    rc = wf_lower_gemm_matrix(L, op, out, wf_gemm_preskewed(L->f, op, L->w, L->h));
+    L->gemm_phases = 0;
+  }
   if (rc || rb < 2) return rc;
   /* The alternatives, as `auto` weighed them: the manifest's explain */
   wf_gemm_choice ch;

@@ -54,6 +54,12 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out);
  * operands are fresh values). */
 int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int preskew);
 
+/* Marks the start of phase `n` of the dist.gemm being lowered (WF_GEMM_PHASE_*: alignment,
+ * loop, drain; a `phase n` marker, docs/report-format.md) when L->gemm_phases says its
+ * phases are measured; nothing otherwise (gemm_phase.c). */
+enum { WF_GEMM_PHASE_ALIGN, WF_GEMM_PHASE_LOOP, WF_GEMM_PHASE_DRAIN };
+void wf_gemm_phase(wf_lower *L, int n);
+
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo, int preskew);
 /* lower_gemm_rect.c: MeshGEMM / Cannon on a W x H region, W != H (the lcm virtual grid);

@@ -659,7 +659,9 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   WF_ASSERT(!((preskew & WF_PRESKEW_A) && ksa >= 0) && !((preskew & WF_PRESKEW_B) && ksb >= 0));
   int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_shift_cost(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL) + kcycles;
+  out->predicted = wf_gemm_shift_phases(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL, out->phase_predicted) +
+                   kcycles; /* the K re-cut is setup: the loop's (wf_gemm_phase) */
+  out->has_phases = L->gemm_phases;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};
   rect_axis ay = (rect_axis){.v = vy, .len = H, .vo = vx, .tile = zb, .coord = wf_term(WF_TERM_Y, 0), .col = {-1, -1}};
@@ -724,6 +726,10 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   int u = wf_lower_var(L, "u"), iv = wf_lower_var(L, "i");
   wf_pe_term tu = wf_term_var(u, 0);
   int no = vx > vy ? vx : vy;
+  /* The alignment's rounds also carry later lines' gathers and C's zeroing, and run even
+   * when both operands are pre-skewed: then nothing shifts in them, and they are setup (the
+   * loop's phase), so a pre-skewed pair's alignment is 0 here as on a square region. */
+  if (preskew != (WF_PRESKEW_A | WF_PRESKEW_B)) wf_gemm_phase(L, WF_GEMM_PHASE_ALIGN);
   if (period) { /* Cannon renaming: the line of virtual index I shifts I times */
     wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(Lc)});
     for (int o = 0; o < no; o++) {
@@ -779,6 +785,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
 
   int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);
+  wf_gemm_phase(L, WF_GEMM_PHASE_LOOP);
   rect_mm mm = {gc, direct, vx, vy, mt, kt, nt, n, zc, mperiod ? &maps : NULL, iv};
   if (period) {
     rotate_steps(L, rotate_step, &ax, &ay, &mm, Lc, period, ts);
@@ -805,6 +812,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
+  wf_gemm_phase(L, WF_GEMM_PHASE_DRAIN); /* C's tiles back into its block */
   if (!direct)
     for (int r = 0; r < vy; r++)
       for (int t = 0; t < vx; t++) {

@@ -46,6 +46,7 @@ static void shift(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to,
 static void align(shift_ctx *s, const wf_ring *ring, int N, int preskew) {
   wf_lower *L = s->L;
   if (preskew == (WF_PRESKEW_A | WF_PRESKEW_B)) return; /* nothing moves */
+  wf_gemm_phase(L, WF_GEMM_PHASE_ALIGN);
   int u = wf_lower_var(L, "u");
   wf_pe_term tu = wf_term_var(u, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
   wf_ring_align ra, rb;
@@ -133,7 +134,9 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   if (N > 1 && nbuf == 1) /* the manifest names the schedule */
     out->lowering = algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave-1buf" : "cannon-ring-1buf";
   out->predicted = N == 1 ? wf_gemm_predict(L->t, algo, N, N, m, k, n)
-                          : wf_gemm_shift_cost(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf, NULL);
+                          : wf_gemm_shift_phases(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf,
+                                                 NULL, out->phase_predicted);
+  out->has_phases = N > 1 && L->gemm_phases;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {
     wf_emit(L, NULL, WF_PEOP_MATMUL,
@@ -169,10 +172,13 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
     s.a[1] = s.b[1] = q[2];
     align(&s, ring, N, preskew | WF_PRESKEW_B);
     align(&s, ring, N, preskew | WF_PRESKEW_A);
+    wf_gemm_phase(L, WF_GEMM_PHASE_LOOP);
     steps_single(&s, N, sc, m, k, n, q);
+    wf_gemm_phase(L, WF_GEMM_PHASE_DRAIN);
     return 0;
   }
   align(&s, ring, N, preskew);
+  wf_gemm_phase(L, WF_GEMM_PHASE_LOOP);
 
   int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);
@@ -190,5 +196,6 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   }
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  wf_gemm_phase(L, WF_GEMM_PHASE_DRAIN); /* nothing follows the last step on a square region */
   return 0;
 }

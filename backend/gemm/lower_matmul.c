@@ -20,6 +20,7 @@
  * lo) columns into a tile first (m (hi - lo) cycles; a matmul with a row stride would save
  * them). The steps stay blocking, as in the square case: broadcast, then multiply. */
 #include "backend/gemm/gemm_algos.h"
+#include "backend/gemm/lower_gemm.h"
 #include "ir/support/intmath.h"
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
@@ -187,8 +188,13 @@ int wf_lower_matmul(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int crow = W > 1 ? wf_lower_color(L, WF_COLOR_ROW_BCAST, op->loc) : 0;
     int ccol = H > 1 ? wf_lower_color(L, WF_COLOR_COL_BCAST, op->loc) : 0;
     if (crow < 0 || ccol < 0) return WF_EXIT_NOFIT;
+    /* a dist.gemm's phases: no alignment (the broadcasts send each block from where it is),
+     * the steps, no drain */
+    wf_gemm_phase(L, WF_GEMM_PHASE_LOOP);
     if (W == H && W == L->w && H == L->h) summa_square(L, crow, ccol, sa, sb, sc, m, ka, n);
     else summa_rect(L, W, H, crow, ccol, sa, sb, sc, m, ka, kb, n);
+    wf_gemm_phase(L, WF_GEMM_PHASE_DRAIN);
+    out->has_phases = L->gemm_phases;
   }
   out->lowering = W * H == 1 ? "local" : "summa-broadcast";
   out->predicted = wf_gemm_summa_cost(L->t, W, H, m, ka, kb, n);

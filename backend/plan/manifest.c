@@ -316,6 +316,17 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
       n_transposes += (fm & WF_MOVE_TRANSPOSE) != 0;
       n_relayouts += (fm & WF_MOVE_RELAYOUT) != 0;
     }
+    /* a dist.gemm's phases: the lowering predicts the alignment and the drain, the loop is
+     * the rest of the op's prediction (which notes past the color budget may have raised) */
+    if (lo->has_phases) { /* its programs hold `phase` markers: the loader wants the key */
+      int64_t tot = lo->predicted > 0 ? lo->predicted : 0;
+      int64_t al = lo->phase_predicted[0] < 0 ? 0 : lo->phase_predicted[0] < tot ? lo->phase_predicted[0] : tot;
+      int64_t dr = lo->phase_predicted[2] < 0 ? 0 : lo->phase_predicted[2] < tot - al ? lo->phase_predicted[2] : tot - al;
+      cJSON *ph = cJSON_AddObjectToObject(o, "phases");
+      cJSON_AddNumberToObject(ph, "alignment", (double)al);
+      cJSON_AddNumberToObject(ph, "loop", (double)(tot - al - dr));
+      cJSON_AddNumberToObject(ph, "drain", (double)dr);
+    }
     if (lo->n_colls) {
       cJSON *cs = cJSON_AddArrayToObject(o, "collectives");
       for (int j = 0; j < lo->n_colls; j++) {

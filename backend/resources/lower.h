@@ -70,6 +70,8 @@ typedef struct wf_lowered_op {
   wf_lowered_coll colls[WF_LOWER_MAX_COLLS]; /* its inner collectives, in program order */
   int n_colls;
   unsigned fabric_move;  /* WF_MOVE_* bits */
+  int has_phases;        /* a rank-2 dist.gemm: `phase` markers split its program (manifest "phases") */
+  int64_t phase_predicted[3]; /* alignment and drain (the loop is the rest of `predicted`) */
 } wf_lowered_op;
 
 typedef struct wf_lower {
@@ -113,6 +115,8 @@ typedef struct wf_lower {
                             0 = none yet): one ring's routes per class */
   unsigned move_bits;    /* WF_MOVE_* bits the op being lowered set (the movers set them, so
                             every caller is counted); emit.c files them in its wf_lowered_op */
+  int gemm_phases;       /* lowering a rank-2 dist.gemm: its lowering marks its phases
+                            (wf_gemm_phase); 0 for a batched one's matrices */
 } wf_lower;
 
 /* Symbol text of a value, as the IR dumps print it (%name, %N or @global; L->names), so the

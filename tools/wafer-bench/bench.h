@@ -26,6 +26,11 @@ struct wf_tensor;
 int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
                  const struct wf_tensor *input, int64_t *cycles, struct wf_tensor **out,
                  char *plan_dir);
+/* The same, and op 0's phases (wf_sim_op_phases): simulated alignment, loop, drain into
+ * phases[0..2], predicted into phases[3..5]; phases[0] = -1 when it has none. */
+int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *keep_dir,
+                        const struct wf_tensor *input, int64_t *cycles, struct wf_tensor **out,
+                        char *plan_dir, int64_t phases[6]);
 /* Reads op 0's string field `key` ("lowering", "explain") or number field from the plan's
  * manifest.json into buf; returns 0 or -1. */
 int wf_bench_manifest_field(const char *plan_dir, const char *key, char *buf, size_t cap);

@@ -41,6 +41,12 @@ void wf_bench_rmplan(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PH
 
 int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
                  const wf_tensor *input, int64_t *cycles, wf_tensor **out, char *plan_dir) {
+  return wf_bench_run_phases(ir_text, t, keep_dir, input, cycles, out, plan_dir, NULL);
+}
+
+int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *keep_dir, const wf_tensor *input,
+                        int64_t *cycles, wf_tensor **out, char *plan_dir, int64_t phases[6]) {
+  if (phases) phases[0] = -1;
   if (keep_dir) {
     snprintf(plan_dir, 4096, "%s", keep_dir);
   } else {
@@ -72,6 +78,7 @@ int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
   if (input && p->n_inputs > 0) rc = wf_sim_set_input(s, p->inputs[0].name, input) ? WF_EXIT_INPUT : 0;
   if (!rc) rc = wf_sim_run(s);
   *cycles = wf_sim_cycles(s);
+  if (!rc && phases && !wf_sim_op_phases(s, 0, phases, phases + 3)) phases[0] = -1;
   if (!rc && out) *out = input ? wf_sim_output(s, 0) : NULL;
   wf_sim_free(s);
   wf_plan_free(p);

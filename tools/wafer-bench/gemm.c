@@ -122,7 +122,8 @@ int wf_bench_gemm(int argc, char **argv) {
                                                                              : "2";
   int64_t cycles = 0;
   char plan[4096], predicted_s[64] = "-1";
-  rc = wf_bench_run(ir, &t, keep, NULL, &cycles, NULL, plan);
+  int64_t ph[6];
+  rc = wf_bench_run_phases(ir, &t, keep, NULL, &cycles, NULL, plan, ph);
   if (!rc) wf_bench_manifest_field(plan, "predicted_cycles", predicted_s, sizeof predicted_s);
   long long predicted = atoll(predicted_s);
   if (!keep) wf_bench_rmplan(plan);
@@ -132,8 +133,14 @@ int wf_bench_gemm(int argc, char **argv) {
   double eff = cycles > 0 ? (double)M * K * N / ((double)W * H * fmac * (double)cycles) : 0;
   printf("{\"op\": \"gemm\", \"algo\": \"%s\", \"requested\": \"%s\", \"target\": \"%s\", \"mesh\": [%lld, %lld], "
          "\"m\": %lld, \"k\": %lld, \"n\": %lld, \"weights\": \"%s\", \"simulated_cycles\": %lld, "
-         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f, \"buffers\": %s}\n",
+         "\"predicted_cycles\": %lld, \"compute_efficiency\": %.4f, \"buffers\": %s",
          chosen, algo, t.name, W, H, (long long)M, (long long)K, (long long)N, weights, (long long)cycles,
          predicted, eff, nbuf);
+  /* the report's phases of the dist.gemm (docs/report-format.md), when it has them */
+  if (ph[0] >= 0)
+    printf(", \"phases\": {\"alignment\": {\"cycles\": %lld, \"predicted\": %lld}, \"loop\": {\"cycles\": %lld, "
+           "\"predicted\": %lld}, \"drain\": {\"cycles\": %lld, \"predicted\": %lld}}",
+           (long long)ph[0], (long long)ph[3], (long long)ph[1], (long long)ph[4], (long long)ph[2], (long long)ph[5]);
+  printf("}\n");
   return 0;
 }
