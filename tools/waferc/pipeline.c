@@ -257,8 +257,8 @@ static int row_dim(const wf_type *t) {
 }
 
 /* The dim a transfer shifts t along: its row-split dim, else (a value every row of the band
- * holds whole) its last dim of size 1 but one, carried as one copy per row (*copies = 1); -1
- * when there is neither. */
+ * holds whole) its last unsplit dim of size 1 before the last dim, carried as one copy per
+ * row (*copies = 1); -1 when there is neither. */
 static int carry_dim(const wf_type *t, int *copies) {
   int d = row_dim(t);
   *copies = d < 0;
