@@ -24,7 +24,7 @@ static int run_func(wf_func *f, wf_pass_ctx *ctx) {
   if (!ret) return 0;
   int n = ret->n_operands, cap = n + 8;
   wf_value *ops = malloc((size_t)cap * sizeof *ops);
-  if (!ops) return WF_EXIT_NOMEM;
+  WF_ASSERT(ops); /* out of host memory: exit 7, said (ir/diag.c) */
   for (int i = 0; i < n; i++) ops[i] = ret->operands[i];
   int added = 0;
   wf_func_foreach_op(f, op) {
@@ -33,12 +33,8 @@ static int run_func(wf_func *f, wf_pass_ctx *ctx) {
     for (int i = 0; i < n && !have; i++) have = ops[i] == op->results[1];
     if (have) continue;
     if (n == cap) {
-      wf_value *grown = realloc(ops, (size_t)(cap *= 2) * sizeof *ops);
-      if (!grown) {
-        free(ops);
-        return WF_EXIT_NOMEM;
-      }
-      ops = grown;
+      ops = realloc(ops, (size_t)(cap *= 2) * sizeof *ops);
+      WF_ASSERT(ops);
     }
     ops[n++] = op->results[1];
     char name[64];
@@ -50,10 +46,7 @@ static int run_func(wf_func *f, wf_pass_ctx *ctx) {
     wf_op_insert_before(f, ret, nr);
     wf_op_unlink(f, ret);
     wf_type *types = malloc((size_t)n * sizeof *types);
-    if (!types) {
-      free(ops);
-      return WF_EXIT_NOMEM;
-    }
+    WF_ASSERT(types);
     for (int i = 0; i < n; i++) types[i] = *wf_value_type(f, ops[i]);
     wf_func_set_result_types(f, n, types);
     free(types);
