@@ -26,21 +26,7 @@ SRC=${WAFERC_SOURCE_DIR:?}
 model() {
   local name=$1 mode=$2
   python3 "$NPY" "$TMP/$name.a.npy" 12,24 1 1.0 "$TMP/$name.b.npy" 24,12 2 1.0
-  python3 - "$TMP" "$name" "$mode" <<'PY'
-import sys
-tmp, name, mode = sys.argv[1:]
-consts, args, ops = [], [], {}
-for o, s in (("a", "12,24"), ("b", "24,12")):
-    if o in mode:
-        consts.append('  const @%s : f32[%s] = file<"%s.%s.npy">\n' % (o, s, name, o))
-        ops[o] = "@" + o
-    else:
-        args.append("%%%s: f32[%s]" % (o, s))
-        ops[o] = "%" + o
-open("%s/%s.wir" % (tmp, name), "w").write(
-    "module @g {\n%s  func @main(%s) -> f32[12,12] {\n    %%c = matmul(%s, %s) : f32[12,12]\n    return %%c\n  }\n}\n"
-    % ("".join(consts), ", ".join(args), ops["a"], ops["b"]))
-PY
+  python3 "$SRC/tests/tools/matmul_wir.py" "$TMP" "$name" "$mode" 12,24 24,12 12,12
   local ins=()
   case $mode in *a*) ;; *) ins+=(--input a="$TMP/$name.a.npy") ;; esac
   case $mode in *b*) ;; *) ins+=(--input b="$TMP/$name.b.npy") ;; esac

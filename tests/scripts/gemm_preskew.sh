@@ -23,21 +23,7 @@ model() {
   local name=$1 mode=$2
   python3 "$NPY" "$TMP/$name.a.npy" "$3" 1 1.0
   python3 "$NPY" "$TMP/$name.b.npy" "$4" 2 1.0
-  python3 - "$TMP" "$name" "$mode" "$3" "$4" "$5" <<'PY'
-import sys
-tmp, name, mode, sa, sb, sc = sys.argv[1:]
-consts, args, ops = [], [], {}
-for o, s in (("a", sa), ("b", sb)):
-    if o in mode:
-        consts.append('  const @%s : f32[%s] = file<"%s.%s.npy">\n' % (o, s, name, o))
-        ops[o] = "@" + o
-    else:
-        args.append("%%%s: f32[%s]" % (o, s))
-        ops[o] = "%" + o
-open("%s/%s.wir" % (tmp, name), "w").write(
-    "module @g {\n%s  func @main(%s) -> f32[%s] {\n    %%c = matmul(%s, %s) : f32[%s]\n    return %%c\n  }\n}\n"
-    % ("".join(consts), ", ".join(args), sc, ops["a"], ops["b"], sc))
-PY
+  python3 "$SRC/tests/tools/matmul_wir.py" "$TMP" "$name" "$mode" "$3" "$4" "$5"
   local ins=()
   case $mode in *a*) ;; *) ins+=(--input a="$TMP/$name.a.npy") ;; esac
   case $mode in *b*) ;; *) ins+=(--input b="$TMP/$name.b.npy") ;; esac
