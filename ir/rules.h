@@ -35,6 +35,7 @@ WF_RULE_DECL(rope)
 WF_RULE_DECL(attention)
 WF_RULE_DECL(decode_attention)
 WF_RULE_DECL(kv_switch)
+WF_RULE_DECL(unskew)
 WF_RULE_DECL(reduce)
 WF_RULE_DECL(reshape)
 WF_RULE_DECL(transpose)
@@ -81,7 +82,8 @@ void wf_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int
                       int64_t *count);
 
 /* kv_switch's map (ops.def): wf_kv_switch_of reads and checks the attributes against the
- * operand's [B, L, Np] (0, or -1 after a located error); wf_kv_switch_src gives the operand
+ * operand's [B, L, Np], or [L, Np] (a weight's rows and columns: B = 1), (0, or -1 after a
+ * located error); wf_kv_switch_src gives the operand
  * column that result element (row p, column j) reads and *t its token, or -1 for a zero. */
 typedef struct wf_kv_switch {
   int64_t rows, cols;            /* the result's dims 1 and 2 */
@@ -90,8 +92,16 @@ typedef struct wf_kv_switch {
   int64_t L, np, lbd;            /* the operand's tokens and width; tokens per decode row */
   const int64_t *slots;
   int n_slots;
+  int64_t batch;                 /* B: the operand's dim 0 when it has three, else 1 */
+  int swap;                      /* a weight's result transposed ([cols, rows], laid out {C_x, R_y}) */
 } wf_kv_switch;
 int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s);
+/* unskew's attributes (ops.def), checked: ring 1 plain, 2 interleave (wf_skew_ring's values). */
+typedef struct wf_unskew {
+  int ring;
+  int64_t tiles, k_tile, other_tile;
+} wf_unskew;
+int wf_unskew_of(const wf_func *f, const wf_op *op, wf_unskew *u);
 int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t);
 
 /* Packed attention's gathered kv form (passes/head_layout.c, docs/attention.md): attention

@@ -14,6 +14,7 @@
  * or kv_gather = [m, group, parts, sub] (wf_attn_gather_of: each kv head cut over m columns);
  * no mask operand. */
 #include <math.h>
+#include <string.h>
 
 #include "ir/rules.h"
 
@@ -217,15 +218,15 @@ int64_t wf_cost_decode_attention(const wf_func *f, const wf_op *op) {
   return q->dims[0] * heads * (kc->dims[1] + 1) * (4 * hd + 5);
 }
 
-/* kv_switch(x) {out, region, block, heads, slots} (ops.def). */
+/* kv_switch(x) {out, region, block, heads, slots, swap} (ops.def). */
 int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
   const wf_type *x = wf_rule_in(f, op, 0);
   int no, nr, nb, nh, ns;
   const int64_t *o = wf_rule_ints(f, op, "out", &no), *r = wf_rule_ints(f, op, "region", &nr);
   const int64_t *b = wf_rule_ints(f, op, "block", &nb), *h = wf_rule_ints(f, op, "heads", &nh);
   const int64_t *sl = wf_rule_ints(f, op, "slots", &ns);
-  if (x->rank != 3 || x->dtype != WF_F32) {
-    wf_error(op->loc, "'kv_switch' takes an f32 [B, L, N] cache, got %s", TS(x));
+  if ((x->rank != 3 && x->rank != 2) || x->dtype != WF_F32) {
+    wf_error(op->loc, "'kv_switch' takes an f32 [B, L, N] cache or [K, N] weight, got %s", TS(x));
     return -1;
   }
   if (no != 2 || nr != 2 || nb != 2 || nh != 3 || ns < 1) {
@@ -233,7 +234,13 @@ int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
                       "and a non-empty slots list");
     return -1;
   }
-  *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[1], x->dims[2], 0, sl, ns};
+  int r0 = x->rank - 2; /* the rows' dim: a weight [K, N] is one matrix (B = 1) */
+  *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[r0], x->dims[r0 + 1], 0, sl, ns,
+                      r0 ? x->dims[0] : 1, (int)wf_op_int(f, op, "swap", 0)};
+  if (s->swap && (r0 || s->swap != 1)) {
+    wf_error(op->loc, "'kv_switch': swap = 1 takes a weight [K, N] (and swap is 0 or 1)");
+    return -1;
+  }
   if (s->wd < 1 || s->hd < 1 || s->cap < 1 || s->cbd < 1 || s->src_dp < 1 || s->dst_dp < 1 || s->d < 1 ||
       s->d > s->src_dp || s->d > s->dst_dp || s->L < 1) {
     wf_error(op->loc, "'kv_switch': region, block and heads must be positive with d <= both slot widths");
@@ -268,12 +275,42 @@ int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t
 int wf_rule_kv_switch(wf_func *f, const wf_op *op, wf_type *out) {
   wf_kv_switch s;
   if (wf_kv_switch_of(f, op, &s)) return -1;
-  int64_t dims[3] = {wf_rule_in(f, op, 0)->dims[0], s.rows, s.cols};
-  *out = wf_rule_type(WF_F32, 3, dims);
+  int64_t dims[3] = {s.batch, s.swap ? s.cols : s.rows, s.swap ? s.rows : s.cols};
+  int rank = wf_rule_in(f, op, 0)->rank;
+  *out = wf_rule_type(WF_F32, rank, dims + 3 - rank);
   return 0;
 }
 
 int64_t wf_cost_kv_switch(const wf_func *f, const wf_op *op) {
+  (void)f, (void)op;
+  return 0; /* data movement */
+}
+
+/* unskew(x, ix) {ring, tiles, k_tile, other_tile} (ops.def). */
+int wf_unskew_of(const wf_func *f, const wf_op *op, wf_unskew *u) {
+  const char *ring = wf_op_str(f, op, "ring", "");
+  *u = (wf_unskew){!strcmp(ring, "plain") ? 1 : !strcmp(ring, "interleave") ? 2 : 0, wf_op_int(f, op, "tiles", 0),
+                   wf_op_int(f, op, "k_tile", 0), wf_op_int(f, op, "other_tile", 0)};
+  if (!u->ring || u->tiles < 1 || u->k_tile < 1 || u->other_tile < 1) {
+    wf_error(op->loc, "'unskew' needs ring = plain or interleave and positive tiles, k_tile and other_tile");
+    return -1;
+  }
+  return 0;
+}
+
+int wf_rule_unskew(wf_func *f, const wf_op *op, wf_type *out) {
+  const wf_type *x = wf_rule_in(f, op, 0), *ix = wf_rule_in(f, op, 1);
+  wf_unskew u;
+  if (x->rank != 2 || x->dtype != WF_F32 || ix->rank != 2 || ix->dtype != WF_F32) {
+    wf_error(op->loc, "'unskew' takes an f32 matrix and its f32 [H, W n] gather indices, got %s and %s", TS(x), TS(ix));
+    return -1;
+  }
+  if (wf_unskew_of(f, op, &u)) return -1;
+  *out = wf_rule_type(WF_F32, 2, x->dims);
+  return 0;
+}
+
+int64_t wf_cost_unskew(const wf_func *f, const wf_op *op) {
   (void)f, (void)op;
   return 0; /* data movement */
 }

@@ -263,6 +263,15 @@ static void vecmat_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   for (int d = 0; d + 1 < rt->rank; d++) rt->layout.dims[d].split = WF_AXIS_NONE;
 }
 
+/* kv_switch{swap = 1} (the prefill->decode switch of a weight that decode holds in the other
+ * axes, {K_x, N_y}): its result [cols, rows] is laid out {C_x, R_y}, each PE's block the
+ * decode weight's. */
+static void switch_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
+  if (op->code != WF_OP_KV_SWITCH || !wf_op_int(f, op, "swap", 0) || rt->rank != 2 || rt->layout.rank != 2) return;
+  rt->layout.dims[0].split = WF_AXIS_X;
+  rt->layout.dims[1].split = WF_AXIS_Y;
+}
+
 /* The packed attention's tensors (head-layout) print in WaferLLM's notation with the heads:
  * {B, L_y, HD_x}, E = H·D along x (docs/attention.md). The split is partition's rule; only the
  * labels say what the columns hold. */
@@ -295,6 +304,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_ROTATE_PAIRS: case WF_OP_ATTENTION: /* packed by head-layout (checked below) */
     case WF_OP_DECODE_ATTENTION: /* decode-step's */
     case WF_OP_KV_SWITCH: /* the prefill->decode switch (lower_slice.c) */
+    case WF_OP_UNSKEW: /* its first step for a pre-skewed weight (lower_unskew.c) */
     case WF_OP_SHIFT: /* backend/ops/lower_shift.c */
     case WF_OP_RETURN:
       return 1;
@@ -429,6 +439,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
           op->code == WF_OP_ARGMAX)
         reduce_layout(f, op, wf_value_type(f, op->results[i]));
       vecmat_layout(f, op, wf_value_type(f, op->results[i]));
+      switch_layout(f, op, wf_value_type(f, op->results[i]));
       n++;
     }
   }

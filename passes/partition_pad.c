@@ -237,6 +237,7 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         break;
       }
       case WF_OP_KV_SWITCH: /* lower_slice.c zeroes the whole result before its copies */
+      case WF_OP_UNSKEW:    /* the host's zero padding, whole tiles put back in place */
         break;
       case WF_OP_SHIFT: { /* lower_shift.c: the other dims' padding moves with the blocks; along the
                              axis, data shifts into the last block's padding */

@@ -421,19 +421,24 @@ int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 }
 
 /* kv_switch (ops.def; docs/generation.md, "The switch"): the prefill's packed cache x
- * [B, L, Np] {B, L_y, N_x} re-cut for the decode region's first Wd x Hd PEs, as two moves
+ * [B, L, Np] {B, L_y, N_x} (or a weight [K, Np] {K_y, N_x}, B = 1) re-cut for the decode region's first Wd x Hd PEs, as two moves
  * through scratch `$kv_t`, each a relayout as above:
  *   1. along x: `$kv_t` [B][Lbp][cbd] (x's rows, the decode packing's columns) takes one piece
  *      per decode slot h: its columns [h dst_dp, + d) from x's [slots[h] src_dp, + d);
  *   2. along y: the result's [B][cap][cbd] takes one piece per decode row y < Hd: its first
  *      slots from `$kv_t`'s tokens [y Lbd, + n_y), n_y the row's prompt tokens.
  * Both are zeroed first: phantom slots, a slot's columns past d, the slots past a row's tokens
- * and the PEs outside the decode region read 0, as the reference kernel says. */
+ * and the PEs outside the decode region read 0, as the reference kernel says. With swap (a
+ * weight that decode holds in the other axes), the result's block is the one built so,
+ * transposed on the PE. */
 int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_kv_switch s;
   if (wf_kv_switch_of(L->f, op, &s)) return WF_EXIT_UNSUPPORTED;
   const wf_type *xt = wf_value_type(L->f, op->operands[0]), *rt = wf_value_type(L->f, op->results[0]);
-  wf_axis_view x1 = view(L, xt, 1), x2 = view(L, xt, 2), r1 = view(L, rt, 1), r2 = view(L, rt, 2);
+  int a = xt->rank - 2; /* the rows' dim: 1 for a cache [B, L, N], 0 for a weight [K, N] */
+  /* with swap the result [cols, rows] is {C_x, R_y}: its dim 1 is the rows' (along y) */
+  wf_axis_view x1 = view(L, xt, a), x2 = view(L, xt, a + 1), r1 = view(L, rt, a + s.swap),
+               r2 = view(L, rt, a + 1 - s.swap);
   if (x2.parts != L->w || r2.parts != L->w || r1.parts != L->h || r1.len != s.cap || r2.len != s.cbd ||
       s.wd > L->w || s.hd > L->h) {
     wf_error(op->loc, "'kv_switch' on the %dx%d mesh: its decode region %lldx%lld with blocks of [%lld, %lld] is not "
@@ -463,9 +468,11 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
    * decode row y copies tokens [y Lbd, + n_y) into its first slots: one copy for the rows
    * holding Lbd tokens (its source offset linear in y) and one for the row holding the rest,
    * so the program does not grow with the rows. */
-  int64_t res_words = r1.outer * s.cap * s.cbd;
-  int sr = wf_lower_sym(L, op->results[0]);
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(res_words)});
+  int64_t nb = s.swap ? 1 : r1.outer; /* the result's matrices (a swapped result's dim 1 has cbd outside it) */
+  int64_t res_words = nb * s.cap * s.cbd;
+  int sr = wf_lower_sym(L, op->results[0]), res = sr;
+  if (s.swap) res = wf_lower_temp(L, "$kv_r", res_words * 4); /* [cap][cbd], transposed into sr at the end */
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(res), wf_arg_int(res_words)});
   int panel = tmp;
   int64_t prow = x1.len * s.cbd; /* words between the panel's outer rows (batches) */
   if (!rc && x1.parts > 1) { /* only the rows holding the prompt's tokens: its padding rows are never read */
@@ -480,8 +487,8 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t full = s.L / s.lbd < s.hd ? s.L / s.lbd : s.hd, rest = s.L - full * s.lbd; /* rows of Lbd; the last's */
   wf_pe_term ty = wf_term(WF_TERM_Y, 0);
   int64_t ystride = s.lbd * s.cbd, blk = s.cap * s.cbd, most = 0;
-  if (!rc && (ystride > WF_PE_MAX_SCALE || r1.outer * prow > INT32_MAX / 2)) {
-    wf_error(op->loc, "'kv_switch': a panel of %lld words is past the PE's addressing", (long long)(r1.outer * prow));
+  if (!rc && (ystride > WF_PE_MAX_SCALE || nb * prow > INT32_MAX / 2)) {
+    wf_error(op->loc, "'kv_switch': a panel of %lld words is past the PE's addressing", (long long)(nb * prow));
     rc = WF_EXIT_NOFIT;
   }
   for (int part = 0; part < 2 && !rc; part++) {
@@ -493,16 +500,20 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_guard_add(&g, wf_term(WF_TERM_X, 0), WF_CMP_LT, wf_term_int((int32_t)s.wd));
     wf_pe_arg src = wf_arg_at(panel, y1 - y0 == 1 ? y0 * ystride : 0);
     if (y1 - y0 > 1) src.term = wf_term_scaled(ty, (int)ystride, 0);
-    if (r1.outer == 1)
-      wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), src, wf_arg_int(rows * s.cbd)});
+    if (nb == 1)
+      wf_emit(L, &g, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(res), src, wf_arg_int(rows * s.cbd)});
     else
-      wf_emit(L, &g, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(sr), src, wf_arg_int(r1.outer), wf_arg_int(rows * s.cbd),
+      wf_emit(L, &g, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(sr), src, wf_arg_int(nb), wf_arg_int(rows * s.cbd),
                                                    wf_arg_int(blk), wf_arg_int(prow)});
-    most = rows * s.cbd * r1.outer > most ? rows * s.cbd * r1.outer : most;
+    most = rows * s.cbd * nb > most ? rows * s.cbd * nb : most;
   }
   out->predicted += most;
   free(p);
   out->predicted += tmp_words + res_words; /* the zeroing */
+  if (!rc && s.swap) { /* every PE's [cap][cbd] block transposed into the result's [cbd][cap] */
+    wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(res), wf_arg_int(s.cap), wf_arg_int(s.cbd)});
+    out->predicted += res_words;
+  }
   out->lowering = name_of(out, fabric);
   return rc;
 }

@@ -139,6 +139,7 @@ static int lower_func(wf_lower *L) {
     else if (op->code == WF_OP_SLICE || op->code == WF_OP_CONCAT || op->code == WF_OP_SPLIT)
       rc = wf_lower_slice_concat(L, op, lo);
     else if (op->code == WF_OP_KV_SWITCH) rc = wf_lower_kv_switch(L, op, lo);
+    else if (op->code == WF_OP_UNSKEW) rc = wf_lower_unskew(L, op, lo);
     else if (op->code == WF_OP_SHIFT) rc = wf_lower_shift(L, op, lo);
     else if (op->code == WF_OP_GATHER) rc = wf_lower_gather(L, op, lo);
     else if (op->code == WF_OP_ARGMAX) rc = wf_lower_argmax(L, op, lo);

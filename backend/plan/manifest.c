@@ -154,6 +154,28 @@ static int add_digests(cJSON *root, const char *dir) {
   return rc;
 }
 
+/* An argument whose use is an unskew (the switch's pre-skewed weight, ops.def): the skew the
+ * host writes it in, as a weight's (its K dim 0 over the rows, N dim 1 over the columns). */
+static int arg_skew(const wf_lower *L, wf_value v, wf_gemm_skew *sk) {
+  wf_func_foreach_op(L->f, op) {
+    wf_unskew u;
+    if (op->code != WF_OP_UNSKEW || op->operands[0] != v || wf_unskew_of(L->f, op, &u)) continue;
+    *sk = (wf_gemm_skew){(wf_skew_ring)u.ring, 0, 1, u.tiles, u.k_tile, u.other_tile};
+    return 1;
+  }
+  return 0;
+}
+
+static void add_skew(cJSON *o, const wf_gemm_skew *sk) {
+  cJSON *so = cJSON_AddObjectToObject(o, "skew");
+  cJSON_AddStringToObject(so, "ring", sk->ring == WF_SKEW_PLAIN ? "plain" : "interleave");
+  cJSON_AddNumberToObject(so, "tiles", (double)sk->tiles);
+  cJSON_AddNumberToObject(so, "k_dim", sk->k_dim);
+  cJSON_AddNumberToObject(so, "k_tile", (double)sk->k_tile);
+  cJSON_AddNumberToObject(so, "other_dim", sk->other_dim);
+  cJSON_AddNumberToObject(so, "other_tile", (double)sk->other_tile);
+}
+
 int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
                       const char *extra, const char *path) {
   const wf_pe_class *c = L->cls;
@@ -165,6 +187,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   wf_gemm_skew sk;
   for (int i = 0; i < w->n && version == 1; i++)
     if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) version = 2;
+  for (int i = 0; i < L->f->n_args && version == 1; i++)
+    if (arg_skew(L, L->f->args[i], &sk)) version = 2;
   cJSON_AddNumberToObject(root, "format_version", version);
   cJSON *comp = cJSON_AddObjectToObject(root, "compiler");
   cJSON_AddStringToObject(comp, "name", "waferc");
@@ -242,7 +266,9 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     wf_value v = L->f->args[i];
     char name[256];
     wf_lower_value_text(L, v, name, sizeof name);
-    cJSON_AddItemToArray(inputs, tensor_json(L, v, name + 1, listed(L->m, "scalar_args", i)));
+    cJSON *o = tensor_json(L, v, name + 1, listed(L->m, "scalar_args", i));
+    if (arg_skew(L, v, &sk)) add_skew(o, &sk);
+    cJSON_AddItemToArray(inputs, o);
   }
   /* Output names follow waferc --interpret: the returned value's name, else output_<i>. */
   cJSON *outputs = cJSON_AddArrayToObject(root, "outputs"), *moe = NULL;
@@ -279,15 +305,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
     /* a MeshGEMM / Cannon operand the host writes already aligned (gemm_preskew.c) */
-    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) {
-      cJSON *so = cJSON_AddObjectToObject(o, "skew");
-      cJSON_AddStringToObject(so, "ring", sk.ring == WF_SKEW_PLAIN ? "plain" : "interleave");
-      cJSON_AddNumberToObject(so, "tiles", (double)sk.tiles);
-      cJSON_AddNumberToObject(so, "k_dim", sk.k_dim);
-      cJSON_AddNumberToObject(so, "k_tile", (double)sk.k_tile);
-      cJSON_AddNumberToObject(so, "other_dim", sk.other_dim);
-      cJSON_AddNumberToObject(so, "other_tile", (double)sk.other_tile);
-    }
+    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) add_skew(o, &sk);
     cJSON_AddItemToArray(wt, o);
   }
 

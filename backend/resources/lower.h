@@ -261,6 +261,9 @@ int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_slice.c: kv_switch, the prefill->decode switch of a KV cache: two such moves, along x
  * (the decode packing's columns) then along y (the decode rows' first slots). */
 int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_unskew.c: unskew, a pre-skewed weight put back in partition's block order: a gather
+ * along y and local copies. */
+int wf_lower_unskew(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_shift.c: shift (ops.def), whole blocks along a split axis over one-hop links. */
 int wf_lower_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_dist.c: dist.reduce / dist.allreduce / dist.broadcast (lower_collective.h). */

@@ -12,6 +12,7 @@
  * (heads > 0, passes/head_layout.c) is the same per head, on column ranges of [B, S, N]. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/kernels/kernels.h"
 #include "ir/rules.h"
@@ -115,17 +116,25 @@ int wf_kern_DECODE_ATTENTION(const wf_kctx *k) {
   return -1;
 }
 
-/* kv_switch: every result element from the operand column wf_kv_switch_src names, or 0. */
+/* kv_switch: every result element from the operand column wf_kv_switch_src names, or 0; with
+ * swap, the result is that matrix transposed. */
 int wf_kern_KV_SWITCH(const wf_kctx *k) {
   wf_kv_switch s;
   if (wf_kv_switch_of(k->f, k->op, &s)) return -1;
   const wf_tensor *x = k->in[0];
   wf_tensor *o = k->out[0];
-  for (int64_t b = 0; b < o->dims[0]; b++)
+  for (int64_t b = 0; b < s.batch; b++)
     for (int64_t p = 0; p < s.rows; p++)
       for (int64_t j = 0; j < s.cols; j++) {
         int64_t t = 0, c = wf_kv_switch_src(&s, p, j, &t);
-        wf_tensor_set(o, (b * s.rows + p) * s.cols + j, c < 0 ? 0.0 : wf_tensor_get(x, (b * s.L + t) * s.np + c));
+        wf_tensor_set(o, s.swap ? j * s.rows + p : (b * s.rows + p) * s.cols + j,
+                      c < 0 ? 0.0 : wf_tensor_get(x, (b * s.L + t) * s.np + c));
       }
+  return 0;
+}
+
+/* unskew: the identity on the matrix (the skew is how the PEs hold it; the indices are theirs). */
+int wf_kern_UNSKEW(const wf_kctx *k) {
+  memcpy(k->out[0]->data, k->in[0]->data, wf_tensor_bytes(k->out[0]));
   return 0;
 }
