@@ -25,6 +25,10 @@ static const char *const switch_note_none =
 static const char *const switch_note_plan =
     "the switch plan moved every KV cache from the prefill region onto the decode region's corner over the "
     "fabric; the weights of both phases stay resident, so none move";
+static const char *const switch_note_weights =
+    "the switch plan moved every KV cache, and the decode step's matrix weights (weights_moved), from the "
+    "prefill region onto the decode region's corner over the fabric; the other weights of both phases stay "
+    "resident";
 
 int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   cJSON *root = cJSON_CreateObject();
@@ -54,6 +58,8 @@ int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   if (r->switch_plan) {
     cJSON_AddStringToObject(sw, "plan", r->switch_plan);
     cJSON_AddItemToObject(sw, "predicted_cycles", num((double)r->switch_predicted));
+    cJSON_AddItemToObject(sw, "weights_moved", num(r->switch_weights));
+    cJSON_AddItemToObject(sw, "weight_words", num((double)r->switch_weight_words));
   }
   cJSON *regions = cJSON_CreateObject();
   cJSON *a = cJSON_CreateArray(), *b = cJSON_CreateArray();
@@ -64,7 +70,9 @@ int wf_gen_write_report(const wf_gen_result *r, const char *path) {
   cJSON_AddItemToObject(regions, "prefill", a);
   cJSON_AddItemToObject(regions, "decode", b);
   cJSON_AddItemToObject(sw, "regions", regions);
-  cJSON_AddStringToObject(sw, "note", r->switch_plan ? switch_note_plan : switch_note_none);
+  cJSON_AddStringToObject(sw, "note", !r->switch_plan     ? switch_note_none
+                                      : r->switch_weights ? switch_note_weights
+                                                          : switch_note_plan);
   cJSON_AddItemToObject(root, "switch", sw);
 
   int64_t dc = decode_cycles(r);
@@ -105,9 +113,11 @@ void wf_gen_print_summary(const wf_gen_result *r, FILE *out) {
           (long long)r->prefill_cycles, (long long)r->prompt_length, pre_s, r->prefill_clock_hz / 1e9,
           r->prefill_cycles > 0 ? (double)r->prompt_length / pre_s : 0.0);
   if (r->switch_plan)
-    fprintf(out, "switch:  %lld cycles (predicted %lld), %lld fabric words: the KV caches from %dx%d onto %dx%d\n",
-            (long long)r->switch_cycles, (long long)r->switch_predicted, (long long)r->switch_words, r->prefill_w,
-            r->prefill_h, r->decode_w, r->decode_h);
+    fprintf(out, "switch:  %lld cycles (predicted %lld), %lld fabric words: the KV caches and %d weights (%lld "
+                 "words) from %dx%d onto %dx%d\n",
+            (long long)r->switch_cycles, (long long)r->switch_predicted, (long long)r->switch_words,
+            r->switch_weights, (long long)r->switch_weight_words, r->prefill_w, r->prefill_h, r->decode_w,
+            r->decode_h);
   else
     fprintf(out, "switch:  0 cycles, 0 fabric words (the cache stays on the PEs that computed it)\n");
   fprintf(out, "time to first token: %.6g s\n", pre_s);

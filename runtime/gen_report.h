@@ -29,6 +29,8 @@ typedef struct wf_gen_result {
   int64_t switch_cycles, switch_words, switch_predicted; /* its run: cycles, wavelet-hops, the
                                                             cost model's cycles */
   int prefill_w, prefill_h, decode_w, decode_h;          /* the two regions */
+  int switch_weights;              /* decode weights the switch built from the prefill's */
+  int64_t switch_weight_words;     /* their elements */
 } wf_gen_result;
 
 /* 0, or WF_EXIT_IO (reported) when the file cannot be written. */

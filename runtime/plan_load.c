@@ -174,7 +174,7 @@ static int find_region(const wf_plan *p, const char *name) {
   return -1;
 }
 
-/* A weight's optional "skew" (docs/plan-format.md): the K dim is split over more than one PE,
+/* A weight's or input's optional "skew" (docs/plan-format.md): the K dim is split over more than one PE,
  * its blocks cut in tiles/parts tiles of k_tile exactly; the other dim (split along the other
  * axis, or not at all) in tiles/parts tiles of ceil(block/(tiles/parts)). Every number must
  * be the one the block sizes imply, so the scatter (runtime/sim_io.c) stays inside the block. */
@@ -184,8 +184,8 @@ static int load_skew(lctx *c, const wf_plan *p, const cJSON *o, const char *wher
   if (!sk) return 0;
   char w[96], ring[16];
   snprintf(w, sizeof w, "%s.skew", where);
-  if (!is_weight || !cJSON_IsObject(sk)) {
-    lerr(c, "%s: only a weight may be pre-skewed, as an object", w);
+  if (!is_weight || t->dtype != WF_F32 || !cJSON_IsObject(sk)) {
+    lerr(c, "%s: only an f32 weight or input may be pre-skewed, as an object", w);
     return -1;
   }
   if (c->format_version < 2) {
@@ -312,7 +312,8 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
     }
     t->padded[i] = got;
   }
-  if (load_skew(c, p, o, where, t, is_weight)) return -1;
+  /* an input too: the switch's argument for a weight the prefill holds pre-skewed (ops.def unskew) */
+  if (load_skew(c, p, o, where, t, is_weight || !strncmp(where, "inputs[", 7))) return -1;
   /* Sizes are checked, with overflow-safe products, against what holds the tensor: no tensor
    * is larger than the SRAM of every PE of the mesh, no block larger than one PE's SRAM, no
    * weight larger than weights.bin. Only then is a byte count trusted to size a buffer. */
@@ -844,6 +845,13 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
 }
 
 /* "pipeline" (optional): the stages waferrun runs in order (wf_plan_pipeline). */
+/* The tensor of ts named `name`, or -1. */
+static int tensor_named(const wf_plan_tensor *ts, int n, const char *name) {
+  for (int j = 0; j < n; j++)
+    if (!strcmp(ts[j].name, name)) return j;
+  return -1;
+}
+
 /* "moe": [{"output": NAME, "experts": N, "k": K}, ...]: each an integer output [.., K]. */
 static int load_routes(lctx *c, wf_plan *p, const cJSON *o) {
   int n = cJSON_IsArray(o) ? cJSON_GetArraySize(o) : -1;
@@ -862,9 +870,7 @@ static int load_routes(lctx *c, wf_plan *p, const cJSON *o) {
     if (!cJSON_IsObject(e) || get_str(c, e, "output", w, name, sizeof name) ||
         get_int_in(c, e, "experts", w, 1, INT32_MAX, &r->experts) || get_int_in(c, e, "k", w, 1, INT32_MAX, &r->k))
       return -1;
-    r->output = -1;
-    for (int j = 0; j < p->n_outputs && r->output < 0; j++)
-      if (!strcmp(p->outputs[j].name, name)) r->output = j;
+    r->output = tensor_named(p->outputs, p->n_outputs, name);
     const wf_plan_tensor *t = r->output >= 0 ? &p->outputs[r->output] : NULL;
     if (!t || (t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank < 1 || t->dims[t->rank - 1] != r->k) {
       lerr(c, "%s: '%s' is no integer output whose last dim is k = %lld", w, name, (long long)r->k);
@@ -873,6 +879,42 @@ static int load_routes(lctx *c, wf_plan *p, const cJSON *o) {
     for (int j = 0; j < i; j++)
       if (p->routes[j].output == r->output) {
         lerr(c, "%s: output '%s' listed twice", w, name);
+        return -1;
+      }
+  }
+  return 0;
+}
+
+/* "switch_weights": [{"prefill": W, "input": NAME, "output": NAME, "decode": W}, ...]: each an
+ * f32 matrix input and output of this plan, listed once. */
+static int load_moves(lctx *c, wf_plan *p, const cJSON *o) {
+  int n = cJSON_IsArray(o) ? cJSON_GetArraySize(o) : -1;
+  if (n < 0 || n > p->n_inputs || n > p->n_outputs) {
+    lerr(c, "switch_weights: expected an array of at most one entry per input and output");
+    return -1;
+  }
+  p->moves = calloc((size_t)n + 1, sizeof *p->moves);
+  WF_ASSERT(p->moves);
+  p->n_moves = n;
+  for (int i = 0; i < n; i++) {
+    const cJSON *e = cJSON_GetArrayItem(o, i);
+    wf_plan_weight_move *m = &p->moves[i];
+    char w[48], in[256], out[256];
+    snprintf(w, sizeof w, "switch_weights[%d]", i);
+    if (!cJSON_IsObject(e) || get_str(c, e, "prefill", w, m->prefill, sizeof m->prefill) ||
+        get_str(c, e, "decode", w, m->decode, sizeof m->decode) || get_str(c, e, "input", w, in, sizeof in) ||
+        get_str(c, e, "output", w, out, sizeof out))
+      return -1;
+    m->input = tensor_named(p->inputs, p->n_inputs, in);
+    m->output = tensor_named(p->outputs, p->n_outputs, out);
+    if (m->input < 0 || m->output < 0 || p->inputs[m->input].dtype != WF_F32 || p->inputs[m->input].rank != 2 ||
+        p->outputs[m->output].dtype != WF_F32 || p->outputs[m->output].rank != 2) {
+      lerr(c, "%s: '%s' and '%s' must be an f32 matrix input and output of this plan", w, in, out);
+      return -1;
+    }
+    for (int j = 0; j < i; j++)
+      if (p->moves[j].input == m->input || p->moves[j].output == m->output) {
+        lerr(c, "%s: input '%s' or output '%s' listed twice", w, in, out);
         return -1;
       }
   }
@@ -1179,6 +1221,8 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
   if (pipe && load_pipeline(&c, p, pipe)) goto fail;
   const cJSON *moe = cJSON_GetObjectItemCaseSensitive(root, "moe");
   if (moe && load_routes(&c, p, moe)) goto fail;
+  const cJSON *moves = cJSON_GetObjectItemCaseSensitive(root, "switch_weights");
+  if (moves && load_moves(&c, p, moves)) goto fail;
   const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "predicted_cycles");
   if (num_int(pt, 0, JSON_INT_MAX, &num) == 0) p->predicted_total = num;
   /* `op N` markers must name an op of the manifest; a `phase N` marker (0..2) must follow,
@@ -1237,6 +1281,7 @@ void wf_plan_free(wf_plan *p) {
   free(p->ops);
   free(p->colls);
   free(p->routes);
+  free(p->moves);
   free(p->gen.caches);
   for (int k = 0; k < p->pipe.n_stages; k++) free(p->pipe.stages[k].carries);
   free(p->pipe.stages);

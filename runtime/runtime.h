@@ -132,6 +132,15 @@ typedef struct wf_plan_route {
   int64_t experts, k;
 } wf_plan_route;
 
+/* A switch plan's "switch_weights" (waferc --decode-mesh, docs/generation.md "The switch"):
+ * input `input` takes the prefill plan's weight `prefill`, and output `output` holds, in the
+ * decode region's corner, the decode plan's weight `decode`. Checked when waferrun loads the
+ * three plans. */
+typedef struct wf_plan_weight_move {
+  char prefill[256], decode[256];
+  int input, output; /* indices into inputs and outputs */
+} wf_plan_weight_move;
+
 typedef struct wf_plan {
   char dir[1024];
   wf_target target;           /* parameters as recorded in the manifest */
@@ -152,6 +161,7 @@ typedef struct wf_plan {
   wf_plan_generate gen;       /* manifest "generate" (optional) */
   wf_plan_pipeline pipe;      /* manifest "pipeline" (optional) */
   wf_plan_route *routes; int n_routes; /* manifest "moe" (optional) */
+  wf_plan_weight_move *moves; int n_moves; /* manifest "switch_weights" (optional) */
   int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit.c warns, not refuses) */
 } wf_plan;
 
@@ -204,6 +214,10 @@ void wf_sim_free(wf_sim *s);
 /* Scatters a host tensor into the PEs by the input's layout. 0 on success, else reports.
  * In timing mode the shape is checked and the data ignored. */
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *t);
+/* Replaces weight w's blocks (plan->weights[w]) with data, f32 of its shape: the host carrying
+ * into the PEs a weight that another plan's run built there (waferrun --generate's switch).
+ * Nothing in timing mode. */
+void wf_sim_set_weight(wf_sim *s, int w, const float *data);
 /* Sets the step parameters of a decode step (docs/pe-programs.md, "Parameters"): on every PE
  * of every region, R = grow_row (the region row whose KV cache grows at this step) and
  * C = row_counts[y] (the tokens its row holds after the append; y relative to its region,

@@ -108,6 +108,8 @@ void wf_sim_scatter(wf_sim *s, const wf_plan_tensor *t, const float *src) {
   for_each_block(s, t, (float *)src, 1);
 }
 
+void wf_sim_set_weight(wf_sim *s, int w, const float *data) { wf_sim_scatter(s, &s->plan->weights[w], data); }
+
 int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
   const wf_plan *p = s->plan;
   for (int i = 0; i < p->n_inputs; i++) {

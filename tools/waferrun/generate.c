@@ -25,6 +25,8 @@ typedef struct gen {
   wf_jit *pre_jit, *dec_jit, *sw_jit;
   int *pre_cache, *dec_in, *dec_out; /* per cache pair: tensor indices */
   int *sw_in, *sw_out;               /* and the switch plan's */
+  int *mv_pre, *mv_dec;              /* per switch_weights entry: the prefill's and decode's weight */
+  float **moved;                     /* ... and the decode weight the switch built (after it ran) */
   int pre_next, dec_ids, dec_pos, dec_next;
   int64_t Lb;                        /* prompt tokens per row of PEs in the prefill cache */
   int n_rows;                        /* entries of the row counts: the tallest decode region */
@@ -101,6 +103,47 @@ static int check_switch(gen *g, int c, const wf_plan_tensor *a, const wf_plan_te
                 "of the %dx%d decode region in its corner", o->name, shape_str(o, s1, sizeof s1), s->mesh_w,
                 s->mesh_h, b->name, shape_str(b, s2, sizeof s2), g->dec->mesh_w, g->dec->mesh_h);
     return -1;
+  }
+  return 0;
+}
+
+/* The switch plan's weight moves against the two plans: each names a prefill weight the
+ * same shape as its input, and a decode weight its output holds in the corner; every input
+ * of the switch is a cache or a moved weight. */
+static int check_moves(gen *g) {
+  const wf_plan *s = g->sw;
+  char s1[128], s2[128];
+  for (int i = 0; i < s->n_moves; i++) {
+    const wf_plan_weight_move *m = &s->moves[i];
+    g->mv_pre[i] = find(g->pre->weights, g->pre->n_weights, m->prefill);
+    g->mv_dec[i] = find(g->dec->weights, g->dec->n_weights, m->decode);
+    if (g->mv_pre[i] < 0 || g->mv_dec[i] < 0) {
+      wf_error_at(g->sw_manifest, "switch_weights[%d]: the %s plan has no weight '%s'", i,
+                  g->mv_pre[i] < 0 ? "prefill" : "decode", g->mv_pre[i] < 0 ? m->prefill : m->decode);
+      return -1;
+    }
+    const wf_plan_tensor *a = &g->pre->weights[g->mv_pre[i]], *b = &g->dec->weights[g->mv_dec[i]];
+    const wf_plan_tensor *in = &s->inputs[m->input], *out = &s->outputs[m->output];
+    if (a->rank != 2 || memcmp(in->dims, a->dims, 2 * sizeof *a->dims)) {
+      wf_error_at(g->sw_manifest, "switch_weights[%d]: input '%s' is %s; the prefill's weight '%s' is %s", i,
+                  in->name, shape_str(in, s1, sizeof s1), a->name, shape_str(a, s2, sizeof s2));
+      return -1;
+    }
+    if (b->rank != 2 || out->dims[0] < b->dims[0] || out->dims[1] < b->dims[1]) {
+      wf_error_at(g->sw_manifest, "switch_weights[%d]: output '%s' is %s; it cannot hold the decode weight '%s' (%s) "
+                  "in its corner", i, out->name, shape_str(out, s1, sizeof s1), b->name, shape_str(b, s2, sizeof s2));
+      return -1;
+    }
+  }
+  for (int i = 0; i < s->n_inputs; i++) {
+    int bound = 0;
+    for (int c = 0; c < g->G->n_caches && !bound; c++) bound = i == g->sw_in[c];
+    for (int k = 0; k < s->n_moves && !bound; k++) bound = i == s->moves[k].input;
+    if (!bound) {
+      wf_error_at(g->sw_manifest, "switch input '%s' is neither a cache of %s's generate object nor a moved weight",
+                  s->inputs[i].name, g->pre_manifest);
+      return -1;
+    }
   }
   return 0;
 }
@@ -200,6 +243,7 @@ static int check_plans(gen *g) {
       return -1;
     }
   }
+  if (g->sw && check_moves(g)) return -1;
   /* Every decode input is bound by the loop. */
   for (int i = 0; i < d->n_inputs; i++) {
     int bound = i == g->dec_ids || i == g->dec_pos;
@@ -302,14 +346,53 @@ static wf_tensor *corner(const wf_tensor *o, const wf_plan_tensor *b) {
   return d;
 }
 
-/* Step 2 on regions of two sizes: the switch plan moves the prefill's caches onto the decode
- * region over the fabric; caches[] become the decode caches. */
+/* A plan's weight w as a host tensor (its data in weights.bin). */
+static wf_tensor *weight_tensor(const wf_plan *p, int w) {
+  const wf_plan_tensor *t = &p->weights[w];
+  wf_tensor *x = wf_tensor_new(WF_F32, t->rank, t->dims);
+  WF_ASSERT(x);
+  memcpy(x->data, p->weight_data + t->offset, (size_t)wf_tensor_numel(x) * sizeof(float));
+  return x;
+}
+
+/* The decode weight of move i that the switch's output o holds in its corner, checked against
+ * the decode plan's weights.bin: the switch only moves data, so every element must be the same
+ * (exit 5, naming the first that is not). */
+static int take_moved(gen *g, int i, const wf_tensor *o) {
+  const wf_plan_tensor *b = &g->dec->weights[g->mv_dec[i]];
+  const float *want = (const float *)(g->dec->weight_data + b->offset), *src = (const float *)o->data;
+  float *w = malloc((size_t)(b->dims[0] * b->dims[1]) * sizeof *w);
+  WF_ASSERT(w);
+  for (int64_t r = 0; r < b->dims[0]; r++)
+    for (int64_t c = 0; c < b->dims[1]; c++) {
+      float v = src[r * o->dims[1] + c];
+      if (memcmp(&v, &want[r * b->dims[1] + c], sizeof v)) {
+        wf_error_at(g->sw_manifest, "the switch built decode weight '%s' with %g at [%lld, %lld] where the decode "
+                    "plan's weights.bin holds %g: the switch plan does not match the two phases' plans", b->name,
+                    (double)v, (long long)r, (long long)c, (double)want[r * b->dims[1] + c]);
+        free(w);
+        return WF_EXIT_RUNTIME;
+      }
+      w[r * b->dims[1] + c] = v;
+    }
+  g->moved[i] = w;
+  return 0;
+}
+
+/* Step 2 on regions of two sizes: the switch plan moves the prefill's caches, and the weights
+ * its manifest lists, onto the decode region over the fabric; caches[] become the decode
+ * caches and g->moved[] the moved decode weights. */
 static int run_switch(gen *g, wf_tensor **caches, int64_t *cycles, int64_t *words) {
   const wf_plan *sp = g->sw;
   wf_sim *s = new_sim(sp, g->sw_jit, g->o);
   int rc = 0;
   for (int c = 0; c < g->G->n_caches && !rc; c++)
     if (wf_sim_set_input(s, sp->inputs[g->sw_in[c]].name, caches[c])) rc = WF_EXIT_INPUT;
+  for (int i = 0; i < sp->n_moves && !rc; i++) { /* the prefill's weight, as its PEs hold it */
+    wf_tensor *w = weight_tensor(g->pre, g->mv_pre[i]);
+    if (wf_sim_set_input(s, sp->inputs[sp->moves[i].input].name, w)) rc = WF_EXIT_INPUT;
+    wf_tensor_free(w);
+  }
   if (!rc && (rc = wf_sim_run(s)))
     wf_error_at(g->sw_manifest, "the switch failed (exit %d)", rc);
   if (!rc) {
@@ -319,6 +402,11 @@ static int run_switch(gen *g, wf_tensor **caches, int64_t *cycles, int64_t *word
       wf_tensor *o = wf_sim_output(s, g->sw_out[c]);
       wf_tensor_free(caches[c]);
       caches[c] = corner(o, &g->dec->inputs[g->dec_in[c]]);
+      wf_tensor_free(o);
+    }
+    for (int i = 0; i < sp->n_moves && !rc && g->o->so.mode == WF_SIM_FUNCTIONAL; i++) {
+      wf_tensor *o = wf_sim_output(s, sp->moves[i].output);
+      rc = take_moved(g, i, o);
       wf_tensor_free(o);
     }
   }
@@ -375,6 +463,8 @@ static int run_decode(gen *g, wf_tensor **caches, int *cnt, int64_t *tokens, int
     }
     cnt[R]++;
     wf_sim *s = new_sim(d, g->dec_jit, g->o);
+    for (int i = 0; g->sw && i < g->sw->n_moves; i++) /* the weights the switch built, kept in place */
+      if (g->moved[i]) wf_sim_set_weight(s, g->mv_dec[i], g->moved[i]);
     if (wf_sim_set_step(s, R, cnt)) rc = WF_EXIT_RUNTIME;
     wf_tensor *ids = id_tensor(&d->inputs[g->dec_ids], tokens[st - 1]);
     wf_tensor *pos = id_tensor(&d->inputs[g->dec_pos], G->prompt_length + st - 1);
@@ -521,7 +611,11 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   g.dec_out = calloc((size_t)G->n_caches, sizeof *g.dec_out);
   g.sw_in = calloc((size_t)G->n_caches, sizeof *g.sw_in);
   g.sw_out = calloc((size_t)G->n_caches, sizeof *g.sw_out);
-  WF_ASSERT(g.sw_in && g.sw_out);
+  int n_mv = sw ? sw->n_moves : 0;
+  g.mv_pre = calloc((size_t)n_mv + 1, sizeof *g.mv_pre);
+  g.mv_dec = calloc((size_t)n_mv + 1, sizeof *g.mv_dec);
+  g.moved = calloc((size_t)n_mv + 1, sizeof *g.moved);
+  WF_ASSERT(g.sw_in && g.sw_out && g.mv_pre && g.mv_dec && g.moved);
   wf_tensor **caches = calloc((size_t)G->n_caches, sizeof *caches);
   int64_t *tokens = calloc((size_t)o->n, sizeof *tokens);
   int64_t *step_cycles = calloc((size_t)o->n, sizeof *step_cycles);
@@ -562,7 +656,8 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   wf_gen_result r = {p->dir, d->dir, p->target.name, p->target.clock_hz, d->target.clock_hz, G->prompt_length,
                      (int)o->n, tokens, pre_cycles, (int)o->n - 1, step_cycles, G->kv_cache, G->rows,
                      G->slots_per_row, cnt, sw ? sw->dir : NULL, sw_cycles, sw_words,
-                     sw ? sw->predicted_total : 0, p->mesh_w, p->mesh_h, d->mesh_w, d->mesh_h};
+                     sw ? sw->predicted_total : 0, p->mesh_w, p->mesh_h, d->mesh_w, d->mesh_h, n_mv, 0};
+  for (int i = 0; i < n_mv; i++) r.switch_weight_words += d->weights[g.mv_dec[i]].dims[0] * d->weights[g.mv_dec[i]].dims[1];
   if (o->report && (rc = wf_gen_write_report(&r, o->report))) goto done;
   if (o->heat_dir && (rc = occupancy_heatmap(&g, o->heat_dir, cnt))) goto done;
   if (o->quiet) {
@@ -584,6 +679,10 @@ done:
   free(g.dec_out);
   free(g.sw_in);
   free(g.sw_out);
+  for (int i = 0; i < n_mv; i++) free(g.moved[i]);
+  free(g.moved);
+  free(g.mv_pre);
+  free(g.mv_dec);
   wf_jit_free(g.pre_jit);
   wf_jit_free(g.dec_jit);
   wf_jit_free(g.sw_jit);
