@@ -184,9 +184,11 @@ def check_plans(tools, name, out, meshes, policies, table):
             cell = table.setdefault((mesh, pol), [0, 0, 0])
             cell[2] += 1
             with tempfile.TemporaryDirectory() as d:
+                pre, _, dec = mesh.partition("/")  # PxH/DxH: decode on the prefill region's corner
                 r = subprocess.run([os.path.join(tools, "waferc"), model, "-q", "-o", os.path.join(d, "p"),
-                                    "--target=wse2", "--mesh=" + mesh, "--input-shape", "input_ids=1x%d" % length,
-                                    "--generate=%d" % NEW_TOKENS, "--kv-cache=" + pol], capture_output=True, text=True)
+                                    "--target=wse2", "--mesh=" + pre, "--input-shape", "input_ids=1x%d" % length,
+                                    "--generate=%d" % NEW_TOKENS, "--kv-cache=" + pol] +
+                                   (["--decode-mesh=" + dec] if dec else []), capture_output=True, text=True)
                 if r.returncode == 4:
                     continue
                 if r.returncode != 0:
@@ -219,7 +221,9 @@ def main():
     ap.add_argument("-k", default=None, help="only models whose name contains this")
     ap.add_argument("--plans", default=None,
                     help="with --waferc: also compile each model with --generate for these meshes (comma-separated "
-                         "WxH) and both cache policies, run waferrun --generate and compare the tokens with torch's")
+                         "WxH, or WxH/WxH for a prefill region and the decode region in its corner, the switch "
+                         "between them) and both cache policies, run waferrun --generate and compare the tokens "
+                         "with torch's")
     ap.add_argument("--extra", action="store_true",
                     help="also the EXTRA models (other sizes and export forms; give --out, they are not committed)")
     a = ap.parse_args()

@@ -77,8 +77,18 @@ refused moe_many "moe: expected an array of at most one entry per output" \
 # number to what the blocks imply.
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["weights"]["tensors"][0]; assert t["skew"]["k_dim"] == 0, t' \
   "$TMP/good/manifest.json" || fail "premise: mlp_softmax's @w is pre-skewed"
-refused skew_input "inputs\[0\].skew: only a weight may be pre-skewed" \
+refused skew_output "outputs\[0\].skew: only an f32 weight or input may be pre-skewed" \
+  'm["outputs"][0]["skew"] = m["weights"]["tensors"][0]["skew"]'
+# an input may be pre-skewed (a switch plan's argument for a pre-skewed prefill weight), with
+# the numbers its own blocks imply
+refused skew_input "inputs\[0\].skew: blocks of 4 (dim 0) and 8 (dim 1) cut in 1 and 1 tiles need k_tile 4" \
   'm["inputs"][0]["skew"] = m["weights"]["tensors"][0]["skew"]'
+# a switch plan's weight moves (docs/plan-format.md, switch_weights): an f32 matrix input and
+# output each, once
+refused switch_weights_none "switch_weights\[0\]: 'nope' and 'y' must be an f32 matrix input and output" \
+  'm["switch_weights"] = [{"prefill": "w", "input": "nope", "output": "y", "decode": "w"}]'
+refused switch_weights_many "switch_weights: expected an array of at most one entry per input and output" \
+  'm["switch_weights"] = [{"prefill": "w", "input": "x", "output": "y", "decode": "w"}] * 2'
 refused skew_ring "weights.tensors\[0\].skew.ring: expected \"interleave\" or \"plain\"" \
   'm["weights"]["tensors"][0]["skew"]["ring"] = "spiral"'
 refused skew_dims "weights.tensors\[0\].skew: k_dim 1 and other_dim 1 must be two dims" \
@@ -91,7 +101,7 @@ refused skew_k_tile "weights.tensors\[0\].skew: blocks of 8 (dim 0) .* need k_ti
   'm["weights"]["tensors"][0]["skew"]["k_tile"] = 16'
 refused skew_other_tile "need k_tile 8 and other_tile 4, got 8 and 1" \
   'm["weights"]["tensors"][0]["skew"]["other_tile"] = 1'
-refused skew_number "weights.tensors\[0\].skew: only a weight may be pre-skewed, as an object" \
+refused skew_number "weights.tensors\[0\].skew: only an f32 weight or input may be pre-skewed, as an object" \
   'm["weights"]["tensors"][0]["skew"] = 3'
 refused skew_version "weights.tensors\[0\].skew: a pre-skewed weight needs format_version 2 (the plan says 1)" \
   'm["format_version"] = 1'

@@ -19,6 +19,7 @@
 
 #include "generate.h"
 #include "plan_stage.h"
+#include "switch.h"
 #include "ir/support/fsutil.h"
 #include "waferc/diag.h"
 #include "waferc/kvcache.h"
@@ -40,13 +41,44 @@ static int64_t slots_per_row(int64_t L, int rows, int64_t n, int concat) {
   return cap;
 }
 
-/* One attention layer's packed k (and v) as a plan holds it: the heads, the packed slot width
- * (head_dim), the kv heads when k and v hold their own (0: one slot per query head) and k's
- * type [1, S, Nk]. */
-typedef struct layer_pack {
-  int64_t heads, dp, kvh, dims[3];
-} layer_pack;
-#define MAX_LAYERS 31
+
+/* Into buf: the global constant of the projection that produces v, found by following v's
+ * producers through their first non-constant operand (RoPE, a bias) to a matmul-like op; ""
+ * when there is none within a few ops. */
+static void proj_weight(const wf_func *f, wf_value v, char *buf, size_t cap) {
+  buf[0] = 0;
+  for (int step = 0; step < 8; step++) {
+    const wf_value_info *vi = wf_value_get(f, v);
+    if (vi->kind != WF_VAL_RESULT) return;
+    const wf_op *op = vi->def;
+    int mm = op->code == WF_OP_DIST_GEMV || op->code == WF_OP_DIST_GEMM || op->code == WF_OP_MATMUL;
+    wf_value next = 0;
+    for (int i = 0; i < op->n_operands; i++) {
+      const wf_value_info *oi = wf_value_get(f, op->operands[i]);
+      if (oi->kind == WF_VAL_GLOBAL && mm) {
+        snprintf(buf, cap, "%s", wf_str(f->module, f->module->globals[oi->index].name));
+        return;
+      }
+      if (oi->kind != WF_VAL_GLOBAL && !next) next = op->operands[i];
+    }
+    if (mm || !next) return;
+    v = next;
+  }
+}
+
+/* Into buf: the global constant that a matmul-like op multiplies v by (v its first operand: the
+ * output projection of an attention's result); "" when none does. */
+static void out_weight(const wf_func *f, wf_value v, char *buf, size_t cap) {
+  buf[0] = 0;
+  wf_func_foreach_op(f, op) {
+    if ((op->code != WF_OP_DIST_GEMV && op->code != WF_OP_DIST_GEMM && op->code != WF_OP_MATMUL) ||
+        op->operands[0] != v)
+      continue;
+    const wf_value_info *wi = wf_value_get(f, op->operands[1]);
+    if (wi->kind == WF_VAL_GLOBAL) snprintf(buf, cap, "%s", wf_str(f->module, f->module->globals[wi->index].name));
+    return;
+  }
+}
 
 /* One compile of the model with ids `shape` and the pass `late` after head-layout into dir;
  * *layers (may be NULL) gets the attention layers the plan has, lp[] (may be NULL, MAX_LAYERS
@@ -74,9 +106,12 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
     for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
         if (op->code != WF_OP_DECODE_ATTENTION && op->code != WF_OP_ATTENTION) continue;
         const wf_type *kt = wf_value_type(m->funcs[i], op->operands[op->code == WF_OP_ATTENTION ? 1 : 3]);
-        if (lp && n < MAX_LAYERS)
+        if (lp && n < MAX_LAYERS) {
           lp[n] = (layer_pack){wf_op_int(m->funcs[i], op, "heads", 0), wf_op_int(m->funcs[i], op, "head_dim", 0),
-                               wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}};
+                               wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}, {""}};
+          for (int r = 0; r < 3; r++) proj_weight(m->funcs[i], op->operands[r], lp[n].proj[r], sizeof lp[n].proj[r]);
+          out_weight(m->funcs[i], op->results[0], lp[n].proj[3], sizeof lp[n].proj[3]);
+        }
         n++;
       }
     if (layers) *layers = n;
@@ -119,81 +154,6 @@ static int compile_decode(wf_cli *c, const wf_gen_compile *g, const char *name, 
   return rc;
 }
 
-/* The source slot of x's packing that decode slot h reads, or -1 (a phantom slot). A packing
- * holds one slot per query head (kvh 0: a kv head's k copied onto each of its query heads) or
- * one per kv head (kvh > 0). */
-static int64_t switch_slot(const layer_pack *pre, const layer_pack *dec, int64_t h) {
-  if (h >= (dec->kvh ? dec->kvh : dec->heads)) return -1;
-  if (dec->kvh) return pre->kvh ? h : h * (dec->heads / dec->kvh); /* the kv head's first query head */
-  return pre->kvh ? h / (pre->heads / pre->kvh) : h;
-}
-
-/* dir/: the switch plan for the prefill's mesh (the target's): per cache, kv_switch from the
- * prefill's packing [1, L, Np] to the decode region's dw x dh blocks of cap slots
- * (docs/generation.md, "The switch"). Its inputs are the prefill's k_cache_<i> / v_cache_<i>,
- * its outputs k_switch_<i> / v_switch_<i>. */
-static int compile_switch(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre,
-                          const layer_pack *dec, int64_t cap, int dw, int dh, const char *dir) {
-  char *text = NULL, *args = NULL, *body = NULL, *rets = NULL;
-  size_t tn = 0, an = 0, bn = 0, rn = 0;
-  FILE *ft = open_memstream(&text, &tn), *fa = open_memstream(&args, &an), *fb = open_memstream(&body, &bn);
-  FILE *fr = open_memstream(&rets, &rn);
-  WF_ASSERT(ft && fa && fb && fr);
-  int pw = c->target.mesh_w, ph = c->target.mesh_h, rc = 0;
-  fprintf(fb, "    return ");
-  for (int i = 0; i < layers && !rc; i++) {
-    const layer_pack *p = &pre[i], *d = &dec[i];
-    if (d->dims[2] % dw || p->dims[0] != 1) {
-      wf_error(WF_LOC_NONE, "layer %d: the decode cache's %lld columns do not cut over %d columns", i,
-               (long long)d->dims[2], dw);
-      rc = WF_EXIT_UNSUPPORTED;
-      break;
-    }
-    int64_t cbd = d->dims[2] / dw, nslots = d->dims[2] / d->dp, width = p->dp < d->dp ? p->dp : d->dp;
-    for (int kv = 0; kv < 2; kv++) {
-      const char *t = kv ? "v" : "k";
-      fprintf(fa, "%s%%%s_cache_%d: f32[1, %lld, %lld]", i || kv ? ", " : "", t, i, (long long)p->dims[1],
-              (long long)p->dims[2]);
-      fprintf(ft, "    %%%s_switch_%d = kv_switch(%%%s_cache_%d) {out = [%lld, %lld], region = [%d, %d], block = [%lld, "
-                  "%lld], heads = [%lld, %lld, %lld], slots = [", t, i, t, i, (long long)(ph * cap),
-              (long long)(pw * cbd), dw, dh, (long long)cap, (long long)cbd, (long long)p->dp, (long long)d->dp,
-              (long long)width);
-      for (int64_t h = 0; h < nslots; h++) fprintf(ft, "%s%lld", h ? ", " : "", (long long)switch_slot(p, d, h));
-      fprintf(ft, "]} : f32[1, %lld, %lld]\n", (long long)(ph * cap), (long long)(pw * cbd));
-      fprintf(fr, "%sf32[1, %lld, %lld]", i || kv ? ", " : "", (long long)(ph * cap), (long long)(pw * cbd));
-      fprintf(fb, "%s%%%s_switch_%d", i || kv ? ", " : "", t, i);
-    }
-  }
-  fclose(fa);
-  fclose(fb);
-  fclose(ft);
-  fclose(fr);
-  wf_module *m = NULL;
-  if (!rc) {
-    char *mod = NULL;
-    size_t mn = 0;
-    FILE *fm = open_memstream(&mod, &mn);
-    WF_ASSERT(fm);
-    fprintf(fm, "module @switch {\n  func @main(%s) -> (%s) {\n%s%s\n  }\n}\n", args, rets, text, body);
-    fclose(fm);
-    m = wf_parse_string(mod, "the switch");
-    free(mod);
-    if (!m) rc = WF_EXIT_UNSUPPORTED;
-  }
-  free(text);
-  free(rets);
-  free(args);
-  free(body);
-  wf_pipeline *pl = rc ? NULL : wf_cli_parse_pipeline(c, "partition");
-  if (!rc && !pl) rc = WF_EXIT_UNSUPPORTED;
-  if (!rc) rc = wf_verify_module(m) ? WF_EXIT_UNSUPPORTED : wf_pipeline_run(pl, m, &c->pm);
-  if (!rc && wf_mkdir_p(dir)) rc = WF_EXIT_IO;
-  if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &g->po);
-  if (m) wf_module_free(m);
-  wf_pipeline_free(pl);
-  return rc;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   return remove(path);
@@ -203,7 +163,8 @@ static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
   (void)sev, (void)loc, (void)msg, (void)user;
 }
 
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir);
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
+                            const weight_move *mv, int n_mv);
 
 /* The largest n' < n for which both phases fit; 0 when none does. Errors are silenced. */
 static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int concat) {
@@ -217,7 +178,7 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
     int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, dec_rows(c, g), mid, concat), ddir, NULL, NULL);
-    if (!rc) rc = check_coresident(c, pdir, ddir, NULL);
+    if (!rc) rc = check_coresident(c, pdir, ddir, NULL, NULL, 0);
     if (rc == WF_EXIT_OK) lo = mid;
     else if (rc == WF_EXIT_NOFIT) hi = mid;
     else break;
@@ -229,20 +190,9 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   return lo;
 }
 
-/* The manifest of the plan in dir, parsed (NULL when unreadable). */
-static cJSON *read_manifest(const char *dir) {
-  char *path = wf_path_join(dir, "manifest.json");
-  size_t len = 0;
-  char *text = wf_read_file(path, &len); /* NUL-terminated */
-  free(path);
-  cJSON *j = text ? cJSON_Parse(text) : NULL;
-  free(text);
-  return j;
-}
-
 /* The manifest's predicted_cycles of the plan in dir, or -1. */
 static double predicted(const char *dir) {
-  cJSON *j = read_manifest(dir);
+  cJSON *j = wf_switch_read_manifest(dir);
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "predicted_cycles");
   double v = cJSON_IsNumber(p) ? p->valuedouble : -1;
   cJSON_Delete(j);
@@ -250,9 +200,10 @@ static double predicted(const char *dir) {
 }
 
 /* A PE's bytes in a plan's manifest j: all of its memory (the planner's high-water mark, `all`) or
- * only its constants (`@` symbols: the weights), the most over the plan's classes; -1 when
- * unreadable. */
-static int64_t pe_bytes(const cJSON *j, int all) {
+ * only its constants (`@` symbols: the weights) but those the switch moves (mv[0..n)'s symbols
+ * in the decode plan when `dec`, else in the prefill's), the most over the plan's classes; -1
+ * when unreadable. */
+static int64_t pe_bytes(const cJSON *j, int all, const weight_move *mv, int n, int dec) {
   int64_t most = -1;
   const cJSON *reg, *cls, *mem;
   cJSON_ArrayForEach(reg, cJSON_GetObjectItemCaseSensitive(j, "regions"))
@@ -262,39 +213,97 @@ static int64_t pe_bytes(const cJSON *j, int all) {
     else
       cJSON_ArrayForEach(mem, cJSON_GetObjectItemCaseSensitive(cls, "memory")) {
         const char *sym = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mem, "symbol"));
-        if (sym && sym[0] == '@') b += (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "bytes"));
+        int moved = 0;
+        for (int i = 0; i < n && sym && !moved; i++) moved = !strcmp(sym, dec ? mv[i].dsym : mv[i].psym);
+        if (sym && sym[0] == '@' && !moved)
+          b += (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "bytes"));
       }
     if (b > most) most = b;
   }
   return most;
 }
 
-/* Both phases keep their weights pre-placed: a PE holds the decode step's weights while the
- * prefill runs and the prefill's while the decode runs (nothing reloads or reshuffles them
- * between requests), so each phase's memory plus the other's weights must fit; the switch
- * (sdir, may be NULL), which runs between them, beside both phases' weights. On regions of two
- * sizes the decode region is the prefill's corner, so its PEs hold both. Reported (exit 4) when
- * not. */
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir) {
-  cJSON *pj = read_manifest(pdir), *dj = read_manifest(ddir), *sj = sdir ? read_manifest(sdir) : NULL;
-  int64_t pm = pe_bytes(pj, 1), pw = pe_bytes(pj, 0), dm = pe_bytes(dj, 1), dw = pe_bytes(dj, 0);
-  int64_t sm = sdir ? pe_bytes(sj, 1) : 0;
+/* The per-PE bytes a generation plan's three budgets are made of: each phase's memory (pm, dm,
+ * sm: the switch's, 0 without one) and each phase's resident weights (pw, dw: those the switch
+ * does not move). */
+typedef struct pe_budget {
+  int64_t pm, pw, dm, dw, sm;
+} pe_budget;
+
+/* The weights the switch moves (mv) exist in one form at a time: the prefill's until the switch
+ * reads them, the decode step's once it has written them (the switch's own memory holds both,
+ * as its inputs and results). Every other weight of both phases stays pre-placed: a PE holds
+ * the decode step's resident weights while the prefill runs and the prefill's while the decode
+ * runs, and the switch runs beside both. On regions of two sizes the decode region is the
+ * prefill's corner, so its PEs hold both. 0 when all three fit the SRAM; 1 when a phase does
+ * not; 2 when only the switch does not; -1 when a manifest is unreadable. */
+static int budget_fits(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir, const weight_move *mv,
+                       int n_mv, pe_budget *b) {
+  cJSON *pj = wf_switch_read_manifest(pdir), *dj = wf_switch_read_manifest(ddir), *sj = sdir ? wf_switch_read_manifest(sdir) : NULL;
+  *b = (pe_budget){pe_bytes(pj, 1, NULL, 0, 0), pe_bytes(pj, 0, mv, n_mv, 0), pe_bytes(dj, 1, NULL, 0, 1),
+                   pe_bytes(dj, 0, mv, n_mv, 1), sdir ? pe_bytes(sj, 1, NULL, 0, 0) : 0};
   cJSON_Delete(pj);
   cJSON_Delete(dj);
   cJSON_Delete(sj);
   int64_t sram = c->target.sram_bytes;
-  if (pm < 0 || dm < 0 || sm < 0) return WF_EXIT_IO;
-  if (pm + dw <= sram && dm + pw <= sram && (!sdir || sm + pw + dw <= sram)) return 0;
-  if (sdir && pm + dw <= sram && dm + pw <= sram)
-    wf_error(WF_LOC_NONE, "the switch does not fit a PE beside both phases' weights: its %lld bytes and the "
+  if (b->pm < 0 || b->dm < 0 || b->sm < 0) return -1;
+  if (b->pm + b->dw > sram || b->dm + b->pw > sram) return 1;
+  return sdir && b->sm + b->pw + b->dw > sram ? 2 : 0;
+}
+
+/* budget_fits, reported (exit 4) when a budget is exceeded. */
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
+                            const weight_move *mv, int n_mv) {
+  pe_budget b;
+  int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
+  long long sram = (long long)c->target.sram_bytes;
+  if (r < 0) return WF_EXIT_IO;
+  if (r == 2)
+    wf_error(WF_LOC_NONE, "the switch does not fit a PE beside both phases' resident weights: its %lld bytes and the "
                           "weights (%lld + %lld) exceed the %lld-byte SRAM; use a larger mesh",
-             (long long)sm, (long long)pw, (long long)dw, (long long)sram);
-  else
+             (long long)b.sm, (long long)b.pw, (long long)b.dw, sram);
+  else if (r == 1)
     wf_error(WF_LOC_NONE, "the two phases do not fit a PE together: the prefill's %lld bytes and the decode step's "
-                          "weights (%lld), or the decode step's %lld bytes and the prefill's weights (%lld), exceed the "
-                          "%lld-byte SRAM (each phase keeps its weights on the PEs); use a larger mesh (--mesh, or "
-                          "--autotune)", (long long)pm, (long long)dw, (long long)dm, (long long)pw, (long long)sram);
-  return WF_EXIT_NOFIT;
+                          "resident weights (%lld), or the decode step's %lld bytes and the prefill's resident weights "
+                          "(%lld), exceed the %lld-byte SRAM (each phase keeps the weights the switch does not move on "
+                          "the PEs); use a larger mesh (--mesh, or --autotune)",
+             (long long)b.pm, (long long)b.dw, (long long)b.dm, (long long)b.pw, sram);
+  return r ? WF_EXIT_NOFIT : 0;
+}
+
+/* The switch plan into sdir for the prefill plan pdir (the target's mesh) and the decode step
+ * ddir on its dw x dh corner, with the weights g->switch_weights says: every one plan_moves
+ * finds (move), none (resident), or every one when the three SRAM budgets then fit and else
+ * none (auto). Returns a WF_EXIT_* code, exit 4 when the budgets do not fit; errors, and auto's
+ * fallback, are reported when `report`. */
+static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
+                       int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report) {
+  int tries = g->switch_weights == WF_SW_AUTO ? 2 : 1, rc = 0;
+  for (int t = 0; t < tries; t++) {
+    int n_mv = 0, last = t + 1 == tries;
+    weight_move *mv = g->switch_weights == WF_SW_RESIDENT || t ? NULL
+                                                                : wf_switch_plan_moves(c, layers, pre, dec, dw, dh, pdir, ddir, &n_mv);
+    if (t) nftw(sdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (!report || !last) wf_diag_set_sink(no_diag, NULL);
+    rc = wf_switch_compile(c, g, layers, pre, dec, cap, dw, dh, mv, n_mv, sdir);
+    if (!rc) {
+      pe_budget b;
+      if (last && report) rc = check_coresident(c, pdir, ddir, sdir, mv, n_mv);
+      else {
+        int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
+        rc = r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
+      }
+    }
+    if (!report || !last) wf_diag_set_sink(NULL, NULL);
+    wf_switch_free_moves(mv, n_mv);
+    if (rc != WF_EXIT_NOFIT || last) break;
+    if (report)
+      wf_note(WF_LOC_NONE, "moving the decode step's %d matrix weights in the switch does not fit the SRAM (the "
+                           "switch holds them in both layouts, and its panels); the switch moves the KV caches only "
+                           "and both phases keep their weights (--switch-weights=move asks for the moves and fails "
+                           "instead)", n_mv);
+  }
+  return rc;
 }
 
 /* One candidate mesh of --autotune: each phase compiled alone on it. */
@@ -343,14 +352,14 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
     cJSON *j;
     if (cs[i].pre_fits) {
       cs[i].prefill = predicted(pd);
-      j = read_manifest(pd);
-      cs[i].pm = pe_bytes(j, 1), cs[i].pw = pe_bytes(j, 0);
+      j = wf_switch_read_manifest(pd);
+      cs[i].pm = pe_bytes(j, 1, NULL, 0, 0), cs[i].pw = pe_bytes(j, 0, NULL, 0, 0);
       cJSON_Delete(j);
     }
     if (cs[i].dec_fits) {
       cs[i].step = predicted(dd);
-      j = read_manifest(dd);
-      cs[i].dm = pe_bytes(j, 1), cs[i].dw = pe_bytes(j, 0);
+      j = wf_switch_read_manifest(dd);
+      cs[i].dm = pe_bytes(j, 1, NULL, 0, 1), cs[i].dw = pe_bytes(j, 0, NULL, 0, 1);
       cJSON_Delete(j);
     }
   }
@@ -377,19 +386,14 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
       int64_t pm = cs[i].pm, pw = cs[i].pw, dm = cs[k].dm, dwb = cs[k].dw;
       double sw = 0;
       int fits = pm + dwb <= sram && dm + pw <= sram;
-      if (fits && k != i) {
-        char sd[64];
+      if (k != i) { /* with the weights the switch moves, the phases hold less beside each other */
+        char sd[64], pd[64], dd[64];
         snprintf(sd, sizeof sd, "%s/s%d_%d", dir, i, k);
+        snprintf(pd, sizeof pd, "%s/p%d", dir, i);
+        snprintf(dd, sizeof dd, "%s/d%d", dir, k);
         set_mesh(c, cs[i].w, cs[i].h);
-        wf_diag_set_sink(no_diag, NULL);
-        fits = !compile_switch(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, sd);
-        wf_diag_set_sink(NULL, NULL);
-        if (fits) {
-          sw = predicted(sd);
-          cJSON *j = read_manifest(sd);
-          fits = pe_bytes(j, 1) + pw + dwb <= sram;
-          cJSON_Delete(j);
-        }
+        fits = !switch_pair(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, pd, dd, sd, 0);
+        if (fits) sw = predicted(sd);
       }
       if (!fits) continue;
       double total = cs[i].prefill + sw + (double)(g->n - 1) * cs[k].step;
@@ -486,12 +490,13 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
       wf_error(WF_LOC_NONE, "--generate: the prefill has %d attention layers, the decode step %d", players, layers);
       rc = WF_EXIT_UNSUPPORTED;
     }
-    if (!rc && two) {
+    if (!rc && two) { /* with its SRAM budgets checked */
       wf_progress("compiling the switch onto the %dx%d decode region", dw, dh);
-      rc = compile_switch(c, g, layers, pre, dec, cap, dw, dh, sdir);
+      rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, stage, ddir, sdir, 1);
       wf_progress_done();
+    } else if (!rc) {
+      rc = check_coresident(c, stage, ddir, NULL, NULL, 0); /* no plan that does not fit */
     }
-    if (!rc) rc = check_coresident(c, stage, ddir, two ? sdir : NULL); /* no plan that does not fit */
   }
   if (rc) wf_plan_stage_abort(stage);
   else rc = wf_plan_stage_commit(stage, g->out_dir);

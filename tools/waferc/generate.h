@@ -5,6 +5,10 @@
 #include "passes/cli.h"
 #include "waferc/backend.h"
 
+/* --switch-weights (docs/generation.md, "The switch"): move every decode weight the switch can
+ * build, keep both phases' weights resident, or move them when the SRAM budgets allow it. */
+enum { WF_SW_AUTO, WF_SW_MOVE, WF_SW_RESIDENT };
+
 typedef struct wf_gen_compile {
   const char *model;                /* an ONNX export with a dynamic sequence axis */
   const char *ids_shape;            /* --input-shape NAME=1xL: the prompt's token ids */
@@ -16,6 +20,7 @@ typedef struct wf_gen_compile {
   wf_plan_opts po;                  /* flags, collectives, quiet */
   int autotune;                     /* --autotune: the mesh from the cost model's candidates */
   int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
+  int switch_weights;               /* --switch-weights: WF_SW_AUTO (the default), _MOVE or _RESIDENT */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the

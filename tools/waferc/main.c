@@ -58,6 +58,8 @@ typedef struct options {
   const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
   int autotune;                /* --autotune (with --generate): the mesh from the cost model */
   int dec_w, dec_h;            /* --decode-mesh=WxH (with --generate): the decode region */
+  int switch_weights;          /* --switch-weights=auto|move|resident (with --decode-mesh) */
+  int switch_weights_given;
   int pipeline_n;              /* --pipeline=N: stages on N bands of rows (0, 1: none) */
 } options;
 
@@ -110,6 +112,10 @@ static void usage(FILE *out) {
         "                             the largest N that fits); with --interpret: greedy\n"
         "                             generation recomputing the whole sequence each step\n"
         "  --kv-cache=shift|concat    the cache's policy with --generate (default shift)\n"
+        "  --switch-weights=W         with --decode-mesh: the switch moves the decode step's\n"
+        "                             matrix weights onto its region over the fabric (move),\n"
+        "                             both phases keep theirs resident (resident), or auto\n"
+        "                             (default): move when the SRAM budgets allow it\n"
         "  --decode-mesh=WxH          with --generate: decode on the prefill region's WxH corner;\n"
         "                             DIR/switch/ moves the KV cache onto it over the fabric\n"
         "  --autotune                 with --generate: the prefill and decode regions (square\n"
@@ -482,6 +488,14 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
         return WF_EXIT_USAGE;
       }
     })
+    VALUE("--switch-weights", {
+      if (strcmp(v, "auto") && strcmp(v, "move") && strcmp(v, "resident")) {
+        wf_error(WF_LOC_NONE, "--switch-weights expects auto, move or resident, got '%s'", v);
+        return WF_EXIT_USAGE;
+      }
+      o->switch_weights = !strcmp(v, "move") ? WF_SW_MOVE : !strcmp(v, "resident") ? WF_SW_RESIDENT : WF_SW_AUTO;
+      o->switch_weights_given = 1;
+    })
     VALUE("--input-shape", {
       if (o->n_input_shapes == MAX_INPUTS) {
         wf_error(WF_LOC_NONE, "too many --input-shape options (at most %d)", MAX_INPUTS);
@@ -516,7 +530,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
-                                        "--decode-mesh", "--pipeline"};
+                                        "--decode-mesh", "--switch-weights", "--pipeline"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -772,6 +786,9 @@ int main(int argc, char **argv) {
   } else if (o.dec_w && (!o.generate || o.interpret)) {
     wf_error(WF_LOC_NONE, "--decode-mesh applies to compiling for generation (--generate=N -o DIR)");
     rc = WF_EXIT_USAGE;
+  } else if (o.switch_weights_given && !o.dec_w && !o.autotune) {
+    wf_error(WF_LOC_NONE, "--switch-weights applies to a decode region of its own (--decode-mesh=WxH or --autotune)");
+    rc = WF_EXIT_USAGE;
   } else if (o.dec_w && o.autotune) {
     wf_error(WF_LOC_NONE, "--decode-mesh and --autotune: give one (autotune chooses the meshes itself)");
     rc = WF_EXIT_USAGE;
@@ -802,7 +819,7 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
                         o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
-                        o.dec_w, o.dec_h};
+                        o.dec_w, o.dec_h, o.switch_weights};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
