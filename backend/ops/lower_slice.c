@@ -479,7 +479,7 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int j1 = (int)((s.L + x1.len - 1) / x1.len);
     j1 = j1 < x1.parts ? j1 : x1.parts;
     prow = j1 * x1.len * s.cbd;
-    panel = wf_lower_temp(L, "$kv_panel", x1.outer * prow * 4);
+    panel = wf_lower_temp(L, "$sl_panel", x1.outer * prow * 4); /* step 1's panel is dead by now */
     wf_relayout_gather ga = {x1.split, tmp, panel, 0, 0, x1.outer, s.cbd, x1.len, prow, 0, j1};
     rc = wf_relayout_gather_axis(L, &ga, op->loc, &out->predicted);
     fabric |= 1u << x1.split;

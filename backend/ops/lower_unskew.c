@@ -37,7 +37,8 @@ int wf_lower_unskew(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sx = wf_lower_sym(L, op->operands[0]), six = wf_lower_sym(L, op->operands[1]);
   int sr = wf_lower_sym(L, op->results[0]);
   int64_t words = bk * bn, panel_words = bn * H * bk;
-  int t = wf_lower_temp(L, "$us_t", words * 4), panel = wf_lower_temp(L, "$us_panel", panel_words * 4);
+  /* the names of kv_switch's temporaries: op-local, so the switch's ops share their memory */
+  int t = wf_lower_temp(L, "$kv_t", words * 4), panel = wf_lower_temp(L, "$sl_panel", panel_words * 4);
   /* 1. [bk][bn] -> [bn][bk] */
   wf_emit(L, NULL, WF_PEOP_TRANSPOSE, (wf_pe_arg[]){wf_arg_sym(t), wf_arg_sym(sx), wf_arg_int(bk), wf_arg_int(bn)});
   out->predicted = words;

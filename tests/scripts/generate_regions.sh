@@ -111,6 +111,37 @@ if res["weights_moved"] or res["weight_words"] or not mv["weights_moved"] or not
 PY
 n=$((n + 1))
 
+# The SRAM trade (docs/generation.md, "The switch"): moving the weights makes a pair fit that
+# resident weights do not (each phase no longer holds the other's), and auto keeps the weights
+# resident, with a note, when the switch cannot hold the moves.
+expect_exit() { # WANT LABEL -- waferc args
+  local want=$1 label=$2 rc=0
+  shift 3
+  waferc "$@" -q >/dev/null 2>"$TMP/err" || rc=$?
+  [ "$rc" -eq "$want" ] || fail "$label: exit $rc, want $want: $(grep -v warning "$TMP/err" | head -2)"
+}
+M=$G/llama_mqa_halfrope.onnx
+L=$(prompt_len "$G/llama_mqa_halfrope_prompt.npy")
+expect_exit 4 "3x3 -> 3x2, resident" -- "$M" -o "$TMP/fit" --target=wse2 --mesh=3x3 --decode-mesh=3x2 \
+  --input-shape "input_ids=1x$L" --generate=8 --switch-weights=resident
+expect_exit 0 "3x3 -> 3x2, auto" -- "$M" -o "$TMP/fit" --target=wse2 --mesh=3x3 --decode-mesh=3x2 \
+  --input-shape "input_ids=1x$L" --generate=8
+waferrun "$TMP/fit" -q --input "input_ids=$G/llama_mqa_halfrope_prompt.npy" --generate=8 --output-dir "$TMP/fit/out" \
+  --report "$TMP/fit/report.json" >/dev/null || fail "3x3 -> 3x2: waferrun exited $?"
+wafer-npycmp "$TMP/fit/out/tokens.npy" "$G/llama_mqa_halfrope_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
+  fail "3x3 -> 3x2: the tokens differ from torch's"
+grep -q '"weights_moved":[[:space:]]*[1-9]' "$TMP/fit/report.json" || fail "3x3 -> 3x2: no weight moved"
+M=$G/llama_mha_halfrope.onnx
+L=$(prompt_len "$G/llama_mha_halfrope_prompt.npy")
+expect_exit 4 "4x3 -> 2x2, move" -- "$M" -o "$TMP/back" --target=wse2 --mesh=4x3 --decode-mesh=2x2 \
+  --input-shape "input_ids=1x$L" --generate=8 --switch-weights=move
+grep -q "the switch does not fit" "$TMP/err" || fail "4x3 -> 2x2, move: the error does not name the switch"
+expect_exit 0 "4x3 -> 2x2, auto" -- "$M" -o "$TMP/back" --target=wse2 --mesh=4x3 --decode-mesh=2x2 \
+  --input-shape "input_ids=1x$L" --generate=8
+grep -q "the switch moves the KV caches only" "$TMP/err" || fail "4x3 -> 2x2, auto: no note of the fallback"
+grep -q '"switch_weights"' "$TMP/back/switch/manifest.json" && fail "4x3 -> 2x2, auto: weights moved"
+n=$((n + 1))
+
 # A switch manifest whose weight move names another decode weight of the same shape: the
 # switch builds what the plan says, which differs from that weight: exit 5, naming it.
 cp -r "$d" "$TMP/swapped"

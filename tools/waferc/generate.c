@@ -251,11 +251,9 @@ static int budget_fits(const wf_cli *c, const char *pdir, const char *ddir, cons
   return sdir && b->sm + b->pw + b->dw > sram ? 2 : 0;
 }
 
-/* budget_fits, reported (exit 4) when a budget is exceeded. */
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
-                            const weight_move *mv, int n_mv) {
-  pe_budget b;
-  int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
+/* budget_fits's answer r as an exit code, reported (exit 4) when a budget is exceeded. */
+static int report_budget(const wf_cli *c, int r, const pe_budget *bp) {
+  pe_budget b = *bp;
   long long sram = (long long)c->target.sram_bytes;
   if (r < 0) return WF_EXIT_IO;
   if (r == 2)
@@ -271,14 +269,23 @@ static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir,
   return r ? WF_EXIT_NOFIT : 0;
 }
 
+/* budget_fits, reported (exit 4) when a budget is exceeded. */
+static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
+                            const weight_move *mv, int n_mv) {
+  pe_budget b;
+  return report_budget(c, budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b), &b);
+}
+
 /* The switch plan into sdir for the prefill plan pdir (the target's mesh) and the decode step
  * ddir on its dw x dh corner, with the weights g->switch_weights says: every one plan_moves
  * finds (move), none (resident), or every one when the three SRAM budgets then fit and else
- * none (auto). Returns a WF_EXIT_* code, exit 4 when the budgets do not fit; errors, and auto's
- * fallback, are reported when `report`. */
+ * none (auto). Returns a WF_EXIT_* code, exit 4 when the budgets do not fit (*switch_full when
+ * only the switch's does not); errors, and auto's fallback, are reported when `report`. */
 static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
-                       int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report) {
+                       int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report,
+                       int *switch_full) {
   int tries = g->switch_weights == WF_SW_AUTO ? 2 : 1, rc = 0;
+  *switch_full = 0;
   for (int t = 0; t < tries; t++) {
     int n_mv = 0, last = t + 1 == tries;
     weight_move *mv = g->switch_weights == WF_SW_RESIDENT || t ? NULL
@@ -288,11 +295,9 @@ static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const lay
     rc = wf_switch_compile(c, g, layers, pre, dec, cap, dw, dh, mv, n_mv, sdir);
     if (!rc) {
       pe_budget b;
-      if (last && report) rc = check_coresident(c, pdir, ddir, sdir, mv, n_mv);
-      else {
-        int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
-        rc = r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
-      }
+      int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
+      rc = last && report ? report_budget(c, r, &b) : r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
+      *switch_full = r == 2;
     }
     if (!report || !last) wf_diag_set_sink(NULL, NULL);
     wf_switch_free_moves(mv, n_mv);
@@ -392,7 +397,8 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
         snprintf(pd, sizeof pd, "%s/p%d", dir, i);
         snprintf(dd, sizeof dd, "%s/d%d", dir, k);
         set_mesh(c, cs[i].w, cs[i].h);
-        fits = !switch_pair(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, pd, dd, sd, 0);
+        int full;
+        fits = !switch_pair(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, pd, dd, sd, 0, &full);
         if (fits) sw = predicted(sd);
       }
       if (!fits) continue;
@@ -454,6 +460,7 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   wf_progress("compiling the decode step (%lld cache slots per row)", (long long)cap);
   int layers = 0, players = 0;
   layer_pack dec[MAX_LAYERS], pre[MAX_LAYERS];
+  int switch_full = 0; /* exit 4 from the switch's budget alone */
   int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers, dec);
   wf_progress_done();
   if (rc == WF_EXIT_INPUT || rc == WF_EXIT_UNSUPPORTED)
@@ -492,7 +499,7 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
     }
     if (!rc && two) { /* with its SRAM budgets checked */
       wf_progress("compiling the switch onto the %dx%d decode region", dw, dh);
-      rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, stage, ddir, sdir, 1);
+      rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, stage, ddir, sdir, 1, &switch_full);
       wf_progress_done();
     } else if (!rc) {
       rc = check_coresident(c, stage, ddir, NULL, NULL, 0); /* no plan that does not fit */
@@ -500,7 +507,7 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   }
   if (rc) wf_plan_stage_abort(stage);
   else rc = wf_plan_stage_commit(stage, g->out_dir);
-  if (rc == WF_EXIT_NOFIT) {
+  if (rc == WF_EXIT_NOFIT && !switch_full) { /* a smaller N helps the phases, hardly the switch */
     int64_t best = largest_fit(c, g, name, L, g->n, concat);
     if (best > 0)
       wf_note(WF_LOC_NONE, "with a prompt of %lld tokens both phases fit this mesh for at most --generate=%lld "
