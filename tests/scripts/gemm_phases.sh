@@ -147,26 +147,9 @@ n=$((n + 1))
 # ---- the loader holds the new fields to their rules ----
 good="$TMP/m-none-4x4-meshgemm-2"
 refused() {
-  local name=$1 pattern=$2 edit=$3 d="$TMP/bad-$1"
-  rm -rf "$d"; cp -r "$good" "$d"
-  python3 - "$d" <<PY || fail "$name: the edit failed"
-import json, os, re, sys
-d = sys.argv[1]
-m = json.load(open(os.path.join(d, "manifest.json")))
-op = [o for o in m["ops"] if o["op"] == "dist.gemm"][0]
+  refused_edit "$1" "$2" "$3" "$good" 'op = [o for o in m["ops"] if o["op"] == "dist.gemm"][0]
 def wpe(f):
-    p = os.path.join(d, "programs", "main.wpe")
-    t = f(open(p).read())
-    open(p, "w").write(t)
-$edit
-json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=1)
-PY
-  waferrun "$d" --allow-modified-plan --input a="$TMP/m-none.a.npy" --input b="$TMP/m-none.b.npy" -q \
-    >"$TMP/$name.out" 2>"$TMP/$name.err"
-  local rc=$?
-  [ "$rc" -eq 1 ] || { cat "$TMP/$name.err" >&2; fail "$name: exit $rc, expected 1"; }
-  grep -q -- "$pattern" "$TMP/$name.err" || { cat "$TMP/$name.err" >&2; fail "$name: message lacks '$pattern'"; }
-  n=$((n + 1))
+    text(os.path.join("programs", "main.wpe"), f)' -- --input a="$TMP/m-none.a.npy" --input b="$TMP/m-none.b.npy"
 }
 set +e
 refused sum "ops\[0\].phases: the phases add up to" 'op["phases"]["loop"] += 1'

@@ -136,3 +136,30 @@ npy_shape() {
   done
   printf '%s\n' "$out"
 }
+
+# refused_edit NAME PATTERN EDIT GOOD PRELUDE -- WAFERRUN_ARGS...: copies the plan GOOD to
+# $TMP/bad-NAME, runs the python EDIT on it (m: its manifest, written back after; text(rel, f)
+# rewrites the plan's file rel through f; PRELUDE: python run before EDIT, e.g. names it uses),
+# then waferrun --allow-modified-plan with the arguments, which must exit 1 with PATTERN on
+# stderr (grep); counts a pass in n.
+refused_edit() {
+  local name=$1 pattern=$2 edit=$3 good=$4 prelude=$5 d="$TMP/bad-$1" rc=0
+  shift 6
+  rm -rf "$d"; cp -r "$good" "$d"
+  python3 - "$d" <<PY || fail "$name: the edit failed"
+import json, os, re, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+def text(rel, f):
+    p = os.path.join(d, rel)
+    t = f(open(p).read())
+    open(p, "w").write(t)
+$prelude
+$edit
+json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=1)
+PY
+  waferrun "$d" --allow-modified-plan -q "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
+  [ "$rc" -eq 1 ] || { cat "$TMP/$name.err" >&2; fail "$name: exit $rc, expected 1"; }
+  grep -q -- "$pattern" "$TMP/$name.err" || { cat "$TMP/$name.err" >&2; fail "$name: message lacks '$pattern'"; }
+  n=$((n + 1))
+}
