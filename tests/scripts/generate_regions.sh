@@ -92,6 +92,11 @@ run_one gpt2_untied 8x6 6x4 concat
 # square prefill regions: MeshGEMM's weights are pre-skewed there, so the switch unskews them first
 run_one llama_gqa_interleaved 8x8 4x4 shift
 run_one llama_mqa_halfrope 6x6 4x4 concat
+# --describe lists a switch plan's weight moves, the pre-skewed ones marked
+waferrun "$TMP/llama_gqa_interleaved.8x8.4x4.shift/switch" --describe >"$TMP/describe" ||
+  fail "waferrun --describe of a switch plan exited $?"
+grep -q "^switch weights ([1-9][0-9]*): prefill weight -> input" "$TMP/describe" && grep -q "(pre-skewed)$" "$TMP/describe" ||
+  fail "--describe does not list the switch's weight moves: $(tail -3 "$TMP/describe")"
 
 # --switch-weights=resident: the switch moves the caches only (both phases keep their weights), the
 # same tokens, fewer switch cycles than moving the weights too

@@ -23,6 +23,13 @@ void wf_run_describe(const wf_plan *p, FILE *out) {
   for (int i = 0; i < p->n_inputs; i++) tensor_line(&p->inputs[i], out);
   fprintf(out, "outputs (%d):\n", p->n_outputs);
   for (int i = 0; i < p->n_outputs; i++) tensor_line(&p->outputs[i], out);
+  if (p->n_moves) { /* a switch plan's weight moves (docs/plan-format.md, switch_weights) */
+    fprintf(out, "switch weights (%d): prefill weight -> input, output -> decode weight\n", p->n_moves);
+    for (int i = 0; i < p->n_moves; i++)
+      fprintf(out, "  %s -> %s, %s -> %s%s\n", p->moves[i].prefill, p->inputs[p->moves[i].input].name,
+              p->outputs[p->moves[i].output].name, p->moves[i].decode,
+              p->inputs[p->moves[i].input].skew_ring ? " (pre-skewed)" : "");
+  }
   const wf_plan_generate *g = &p->gen;
   if (!g->present) return;
   fprintf(out, "generate (waferrun --generate=N, N <= %lld): prompt '%s' of %lld tokens, next token '%s'\n",
