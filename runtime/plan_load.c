@@ -1076,19 +1076,26 @@ static int check_digests(lctx *c, const cJSON *root, const char *text, size_t le
 wf_plan *wf_plan_load(const char *dir) { return wf_plan_load_ex(dir, 0); }
 
 wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
+  char mpath[1200];
+  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+  size_t len = 0;
+  char *text = wf_read_file(mpath, &len);
+  if (!text) {
+    wf_error_at(mpath, "cannot read the plan manifest: %s", strerror(errno));
+    return NULL;
+  }
+  wf_plan *p = wf_plan_load_text(dir, text, len, flags);
+  free(text);
+  return p;
+}
+
+wf_plan *wf_plan_load_text(const char *dir, const char *text, size_t len, unsigned flags) {
   wf_plan *p = calloc(1, sizeof *p);
   WF_ASSERT(p != NULL);
   snprintf(p->dir, sizeof p->dir, "%s", dir);
   char mpath[1200];
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
   lctx c = {mpath, 0, 0};
-  size_t len = 0;
-  char *text = wf_read_file(mpath, &len);
-  if (!text) {
-    wf_error_at(mpath, "cannot read the plan manifest: %s", strerror(errno));
-    free(p);
-    return NULL;
-  }
   cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root || !cJSON_IsObject(root)) {
     const char *at = cJSON_GetErrorPtr();
@@ -1099,14 +1106,12 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags) {
       else col++;
     }
     wf_error(wf_loc_make(mpath, (uint32_t)line, (uint32_t)col), "malformed JSON in the plan manifest");
-    free(text);
     cJSON_Delete(root);
     free(p);
     return NULL;
   }
   int sealed = check_digests(&c, root, text, len, dir, (flags & WF_PLAN_ALLOW_MODIFIED) != 0);
   p->allow_modified = (flags & WF_PLAN_ALLOW_MODIFIED) != 0;
-  free(text);
   if (sealed || check_duplicate_keys(&c, root, "manifest")) goto fail;
   int64_t fv = 0, mesh[2];
   if (get_int(&c, root, "format_version", "manifest", &fv)) goto fail;

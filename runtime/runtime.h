@@ -174,6 +174,10 @@ wf_plan *wf_plan_load(const char *dir);
  * warning per file; every other check still applies. */
 #define WF_PLAN_ALLOW_MODIFIED 1u
 wf_plan *wf_plan_load_ex(const char *dir, unsigned flags);
+/* wf_plan_load_ex with the manifest's text given (len bytes at text) in place of
+ * dir/manifest.json, which is not read; messages still name that path, and the programs
+ * and weights are read from dir. */
+wf_plan *wf_plan_load_text(const char *dir, const char *text, size_t len, unsigned flags);
 void wf_plan_free(wf_plan *p);
 
 typedef enum wf_sim_mode {

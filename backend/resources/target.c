@@ -277,6 +277,18 @@ int wf_target_load(const char *name_or_path, wf_target *out) {
   return rc;
 }
 
+int wf_target_parse(const char *text, size_t len, const char *name_for_errors, wf_target *out) {
+  /* The same reader as a file's: a stream over the bytes (fmemopen cannot open 0 bytes). */
+  FILE *f = len ? fmemopen((void *)text, len, "r") : fopen("/dev/null", "r");
+  if (!f) {
+    wf_error_at(name_for_errors, "cannot read target text: %s", strerror(errno));
+    return -1;
+  }
+  int rc = parse_target_file(name_for_errors, f, out);
+  fclose(f);
+  return rc;
+}
+
 int wf_target_set_mesh(wf_target *t, const char *mesh) {
   int w, h;
   if (parse_pair(mesh, &w, &h) != 0) {

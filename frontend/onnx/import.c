@@ -201,7 +201,8 @@ static int import_model(ox_ctx *cx, const wf_onnx_opts *o) {
   return WF_EXIT_OK;
 }
 
-int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out) {
+/* The model is read from `path` when data is NULL, else it is the size bytes at data. */
+static int import(const char *path, const uint8_t *data, size_t size, const wf_onnx_opts *opts, wf_module **out) {
   *out = NULL;
   wf_onnx_opts dflt = WF_ONNX_OPTS_DEFAULT;
   const wf_onnx_opts *o = opts ? opts : &dflt;
@@ -215,11 +216,21 @@ int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out) 
   if (slash) *(slash == cx.dir ? slash + 1 : slash) = '\0';
   else strcpy(cx.dir, ".");
   int rc;
-  cx.model = ox_unpack_file(path, &onnx__model_proto__descriptor, &rc);
+  if (data) cx.model = ox_unpack_buffer(path, data, size, &onnx__model_proto__descriptor, &rc);
+  else cx.model = ox_unpack_file(path, &onnx__model_proto__descriptor, &rc);
   if (cx.model) rc = import_model(&cx, o);
   if (rc == WF_EXIT_OK) *out = cx.m;
   else if (cx.m) wf_module_free(cx.m);
   ctx_free(&cx);
   wf_progress_done();
   return rc;
+}
+
+int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out) {
+  return import(path, NULL, 0, opts, out);
+}
+
+int wf_onnx_import_buffer(const void *data, size_t size, const char *path, const wf_onnx_opts *opts,
+                          wf_module **out) {
+  return import(path, data ? data : (const void *)"", size, opts, out);
 }

@@ -1,4 +1,4 @@
-/* Reading a serialized protobuf message (a ModelProto or a TensorProto) from a file.
+/* Reading a serialized protobuf message (a ModelProto or a TensorProto) from a file or memory.
  *
  * The file is mapped rather than read through stdio so that a model of several GiB costs one
  * mapping, and protobuf-c unpacks straight from it (it copies what it keeps, so the mapping
@@ -39,8 +39,14 @@ void *ox_unpack_file(const char *path, const ProtobufCMessageDescriptor *desc, i
     data = map;
   }
   close(fd);
-  ProtobufCMessage *msg = protobuf_c_message_unpack(desc, NULL, size, data);
+  void *msg = ox_unpack_buffer(path, data, size, desc, rc);
   if (map) munmap(map, size);
+  return msg;
+}
+
+void *ox_unpack_buffer(const char *path, const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                       int *rc) {
+  ProtobufCMessage *msg = protobuf_c_message_unpack(desc, NULL, size, data);
   *rc = WF_EXIT_INPUT;
   if (!msg) {
     wf_error_at(path, "not a valid %s: the protobuf data is truncated or corrupt (%zu bytes)",

@@ -89,6 +89,9 @@ wf_tensor *ox_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_di
 
 /* load.c: reads and unpacks a protobuf message of `desc`. */
 void *ox_unpack_file(const char *path, const ProtobufCMessageDescriptor *desc, int *rc);
+/* The same for size bytes at data; path names them in messages. */
+void *ox_unpack_buffer(const char *path, const uint8_t *data, size_t size, const ProtobufCMessageDescriptor *desc,
+                       int *rc);
 
 /* ---- context (import.c) --------------------------------------------------------------- */
 

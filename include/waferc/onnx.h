@@ -39,6 +39,10 @@ typedef struct wf_onnx_opts {
  * WF_EXIT_UNSUPPORTED (every unsupported op listed at once, with node name, op type and
  * opset), or WF_EXIT_IO, having reported the errors. */
 int wf_onnx_import(const char *path, const wf_onnx_opts *opts, wf_module **out);
+/* The same for a model held in memory (size bytes at data): `path` names it in messages and
+ * its directory is where external data is looked for, as for a file at `path`. */
+int wf_onnx_import_buffer(const void *data, size_t size, const char *path, const wf_onnx_opts *opts,
+                          wf_module **out);
 
 /* Reads a serialized TensorProto (.pb, as in ONNX's test data sets). NULL + error on failure. */
 wf_tensor *wf_onnx_read_tensor(const char *path);

@@ -10,6 +10,7 @@
 #ifndef WAFERC_TARGET_H
 #define WAFERC_TARGET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -47,6 +48,10 @@ typedef struct wf_target {
  * targets/ directories) or by path (contains '/' or ends in .target). Reports errors itself.
  * The mesh defaults to the preset's `default_mesh`. Returns 0 on success. */
 int wf_target_load(const char *name_or_path, wf_target *out);
+/* Parses the text of a target file held in memory (len bytes, NULs included, as a file
+ * holding them would be read), as wf_target_load does a file; name_for_errors stands for its
+ * path in messages. Returns 0 on success. */
+int wf_target_parse(const char *text, size_t len, const char *name_for_errors, wf_target *out);
 /* Parses "WxH" and checks it fits the program rectangle. Returns 0 on success. */
 int wf_target_set_mesh(wf_target *t, const char *mesh);
 /* Writes the preset names found on the search path, one per line, to `out` (FILE *). */

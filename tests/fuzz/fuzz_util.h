@@ -1,6 +1,8 @@
 /* Shared by the fuzz targets (tests/fuzz/README.md): silence diagnostics (a fuzzer runs
  * millions of inputs, each reporting its error) and hand an input to a reader that wants a
- * NUL-terminated string or a file. */
+ * NUL-terminated string. Inputs are fed from memory, never written to a file: a write per
+ * input (and the disk flush ext4 does when a truncated file is closed) cost more than the
+ * parsing it fed. Fixed files a target needs are written once, in LLVMFuzzerInitialize. */
 #ifndef WF_FUZZ_UTIL_H
 #define WF_FUZZ_UTIL_H
 
@@ -35,17 +37,6 @@ static inline const char *wf_fuzz_dir(void) {
     if (!mkdtemp(dir)) abort();
   }
   return dir;
-}
-
-/* Writes data to dir/name; returns the path (a static buffer). */
-static inline const char *wf_fuzz_file(const char *name, const uint8_t *data, size_t size) {
-  static char path[256];
-  snprintf(path, sizeof path, "%s/%s", wf_fuzz_dir(), name);
-  FILE *f = fopen(path, "wb");
-  if (!f) abort();
-  if (size && fwrite(data, 1, size, f) != size) abort();
-  fclose(f);
-  return path;
 }
 
 #endif

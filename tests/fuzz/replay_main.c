@@ -1,6 +1,7 @@
 /* Replays fuzz inputs without libFuzzer (built with the normal compiler, so CI needs no
  * clang): every file named, or found in a directory named, is fed once to the target's
- * LLVMFuzzerTestOneInput. A crash or abort fails the ctest; the last line says how many ran. */
+ * LLVMFuzzerTestOneInput (after LLVMFuzzerInitialize, when the target has one). A crash or abort
+ * fails the ctest; the last line says how many ran. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional, as in libFuzzer: once, before the first input. */
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static int run_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -33,6 +36,7 @@ static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, 
 
 int main(int argc, char **argv) {
   int ran = 0, bad = 0;
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
   for (int i = 1; i < argc; i++) {
     struct stat st;
     if (stat(argv[i], &st)) {

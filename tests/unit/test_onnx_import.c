@@ -139,6 +139,38 @@ static void test_read_tensor(void) {
   wf_tensor_free(t);
 }
 
+/* wf_onnx_import_buffer: a model's bytes import as the file does, external data found beside
+ * the path given; bad bytes are the same error. */
+static void test_buffer(void) {
+  const char *path = model("external.onnx");
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL, "cannot open %s", path);
+  if (!f) return;
+  unsigned char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  wf_module *a = NULL, *b = NULL;
+  int ra = wf_onnx_import(path, NULL, &a), rb = wf_onnx_import_buffer(buf, n, path, NULL, &b);
+  CHECK(ra == WF_EXIT_OK && rb == WF_EXIT_OK && a && b, "external.onnx: rc %d from the file, %d from memory", ra, rb);
+  if (a && b) {
+    char *ta = wf_print_module_str(a, NULL), *tb = wf_print_module_str(b, NULL);
+    CHECK(ta && tb && !strcmp(ta, tb), "external.onnx from memory imports differently");
+    free(ta);
+    free(tb);
+  }
+  wf_module_free(a);
+  wf_module_free(b);
+  quiet();
+  b = (wf_module *)1;
+  rb = wf_onnx_import_buffer(buf, n / 2, path, NULL, &b);
+  loud();
+  CHECK(rb == WF_EXIT_INPUT && b == NULL && strstr(g_msgs, "truncated or corrupt"), "half a model: rc %d\n%s", rb, g_msgs);
+  quiet();
+  rb = wf_onnx_import_buffer(NULL, 0, path, NULL, &b);
+  loud();
+  CHECK(rb != WF_EXIT_OK && b == NULL, "an empty model imported");
+}
+
 int main(void) {
   const char *src = getenv("WAFERC_SOURCE_DIR");
   snprintf(g_dir, sizeof g_dir, "%s/tests/onnx/models", src ? src : "../..");
@@ -146,6 +178,7 @@ int main(void) {
   test_const_inputs();
   test_exit_codes();
   test_read_tensor();
+  test_buffer();
   if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
   return g_failures != 0;
 }

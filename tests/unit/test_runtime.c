@@ -184,6 +184,27 @@ static void test_bad_plans(void) {
   CHECK(p != NULL, "a valid hand-written plan refused with WF_PLAN_ALLOW_MODIFIED");
   wf_plan_free(p);
   CHECK(wf_plan_load(dir) == NULL, "a plan without digests accepted by the strict loader");
+  /* wf_plan_load_text: the manifest's text from memory loads as the file does; an edit to the
+   * text is seen though the file is unchanged. */
+  char mpath[512];
+  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+  FILE *f = fopen(mpath, "rb");
+  static char text[1 << 16];
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = 0;
+  p = wf_plan_load_text(dir, text, n, WF_PLAN_ALLOW_MODIFIED);
+  wf_plan *q = wf_plan_load_ex(dir, WF_PLAN_ALLOW_MODIFIED);
+  CHECK(p && q && p->mesh_w == q->mesh_w && p->n_classes == q->n_classes && p->n_inputs == q->n_inputs &&
+            p->colors_used == q->colors_used && !strcmp(p->dir, q->dir),
+        "a manifest from memory loads differently");
+  wf_plan_free(p);
+  wf_plan_free(q);
+  CHECK(wf_plan_load_text(dir, text, n, 0) == NULL, "a manifest without digests accepted from memory");
+  char *fv = strstr(text, "\"format_version\": 1");
+  CHECK(fv != NULL, "no format_version 1 in %s", mpath);
+  if (fv) fv[18] = '3';
+  CHECK(wf_plan_load_text(dir, text, n, WF_PLAN_ALLOW_MODIFIED) == NULL, "format_version 3 accepted from memory");
 }
 
 /* Format 2: a header with $a and $b of `len` words each and colors c0, c1. */

@@ -88,6 +88,26 @@ int main(void) {
             strstr(last_msg, "ramp_cycles") && strstr(last_msg, "queue_depth"),
         "missing keys: %s", last_msg);
   remove(p);
+
+  /* wf_target_parse: the text of a file, parsed as the file is, messages naming the name given. */
+  wf_target u;
+  CHECK(wf_target_load(dir, &t) == 0 && wf_target_parse(text, n, "mem.target", &u) == 0 &&
+            !memcmp(&t, &u, sizeof t),
+        "test4x4.target from memory differs from the file");
+  last_msg[0] = 0;
+  snprintf(bad, sizeof bad, "%sfrobnicate = 3\n", text);
+  CHECK(wf_target_parse(bad, strlen(bad), "mem.target", &u) != 0 &&
+            strstr(last_msg, "mem.target:") && strstr(last_msg, "unknown target key 'frobnicate'"),
+        "unknown key from memory: %s", last_msg);
+  last_msg[0] = 0;
+  CHECK(wf_target_parse("", 0, "mem.target", &u) != 0 && strstr(last_msg, "missing target keys"),
+        "empty text: %s", last_msg);
+  last_msg[0] = 0;
+  memcpy(bad, text, n + 1);
+  hop = strstr(bad, "hop_cycles");
+  if (hop) hop[3] = 0; /* a NUL is read, as from a file, not taken for the end of the text */
+  CHECK(wf_target_parse(bad, n, "mem.target", &u) != 0 && strstr(last_msg, "expected 'key = value'"),
+        "a NUL in the text: %s", last_msg);
   wf_diag_set_sink(NULL, NULL);
   if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
   else printf("test_target: all checks passed\n");
