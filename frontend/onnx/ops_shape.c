@@ -65,7 +65,10 @@ int ox_imp_reshape(ox_nctx *n) {
       goto out;
     }
     dims[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) { /* a hostile shape: the product past int64 */
+      ox_err(n, "shape's entries multiply past 2^63 elements");
+      goto out;
+    }
   }
   int64_t numel = wf_type_numel(&x->type);
   if (infer >= 0) {
