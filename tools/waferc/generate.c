@@ -279,13 +279,12 @@ static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir,
 /* The switch plan into sdir for the prefill plan pdir (the target's mesh) and the decode step
  * ddir on its dw x dh corner, with the weights g->switch_weights says: every one plan_moves
  * finds (move), none (resident), or every one when the three SRAM budgets then fit and else
- * none (auto). Returns a WF_EXIT_* code, exit 4 when the budgets do not fit (*switch_full when
- * only the switch's does not); errors, and auto's fallback, are reported when `report`. */
+ * none (auto). Returns a WF_EXIT_* code, exit 4 when the budgets do not fit (*switch_full, when
+ * given, says whether only the switch's does not); errors, and auto's fallback, are reported when `report`. */
 static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
                        int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report,
                        int *switch_full) {
-  int tries = g->switch_weights == WF_SW_AUTO ? 2 : 1, rc = 0;
-  *switch_full = 0;
+  int tries = g->switch_weights == WF_SW_AUTO ? 2 : 1, rc = 0, full = 0;
   for (int t = 0; t < tries; t++) {
     int n_mv = 0, last = t + 1 == tries;
     weight_move *mv = g->switch_weights == WF_SW_RESIDENT || t ? NULL
@@ -297,7 +296,7 @@ static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const lay
       pe_budget b;
       int r = budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b);
       rc = last && report ? report_budget(c, r, &b) : r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
-      *switch_full = r == 2;
+      full = r == 2;
     }
     if (!report || !last) wf_diag_set_sink(NULL, NULL);
     wf_switch_free_moves(mv, n_mv);
@@ -308,6 +307,7 @@ static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const lay
                            "and both phases keep their weights (--switch-weights=move asks for the moves and fails "
                            "instead)", n_mv);
   }
+  if (switch_full) *switch_full = full;
   return rc;
 }
 
@@ -397,8 +397,7 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
         snprintf(pd, sizeof pd, "%s/p%d", dir, i);
         snprintf(dd, sizeof dd, "%s/d%d", dir, k);
         set_mesh(c, cs[i].w, cs[i].h);
-        int full;
-        fits = !switch_pair(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, pd, dd, sd, 0, &full);
+        fits = !switch_pair(c, g, cs[i].layers, cs[i].pre, cs[k].dec, cs[k].cap, cs[k].w, cs[k].h, pd, dd, sd, 0, NULL);
         if (fits) sw = predicted(sd);
       }
       if (!fits) continue;
