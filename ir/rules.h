@@ -9,6 +9,7 @@
 #ifndef WAFERC_IR_RULES_H
 #define WAFERC_IR_RULES_H
 
+#include "ir/support/gemm_skew.h"
 #include "waferc/ir.h"
 
 /* Arithmetic work of one execution of op (multiply-adds count as 2, transcendental
@@ -96,12 +97,9 @@ typedef struct wf_kv_switch {
   int swap;                      /* a weight's result transposed ([cols, rows], laid out {C_x, R_y}) */
 } wf_kv_switch;
 int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s);
-/* unskew's attributes (ops.def), checked: ring 1 plain, 2 interleave (wf_skew_ring's values). */
-typedef struct wf_unskew {
-  int ring;
-  int64_t tiles, k_tile, other_tile;
-} wf_unskew;
-int wf_unskew_of(const wf_func *f, const wf_op *op, wf_unskew *u);
+/* unskew's attributes (ops.def), checked, as the skew its argument is written in (K dim 0,
+ * the other dim 1). */
+int wf_unskew_of(const wf_func *f, const wf_op *op, wf_gemm_skew *u);
 int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t);
 
 /* Packed attention's gathered kv form (passes/head_layout.c, docs/attention.md): attention

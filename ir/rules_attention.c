@@ -287,10 +287,13 @@ int64_t wf_cost_kv_switch(const wf_func *f, const wf_op *op) {
 }
 
 /* unskew(x, ix) {ring, tiles, k_tile, other_tile} (ops.def). */
-int wf_unskew_of(const wf_func *f, const wf_op *op, wf_unskew *u) {
+int wf_unskew_of(const wf_func *f, const wf_op *op, wf_gemm_skew *u) {
   const char *ring = wf_op_str(f, op, "ring", "");
-  *u = (wf_unskew){!strcmp(ring, "plain") ? 1 : !strcmp(ring, "interleave") ? 2 : 0, wf_op_int(f, op, "tiles", 0),
-                   wf_op_int(f, op, "k_tile", 0), wf_op_int(f, op, "other_tile", 0)};
+  *u = (wf_gemm_skew){!strcmp(ring, "plain")        ? WF_SKEW_PLAIN
+                      : !strcmp(ring, "interleave") ? WF_SKEW_INTERLEAVE
+                                                    : WF_SKEW_NONE,
+                      0, 1, wf_op_int(f, op, "tiles", 0), wf_op_int(f, op, "k_tile", 0),
+                      wf_op_int(f, op, "other_tile", 0)};
   if (!u->ring || u->tiles < 1 || u->k_tile < 1 || u->other_tile < 1) {
     wf_error(op->loc, "'unskew' needs ring = plain or interleave and positive tiles, k_tile and other_tile");
     return -1;
@@ -300,7 +303,7 @@ int wf_unskew_of(const wf_func *f, const wf_op *op, wf_unskew *u) {
 
 int wf_rule_unskew(wf_func *f, const wf_op *op, wf_type *out) {
   const wf_type *x = wf_rule_in(f, op, 0), *ix = wf_rule_in(f, op, 1);
-  wf_unskew u;
+  wf_gemm_skew u;
   if (x->rank != 2 || x->dtype != WF_F32 || ix->rank != 2 || ix->dtype != WF_F32) {
     wf_error(op->loc, "'unskew' takes an f32 matrix and its f32 [H, W n] gather indices, got %s and %s", TS(x), TS(ix));
     return -1;

@@ -26,15 +26,6 @@ int wf_gemm_preskewable(const wf_func *f, const wf_op *op, int as, int w, int h)
  * for any other op. */
 int wf_gemm_preskewed(const wf_func *f, const wf_op *op, int w, int h);
 
-/* How a pre-skewed weight's blocks are ordered (the manifest's `skew`, docs/plan-format.md):
- * dim k_dim (K) and dim other_dim (M for A, N for B) are cut, inside each PE's block, in tiles
- * of k_tile and other_tile; tile position a along K and b along the other dim, numbered over
- * the `tiles` virtual positions of the region, hold K tile wf_skew_source(ring, a, b, tiles). */
-typedef struct wf_gemm_skew {
-  wf_skew_ring ring;
-  int k_dim, other_dim;
-  int64_t tiles, k_tile, other_tile;
-} wf_gemm_skew;
 /* 1 and *out when v is a weight the host writes pre-skewed (its one use is a dist.gemm
  * operand wf_gemm_preskewed names), else 0. */
 int wf_gemm_value_skew(const wf_func *f, wf_value v, int w, int h, wf_gemm_skew *out);

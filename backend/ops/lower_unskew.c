@@ -19,7 +19,7 @@
 #include "waferc/diag.h"
 
 int wf_lower_unskew(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
-  wf_unskew u;
+  wf_gemm_skew u;
   if (wf_unskew_of(L->f, op, &u)) return WF_EXIT_UNSUPPORTED;
   const wf_type *xt = wf_value_type(L->f, op->operands[0]), *it = wf_value_type(L->f, op->operands[1]);
   int64_t b[WF_MAX_RANK], ib[WF_MAX_RANK];

@@ -158,10 +158,7 @@ static int add_digests(cJSON *root, const char *dir) {
  * host writes it in, as a weight's (its K dim 0 over the rows, N dim 1 over the columns). */
 static int arg_skew(const wf_lower *L, wf_value v, wf_gemm_skew *sk) {
   wf_func_foreach_op(L->f, op) {
-    wf_unskew u;
-    if (op->code != WF_OP_UNSKEW || op->operands[0] != v || wf_unskew_of(L->f, op, &u)) continue;
-    *sk = (wf_gemm_skew){(wf_skew_ring)u.ring, 0, 1, u.tiles, u.k_tile, u.other_tile};
-    return 1;
+    if (op->code == WF_OP_UNSKEW && op->operands[0] == v && !wf_unskew_of(L->f, op, sk)) return 1;
   }
   return 0;
 }

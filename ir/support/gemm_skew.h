@@ -19,6 +19,16 @@
 
 typedef enum wf_skew_ring { WF_SKEW_NONE, WF_SKEW_PLAIN, WF_SKEW_INTERLEAVE } wf_skew_ring;
 
+/* How a pre-skewed weight's blocks are ordered (the manifest's `skew`, docs/plan-format.md):
+ * dim k_dim (K) and dim other_dim (M for A, N for B) are cut, inside each PE's block, in tiles
+ * of k_tile and other_tile; tile position a along K and b along the other dim, numbered over
+ * the `tiles` virtual positions of the region, hold K tile wf_skew_source(ring, a, b, tiles). */
+typedef struct wf_gemm_skew {
+  wf_skew_ring ring;
+  int k_dim, other_dim;
+  int64_t tiles, k_tile, other_tile;
+} wf_gemm_skew;
+
 /* INTERLEAVE's ring position of line index r (0 <= r < L): r/2 for even r, L - (r+1)/2 for odd
  * r (the closed form of wf_interleave_order's inverse). */
 static inline int64_t wf_skew_interleave_pos(int64_t r, int64_t L) { return r % 2 == 0 ? r / 2 : L - (r + 1) / 2; }

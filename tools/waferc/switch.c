@@ -67,9 +67,11 @@ static int matrix_weight(const cJSON *w, int64_t *dims, int64_t *padded, int pw,
     const char *keys[5] = {"tiles", "k_dim", "k_tile", "other_dim", "other_tile"};
     for (int i = 0; i < 5; i++) v[i] = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sk, keys[i]));
     if (!ring || v[1] != 0 || v[3] != 1 || v[0] < 1 || v[2] < 1 || v[4] < 1) return -1;
-    m->ring = !strcmp(ring, "plain") ? WF_SKEW_PLAIN : !strcmp(ring, "interleave") ? WF_SKEW_INTERLEAVE : WF_SKEW_NONE;
-    m->tiles = v[0], m->k_tile = v[2], m->other_tile = v[4];
-    if (m->ring == WF_SKEW_NONE) return -1;
+    m->skew = (wf_gemm_skew){!strcmp(ring, "plain")        ? WF_SKEW_PLAIN
+                             : !strcmp(ring, "interleave") ? WF_SKEW_INTERLEAVE
+                                                           : WF_SKEW_NONE,
+                             0, 1, v[0], v[2], v[4]};
+    if (m->skew.ring == WF_SKEW_NONE) return -1;
   }
   const char *s0 = cJSON_GetStringValue(cJSON_GetArrayItem(sp, 0)), *s1 = cJSON_GetStringValue(cJSON_GetArrayItem(sp, 1));
   int swap = s0 && s1 && !strcmp(s0, "x") && !strcmp(s1, "y");
@@ -169,16 +171,16 @@ typedef struct sw_text {
  * backend/ops/lower_unskew.c): PE (x, y)'s n = bn v_k entries at [y][x n ..], entry j v_k + t the
  * chunk j L + a of its panel, a the ring position where column j's K tile v_k y + t sits. */
 static void unskew_indices(const weight_move *m, int pw, int ph, float *ix) {
-  int64_t L = m->tiles, vk = L / ph, vo = L / pw, bn = ((m->swap ? m->rows : m->np) + pw - 1) / pw, n = bn * vk;
+  int64_t L = m->skew.tiles, vk = L / ph, vo = L / pw, bn = ((m->swap ? m->rows : m->np) + pw - 1) / pw, n = bn * vk;
   int64_t *at = malloc((size_t)(L * L) * sizeof *at); /* at[b L + s]: the position of tile s seen from b */
   WF_ASSERT(at);
   for (int64_t b = 0; b < L; b++)
-    for (int64_t a = 0; a < L; a++) at[b * L + wf_skew_source(m->ring, a, b, L)] = a;
+    for (int64_t a = 0; a < L; a++) at[b * L + wf_skew_source(m->skew.ring, a, b, L)] = a;
   for (int y = 0; y < ph; y++)
     for (int x = 0; x < pw; x++)
       for (int64_t j = 0; j < bn; j++)
         for (int64_t t = 0; t < vk; t++) {
-          int64_t b = vo * x + j / m->other_tile;
+          int64_t b = vo * x + j / m->skew.other_tile;
           ix[(int64_t)y * pw * n + x * n + j * vk + t] = (float)(j * L + at[b * L + vk * y + t]);
         }
   free(at);
@@ -275,17 +277,17 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
     snprintf(arg, sizeof arg, "w_%d", j);
     snprintf(res, sizeof res, "w_switch_%d", j);
     int64_t heads[3] = {mv[j].src_dp, mv[j].dst_dp, mv[j].d};
-    if (mv[j].ring) { /* the prefill's pre-skewed blocks put back in order first */
+    if (mv[j].skew.ring) { /* the prefill's pre-skewed blocks put back in order first */
       int64_t k = mv[j].swap ? mv[j].np : mv[j].rows, n = mv[j].swap ? mv[j].rows : mv[j].np; /* W [k, n] */
-      int64_t bn = (n + pw - 1) / pw, vk = mv[j].tiles / ph;
+      int64_t bn = (n + pw - 1) / pw, vk = mv[j].skew.tiles / ph;
       fprintf(t.globals, "  const @%s_ix : f32[%d, %lld] = dense<0.0>\n", arg, ph, (long long)(pw * bn * vk));
       fprintf(t.args, "%s%%%s: f32[%lld, %lld]", t.n ? ", " : "", arg, (long long)k, (long long)n);
       fprintf(t.ops, "    %%%s_u = unskew(%%%s, @%s_ix) {ring = %s, tiles = %lld, k_tile = %lld, other_tile = %lld} : "
-                     "f32[%lld, %lld]\n", arg, arg, arg, mv[j].ring == WF_SKEW_PLAIN ? "plain" : "interleave",
-              (long long)mv[j].tiles, (long long)mv[j].k_tile, (long long)mv[j].other_tile, (long long)k,
+                     "f32[%lld, %lld]\n", arg, arg, arg, mv[j].skew.ring == WF_SKEW_PLAIN ? "plain" : "interleave",
+              (long long)mv[j].skew.tiles, (long long)mv[j].skew.k_tile, (long long)mv[j].skew.other_tile, (long long)k,
               (long long)n);
     }
-    print_switch(&t, arg, res, "", mv[j].rows, mv[j].np, mv[j].swap, mv[j].ring != WF_SKEW_NONE, pw, ph, dw, dh,
+    print_switch(&t, arg, res, "", mv[j].rows, mv[j].np, mv[j].swap, mv[j].skew.ring != WF_SKEW_NONE, pw, ph, dw, dh,
                  mv[j].cap, mv[j].cbd, heads, mv[j].slots, mv[j].n_slots);
   }
   FILE *fa = t.args, *fb = t.body, *ft = t.ops, *fr = t.rets;
@@ -310,7 +312,7 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
   for (int j = 0; j < n_mv && !rc; j++) { /* the unskew indices' data */
     char name[40];
     snprintf(name, sizeof name, "w_%d_ix", j);
-    int gi = mv[j].ring ? wf_module_find_global(m, name) : -1;
+    int gi = mv[j].skew.ring ? wf_module_find_global(m, name) : -1;
     if (gi < 0) continue;
     wf_global *gl = &m->globals[gi];
     gl->kind = WF_DATA_INLINE;

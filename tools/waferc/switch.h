@@ -28,8 +28,7 @@ typedef struct layer_pack {
 typedef struct weight_move {
   char *name, *psym, *dsym;               /* the weight's name; its symbol in each plan */
   int swap;
-  wf_skew_ring ring;                      /* the prefill's pre-skew (unskew first), or none */
-  int64_t tiles, k_tile, other_tile;
+  wf_gemm_skew skew;                      /* the prefill's pre-skew (unskew first); ring none if not */
   int64_t rows, np, cap, cbd, src_dp, dst_dp, d; /* the kv_switch's operand [rows, np] and map */
   int64_t *slots;
   int n_slots;
