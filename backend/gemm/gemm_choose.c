@@ -32,12 +32,16 @@ static int64_t block(const wf_type *t, int d, int w, int h) {
  * wf_lower_sym) and every scratch buffer its own (wf_lower_temp), each at a 16-byte aligned
  * offset. While the dist.gemm runs its operands, its result and its scratch are live, and so
  * is every other value defined before it and read after it (graph inputs and constants are
- * live from launch, results to the end). MeshGEMM and Cannon emit asynchronous code, and the
- * planner keeps every symbol of such a class live for the whole program: for them every
- * value counts. Not weighed: other ops' scratch and other ops' async code (the estimate is
- * then low, and the planner's exit 4 remains), and the space the planner reuses inside the op
- * when an operand dies before a buffer is first written (allgather on one row: B's panel in
- * A's block; the estimate is then high by that block). */
+ * live from launch, results to the end). An async stream's buffers are live until the `wait`
+ * that ends the op, so scratch is the op's own. MeshGEMM and Cannon on a square region copy
+ * their operands into the first A buffer and then the B buffer before any stream writes the
+ * others: an operand read for the last time there (not a result, no later use) leaves its
+ * block to the buffers written after it, so they need C + max(the dying operands + the
+ * first A buffer, the buffers) (lower_gemm_shift.c; the planner places 88^3 on 2x2 in 5
+ * blocks with 2 buffers, 4 with 1). Not weighed: other ops' scratch and async code the
+ * planner cannot join (the estimate is then low, and the planner's exit 4 remains), and the
+ * like reuse in the other lowerings (allgather on one row: B's panel in A's block; the
+ * estimate is then high by that block). */
 typedef struct { int64_t sum, pad; } mem_acc; /* aligned bytes, the largest alignment gap */
 
 /* A symbol of `words` words: its 16-byte aligned size, less (once) the gap of the one placed
@@ -59,7 +63,7 @@ static int64_t block_words(const wf_type *t, int w, int h) {
 /* The blocks of the values other than op's operands and results: live[0] those live while
  * op runs (defined before it, read after it), live[1] all that get a symbol. One pass over
  * the ops for every value's definition and last use. */
-static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc live[2]) {
+static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc *live) {
   int n = (int)f->n_values, pos = 0, i = 0;
   int *def = malloc((size_t)n * 2 * sizeof *def), *last = def ? def + n : NULL;
   WF_ASSERT(def);
@@ -80,11 +84,21 @@ static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc live
     for (int u = 1; vi->kind == WF_VAL_GLOBAL && u < v && !dup; u++)
       dup = f->values[u].kind == WF_VAL_GLOBAL && f->values[u].index == vi->index;
     if (dup) continue;
-    int64_t words = block_words(&vi->type, w, h);
-    if (def[v] < pos && last[v] > pos) add_sym(&live[0], words);
-    add_sym(&live[1], words);
+    if (def[v] < pos && last[v] > pos) add_sym(live, block_words(&vi->type, w, h));
   }
   free(def);
+}
+
+/* Whether op reads v for the last time: no later op (the return included) uses it. */
+static int dies_at(const wf_func *f, const wf_op *op, wf_value v) {
+  int after = 0;
+  wf_func_foreach_op(f, o) {
+    if (o == op) after = 1;
+    else if (after)
+      for (int k = 0; k < o->n_operands; k++)
+        if (o->operands[k] == v) return 0;
+  }
+  return after;
 }
 
 /* Bytes per PE algorithm a needs for op (the estimate above): the blocks it lowers with
@@ -92,7 +106,7 @@ static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc live
  * (wf_gemm_buffers, the sizes the lowering allocates; once per op: a batch reuses it), and the
  * other live values. */
 static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gemm_algo a, int nbuf,
-                         const wf_gemm_choice *ch, int k_whole, int64_t kp, const mem_acc other[2]) {
+                         const wf_gemm_choice *ch, int k_whole, int64_t kp, const mem_acc *other) {
   const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
   int ra = ta->rank, rb = tb->rank, shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
   int64_t m = ra >= 2 ? block(ta, ra - 2, w, h) : 1, ka = block(ta, ra - 1, w, h);
@@ -112,23 +126,35 @@ static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gem
     if (kb != kr / h) add_sym(&acc, (kr / h) * n), recv = recv > kb * n ? recv : kb * n, kb = kr / h;
     add_sym(&acc, recv);
   }
-  add_sym(&acc, wa);
-  if (op->operands[1] != op->operands[0]) add_sym(&acc, wb);
-  add_sym(&acc, wc);
+  int same = op->operands[1] == op->operands[0];
+  wf_gemm_bufs bf = {0};
   if (!k_whole) {
-    wf_gemm_bufs bf;
     if (a == WF_GEMM_SUMMA) { /* an axis along which K is not split broadcasts nothing */
       int ax = ta->layout.dims[ra - 1].split, by = tb->layout.dims[rb - 2].split;
       wf_gemm_buffers(a, 2, ax == WF_AXIS_X ? w : 1, by == WF_AXIS_Y ? h : 1, m, ka, kb, n, &bf);
     } else {
       wf_gemm_buffers(a, nbuf, w, h, m, ka, kb, n, &bf);
     }
-    int64_t b[] = {bf.a0, bf.a1, bf.b0, bf.b1, bf.c};
+  }
+  add_sym(&acc, wc);
+  int64_t b[] = {bf.a0, bf.a1, bf.b0, bf.b1, bf.c};
+  if (shift && w == h && !k_whole && w > 1) { /* the operands' blocks reused (above) */
+    mem_acc dying = {0, 0}, bufs = {0, 0};
+    int da = dies_at(f, op, op->operands[0]), db = !same && dies_at(f, op, op->operands[1]);
+    add_sym(da ? &dying : &acc, wa);
+    if (!same) add_sym(db ? &dying : &acc, wb);
+    add_sym(&dying, bf.a0);
+    for (int i = 0; i < 5; i++) add_sym(&bufs, b[i]);
+    const mem_acc *big = dying.sum > bufs.sum ? &dying : &bufs;
+    acc.sum += big->sum;
+    if (big->pad > acc.pad) acc.pad = big->pad;
+  } else {
+    add_sym(&acc, wa);
+    if (!same) add_sym(&acc, wb);
     for (int i = 0; i < 5; i++) add_sym(&acc, b[i]);
   }
-  const mem_acc *o = &other[shift && !k_whole && w * h > 1]; /* async code: every value */
-  acc.sum += o->sum;
-  if (o->pad > acc.pad) acc.pad = o->pad;
+  acc.sum += other->sum;
+  if (other->pad > acc.pad) acc.pad = other->pad;
   return mem_total(&acc);
 }
 
@@ -149,8 +175,8 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   int64_t f_ = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, local = m * n + (m * ka * n + f_ - 1) / f_;
   int k_whole = ax == WF_AXIS_NONE && by == WF_AXIS_NONE; /* K = 1: every lowering multiplies locally */
   int64_t kp = k_whole ? 0 : wf_gemm_k_paddable(f, op, w, h);
-  mem_acc other[2] = {{0, 0}, {0, 0}};
-  others(f, op, w, h, other);
+  mem_acc other = {0, 0};
+  others(f, op, w, h, &other);
   /* weights the host writes aligned for MeshGEMM and Cannon (gemm_preskew.c) */
   ch->preskew = (wf_gemm_preskewable(f, op, 0, w, h) ? WF_PRESKEW_A : 0) |
                 (wf_gemm_preskewable(f, op, 1, w, h) ? WF_PRESKEW_B : 0);
@@ -193,7 +219,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
     ch->predicted[a] = p < 0 ? -1 : p * ch->count;
     if (p < 0 || ch->align[a] < 0) ch->align[a] = -1;
     else ch->align[a] *= ch->count;
-    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, other);
+    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, &other);
     if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 2 && bytes2 < 0 && ch->buffers[a] == 2 && w == h && p >= 0 &&
         ch->bytes[a] > ch->sram) {
       bytes2 = ch->bytes[a];

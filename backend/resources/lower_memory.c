@@ -2,9 +2,9 @@
  * (memplan.c). A symbol is live from its first to its last reference in program order;
  * a reference inside a loop counts for the whole outermost loop (it runs every
  * iteration). Inputs and weights are written at launch (live from 0), outputs are read at
- * the end (live to the end). An async stream reads or writes its buffer in the background,
- * until some later wait: a symbol an async op names is kept live for the whole program. The
- * rest of the main task runs in program order, so its other symbols keep their ranges. A
+ * the end (live to the end). An async stream reads or writes its buffers in the background
+ * until a `wait` joins it: a symbol an async op names stays live up to the first wait that
+ * every PE runs after it (unguarded, outside any loop), or to the end when none does. A
  * class whose code runs in other tasks too (data or control tasks, in no fixed order) keeps
  * every symbol live for the whole program. Over budget: an
  * error naming the tensor that ends highest, the class, the bytes missing, and what to do. */
@@ -52,16 +52,17 @@ int wf_lower_plan_memory(wf_lower *L) {
   int unordered = 0;
   for (int t = 0; t < c->n_tasks; t++)
     unordered |= strcmp(c->tasks[t].name, "main") && c->tasks[t].end > c->tasks[t].start;
-  char *streamed = calloc((size_t)n + 1, 1);
-  WF_ASSERT(streamed);
-  for (int i = 0; i < c->n_code; i++) {
+  /* Outermost loop extent of each instruction. `join[i]`: the first `wait` every PE runs
+   * (unguarded, outside any loop) at or after instruction i, or `end` if none. */
+  int *join = malloc(((size_t)c->n_code + 1) * sizeof *join);
+  WF_ASSERT(join);
+  join[c->n_code] = end;
+  for (int i = c->n_code - 1, d = 0; i >= 0; i--) {
     const wf_pe_instr *in = &c->code[i];
-    if (wf_peops[in->op].cost != WF_PECOST_ASYNC) continue;
-    const char *sig = wf_peops[in->op].sig;
-    for (int a = 0; sig[a]; a++)
-      if (sig[a] == 'd' || sig[a] == 's') streamed[in->args[a].sym] = 1;
+    if (in->op == WF_PEOP_ENDLOOP) d++;
+    join[i] = in->op == WF_PEOP_WAIT && !d && !in->guard.n ? i : join[i + 1];
+    if (in->op == WF_PEOP_LOOP && d > 0) d--;
   }
-  /* Outermost loop extent of each instruction. */
   int depth = 0, open = 0;
   for (int i = 0; i < c->n_code; i++) {
     const wf_pe_instr *in = &c->code[i];
@@ -69,10 +70,13 @@ int wf_lower_plan_memory(wf_lower *L) {
     int lo = depth ? open : i, hi = i;
     if (depth) hi = c->code[open].match; /* LOOP's match: its ENDLOOP */
     if (in->op == WF_PEOP_ENDLOOP && --depth < 0) depth = 0;
+    /* A stream reads or writes its buffers until the wait that joins it. */
+    if (wf_peops[in->op].cost == WF_PECOST_ASYNC) hi = join[hi];
     const char *sig = wf_peops[in->op].sig;
     for (int a = 0; sig[a]; a++)
       if (sig[a] == 'd' || sig[a] == 's') touch(first, last, in->args[a].sym, lo, hi);
   }
+  free(join);
   /* Launch-time data (arguments, constants) and results. */
   for (int i = 0; i < L->f->n_args; i++) touch(first, last, wf_lower_sym(L, L->f->args[i]), 0, 0);
   for (int i = 0; i < n; i++)
@@ -81,7 +85,7 @@ int wf_lower_plan_memory(wf_lower *L) {
     touch(first, last, wf_lower_sym(L, ret->operands[i]), end, end);
   for (int i = 0; i < n; i++) {
     if (first[i] < 0) first[i] = last[i] = 0;
-    if (unordered || streamed[i]) first[i] = 0, last[i] = end;
+    if (unordered) first[i] = 0, last[i] = end;
     ms[i] = (wf_mem_sym){c->syms[i].name, c->syms[i].bytes, 16, first[i], last[i]};
   }
   wf_mem_plan p;
@@ -136,7 +140,6 @@ int wf_lower_plan_memory(wf_lower *L) {
     wf_mem_plan_free(&p);
   }
   free(first);
-  free(streamed);
   free(last);
   free(ms);
   return rc;

@@ -14,8 +14,9 @@
 #  - Predicted cycles within 10% of simulated for the 1-buffer schedule on communication-bound
 #    sizes (2x2 blocks per PE on 8x8 and 16x16, timing mode), and the manifest and explain
 #    name the schedule.
-#  - auto: 2 where the double buffers fit; 1 where they do not (a 88^3 MeshGEMM on 2x2 of 48
-#    KiB PEs: 2 buffers exit 4, auto runs 1 buffer and equals the interpreter).
+#  - auto: 2 where the double buffers fit; 1 where they do not (a 100^3 MeshGEMM on 2x2 of 48
+#    KiB PEs: 2 buffers exit 4, auto runs 1 buffer and equals the interpreter), and 2 again
+#    where the planner fits them only by reusing the operands' blocks (88^3).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh"
@@ -162,14 +163,22 @@ grep -q "1 buffer" "$TMP/ex" && fail "explain of a 2-buffer plan: $(cat "$TMP/ex
 run "auto-fits" "$TMP/r.wir" 4x4 "a=$TMP/r.a.npy b=$TMP/r.b.npy" c "$TMP/r.ref/c.npy" "" \
   --gemm-algo=meshgemm --gemm-buffers=auto
 [ "$(lowering "$TMP/auto-fits")" = meshgemm-interleave ] || fail "auto where 2 buffers fit: $(lowering "$TMP/auto-fits")"
-# 44x44 blocks: A, B, C and four buffers are 7 x 7744 B > 48 KiB; with three, 6 x 7744 B fit
-gen big 88,88 88,88 88,88
+# 50x50 blocks: the buffers take A's and B's blocks once they are copied, so 2 buffers need C and
+# four buffers, 5 x 10000 B > 48 KiB; 1 buffer needs C and three, 4 x 10000 B
+gen big 100,100 100,100 100,100
 rc=0
 waferc "$TMP/big.wir" -o "$TMP/big2" --target=test8x8 --mesh=2x2 --gemm-algo=meshgemm --gemm-buffers=2 -q \
   2>/dev/null || rc=$?
-[ $rc = 4 ] || fail "88^3 on 2x2 with 2 buffers: exit $rc, expected 4 (does not fit)"
+[ $rc = 4 ] || fail "100^3 on 2x2 with 2 buffers: exit $rc, expected 4 (does not fit)"
 run "big-auto" "$TMP/big.wir" 2x2 "a=$TMP/big.a.npy b=$TMP/big.b.npy" c "$TMP/big.ref/c.npy" "" \
   --gemm-algo=meshgemm --gemm-buffers=auto
 [ "$(lowering "$TMP/big-auto")" = meshgemm-interleave-1buf ] || fail "auto where 2 do not fit: $(lowering "$TMP/big-auto")"
 [ "$(mem "$TMP/big-auto")" -le 49152 ] || fail "auto's 1-buffer plan uses $(mem "$TMP/big-auto") B"
+# 44x44 blocks: A, B, C and four buffers would be 7 x 7744 B > 48 KiB, but the planner reuses
+# A's and B's blocks (5 x 7744 B): auto keeps 2 buffers
+gen mid 88,88 88,88 88,88
+run "mid-auto" "$TMP/mid.wir" 2x2 "a=$TMP/mid.a.npy b=$TMP/mid.b.npy" c "$TMP/mid.ref/c.npy" "" \
+  --gemm-algo=meshgemm --gemm-buffers=auto
+[ "$(lowering "$TMP/mid-auto")" = meshgemm-interleave ] || fail "auto where 2 fit by reuse: $(lowering "$TMP/mid-auto")"
+[ "$(mem "$TMP/mid-auto")" = 38720 ] || fail "88^3 with 2 buffers uses $(mem "$TMP/mid-auto") B, expected 5 blocks"
 echo "gemm_buffers: $n checks passed"
