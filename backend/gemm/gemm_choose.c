@@ -35,7 +35,8 @@ static int64_t block(const wf_type *t, int d, int w, int h) {
  * live from launch, results to the end). An async stream's buffers are live until the `wait`
  * that ends the op, so scratch is the op's own. MeshGEMM and Cannon on a square region copy
  * their operands into the first A buffer and then the B buffer before any stream writes the
- * others: an operand read for the last time there (not a result, no later use) leaves its
+ * others: an operand read for the last time there (one matrix: a batch reads its operands
+ * matrix by matrix) (not a result, no later use) leaves its
  * block to the buffers written after it, so they need C + max(the dying operands + the
  * first A buffer, the buffers) (lower_gemm_shift.c; the planner places 88^3 on 2x2 in 5
  * blocks with 2 buffers, 4 with 1). Not weighed: other ops' scratch and async code the
@@ -138,7 +139,7 @@ static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gem
   }
   add_sym(&acc, wc);
   int64_t b[] = {bf.a0, bf.a1, bf.b0, bf.b1, bf.c};
-  if (shift && w == h && !k_whole && w > 1) { /* the operands' blocks reused (above) */
+  if (shift && w == h && !k_whole && w > 1 && ch->count == 1) { /* the operands' blocks reused (above) */
     mem_acc dying = {0, 0}, bufs = {0, 0};
     int da = dies_at(f, op, op->operands[0]), db = !same && dies_at(f, op, op->operands[1]);
     add_sym(da ? &dying : &acc, wa);

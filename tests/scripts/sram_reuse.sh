@@ -2,7 +2,8 @@
 # Liveness-based SRAM planning (backend/resources/lower_memory.c): a chain of six ops over a 1 KiB
 # block needs 7 KiB if every value keeps its own block but only 2 KiB when dead values'
 # memory is reused, so it fits a 4 KiB PE only thanks to reuse; on a 1.5 KiB PE it does
-# not fit at all and the error names the tensor, the class, the bytes missing and a fix.
+# not fit at all and the error names the tensor, the class, the bytes missing and a fix. A
+# LLaMA block's attention and GEMM buffers (async streams, joined by a wait) share bytes.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, NODE, NPY, TMP, fail, n
@@ -71,3 +72,20 @@ sed -n "${line}p" "$TMP/chain.wir" | grep -Eq "(^|[ (])$name( =|:)" ||
   fail "over budget: line $line of chain.wir does not define $name: $(sed -n "${line}p" "$TMP/chain.wir")"
 [ ! -f "$TMP/plan2/manifest.json" ] || fail "a failed compile left a manifest"
 echo "sram_reuse: fits with reuse, over-budget error names the tensor"
+
+# Ops' scratch shares bytes across ops: an async stream's buffers are live until the wait that
+# joins it, so the attention's buffers may sit on the GEMMs' shift buffers (both streamed).
+# The plan must still equal torch's output.
+M=$SRC/examples/models
+waferc "$M/llama_block.onnx" -o "$TMP/blk" --target=test8x8 --mesh=4x4 -q
+cat "$TMP"/blk/programs/*.wpe | awk '
+  $1 == ".sym" && $2 ~ /^\$(att|gemm)_/ { name[n] = $2; lo[n] = $3; hi[n] = $3 + $4; n++ }
+  END {
+    for (i = 0; i < n; i++) for (j = 0; j < n; j++)
+      if (name[i] ~ /^\$att_/ && name[j] ~ /^\$gemm_/ && lo[i] < hi[j] && lo[j] < hi[i]) shared++
+    if (!shared) { print "no $att_ buffer shares bytes with a $gemm_ buffer"; exit 1 }
+  }' || fail "llama block on 4x4: scratch of different ops never shares SRAM"
+waferrun "$TMP/blk" --input x="$M/llama_block_input.npy" --output-dir "$TMP/blk-out" -q
+wafer-npycmp "$TMP"/blk-out/*.npy "$M/llama_block_ref.npy" --atol 1e-4 --rtol 0 >/dev/null ||
+  fail "llama block on 4x4 with shared scratch: output differs from torch"
+echo "sram_reuse: streamed scratch of different ops shares SRAM, output equals torch"
