@@ -119,6 +119,7 @@ n=$((n + 1))
 # The SRAM trade (docs/generation.md, "The switch"): moving the weights makes a pair fit that
 # resident weights do not (each phase no longer holds the other's), and auto keeps the weights
 # resident, with a note, when the switch cannot hold the moves.
+# Past what fits, the note names the largest N the compile accepts with the weights moved.
 expect_exit() { # WANT LABEL -- waferc args
   local want=$1 label=$2 rc=0
   shift 3
@@ -136,6 +137,16 @@ waferrun "$TMP/fit" -q --input "input_ids=$G/llama_mqa_halfrope_prompt.npy" --ge
 wafer-npycmp "$TMP/fit/out/tokens.npy" "$G/llama_mqa_halfrope_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
   fail "3x3 -> 3x2: the tokens differ from torch's"
 grep -q '"weights_moved":[[:space:]]*[1-9]' "$TMP/fit/report.json" || fail "3x3 -> 3x2: no weight moved"
+# Past what fits, the note's largest N is the one the compile accepts with the weights moved
+# (counting them resident, nothing would fit): N compiles, N + 1 does not.
+expect_exit 4 "3x3 -> 3x2, N=40" -- "$M" -o "$TMP/fit40" --target=wse2 --mesh=3x3 --decode-mesh=3x2 \
+  --input-shape "input_ids=1x$L" --generate=40
+most=$(sed -n 's/.*for at most --generate=\([0-9]*\).*/\1/p' "$TMP/err")
+[ -n "$most" ] && [ "$most" -ge 8 ] || fail "3x3 -> 3x2, N=40: the note names no N >= 8: $(grep note "$TMP/err")"
+expect_exit 0 "3x3 -> 3x2, the note's N=$most" -- "$M" -o "$TMP/fitn" --target=wse2 --mesh=3x3 --decode-mesh=3x2 \
+  --input-shape "input_ids=1x$L" --generate="$most"
+expect_exit 4 "3x3 -> 3x2, N=$((most + 1))" -- "$M" -o "$TMP/fitn1" --target=wse2 --mesh=3x3 --decode-mesh=3x2 \
+  --input-shape "input_ids=1x$L" --generate=$((most + 1))
 M=$G/llama_mha_halfrope.onnx
 L=$(prompt_len "$G/llama_mha_halfrope_prompt.npy")
 expect_exit 4 "4x3 -> 2x2, move" -- "$M" -o "$TMP/back" --target=wse2 --mesh=4x3 --decode-mesh=2x2 \

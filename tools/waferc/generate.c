@@ -134,12 +134,6 @@ static void dec_mesh(const wf_cli *c, const wf_gen_compile *g, int *w, int *h) {
   *h = g->dec_h ? g->dec_h : c->target.mesh_h;
 }
 
-static int dec_rows(const wf_cli *c, const wf_gen_compile *g) {
-  int w, h;
-  dec_mesh(c, g, &w, &h);
-  return h;
-}
-
 /* The decode step for the decode region, cap slots per row of it. */
 static int compile_decode(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int64_t cap,
                           const char *dir, int *layers, layer_pack *lp) {
@@ -166,19 +160,32 @@ static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
 static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
                             const weight_move *mv, int n_mv);
 
-/* The largest n' < n for which both phases fit; 0 when none does. Errors are silenced. */
+static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
+                       int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report,
+                       int *switch_full);
+
+/* The largest n' < n for which both phases fit, with the budgets the compile itself checks
+ * (on regions of two sizes the switch plan's, with the weights --switch-weights moves); 0
+ * when none does. Errors are silenced. */
 static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t n, int concat) {
   char dir[] = "/tmp/waferc-gen-XXXXXX";
   if (!mkdtemp(dir)) return 0;
-  char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d"), shape[256];
+  char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d"), *sdir = wf_path_join(dir, "s"), shape[256];
   snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)L);
   int64_t lo = 0, hi = n; /* lo fits (0: nothing known), hi does not */
+  int dw, dh, players = 0, layers = 0;
+  dec_mesh(c, g, &dw, &dh);
+  int two = dw != c->target.mesh_w || dh != c->target.mesh_h;
+  layer_pack pre[MAX_LAYERS], dec[MAX_LAYERS];
   wf_diag_set_sink(no_diag, NULL);
-  if (compile_one(c, g, shape, "generate-prefill", pdir, NULL, NULL, NULL)) hi = 1; /* the prefill alone does not */
+  if (compile_one(c, g, shape, "generate-prefill", pdir, NULL, &players, pre)) hi = 1; /* the prefill alone does not */
   while (hi - lo > 1) {
-    int64_t mid = lo + (hi - lo) / 2;
-    int rc = compile_decode(c, g, name, L, mid, slots_per_row(L, dec_rows(c, g), mid, concat), ddir, NULL, NULL);
-    if (!rc) rc = check_coresident(c, pdir, ddir, NULL, NULL, 0);
+    int64_t mid = lo + (hi - lo) / 2, cap = slots_per_row(L, dh, mid, concat);
+    int rc = compile_decode(c, g, name, L, mid, cap, ddir, &layers, dec);
+    if (!rc && two && layers == players && layers <= MAX_LAYERS)
+      rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, pdir, ddir, sdir, 0, NULL);
+    else if (!rc)
+      rc = check_coresident(c, pdir, ddir, NULL, NULL, 0);
     if (rc == WF_EXIT_OK) lo = mid;
     else if (rc == WF_EXIT_NOFIT) hi = mid;
     else break;
@@ -187,6 +194,7 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   free(pdir);
   free(ddir);
+  free(sdir);
   return lo;
 }
 
