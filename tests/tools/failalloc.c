@@ -42,7 +42,23 @@ static void note_site(void *ret) {
     }
   }
 }
+/* The verdicts of ours() by return address, direct-mapped: dladdr for every allocation made
+ * LD_PRELOAD a slow start for tools whose libraries allocate much as they load (SimGrid). */
+enum { VERDICT_CAP = 1 << 12 };
+static struct {
+  void *ret;
+  int ours;
+} g_verdict[VERDICT_CAP];
+static int ours_uncached(void *ret);
 static int ours(void *ret) {
+  size_t j = (((size_t)ret >> 2) * 0x9E3779B97F4A7C15ull) >> 52;
+  if (g_verdict[j].ret != ret) {
+    g_verdict[j].ours = ours_uncached(ret);
+    g_verdict[j].ret = ret;
+  }
+  return g_verdict[j].ours;
+}
+static int ours_uncached(void *ret) {
   Dl_info di;
   if (!dladdr(ret, &di) || !di.dli_fname) return 0;
   const char *b = strrchr(di.dli_fname, '/');
