@@ -105,7 +105,7 @@ sweep_tool() {
   shift 4
   tool=$(basename "$1")
   rm -rf run run.tmp && mkdir run run.tmp
-  (cd run && TMPDIR=$TMP/run.tmp "$@" >../ref_$label.out 2>../err) || fail "$label: $tool failed without injection: $(head -3 err)"
+  (cd run && TMPDIR=$TMP/run.tmp "$@" >../ref_$label.out 2>../run.stderr) || fail "$label: $tool failed without injection: $(head -3 run.stderr)"
   if [ "$out" != - ]; then mv "run/$out" "ref_$label.file" || fail "$label: $tool wrote no $out"; fi
   local p=($(cd run && TMPDIR=$TMP/run.tmp probe "$@"))
   total=${p[0]:-0}
@@ -114,18 +114,18 @@ sweep_tool() {
   for k in $( { seq 1 "$step" "$((total + 1))"; printf '%s\n' "${p[@]:1}"; } | sort -nu); do
     rm -rf run run.tmp && mkdir run run.tmp
     rc=0
-    (cd run && WF_FAIL_ALLOC_AT=$k LD_PRELOAD=$SHIM TMPDIR=$TMP/run.tmp "$@" >../o 2>../err) || rc=$?
+    (cd run && WF_FAIL_ALLOC_AT=$k LD_PRELOAD=$SHIM TMPDIR=$TMP/run.tmp "$@" >../run.stdout 2>../run.stderr) || rc=$?
     case $rc in
-      0) cmp -s o "ref_$label.out" || fail "$label: allocation $k failed, $tool exited 0 with another output"
+      0) cmp -s run.stdout "ref_$label.out" || fail "$label: allocation $k failed, $tool exited 0 with another output"
          if [ "$out" != - ]; then
            cmp -s "run/$out" "ref_$label.file" || fail "$label: allocation $k failed, $tool exited 0 with another $out"
            rm "run/$out"
          fi ;;
-      7) grep -q "^$tool: error: out of host memory" err ||
-           fail "$label: allocation $k: exit 7 without the message: $(head -2 err)"
-         [ ! -s o ] || fail "$label: allocation $k: exit 7 after printing $(wc -c <o) bytes"
+      7) grep -q "^$tool: error: out of host memory" run.stderr ||
+           fail "$label: allocation $k: exit 7 without the message: $(head -2 run.stderr)"
+         [ ! -s run.stdout ] || fail "$label: allocation $k: exit 7 after printing $(wc -c <run.stdout) bytes"
          [ "$out" = - ] || [ ! -e "run/$out" ] || fail "$label: allocation $k: exit 7 left $out" ;;
-      *) fail "$label: allocation $k of $total failed and $tool exited $rc: $(head -3 err)" ;;
+      *) fail "$label: allocation $k of $total failed and $tool exited $rc: $(head -3 run.stderr)" ;;
     esac
     left=$(ls -A run run.tmp | grep -v '^run.*:$' | grep -v '^$' || true)
     [ -z "$left" ] || fail "$label: allocation $k (exit $rc) left $(echo $left)"
