@@ -150,6 +150,7 @@ void moe_platform_done(const moe_opts *o, char *path) {
 
 void moe_print_json(cJSON *root) {
   char *text = cJSON_Print(root);
+  WF_ASSERT(text != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   printf("%s\n", text);
   free(text);
   cJSON_Delete(root);
