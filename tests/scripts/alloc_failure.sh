@@ -10,15 +10,17 @@
 #  - on success, give the same plan (its manifest) or the same output as a run without failures;
 #  - leave no plan where it failed (no manifest) and no stage directory beside it.
 # The other tools, each swept by sweep_tool below: wafer-opt (canonicalize,cse,dce on a lit
-# input, -o FILE; partition and lower-gemm on the .wir matmul; the raise passes on the lit
-# attention chains), wafer-bench gemm (auto algorithm on a 2x2 mesh, 8x8x8, timing mode) and
-# wafer-moe mapping (2x1 dies, TP 1). A sweep of at most 200 allocations fails every one; a
-# longer one fails every STEP-th (given per sweep, 4 to 8) and, so that no call site goes
-# untried, the first allocation of every call site (WF_FAIL_ALLOC_SITES). Each run must exit
-# 0 with the same standard output and output file as a run without failures, or exit 7 with
-# "TOOL: error: out of host memory", nothing on standard output and no output file; either
-# way nothing else is left in its directory or its TMPDIR (no half-written file beside -o,
-# no temporary plan or platform directory). About 50 s of the test's time.
+# input, with --statistics and -o FILE; the raise passes on the lit attention chains),
+# wafer-bench gemm (auto algorithm: every algorithm's cost, partition and lower-gemm, then
+# the plan's compile and timing simulation; 2x2 mesh, 8x8x8) and wafer-moe mapping (2x1
+# dies, TP 1, on SimGrid). A sweep of at most 60 allocations fails every one; a longer one
+# fails every STEP-th (per sweep: 8 for wafer-opt, 16 for wafer-bench, 32 for wafer-moe) and,
+# so that no call site goes untried, the first allocation of every call site (return
+# address; WF_FAIL_ALLOC_SITES). Each run must exit 0 with the same standard output and
+# output file as a run without failures, or exit 7 with "TOOL: error: out of host memory",
+# nothing on standard output and no output file; either way nothing else is left in its
+# directory or its TMPDIR (no half-written file beside -o, no temporary plan or platform
+# directory). 250 runs, about a minute of CPU time (0.2 s a run, mostly loading the tools).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 BIN=${WAFERC_BINARY_DIR:?}
