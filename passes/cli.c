@@ -253,7 +253,7 @@ int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
   if (!exists || S_ISREG(st.st_mode)) {
     tmp = open_beside(path, exists ? &st : NULL, &f);
     if (!tmp) {
-      wf_error_at(path, "cannot write a file beside it: %s", strerror(errno));
+      wf_error_at(path, "cannot open for writing: %s", strerror(errno));
       return WF_EXIT_IO;
     }
     static int registered;
