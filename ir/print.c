@@ -3,6 +3,7 @@
  * Output is canonical: parse(print(m)) prints byte-identically. Names that could not be read
  * back (characters outside the name alphabet, duplicates) are rewritten here, so every dump
  * parses whatever a pass or a frontend stored. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,7 +490,12 @@ char *wf_print_module_str(const wf_module *m, const wf_print_opts *opts) {
   FILE *out = open_memstream(&buf, &len);
   WF_ASSERT(out != NULL);
   wf_print_module(out, m, opts);
-  fclose(out);
+  /* a memory stream's writes fail only when growing its buffer does: out of host memory, not
+   * a shorter module (exit 7, said) */
+  int bad = ferror(out);
+  bad |= fclose(out) != 0;
+  if (bad) errno = ENOMEM;
+  WF_ASSERT(!bad && buf != NULL);
   return buf;
 }
 

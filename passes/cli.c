@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "passes/cli.h"
 #include "passes/pass_internal.h"
@@ -195,6 +197,46 @@ wf_module *wf_cli_read_module(const char *path, int *rc) {
   return m;
 }
 
+/* The temporary file wf_cli_write_module is writing, removed at exit when the tool stops
+ * before it is renamed into place (out of host memory: diag.h's exit 7 runs the atexit
+ * handlers), so an -o file is never left half-written. */
+static char *g_live_tmp;
+
+static void remove_live_tmp(void) {
+  if (g_live_tmp) unlink(g_live_tmp);
+}
+
+/* A new file beside `path` to write the module into, opened for writing in *f, with the
+ * mode `path` has (or would get); NULL when there is none (errno set). */
+static char *open_beside(const char *path, const struct stat *old, FILE **f) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 16);
+  WF_ASSERT(tmp != NULL);
+  const char *slash = strrchr(path, '/');
+  size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+  snprintf(tmp, n + 16, "%.*s.%s.XXXXXX", (int)dir, path, path + dir);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    free(tmp);
+    return NULL;
+  }
+  mode_t mode = old ? old->st_mode & 07777 : 0666;
+  if (!old) {
+    mode_t mask = umask(0);
+    umask(mask);
+    mode &= ~mask;
+  }
+  if (fchmod(fd, mode) != 0 || !(*f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    errno = e;
+    return NULL;
+  }
+  return tmp;
+}
+
 int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
   wf_print_opts o = c->pm.print_opts;
   if (c->output_whole && !c->elide_given) o.elide_elements_above = -1;
@@ -202,17 +244,37 @@ int wf_cli_write_module(const wf_cli *c, const char *path, const wf_module *m) {
     wf_print_module(stdout, m, &o);
     return fflush(stdout) == 0 ? WF_EXIT_OK : WF_EXIT_IO;
   }
-  FILE *f = fopen(path, "w");
-  if (!f) {
+  /* A regular file (or a new one) is written beside it and renamed over it once complete;
+   * anything else (a device such as /dev/null, a pipe, a symbolic link) is written in place. */
+  struct stat st;
+  int exists = lstat(path, &st) == 0;
+  char *tmp = NULL;
+  FILE *f = NULL;
+  if (!exists || S_ISREG(st.st_mode)) {
+    tmp = open_beside(path, exists ? &st : NULL, &f);
+    if (!tmp) {
+      wf_error_at(path, "cannot open for writing: %s", strerror(errno));
+      return WF_EXIT_IO;
+    }
+    static int registered;
+    if (!registered) registered = !atexit(remove_live_tmp);
+    g_live_tmp = tmp;
+  } else if (!(f = fopen(path, "w"))) {
     wf_error_at(path, "cannot open for writing: %s", strerror(errno));
     return WF_EXIT_IO;
   }
   wf_print_module(f, m, &o);
-  if (ferror(f) | (fclose(f) != 0)) {
+  int rc = WF_EXIT_OK;
+  if (ferror(f) | (fclose(f) != 0) || (tmp && rename(tmp, path) != 0)) {
     wf_error_at(path, "cannot write: %s", strerror(errno));
-    return WF_EXIT_IO;
+    rc = WF_EXIT_IO;
   }
-  return WF_EXIT_OK;
+  if (tmp) {
+    if (rc) unlink(tmp);
+    g_live_tmp = NULL;
+    free(tmp);
+  }
+  return rc;
 }
 
 /* The shared options, for "did you mean" (wf_cli_parse_common is the authority). */

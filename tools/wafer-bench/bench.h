@@ -36,6 +36,10 @@ int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *kee
 int wf_bench_manifest_field(const char *plan_dir, const char *key, char *buf, size_t cap);
 /* Writes s as a JSON string literal. */
 void wf_bench_json_str(FILE *out, const char *s);
+/* Makes a fresh temporary directory $TMPDIR/STEM.XXXXXX (/tmp without TMPDIR) into dir (a
+ * buffer of 4096), removed at exit unless wf_bench_rmplan removed it first; WF_EXIT_IO (said)
+ * when it cannot. */
+int wf_bench_tmpdir(char *dir, const char *stem);
 /* Removes a plan directory written by wf_bench_run. */
 void wf_bench_rmplan(const char *dir);
 

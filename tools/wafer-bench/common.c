@@ -37,7 +37,31 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
   return 0;
 }
 
-void wf_bench_rmplan(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+/* The temporary plan directory being written, removed at exit when the run stops before
+ * wf_bench_rmplan (out of host memory: diag.h's exit 7 runs the atexit handlers). */
+static char g_live[4096];
+
+static void rm_live(void) {
+  if (g_live[0]) nftw(g_live, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int wf_bench_tmpdir(char *dir, const char *stem) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, 4096, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+  if (!mkdtemp(dir)) {
+    wf_error_at(dir, "cannot create a temporary plan directory");
+    return WF_EXIT_IO;
+  }
+  static int registered;
+  if (!registered) registered = !atexit(rm_live);
+  snprintf(g_live, sizeof g_live, "%s", dir);
+  return 0;
+}
+
+void wf_bench_rmplan(const char *dir) {
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (!strcmp(dir, g_live)) g_live[0] = 0;
+}
 
 int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
                  const wf_tensor *input, int64_t *cycles, wf_tensor **out, char *plan_dir) {
@@ -49,13 +73,8 @@ int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *kee
   if (phases) phases[0] = -1;
   if (keep_dir) {
     snprintf(plan_dir, 4096, "%s", keep_dir);
-  } else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(plan_dir, 4096, "%s/wafer-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(plan_dir)) {
-      wf_error_at(plan_dir, "cannot create a temporary plan directory");
-      return WF_EXIT_IO;
-    }
+  } else if (wf_bench_tmpdir(plan_dir, "wafer-bench")) {
+    return WF_EXIT_IO;
   }
   wf_module *m = wf_parse_string(ir_text, "wafer-bench.wir");
   if (!m) return WF_EXIT_INPUT;

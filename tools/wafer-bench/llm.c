@@ -58,14 +58,9 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
   }
   char dir[4096];
   if (keep) snprintf(dir, sizeof dir, "%s", keep);
-  else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/wafer-bench-llm.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-      wf_error_at(dir, "cannot create a temporary plan directory");
-      wf_module_free(m);
-      return WF_EXIT_IO;
-    }
+  else if (wf_bench_tmpdir(dir, "wafer-bench-llm")) {
+    wf_module_free(m);
+    return WF_EXIT_IO;
   }
   wf_plan_opts po = WF_PLAN_OPTS_DEFAULT;
   po.compiler_flags = "wafer-bench llm";
@@ -88,8 +83,9 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
     if (!s) rc = WF_EXIT_RUNTIME;
     if (s && step_count > 0) { /* decode_attention's step terms: every row holds step_count tokens */
       int *counts = malloc((size_t)t->mesh_h * sizeof *counts);
-      for (int i = 0; counts && i < t->mesh_h; i++) counts[i] = (int)step_count;
-      if (!counts || wf_sim_set_step(s, 0, counts)) rc = WF_EXIT_RUNTIME;
+      WF_ASSERT(counts != NULL); /* out of host memory: exit 7, said (ir/diag.c) */
+      for (int i = 0; i < t->mesh_h; i++) counts[i] = (int)step_count;
+      if (wf_sim_set_step(s, 0, counts)) rc = WF_EXIT_RUNTIME;
       free(counts);
     }
     if (s && !rc) {

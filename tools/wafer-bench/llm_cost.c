@@ -14,6 +14,7 @@
 #include "passes/head_layout.h"
 #include "tools/wafer-bench/llm.h"
 #include "waferc/collectives.h"
+#include "waferc/diag.h"
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -36,7 +37,7 @@ void wf_llm_decode_tune(const wf_llm_model *m, const wf_target *t, wf_llm_shape 
   int64_t cv = cdiv(m->vocab, W);
   wf_coll_params p = wf_coll_params_from_target(t);
   int64_t nl = m->layers, *lens = malloc((size_t)(5 * nl + 1) * sizeof *lens);
-  if (!lens) return; /* left untuned: K = 2 */
+  WF_ASSERT(lens != NULL); /* out of host memory: exit 7, said (ir/diag.c); not left untuned */
   for (int64_t l = 0; l < nl; l++) /* along y: q, k, v, gate, up; along x: o, down */
     lens[5 * l] = cq, lens[5 * l + 1] = lens[5 * l + 2] = ckv, lens[5 * l + 3] = lens[5 * l + 4] = cf;
   lens[5 * nl] = cv;

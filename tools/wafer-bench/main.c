@@ -31,6 +31,7 @@ int wf_bench_gemv(int argc, char **argv);
 int wf_bench_llm(int argc, char **argv);
 
 int main(int argc, char **argv) {
+  wf_diag_set_program("wafer-bench"); /* names it in messages without a place (out of host memory) */
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? WF_EXIT_USAGE : 0;

@@ -28,6 +28,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  wf_diag_set_program("wafer-moe"); /* names it in messages without a place (out of host memory) */
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? WF_EXIT_USAGE : 0;

@@ -103,33 +103,54 @@ int moe_setup(const moe_opts *o, wf_die_system *s, const wf_moe_model **model) {
   return 0;
 }
 
+/* The temporary platform file and its directory, removed at exit when the run stops before
+ * moe_platform_done (out of host memory: diag.h's exit 7 runs the atexit handlers). */
+static char *g_live_platform;
+
+static void remove_platform(char *path) {
+  unlink(path);
+  char *slash = strrchr(path, '/');
+  if (slash) *slash = 0, rmdir(path), *slash = '/';
+}
+
+static void remove_live_platform(void) {
+  if (g_live_platform) remove_platform(g_live_platform);
+}
+
 char *moe_platform_path(const moe_opts *o) {
-  if (o->platform) return strdup(o->platform);
+  if (o->platform) {
+    char *p = strdup(o->platform);
+    WF_ASSERT(p != NULL); /* out of host memory: exit 7, said (ir/diag.c) */
+    return p;
+  }
   const char *tmp = getenv("TMPDIR");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/wafer-moe.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    wf_error_at(dir, "cannot create a temporary directory for the SimGrid platform: %s (set TMPDIR or --platform)",
+  /* allocated before the directory is made, so a failed allocation leaves none behind */
+  size_t n = strlen(tmp && *tmp ? tmp : "/tmp") + 64;
+  char *p = malloc(n);
+  WF_ASSERT(p != NULL);
+  snprintf(p, n, "%s/wafer-moe.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(p)) {
+    wf_error_at(p, "cannot create a temporary directory for the SimGrid platform: %s (set TMPDIR or --platform)",
                 strerror(errno));
+    free(p);
     return NULL;
   }
-  size_t n = strlen(dir) + 32;
-  char *p = malloc(n);
-  snprintf(p, n, "%s/platform.xml", dir);
+  strcat(p, "/platform.xml");
+  static int registered;
+  if (!registered) registered = !atexit(remove_live_platform);
+  g_live_platform = p;
   return p;
 }
 
 void moe_platform_done(const moe_opts *o, char *path) {
-  if (path && !o->platform) {
-    unlink(path);
-    char *slash = strrchr(path, '/');
-    if (slash) *slash = 0, rmdir(path);
-  }
+  if (path && path == g_live_platform) g_live_platform = NULL;
+  if (path && !o->platform) remove_platform(path);
   free(path);
 }
 
 void moe_print_json(cJSON *root) {
   char *text = cJSON_Print(root);
+  WF_ASSERT(text != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   printf("%s\n", text);
   free(text);
   cJSON_Delete(root);
