@@ -35,10 +35,9 @@ static int64_t block(const wf_type *t, int d, int w, int h) {
  * live from launch, results to the end). An async stream's buffers are live until the `wait`
  * that ends the op, so scratch is the op's own. MeshGEMM and Cannon on a square region copy
  * their operands into the first A buffer and then the B buffer before any stream writes the
- * others: an operand read for the last time there (one matrix: a batch reads its operands
- * matrix by matrix) (not a result, no later use) leaves its
- * block to the buffers written after it, so they need C + max(the dying operands + the
- * first A buffer, the buffers) (lower_gemm_shift.c; the planner places 88^3 on 2x2 in 5
+ * others: an operand read for the last time there (no later use, not a result) leaves its
+ * block to the buffers written after it, so one matrix needs C + max(the dying operands +
+ * the first A buffer, the buffers) (a batch reads its operands matrix by matrix: no reuse) (lower_gemm_shift.c; the planner places 88^3 on 2x2 in 5
  * blocks with 2 buffers, 4 with 1). Not weighed: other ops' scratch and async code the
  * planner cannot join (the estimate is then low, and the planner's exit 4 remains), and the
  * like reuse in the other lowerings (allgather on one row: B's panel in A's block; the
@@ -61,10 +60,11 @@ static int64_t block_words(const wf_type *t, int w, int h) {
   return e;
 }
 
-/* The blocks of the values other than op's operands and results: live[0] those live while
- * op runs (defined before it, read after it), live[1] all that get a symbol. One pass over
- * the ops for every value's definition and last use. */
-static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc *live) {
+/* The blocks of the values other than op's operands and results that are live while op runs
+ * (defined before it, read after it) into *live, and dies[k] = whether op reads its operand k
+ * for the last time (no later op, the return included, uses it). One pass over the ops for
+ * every value's definition and last use. */
+static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc *live, int dies[2]) {
   int n = (int)f->n_values, pos = 0, i = 0;
   int *def = malloc((size_t)n * 2 * sizeof *def), *last = def ? def + n : NULL;
   WF_ASSERT(def);
@@ -75,6 +75,7 @@ static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc *liv
     for (int k = 0; k < o->n_operands; k++) last[o->operands[k]] = i;
     i++;
   }
+  for (int k = 0; k < 2; k++) dies[k] = k < op->n_operands && last[op->operands[k]] == pos;
   for (int k = 0; k < op->n_operands; k++) last[op->operands[k]] = -2; /* the op's own */
   for (int r = 0; r < op->n_results; r++) last[op->results[r]] = -2;
   for (int v = 1; v < n; v++) {
@@ -90,24 +91,13 @@ static void others(const wf_func *f, const wf_op *op, int w, int h, mem_acc *liv
   free(def);
 }
 
-/* Whether op reads v for the last time: no later op (the return included) uses it. */
-static int dies_at(const wf_func *f, const wf_op *op, wf_value v) {
-  int after = 0;
-  wf_func_foreach_op(f, o) {
-    if (o == op) after = 1;
-    else if (after)
-      for (int k = 0; k < o->n_operands; k++)
-        if (o->operands[k] == v) return 0;
-  }
-  return after;
-}
-
 /* Bytes per PE algorithm a needs for op (the estimate above): the blocks it lowers with
  * (MeshGEMM and Cannon on W x H: K padded to kp, or re-cut into scratch), its scratch
  * (wf_gemm_buffers, the sizes the lowering allocates; once per op: a batch reuses it), and the
  * other live values. */
 static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gemm_algo a, int nbuf,
-                         const wf_gemm_choice *ch, int k_whole, int64_t kp, const mem_acc *other) {
+                         const wf_gemm_choice *ch, int k_whole, int64_t kp, const mem_acc *other,
+                         const int dies[2]) {
   const wf_type *ta = wf_value_type(f, op->operands[0]), *tb = wf_value_type(f, op->operands[1]);
   int ra = ta->rank, rb = tb->rank, shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
   int64_t m = ra >= 2 ? block(ta, ra - 2, w, h) : 1, ka = block(ta, ra - 1, w, h);
@@ -141,7 +131,7 @@ static int64_t sram_need(const wf_func *f, const wf_op *op, int w, int h, wf_gem
   int64_t b[] = {bf.a0, bf.a1, bf.b0, bf.b1, bf.c};
   if (shift && w == h && !k_whole && w > 1 && ch->count == 1) { /* the operands' blocks reused (above) */
     mem_acc dying = {0, 0}, bufs = {0, 0};
-    int da = dies_at(f, op, op->operands[0]), db = !same && dies_at(f, op, op->operands[1]);
+    int da = dies[0], db = !same && dies[1];
     add_sym(da ? &dying : &acc, wa);
     if (!same) add_sym(db ? &dying : &acc, wb);
     add_sym(&dying, bf.a0);
@@ -177,7 +167,8 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   int k_whole = ax == WF_AXIS_NONE && by == WF_AXIS_NONE; /* K = 1: every lowering multiplies locally */
   int64_t kp = k_whole ? 0 : wf_gemm_k_paddable(f, op, w, h);
   mem_acc other = {0, 0};
-  others(f, op, w, h, &other);
+  int dies[2];
+  others(f, op, w, h, &other, dies);
   /* weights the host writes aligned for MeshGEMM and Cannon (gemm_preskew.c) */
   ch->preskew = (wf_gemm_preskewable(f, op, 0, w, h) ? WF_PRESKEW_A : 0) |
                 (wf_gemm_preskewable(f, op, 1, w, h) ? WF_PRESKEW_B : 0);
@@ -220,7 +211,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
     ch->predicted[a] = p < 0 ? -1 : p * ch->count;
     if (p < 0 || ch->align[a] < 0) ch->align[a] = -1;
     else ch->align[a] *= ch->count;
-    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, &other);
+    if (p >= 0) ch->bytes[a] = sram_need(f, op, w, h, (wf_gemm_algo)a, nb, ch, k_whole, kp, &other, dies);
     if (nbuf == WF_GEMM_BUFFERS_AUTO && nb == 2 && bytes2 < 0 && ch->buffers[a] == 2 && w == h && p >= 0 &&
         ch->bytes[a] > ch->sram) {
       bytes2 = ch->bytes[a];
