@@ -64,9 +64,12 @@ int wf_ktree_build(int n, int K, int groups, wf_ktree *t) {
   return 0;
 }
 
+/* The reduce is the lowered tree's stream schedule (wf_coll_tree_schedule), not equation 1 over
+ * the tree's terms: a group root reads its own group's members one after another before its
+ * message to the next level starts, so the levels' reads add up along the critical path, which
+ * equation 1's single contention term (the largest fan-in) leaves out. */
 double wf_ktree_cost(const wf_ktree *t, int64_t B, const wf_coll_params *p, int bcast_back) {
-  wf_coll_terms terms = wf_coll_tree_terms(&t->tree, B);
-  double v = wf_coll_model(&terms, p);
+  double v = wf_coll_tree_schedule(&t->tree, B, p);
   if (bcast_back) v += wf_coll_bcast_at(t->tree.n, B, t->root, p);
   return v;
 }

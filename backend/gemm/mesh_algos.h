@@ -68,8 +68,9 @@ typedef struct wf_ktree {
  * groups hold ceil(n^(1/K)) PEs. Returns 0, -1 on bad arguments or no memory. */
 int wf_ktree_build(int n, int K, int groups, wf_ktree *t);
 void wf_ktree_free(wf_ktree *t);
-/* Predicted cycles under the Reduce paper's model: the reduce (equation 1 over the tree's
- * terms), plus the flooding broadcast from the root when `bcast_back`. */
+/* Predicted cycles: the reduce as the lowered tree's stream schedule (wf_coll_tree_schedule:
+ * each root reads its children nearest first, a level's message starts when its root has
+ * read its group), plus the flooding broadcast from the root when `bcast_back`. */
 double wf_ktree_cost(const wf_ktree *t, int64_t B, const wf_coll_params *p, int bcast_back);
 
 #endif
