@@ -51,6 +51,7 @@ static wf_op *build(ox_nctx *n, wf_func *f, wf_opcode code, int n_in, const wf_v
 
 static int fold(ox_nctx *n, wf_opcode code, int n_in, ox_val *const *in, int n_attr, const ox_attrv *attrs,
                 int n_res, const wf_type *decl, ox_val **out) {
+  if (ox_memo_find(n->cx, (int)code, n_in, in, n_attr, attrs, decl, n_res, out)) return WF_EXIT_OK;
   wf_module *sm = wf_module_new();
   wf_func *sf = wf_func_new(sm, "fold", n->eloc);
   wf_value args[64];
@@ -63,22 +64,22 @@ static int fold(ox_nctx *n, wf_opcode code, int n_in, ox_val *const *in, int n_a
   wf_type inferred[MAX_RES];
   int rc = WF_EXIT_INPUT;
   wf_op *op = build(n, sf, code, n_in, args, n_attr, attrs, n_res, decl, inferred);
-  /* Folding may not grow the constants without bound: a result larger than its operands (an
-   * Expand of three numbers to 10^9 elements, say) takes the growth from the import's budget
-   * (ox_host_budget); past it, the op stays an op, so a file of a kilobyte cannot make the
-   * importer allocate gigabytes, and what does not fit the mesh is refused where sizes are
+  /* Folding may not grow the constants without bound: results larger than their operands (an
+   * Expand of three numbers to 10^9 elements, say) take the growth in bytes from the import's
+   * budget (ox_host_budget); past it, the op stays an op, so a file of a kilobyte cannot make
+   * the importer allocate gigabytes, and what does not fit the mesh is refused where sizes are
    * checked. Shape subgraphs, masks and a weight's Transpose or Cast fold as before. */
-  int64_t in_elems = 0, out_elems = 0;
-  for (int i = 0; i < n_in; i++) in_elems += wf_tensor_numel(ks[i]);
+  int64_t in_bytes = 0, out_bytes = 0;
+  for (int i = 0; i < n_in; i++) in_bytes += (int64_t)wf_tensor_bytes(ks[i]);
   for (int r = 0; op && r < n_res; r++) {
-    int64_t e = 1; /* without overflow: a hostile shape saturates */
+    int64_t e = (int64_t)wf_dtype_size(inferred[r].dtype); /* without overflow: a hostile shape saturates */
     for (int d = 0; d < inferred[r].rank; d++) {
       int64_t v = inferred[r].dims[d];
       e = v < 0 || (v > 0 && e > INT64_MAX / v) ? INT64_MAX : e * v;
     }
-    out_elems = out_elems > INT64_MAX - e ? INT64_MAX : out_elems + e;
+    out_bytes = out_bytes > INT64_MAX - e ? INT64_MAX : out_bytes + e;
   }
-  if (op && out_elems > in_elems && ox_host_budget(n->cx, out_elems - in_elems)) {
+  if (op && out_bytes > in_bytes && ox_host_budget(n->cx, out_bytes - in_bytes)) {
     wf_module_free(sm);
     return OX_NOT_FOLDED;
   }
@@ -90,6 +91,7 @@ static int fold(ox_nctx *n, wf_opcode code, int n_in, ox_val *const *in, int n_a
     int got = 0;
     if (wf_interpret(sm, "fold", n_in, ks, outs, n_res, &got) == 0 && got == n_res) {
       for (int r = 0; r < n_res; r++) out[r] = ox_const_new(n->cx, outs[r]);
+      ox_memo_add(n->cx, (int)code, n_in, in, n_attr, attrs, decl, n_res, out);
       rc = WF_EXIT_OK;
     }
   }

@@ -137,6 +137,7 @@ static void remove_dead(ox_ctx *cx) {
 static void ctx_free(ox_ctx *cx) {
   for (int i = 0; i < cx->n_consts; i++) wf_tensor_free(cx->consts[i]);
   free(cx->consts);
+  free(cx->memo);
   free(cx->slots);
   free(cx->dir);
   if (cx->model) protobuf_c_message_free_unpacked(&cx->model->base, NULL);

@@ -76,9 +76,9 @@ ox_val *ox_val_new(ox_ctx *cx, const wf_type *t) {
   return v;
 }
 
-int ox_host_budget(ox_ctx *cx, int64_t elems) {
-  if (elems < 0 || elems > OX_HOST_CONST_MAX - cx->host_made) return -1;
-  cx->host_made += elems;
+int ox_host_budget(ox_ctx *cx, int64_t bytes) {
+  if (bytes < 0 || bytes > OX_HOST_BYTES_MAX - cx->host_made) return -1;
+  cx->host_made += bytes;
   return 0;
 }
 

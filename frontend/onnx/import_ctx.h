@@ -60,7 +60,9 @@ struct ox_ctx {
   int n_calls;                 /* inlined function calls so far (unique name prefixes) */
   int warned_f64;
   int warned_repeat;           /* torch_quirks.c warned once */
-  int64_t host_made;           /* elements of constants made on the host from fewer (ox_host_budget) */
+  int64_t host_made;           /* bytes of constants made on the host from fewer (ox_host_budget) */
+  struct ox_memo *memo;        /* large host-made constants and what made them (host_memo.c) */
+  int n_memo, cap_memo;
 };
 
 ox_val *ox_lookup(ox_ctx *cx, const char *name);

@@ -131,13 +131,16 @@ int ox_in_float(ox_nctx *n, int i, const char *what, double *out);
 
 /* ---- emitting IR (emit.c) ------------------------------------------------------------- */
 
-/* The most elements of constants the importer makes on the host, over one import, beyond
- * those the file holds: ConstantOfShape and Range (ops_const.c) and folded results larger
- * than their operands (emit.c). 2^28 (1 GiB of f32), so that a file of a kilobyte cannot make
- * the importer allocate gigabytes. ox_host_budget takes `elems` from what is left: 0, or -1
- * (nothing taken) when it would pass the limit. */
-#define OX_HOST_CONST_MAX (INT64_C(1) << 28)
-int ox_host_budget(ox_ctx *cx, int64_t elems);
+/* The most bytes of constants the importer makes on the host, over one import, beyond those
+ * the file holds: ConstantOfShape and Range (ops_const.c) and folded results larger than their
+ * operands (emit.c), each made once (host_memo.c). 320 MiB: the largest causal mask
+ * raise-attention reads (8192^2 f32, 256 MiB) and 64 MiB beside it, so that a file of a
+ * kilobyte cannot make the importer allocate and fill gigabytes. ox_host_budget takes `bytes`
+ * from what is left: 0, or -1 (nothing taken) when it would pass the limit. */
+#define OX_HOST_BYTES_MAX (INT64_C(5) << 26)
+#define OX_HOST_BUDGET_TEXT "320 MiB"
+int ox_host_budget(ox_ctx *cx, int64_t bytes);
+
 
 typedef struct ox_attrv {
   const char *name;
@@ -153,6 +156,18 @@ typedef struct ox_attrv {
 #define OX_A_FLOAT(nm, v) ((ox_attrv){(nm), WF_ATTR_FLOAT, 0, (v), NULL, 0, NULL})
 #define OX_A_IDENT(nm, v) ((ox_attrv){(nm), WF_ATTR_IDENT, 0, 0, (v), 0, NULL})
 #define OX_A_INTS(nm, cnt, v) ((ox_attrv){(nm), WF_ATTR_INTS, 0, 0, NULL, (cnt), (v)})
+
+/* Large host constants made once (host_memo.c): ox_memo_find fills out[0..n_res) with the
+ * values an earlier call with the same op `code` (a wf_opcode, or OX_MEMO_*),
+ * constant operands, attributes and declared types made, and returns 1; else 0. ox_memo_add
+ * remembers them when they hold at least OX_MEMO_MIN_BYTES. */
+#define OX_MEMO_CONSTANT_OF_SHAPE (-1)
+#define OX_MEMO_RANGE (-2)
+#define OX_MEMO_MIN_BYTES 16384
+int ox_memo_find(ox_ctx *cx, int code, int n_in, ox_val *const *in, int n_attr, const ox_attrv *attrs,
+                 const wf_type *decl, int n_res, ox_val **out);
+void ox_memo_add(ox_ctx *cx, int code, int n_in, ox_val *const *in, int n_attr, const ox_attrv *attrs,
+                 const wf_type *decl, int n_res, ox_val *const *out);
 
 /* Emits op `code` on `in` with attributes; result types are inferred by the op's shape rule
  * (decl, when not NULL, gives the declared result types: reshape, expand). When every

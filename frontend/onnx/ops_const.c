@@ -56,9 +56,9 @@ int ox_imp_constant_of_shape(ox_nctx *n) {
   if (rc) return rc;
   int64_t numel = 1;
   for (int i = 0; i < ns; i++) {
-    if (shape[i] < 0 || (shape[i] && numel > OX_HOST_CONST_MAX / shape[i])) {
-      ox_err(n, "invalid or too large shape (dim %d is %lld): the importer makes constants of at most 2^28 elements "
-                "on the host",
+    if (shape[i] < 0 || (shape[i] && numel > OX_HOST_BYTES_MAX / shape[i])) {
+      ox_err(n, "invalid or too large shape (dim %d is %lld): the importer makes constants of at most "
+                OX_HOST_BUDGET_TEXT " on the host",
              i, (long long)shape[i]);
       free(shape);
       return WF_EXIT_INPUT;
@@ -67,13 +67,6 @@ int ox_imp_constant_of_shape(ox_nctx *n) {
   }
   if (ns > WF_MAX_RANK) {
     ox_err(n, "shape of rank %d (at most %d)", ns, WF_MAX_RANK);
-    free(shape);
-    return WF_EXIT_INPUT;
-  }
-  if (ox_host_budget(n->cx, numel)) {
-    ox_err(n, "a constant of %lld elements is past what the importer makes on the host (2^28 elements over the "
-              "import)",
-           (long long)numel);
     free(shape);
     return WF_EXIT_INPUT;
   }
@@ -88,14 +81,36 @@ int ox_imp_constant_of_shape(ox_nctx *n) {
       return WF_EXIT_INPUT;
     }
   }
-  wf_tensor *k = wf_tensor_new(fill ? fill->dtype : WF_F32, ns, shape);
-  free(shape);
+  /* made once: every layer of an export makes its own [T, T] mask from the same shape and fill
+   * (host_memo.c); the key is the shape, the dtype and the fill's bits */
+  wf_dtype dt = fill ? fill->dtype : WF_F32;
+  size_t es = wf_dtype_size(dt);
+  int64_t bits = 0;
+  if (fill) memcpy(&bits, fill->data, es < sizeof bits ? es : sizeof bits);
+  ox_attrv key[3] = {OX_A_INTS("shape", ns, shape), OX_A_INT("dtype", (int64_t)dt), OX_A_INT("fill", bits)};
+  ox_val *made;
+  if (ox_memo_find(n->cx, OX_MEMO_CONSTANT_OF_SHAPE, 0, NULL, 3, key, NULL, 1, &made)) {
+    wf_tensor_free(fill);
+    free(shape);
+    return ox_set_out(n, 0, made);
+  }
+  if (numel > OX_HOST_BYTES_MAX / (int64_t)es || ox_host_budget(n->cx, numel * (int64_t)es)) {
+    ox_err(n, "a constant of %lld elements (%lld bytes) is past what the importer makes on the host (" OX_HOST_BUDGET_TEXT
+              " over the import)",
+           (long long)numel, (long long)numel * (long long)es);
+    wf_tensor_free(fill);
+    free(shape);
+    return WF_EXIT_INPUT;
+  }
+  wf_tensor *k = wf_tensor_new(dt, ns, shape);
   if (fill) {
-    size_t es = wf_dtype_size(k->dtype);
     for (int64_t i = 0; i < numel; i++) memcpy((char *)k->data + (size_t)i * es, fill->data, es);
     wf_tensor_free(fill);
   }
-  return out_const(n, k);
+  made = ox_const_new(n->cx, k);
+  ox_memo_add(n->cx, OX_MEMO_CONSTANT_OF_SHAPE, 0, NULL, 3, key, NULL, 1, &made);
+  free(shape);
+  return ox_set_out(n, 0, made);
 }
 
 int ox_imp_shape(ox_nctx *n) {
@@ -141,13 +156,17 @@ int ox_imp_range(ox_nctx *n) {
     return WF_EXIT_INPUT;
   }
   double cnt = ceil((l - s) / d);
-  if (!(cnt <= (double)OX_HOST_CONST_MAX)) {
-    ox_err(n, "the range has too many elements (the importer makes constants of at most 2^28 elements on the host)");
+  if (!(cnt <= (double)OX_HOST_BYTES_MAX)) {
+    ox_err(n, "the range has too many elements (the importer makes constants of at most " OX_HOST_BUDGET_TEXT
+              " on the host)");
     return WF_EXIT_INPUT;
   }
   int64_t len = cnt > 0 ? (int64_t)cnt : 0;
-  if (ox_host_budget(n->cx, len)) {
-    ox_err(n, "a range of %lld elements is past what the importer makes on the host (2^28 elements over the import)",
+  ox_val *made;
+  if (ox_memo_find(n->cx, OX_MEMO_RANGE, 3, v, 0, NULL, NULL, 1, &made)) return ox_set_out(n, 0, made);
+  if (ox_host_budget(n->cx, len * (int64_t)wf_dtype_size(dt))) {
+    ox_err(n, "a range of %lld elements is past what the importer makes on the host (" OX_HOST_BUDGET_TEXT
+              " over the import)",
            (long long)len);
     return WF_EXIT_INPUT;
   }
@@ -163,5 +182,7 @@ int ox_imp_range(ox_nctx *n) {
       wf_tensor_set(k, i, s + (double)i * d);
     }
   }
-  return out_const(n, k);
+  made = ox_const_new(n->cx, k);
+  ox_memo_add(n->cx, OX_MEMO_RANGE, 3, v, 0, NULL, NULL, 1, &made);
+  return ox_set_out(n, 0, made);
 }

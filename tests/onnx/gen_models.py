@@ -333,12 +333,28 @@ def host_bounds():
                           [init("col", np.array([[1.0], [2.0], [3.0]], np.float32)),
                            init("eshape", np.array([268435458, 1, 4], np.int64))])
     save("expand_huge", g, {}, {})
-    # 300 ConstantOfShape of 2^20 elements each: past the budget (2^28 over the import) at the 257th
-    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c%d" % i], name="cos%d" % i) for i in range(300)]
+    # 300 ConstantOfShape of 2^20 f32 each, every one its own fill: past the budget (320 MiB over
+    # the import) at the 81st
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c%d" % i], name="cos%d" % i,
+                              value=helper.make_tensor("v", F32, [1], [float(i)])) for i in range(300)]
     g = helper.make_graph(nodes + [helper.make_node("Add", ["x", "c299"], ["y"])], "cos_many",
                           [vi("x", F32, [1024, 1024])], [vi("y", F32, None)],
                           [init("s", np.array([1024, 1024], np.int64))])
     save("cos_many", g, {}, {})
+    # 300 "layers" each making the same [1024, 1024] mask (ConstantOfShape of its own shape
+    # vector, then Trilu) and adding it: made once (frontend/onnx/host_memo.c), one global, 4 MiB
+    # of the budget rather than 2.3 GiB
+    nodes, prev = [], "x"
+    for i in range(300):
+        nodes += [helper.make_node("Concat", ["d", "d"], ["s%d" % i], name="shape%d" % i, axis=0),
+                  helper.make_node("ConstantOfShape", ["s%d" % i], ["c%d" % i], name="mask%d" % i,
+                                   value=helper.make_tensor("v", F32, [1], [-1e9])),
+                  helper.make_node("Trilu", ["c%d" % i, "one"], ["t%d" % i], name="triu%d" % i, upper=1),
+                  helper.make_node("Add", [prev, "t%d" % i], ["y%d" % i], name="add%d" % i)]
+        prev = "y%d" % i
+    g = helper.make_graph(nodes, "mask_per_layer", [vi("x", F32, [1024, 1024])], [vi(prev, F32, None)],
+                          [init("d", np.array([1024], np.int64)), init("one", np.array(1, np.int64))])
+    save("mask_per_layer", g, {}, {})
 
 
 def opset11():

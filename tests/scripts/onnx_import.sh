@@ -68,11 +68,17 @@ expect 2 "dim 1 is 4 in the model, not 5" -- waferc "$M/dynamic.onnx" --input-sh
 expect 6 "cannot open" -- waferc "$TMP/missing.onnx" --emit=ir
 # host memory is bounded by the file, not by the shapes it names: an Expand of three numbers to
 # 3.2e9 elements stays an op (it would be 12.9 GB folded; here under a 2 GB address-space cap),
-# and made-up constants past 2^28 elements over the import are refused, naming the node
+# and made-up constants past 320 MiB over the import are refused, naming the node
 (ulimit -v 2000000 && waferc "$M/expand_huge.onnx" --emit=ir >"$TMP/eh.wir") || fail "expand_huge --emit=ir under 2 GB"
 grep -q "expand(@col) : f32\[268435458, 3, 4\]" "$TMP/eh.wir" || fail "expand_huge: no expand op in $(cat "$TMP/eh.wir")"
-expect 1 "node 'cos256' (ConstantOfShape, opset 17): error: a constant of 1048576 elements is past what the importer makes" -- \
+expect 1 "node 'cos80' (ConstantOfShape, opset 17): error: a constant of 1048576 elements (4194304 bytes) is past what the importer makes" -- \
   waferc "$M/cos_many.onnx" --emit=ir
+# ... but a constant made again from the same operands is the same constant: 300 layers each
+# making the same 4 MiB mask (ConstantOfShape, Trilu) import as one global, under a 1 GB cap
+# (made per layer they would be 2.3 GiB, past the budget at the 81st)
+(ulimit -v 1000000 && waferc "$M/mask_per_layer.onnx" --emit=ir >"$TMP/mpl.wir") || fail "mask_per_layer --emit=ir under 1 GB"
+[ "$(grep -c '^  const @' "$TMP/mpl.wir")" = 1 ] || fail "mask_per_layer: not one constant: $(grep '^  const @' "$TMP/mpl.wir")"
+[ "$(grep -c 'add(%[a-z0-9]*, @t0)' "$TMP/mpl.wir")" = 300 ] || fail "mask_per_layer: not 300 adds of @t0"
 # control flow is resolved at import time: a trip count known only at run time is unsupported
 expect 3 "node 'runtime_trips' (Loop, opset 17): error: input 0 (trip count) depends on runtime values" -- \
   waferc "$M/loop_runtime.onnx" --emit=ir
