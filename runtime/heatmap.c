@@ -272,14 +272,25 @@ static void fmt_value(const map *m, double v, char *buf, size_t cap) {
   else snprintf(buf, cap, "%.1f%%", v);
 }
 
+/* libpng's errors end in a longjmp; one that says it ran out of memory is marked, so that it
+ * exits 7 (out of host memory) rather than as a write error (6). */
+static void png_fail(png_structp png, png_const_charp msg) {
+  volatile int *nomem = png_get_error_ptr(png);
+  if (nomem && msg && strstr(msg, "memory")) *nomem = 1;
+  png_longjmp(png, 1);
+}
+
 static int write_png(const char *path, const canvas *c) {
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+  volatile int nomem = 0;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, (png_voidp)&nomem, png_fail, NULL);
   png_infop info = png ? png_create_info_struct(png) : NULL;
-  if (!png || !info || setjmp(png_jmpbuf(png))) {
+  WF_ASSERT(png && info); /* they fail only when an allocation does: out of host memory, exit 7 */
+  if (setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
     fclose(f);
+    WF_ASSERT(!nomem); /* libpng ran out of host memory: exit 7 */
     return -1;
   }
   png_init_io(png, f);

@@ -280,6 +280,7 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
 
 int wf_json_write_report(cJSON *root, const char *path) {
   char *text = cJSON_Print(root);
+  WF_ASSERT(text != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   cJSON_Delete(root);
   FILE *f = fopen(path, "w");
   if (!f) {

@@ -403,6 +403,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     return rc;
   }
   char *printed = cJSON_Print(root);
+  WF_ASSERT(printed != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   cJSON_Delete(root);
   size_t len = strlen(printed);
   char *text = realloc(printed, len + 2); /* the digest covers the bytes written: the newline too */

@@ -533,6 +533,7 @@ static int enumerate(void) {
     cJSON_AddItemToArray(arr, x);
   }
   char *text = cJSON_Print(root);
+  WF_ASSERT(text != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   printf("%s\n", text);
   free(text);
   cJSON_Delete(root);
@@ -540,6 +541,7 @@ static int enumerate(void) {
 }
 
 int main(int argc, char **argv) {
+  wf_diag_set_program("wafer-dse"); /* names it in messages without a place (out of host memory) */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage(stdout);
@@ -583,6 +585,7 @@ int main(int argc, char **argv) {
       if (!j) _exit(WF_EXIT_IO);
       cJSON_AddNumberToObject(j, "_search_host_s", gs);
       char *text = cJSON_PrintUnformatted(j);
+      if (!text) _exit(WF_EXIT_NOMEM); /* out of host memory in the search's child */
       size_t len = strlen(text), off = 0;
       while (off < len) {
         ssize_t k = write(fd[1], text + off, len - off);
@@ -669,6 +672,7 @@ int main(int argc, char **argv) {
   if (ga_runs && o.ga_steps)
     cJSON_AddNumberToObject(root, "ga_s_per_100_steps", ga_only / ga_runs / o.ga_steps * 100);
   char *text = cJSON_Print(root);
+  WF_ASSERT(text != NULL); /* it fails only when an allocation does: out of host memory, exit 7 */
   printf("%s\n", text);
   free(text);
   cJSON_Delete(root);

@@ -14,6 +14,7 @@
 #include "waferc/version.h"
 
 int main(int argc, char **argv) {
+  wf_diag_set_program("wafer-pb2npy"); /* names it in messages without a place (out of host memory) */
   if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
     printf("usage: wafer-pb2npy IN.pb OUT.npy\nConverts an ONNX TensorProto to .npy.\n"
            "exit codes: 0 ok, 1 not a valid TensorProto, 2 usage, 6 a file cannot be read or written\n");
