@@ -1,5 +1,5 @@
 /* waferc runtime — JIT compilation of a plan's compute kernels through LLVM's ORC LLJIT: the
- * kernels regenerated from the classes' programs (ir/pe/kernel_gen.c), checked against the
+ * kernels regenerated from the classes' programs (ir/pe/kernel_gen_llvm.c), checked against the
  * plan's kernels/<class>.ll (written by backend/plan/llvm_kernels.c) but never compiled from it.
  *
  *   char why[256];

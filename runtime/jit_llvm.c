@@ -1,5 +1,6 @@
 /* The JIT: compiles a plan's kernels/<class>.ll with LLVM ORC LLJIT and serves them to the
- * simulator as its compute hook (runtime/jit.h).
+ * simulator as its compute hook (runtime/jit.h). Part of libwaferc_llvm, which runtime/jit.c
+ * loads on first use (ir/pe/llvm_lib.h); the hook itself (wf_jit_compute) is libwaferc's.
  *
  * Each module is optimised with LLVM's default O2 pipeline for the host before it is added.
  * That is safe for bit-identity because the kernels carry no fast-math flags: LLVM may
@@ -23,21 +24,9 @@
 #include "ir/pe/kernel_abi.h"
 #include "ir/pe/kernel_gen.h"
 #include "ir/support/fsutil.h"
-#include "runtime/jit.h"
+#include "runtime/jit_impl.h"
 #include "waferc/diag.h"
 
-/* Kernels of one class, indexed by instruction and broadcast mode (slot 0 without a mode). */
-typedef struct jit_class {
-  wf_kernel_fn fn[WF_PEOP_COUNT][3];
-} jit_class;
-
-struct wf_jit {
-  LLVMOrcLLJITRef lljit;
-  jit_class *cls; /* [n_classes] */
-  int n_classes;
-  int n_kernels;
-  int rejected; /* the plan's kernels, not the host, are at fault */
-};
 
 static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *why, size_t cap, const char *fmt, ...) {
@@ -217,7 +206,7 @@ static int check_entry(LLVMModuleRef mod, const cJSON *entry, const char *path, 
 static int add_module(wf_jit *j, LLVMTargetMachineRef tm, const wf_plan *p, const wf_pe_class *c, const char *path,
                       const cJSON *entry, char *why, size_t cap) {
   char *err = NULL;
-  char *text = wf_kernel_gen_text(c);
+  char *text = wf_llvm_kernel_gen_text(c);
   if (!text) {
     say(why, cap, "manifest.json: class '%s' has a kernels entry, but its program uses no instruction a kernel covers",
         c->name);
@@ -322,9 +311,7 @@ static int bind_functions(wf_jit *j, const wf_plan *p, int ci, char *why, size_t
   return b.failed ? -1 : 0;
 }
 
-wf_jit *wf_jit_load(const wf_plan *p, char *why, size_t cap) { return wf_jit_load_ex(p, why, cap, NULL); }
-
-wf_jit *wf_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected) {
+wf_jit *wf_llvm_jit_load_ex(const wf_plan *p, char *why, size_t cap, int *rejected) {
   why[0] = 0;
   if (rejected) *rejected = 0;
   cJSON *root;
@@ -380,13 +367,13 @@ done:
   cJSON_Delete(root);
   if (!ok) {
     if (rejected) *rejected = j->rejected;
-    wf_jit_free(j);
+    wf_llvm_jit_free(j);
     return NULL;
   }
   return j;
 }
 
-void wf_jit_free(wf_jit *j) {
+void wf_llvm_jit_free(wf_jit *j) {
   if (!j) return;
   if (j->lljit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->lljit);
@@ -394,38 +381,4 @@ void wf_jit_free(wf_jit *j) {
   }
   free(j->cls);
   free(j);
-}
-
-int wf_jit_kernel_count(const wf_jit *j) { return j ? j->n_kernels : 0; }
-
-int wf_jit_compute(void *user, const wf_pe_class *cls, int cls_index, const wf_pe_instr *in,
-                   float *mem, const wf_pe_env *env) {
-  const wf_jit *j = user;
-  if (cls_index < 0 || cls_index >= j->n_classes || !wf_kernel_covers(in->op)) return 1;
-  int mode = wf_kernel_mode(in);
-  if (mode > WF_BMODE_J) return 1;
-  wf_kernel_fn fn = j->cls[cls_index].fn[in->op][mode < 0 ? 0 : mode];
-  if (!fn) return 1;
-  const char *sig = wf_peops[in->op].sig;
-  float *ptr[WF_KERNEL_MAX_PTRS] = {NULL, NULL, NULL};
-  int64_t n[WF_KERNEL_MAX_INTS] = {0, 0, 0}, words[WF_KERNEL_MAX_PTRS];
-  int np = 0, nn = 0;
-  for (int a = 0; sig[a]; a++) {
-    if (sig[a] == 'n' && nn < WF_KERNEL_MAX_INTS) n[nn++] = wf_pe_arg_int(&in->args[a], env);
-    else if ((sig[a] == 'd' || sig[a] == 's') && np < WF_KERNEL_MAX_PTRS) np++;
-  }
-  int nb = wf_kernel_extents(in->op, mode, n, words);
-  WF_ASSERT(nb == np);
-  /* Any doubtful operand goes to the interpreter, which names it in its error. */
-  for (int a = 0, b = 0; sig[a]; a++) {
-    if (sig[a] != 'd' && sig[a] != 's') continue;
-    const wf_pe_sym *sym = &cls->syms[in->args[a].sym];
-    int64_t off = wf_pe_arg_off(&in->args[a], env);
-    if (words[b] < 0 || off < 0 || off + words[b] > sym->bytes / 4) return 1;
-    ptr[b++] = mem + sym->offset / 4 + off;
-  }
-  for (int k = 0; k < nn; k++)
-    if (n[k] < 0) return 1;
-  fn(ptr[0], ptr[1], ptr[2], n[0], n[1], n[2]);
-  return 0;
 }

@@ -162,7 +162,7 @@ typedef struct wf_plan {
   wf_plan_pipeline pipe;      /* manifest "pipeline" (optional) */
   wf_plan_route *routes; int n_routes; /* manifest "moe" (optional) */
   wf_plan_weight_move *moves; int n_moves; /* manifest "switch_weights" (optional) */
-  int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit.c warns, not refuses) */
+  int allow_modified;         /* loaded with WF_PLAN_ALLOW_MODIFIED (runtime/jit_llvm.c warns, not refuses) */
 } wf_plan;
 
 /* A program whose routes no WSE router can hold (per color and switch position, rx ports

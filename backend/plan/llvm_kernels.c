@@ -1,4 +1,4 @@
-/* The plan's compute kernels: plan/kernels/<class>.ll, the text ir/pe/kernel_gen.c generates
+/* The plan's compute kernels: plan/kernels/<class>.ll, the text ir/pe/kernel_gen_llvm.c generates
  * for each class, and the manifest's "kernels" entries naming their functions. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,7 +12,13 @@
 #include "waferc/diag.h"
 
 int wf_llvm_kernels_write(const wf_pe_class *c, const char *plan_dir) {
-  char *text = wf_kernel_gen_text(c);
+  char why[600];
+  char *text = wf_kernel_gen_text(c, why, sizeof why);
+  if (!text && why[0]) {
+    wf_error_at(plan_dir, "cannot make the compute kernels: %s; reinstall waferc (libwaferc_llvm belongs beside "
+                          "libwaferc)", why);
+    return WF_EXIT_IO;
+  }
   if (!text) return 0;
   char dir[4096], path[4200];
   snprintf(dir, sizeof dir, "%s/kernels", plan_dir);

@@ -1,6 +1,6 @@
-/* waferc — the plan's compute kernels (kernels/<class>.ll), as ir/pe/kernel_gen.c generates
+/* waferc — the plan's compute kernels (kernels/<class>.ll), as ir/pe/kernel_gen_llvm.c generates
  * them, and their manifest entries. waferrun JIT-compiles the kernels it regenerates from the
- * programs (runtime/jit.c) in place of its interpreter loops, and refuses a plan whose kernel
+ * programs (runtime/jit_llvm.c) in place of its interpreter loops, and refuses a plan whose kernel
  * files differ from them.
  */
 #ifndef WAFERC_BACKEND_LLVM_KERNELS_H

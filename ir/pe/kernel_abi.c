@@ -1,6 +1,6 @@
 /* The compute-kernel ABI of a plan (see kernel_abi.h): which PE instructions have a kernel,
  * its symbol name and the words each operand touches. The backend's generator
- * (ir/pe/kernel_gen.c) and the runtime's JIT (runtime/jit.c) both follow it. */
+ * (ir/pe/kernel_gen_llvm.c) and the runtime's JIT (runtime/jit_llvm.c) both follow it. */
 #include <stdio.h>
 #include <string.h>
 

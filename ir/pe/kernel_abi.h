@@ -1,6 +1,6 @@
 /* waferc — the compute-kernel ABI of a plan: the contract between the kernels the backend
- * writes (plan/kernels/<class>.ll, ir/pe/kernel_gen.c) and the runtime that
- * JIT-compiles and calls them (runtime/jit.c). Every kernel has the same C signature
+ * writes (plan/kernels/<class>.ll, ir/pe/kernel_gen_llvm.c) and the runtime that
+ * JIT-compiles and calls them (runtime/jit_llvm.c). Every kernel has the same C signature
  *
  *   void wf_<class>_<mnemonic>[_<mode>](float *p0, float *p1, float *p2,
  *                                       int64_t n0, int64_t n1, int64_t n2);

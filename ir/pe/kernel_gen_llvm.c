@@ -1,5 +1,6 @@
 /* Per-class compute kernels as LLVM IR, built with the LLVM-C API (contract:
- * ir/pe/kernel_abi.h). The backend writes the text to plan/kernels/<class>.ll
+ * ir/pe/kernel_abi.h). Part of libwaferc_llvm, which libwaferc loads on first use
+ * (ir/pe/llvm_lib.h), so that a tool that makes no kernel does not load libLLVM. The backend writes the text to plan/kernels/<class>.ll
  * (backend/plan/llvm_kernels.c); the runtime's JIT regenerates the same text from the class's
  * program and compiles that, never a kernel file (runtime/jit.c).
  *
@@ -242,30 +243,11 @@ static void gen_kernel(kgen *g, const char *name, wf_peop op, int mode) {
   LLVMBuildRetVoid(g->b);
 }
 
-int wf_kernel_gen_each(const wf_pe_class *c, void (*fn)(const wf_pe_instr *, const char *, void *),
-                           void *user) {
-  char seen[64][96];
-  int n = 0;
-  for (int i = 0; i < c->n_code; i++) {
-    const wf_pe_instr *in = &c->code[i];
-    if (!wf_kernel_covers(in->op)) continue;
-    char name[96];
-    wf_kernel_name(c->name, in, name, sizeof name);
-    int dup = 0;
-    for (int k = 0; k < n && !dup; k++) dup = !strcmp(seen[k], name);
-    if (dup) continue;
-    WF_ASSERT(n < 64);
-    snprintf(seen[n++], sizeof seen[0], "%s", name);
-    if (fn) fn(in, name, user);
-  }
-  return n;
-}
-
 static void add_kernel(const wf_pe_instr *in, const char *name, void *user) {
   gen_kernel(user, name, in->op, wf_kernel_mode(in));
 }
 
-char *wf_kernel_gen_text(const wf_pe_class *c) {
+char *wf_llvm_kernel_gen_text(const wf_pe_class *c) {
   if (!wf_kernel_gen_each(c, NULL, NULL)) return NULL;
   char modname[256];
   snprintf(modname, sizeof modname, "kernels/%s.ll", c->name);

@@ -47,7 +47,7 @@ for ref in "$d"/ref/*.npy; do
 done
 
 # A kernel file that does not compile is the plan's fault: the runtime compiles only the
-# kernels it regenerates from the programs (ir/pe/kernel_gen.c), so the file is refused
+# kernels it regenerates from the programs (ir/pe/kernel_gen_llvm.c), so the file is refused
 # (exit 1, naming it) unless --allow-modified-plan, which warns and runs the regenerated
 # kernels with the same bits; --no-jit interprets the plan, with the same bits too.
 echo 'define void @broken( {' > "$d/plan/kernels/main.ll"
@@ -63,4 +63,16 @@ for f in "$d"/interp/*.npy; do
   cmp "$f" "$d/fallback/$(basename "$f")" || fail "--no-jit output $(basename "$f") differs"
   cmp "$f" "$d/regen/$(basename "$f")" || fail "regenerated kernels' output $(basename "$f") differs"
 done
+# libLLVM is mapped only by what makes or compiles kernels (ir/pe/llvm_lib.h): the dynamic
+# loader's trace (LD_DEBUG=libs) names every library a run loads.
+llvm_loads() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -c 'calling init: .*libLLVM' || true; }
+[ "$(llvm_loads wafer-opt --version)" = 0 ] || fail "wafer-opt --version loaded libLLVM"
+[ "$(llvm_loads waferc "$TMP/all_ops/all_ops.wir" --emit=ir -o "$d/e.wir")" = 0 ] || fail "waferc --emit=ir loaded libLLVM"
+[ "$(llvm_loads waferrun "$d/plan" --allow-modified-plan --mode=timing --input x=random:1)" = 0 ] ||
+  fail "waferrun --mode=timing loaded libLLVM"
+[ "$(llvm_loads waferrun "$d/plan" --allow-modified-plan --no-jit --input x="$TMP/all_ops/all_ops_x.npy")" = 0 ] ||
+  fail "waferrun --no-jit loaded libLLVM"
+[ "$(llvm_loads waferrun "$d/plan" --allow-modified-plan --input x="$TMP/all_ops/all_ops_x.npy")" = 1 ] ||
+  fail "waferrun (JIT) did not load libLLVM once"
+[ "$(llvm_loads waferc "$TMP/all_ops/all_ops.wir" -o "$d/p2" --target=test4x4)" = 1 ] || fail "waferc -o did not load libLLVM once"
 echo "jit_identity: $n plan(s) bit-identical with and without the JIT"

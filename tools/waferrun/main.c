@@ -307,9 +307,10 @@ int main(int argc, char **argv) {
   }
   wf_sim *s = wf_sim_new(p, &so);
   wf_progress_set_quiet(quiet);
-  /* Compute kernels: JIT-compiled unless --no-jit; a failure is said, never silent. */
+  /* Compute kernels: JIT-compiled unless --no-jit; a failure is said, never silent. Timing
+   * mode computes nothing, so it compiles nothing (and never loads LLVM). */
   wf_jit *jit = NULL;
-  if (!no_jit) {
+  if (!no_jit && so.mode != WF_SIM_TIMING) {
     char why[512];
     int rejected = 0;
     jit = wf_jit_load_ex(p, why, sizeof why, &rejected);
@@ -360,7 +361,7 @@ int main(int argc, char **argv) {
     wf_sim_print_summary(s, stdout);
     wf_summary_print_usage(s, stdout);
     if (jit) printf("compute: %d kernels JIT-compiled (--no-jit interprets)\n", wf_jit_kernel_count(jit));
-    else printf("compute: interpreted\n");
+    else printf("compute: %s\n", so.mode == WF_SIM_TIMING ? "none (timing mode)" : "interpreted");
     if (obs.trace)
       printf("trace:  %s, %lld events%s\n", trace_path, (long long)wf_trace_events(obs.trace),
              wf_trace_dropped(obs.trace) ? " (capped: raise --trace-limit)" : "");

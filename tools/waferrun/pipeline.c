@@ -247,8 +247,9 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
   if (!rc) rc = wf_run_check_outputs(o->out_dir, o->report, NULL, NULL);
   int rejected = 0;
   for (int k = 0; k < N && !rc; k++) {
-    st[k].jit = wf_run_load_jit(st[k].use, o->no_jit, &rejected);
-    if (tr[k].use) tr[k].jit = wf_run_load_jit(tr[k].use, o->no_jit, &rejected);
+    int no_jit = o->no_jit || o->so.mode == WF_SIM_TIMING; /* timing mode computes nothing */
+    st[k].jit = wf_run_load_jit(st[k].use, no_jit, &rejected);
+    if (tr[k].use) tr[k].jit = wf_run_load_jit(tr[k].use, no_jit, &rejected);
   }
   if (!rc && rejected) rc = WF_EXIT_INPUT;
   wf_tensor **outs = NULL;
