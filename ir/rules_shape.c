@@ -169,6 +169,10 @@ int wf_rule_split(wf_func *f, const wf_op *op, wf_type *out) {
       wf_error(op->loc, "'split' size %lld is negative", (long long)sizes[i]);
       return -1;
     }
+    if (sizes[i] > a->dims[axis] - sum) { /* past the dim already: no sum to overflow */
+      wf_error(op->loc, "'split' sizes sum to more than dim %d of %s (%lld)", axis, TS(a), (long long)a->dims[axis]);
+      return -1;
+    }
     sum += sizes[i];
   }
   if (sum != a->dims[axis]) {
