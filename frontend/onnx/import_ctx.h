@@ -61,6 +61,7 @@ struct ox_ctx {
   int warned_f64;
   int warned_repeat;           /* torch_quirks.c warned once */
   int64_t host_made;           /* bytes of constants made on the host from fewer (ox_host_budget) */
+  int64_t unrolled;            /* nodes imported from Loop and If bodies so far (ops_control.c) */
   struct ox_memo *memo;        /* large host-made constants and what made them (host_memo.c) */
   int n_memo, cap_memo;
 };

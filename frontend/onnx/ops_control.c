@@ -10,6 +10,11 @@
 
 /* More iterations than this is not a model to unroll into a static graph. */
 #define OX_MAX_UNROLL 4096
+/* Nor more body nodes over the import, nested loops multiplied out (4096 iterations of a body
+ * of 16 nodes): each costs about 8 KB of host memory (its values, names, scope and slots), and
+ * a loop of up to 4096 iterations inside another would otherwise import millions of nodes
+ * (a fuzz finding took 14 GB and 52 s before it failed). */
+#define OX_MAX_UNROLLED_NODES (1 << 16)
 
 static const Onnx__GraphProto *graph_attr(ox_nctx *n, const char *name) {
   const Onnx__AttributeProto *a = ox_attr(n, name);
@@ -66,6 +71,9 @@ static int run_body(ox_nctx *n, const Onnx__GraphProto *g, const ox_scope *s, ox
   ox_ctx *cx = n->cx;
   ox_nodelist l = {NULL, 0, 0};
   int rc = ox_flatten_subgraph(cx, g, s, n->node->index, &l);
+  if (rc == 0 && (cx->unrolled += l.n) > OX_MAX_UNROLLED_NODES)
+    return ox_unsupported(n, "%s: unrolling would import more than %d nodes from loop and branch bodies (loops "
+                             "nested or too long for a static graph)", s->what, OX_MAX_UNROLLED_NODES);
   for (int i = 0; rc == 0 && i < l.n; i++) rc = ox_import_node(cx, &l.v[i]);
   if (rc) return rc;
   for (size_t i = 0; i < g->n_output; i++) {
