@@ -120,6 +120,13 @@ wf_type wf_type_make(wf_dtype dt, int rank, const int64_t *dims) {
   return t;
 }
 
+int wf_dims_fit(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++)
+    if (dims[i] > 0 && (__builtin_mul_overflow(n, dims[i], &n) || n > WF_MAX_ELEMS)) return 0;
+  return 1;
+}
+
 int64_t wf_type_numel(const wf_type *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) n *= t->dims[i];

@@ -153,13 +153,14 @@ void wf_dsl_type(wf_dsl_state *s, const char *dtype, wf_loc dtype_loc, const wf_
     rank = 0;
   }
   *out = wf_type_make(dt, rank, s->dims.v);
-  int64_t n = 1; /* every size computed from a type stays in range (dynamic dims: reported where read) */
-  for (int i = 0; i < rank; i++)
-    if (out->dims[i] >= 0 && (__builtin_mul_overflow(n, out->dims[i], &n) || n > (INT64_C(1) << 40))) {
-      wf_dsl_report(s, dtype_loc, "a tensor type holds at most 2^40 elements; these dims multiply past it");
-      out->rank = 0;
-      break;
-    }
+  /* every size computed from a type stays in range, zero dims aside (dynamic dims: reported
+   * where read) */
+  int64_t known[WF_MAX_RANK];
+  for (int i = 0; i < rank; i++) known[i] = out->dims[i] > 0 ? out->dims[i] : 0;
+  if (!wf_dims_fit(rank, known)) {
+    wf_dsl_report(s, dtype_loc, "a tensor type holds at most 2^40 elements; these dims multiply past it");
+    out->rank = 0;
+  }
   if (layout->rank == 0) return;
   if (layout->rank != rank) {
     wf_dsl_report(s, layout_loc, "layout has %d entries but the type has rank %d", layout->rank,

@@ -45,6 +45,12 @@ static wf_op *build(ox_nctx *n, wf_func *f, wf_opcode code, int n_in, const wf_v
   wf_op *op = wf_op_new(f, code, n_in, ops, n_res, tmp, n->eloc);
   apply_attrs(f, op, n_attr, attrs);
   if (wf_infer_result_types(f, op, inferred) != 0) return NULL;
+  for (int r = 0; r < n_res; r++)
+    if (!wf_dims_fit(inferred[r].rank, inferred[r].dims)) {
+      ox_err(n, "result %d would be %s: a tensor holds at most 2^40 elements (zero dims aside)", r,
+             ox_shape_str(&inferred[r]));
+      return NULL;
+    }
   for (int r = 0; r < n_res; r++) *wf_value_type(f, op->results[r]) = inferred[r];
   return op;
 }

@@ -80,6 +80,11 @@ typedef struct wf_type {
 
 wf_type wf_type_make(wf_dtype dt, int rank, const int64_t *dims);
 int64_t wf_type_numel(const wf_type *t);
+/* Whether dims (all >= 0) multiply to at most 2^40 with their zeros left out: a tensor type
+ * holds at most that many elements, and one with a zero dim may not hide dims whose product
+ * (a stride, an extent) overflows. Every reader of shapes from a file checks it. */
+#define WF_MAX_ELEMS (INT64_C(1) << 40)
+int wf_dims_fit(int rank, const int64_t *dims);
 size_t wf_type_bytes(const wf_type *t);
 int wf_type_equal(const wf_type *a, const wf_type *b);       /* dtype, shape and layout */
 int wf_type_same_shape(const wf_type *a, const wf_type *b);  /* dtype and shape only */
