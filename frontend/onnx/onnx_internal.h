@@ -86,6 +86,9 @@ const char *ox_onnx_type_name(int32_t onnx_type);
 /* Decodes a TensorProto; external data is read relative to base_dir (NULL = no external
  * data allowed). NULL + error on failure. */
 wf_tensor *ox_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, wf_loc where);
+/* Element i of k as an integer: exact for integer tensors (through a double, 2^63 - 1 would
+ * round past int64), others rounded toward zero and clamped to int64 (NaN: 0). */
+int64_t ox_int_at(const wf_tensor *k, int64_t i);
 
 /* load.c: reads and unpacks a protobuf message of `desc`. */
 void *ox_unpack_file(const char *path, const ProtobufCMessageDescriptor *desc, int *rc);

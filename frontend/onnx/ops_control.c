@@ -39,7 +39,7 @@ static int const_scalar(ox_nctx *n, int i, const char *what, int64_t *out) {
     ox_err(n, "input %d (%s) must hold one element, got %s", i, what, ox_shape_str(&v->type));
     return WF_EXIT_INPUT;
   }
-  *out = (int64_t)wf_tensor_get(v->k, 0);
+  *out = ox_int_at(v->k, 0);
   return WF_EXIT_OK;
 }
 

@@ -37,11 +37,10 @@ static int position(ox_nctx *n, int i, int64_t len, int64_t dflt, int allow_end,
     ox_err(n, "input %d (position) must be one int32 or int64, got %s", i, ox_shape_str(&v->type));
     return WF_EXIT_INPUT;
   }
-  int64_t p = (int64_t)wf_tensor_get(v->k, 0);
-  if (p < 0) p += len;
+  int64_t given = ox_int_at(v->k, 0);
+  int64_t p = given < 0 ? given + len : given; /* len >= 0: no overflow */
   if (p < 0 || p > len || (p == len && !allow_end)) {
-    ox_err(n, "position %lld is out of range for a sequence of %lld tensors", (long long)wf_tensor_get(v->k, 0),
-           (long long)len);
+    ox_err(n, "position %lld is out of range for a sequence of %lld tensors", (long long)given, (long long)len);
     return WF_EXIT_INPUT;
   }
   *pos = p;
@@ -140,12 +139,12 @@ int ox_imp_split_to_sequence(ox_nctx *n) {
     ox_val *sp = n->in[1];
     if (sp->is_seq || !sp->k) return ox_unsupported(n, "input 1 (split) must be a constant once shapes are known");
     if (sp->k->rank == 0) { /* chunks of one size, the last one shorter */
-      int64_t each = (int64_t)wf_tensor_get(sp->k, 0);
+      int64_t each = ox_int_at(sp->k, 0);
       if (each <= 0) {
         ox_err(n, "split size %lld must be positive", (long long)each);
         return WF_EXIT_INPUT;
       }
-      ns = (int)((dim + each - 1) / each);
+      ns = (int)(dim / each + (dim % each != 0)); /* no dim + each - 1: each may be near INT64_MAX */
       sizes = malloc(((size_t)ns + 1) * sizeof *sizes);
       WF_ASSERT(sizes);
       for (int i = 0; i < ns; i++) sizes[i] = dim - each * i < each ? dim - each * i : each;

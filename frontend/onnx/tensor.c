@@ -173,6 +173,20 @@ static int read_external(const Onnx__TensorProto *tp, const char *base_dir, wf_l
   return rc;
 }
 
+int64_t ox_int_at(const wf_tensor *k, int64_t i) {
+  switch (k->dtype) {
+  case WF_I64: return ((const int64_t *)k->data)[i];
+  case WF_I32: return ((const int32_t *)k->data)[i];
+  default: {
+    double d = wf_tensor_get(k, i);
+    if (!(d == d)) return 0;
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d;
+  }
+  }
+}
+
 wf_tensor *ox_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, wf_loc where) {
   const char *tname = tp->name && *tp->name ? tp->name : "<unnamed>";
   int32_t t = tp->has_data_type ? tp->data_type : 0;
