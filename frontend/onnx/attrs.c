@@ -110,8 +110,7 @@ int ox_in_ints(ox_nctx *n, int i, const char *what, int64_t **out, int *cnt) {
   int64_t k = wf_tensor_numel(v->k);
   *out = malloc((size_t)(k + 1) * sizeof **out);
   WF_ASSERT(*out);
-  for (int64_t j = 0; j < k; j++)
-    (*out)[j] = v->k->dtype == WF_I64 ? ((const int64_t *)v->k->data)[j] : ((const int32_t *)v->k->data)[j];
+  for (int64_t j = 0; j < k; j++) (*out)[j] = ox_int_at(v->k, j);
   *cnt = (int)k;
   return WF_EXIT_OK;
 }

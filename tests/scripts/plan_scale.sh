@@ -190,15 +190,15 @@ done
 ls=$(lines "$TMP/kt_64") ll=$(lines "$TMP/kt_256")
 [ "$ls" -eq "$ll" ] || fail "ktree: the program has $ls lines on 64x64, $ll on 256x256"
 echo "plan_scale: MeshGEMV's K-tree has $ls program lines on 64x64 and on 256x256"
-# ... and its prediction (the lowered tree's schedule, backend/gemm/ktree.c) is within 5% of
-# the simulation on both, with 4 words per PE (communication-bound): equation 1 over the
-# tree's terms was 20% (64x64) and 19% (256x256) under it.
+# ... and its prediction (the lowered tree's schedule, backend/gemm/ktree.c) is within 3% of
+# the simulation on both, with 4 words per PE (communication-bound): it is 1.8% (160 for 163)
+# and 2.1% (412 for 421) under; equation 1 over the tree's terms was 20% and 19% under.
 for w in 64 256; do
   python3 - "$TMP/kt_$w.json" "$w" <<'PY' || fail "ktree on ${w}x$w: prediction off the simulation: $(cat "$TMP/kt_$w.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
 sim, pred = r["simulated_cycles"], r["predicted_cycles"]
 print("plan_scale: K-tree on %sx%s: %d cycles simulated, %d predicted" % (sys.argv[2], sys.argv[2], sim, pred))
-sys.exit(0 if abs(pred - sim) <= 0.05 * sim else 1)
+sys.exit(0 if abs(pred - sim) <= 0.03 * sim else 1)
 PY
 done
