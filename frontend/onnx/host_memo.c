@@ -16,6 +16,7 @@
 #include "frontend/onnx/import_ctx.h"
 
 #define SMALL_BYTES 512 /* operands up to this size are compared by their bytes */
+#define OX_MEMO_MIN_BYTES 16384 /* results smaller than this are not remembered */
 
 typedef struct memo_in {
   const wf_tensor *k; /* large operand: identity; NULL when compared by bytes */

@@ -163,10 +163,9 @@ typedef struct ox_attrv {
 /* Large host constants made once (host_memo.c): ox_memo_find fills out[0..n_res) with the
  * values an earlier call with the same op `code` (a wf_opcode, or OX_MEMO_*),
  * constant operands, attributes and declared types made, and returns 1; else 0. ox_memo_add
- * remembers them when they hold at least OX_MEMO_MIN_BYTES. */
+ * remembers them when they are large (host_memo.c: 16 KiB or more). */
 #define OX_MEMO_CONSTANT_OF_SHAPE (-1)
 #define OX_MEMO_RANGE (-2)
-#define OX_MEMO_MIN_BYTES 16384
 int ox_memo_find(ox_ctx *cx, int code, int n_in, ox_val *const *in, int n_attr, const ox_attrv *attrs,
                  const wf_type *decl, int n_res, ox_val **out);
 void ox_memo_add(ox_ctx *cx, int code, int n_in, ox_val *const *in, int n_attr, const ox_attrv *attrs,

@@ -39,5 +39,3 @@ void *wf_llvm_symbol(const char *name, char *why, size_t cap) {
   if (!f) snprintf(why, cap, "%s has no symbol %s", WF_LLVM_LIB_NAME, name);
   return f;
 }
-
-int wf_llvm_loaded(void) { return g_lib != NULL; }

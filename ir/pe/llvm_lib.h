@@ -19,8 +19,5 @@
  * time, then kept); NULL with the reason in why[0..cap) when the library or the symbol cannot
  * be found. */
 void *wf_llvm_symbol(const char *name, char *why, size_t cap);
-/* Whether libwaferc_llvm is loaded in this process (for tests: a tool that makes no kernels
- * should not load it). */
-int wf_llvm_loaded(void);
 
 #endif
