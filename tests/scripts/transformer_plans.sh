@@ -47,6 +47,15 @@ done
 for m in gpt2_conv1d_e48h6_s11 llama_interleaved_e48h6kv2_s7 llama_mqa_e40h5kv1_o14_s9 gpt2_buffer_o13_e64h4_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 5x3 8x8 7x2
 done
+# the GEMM chooser weighs each op's SRAM alone: on 2x2 this block's double-buffered plan does not
+# fit (--gemm-buffers=2 exits 4), and waferc compiles it again with the memory-minimal schedule
+m=gpt2_conv1d_e48h6_s11
+rc=0
+waferc "$E/$m.onnx" -o "$TMP/$m.buf2" --target=wse2 --mesh=2x2 --gemm-buffers=2 -q 2>/dev/null || rc=$?
+[ "$rc" = 4 ] || fail "$m on 2x2 with --gemm-buffers=2: expected exit 4 (the premise), got $rc"
+check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 2x2
+grep -q "compiled with the memory-minimal schedule (--gemm-buffers=1)" "$TMP/err" ||
+  fail "$m on 2x2: no note of the memory-minimal fallback: $(head -3 "$TMP/err")"
 # GQA and MQA with the kv heads replicated rather than gathered (the cost model's usual choice)
 extra=--gqa=replicate check llama_mqa_rep "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
   "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 5x3 8x8

@@ -94,7 +94,9 @@ static void usage(FILE *out) {
         "                             auto (default: the lowest predicted cycles; docs/gemm.md)\n"
         "  --gemm-buffers=B           MeshGEMM/Cannon buffers per operand: 2 (default, double\n"
         "                             buffered), 1 (memory-minimal: A, B, C and one spare) or\n"
-        "                             auto (2 when it fits the SRAM, else 1; docs/gemm.md)\n"
+        "                             auto (2 when it fits the SRAM, else 1; docs/gemm.md);\n"
+        "                             without it, a plan that does not fit is compiled again\n"
+        "                             with 1\n"
         "  --gqa=M                    kv heads whose query heads span columns (GQA, MQA):\n"
         "                             replicate their projections, gather them inside attention,\n"
         "                             or auto (default: the lower predicted cycles;\n"
@@ -160,6 +162,21 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
     }
   }
   return s;
+}
+
+static wf_pipeline *default_pipeline_parsed(wf_cli *c, const char *gemm_algo, const char *gqa) {
+  char *s = default_pipeline(0, gemm_algo, gqa);
+  wf_pipeline *p = wf_cli_parse_pipeline(c, s);
+  free(s);
+  return p;
+}
+
+/* lower-gemm's options for the memory-minimal fallback: --gemm-algo's (or auto) with one buffer;
+ * NULL when --gemm-buffers chose the schedule. */
+static const char *minimal_algo(const options *o, char *buf, size_t cap) {
+  if (o->gemm_buffers) return NULL;
+  snprintf(buf, cap, "%s,buffers=1", o->gemm_algo ? o->gemm_algo : "auto");
+  return buf;
 }
 
 static char *joined_args(int argc, char **argv) {
@@ -581,6 +598,9 @@ typedef struct compile_try {
   wf_pipeline *pipeline;
   const char *flags;
   wf_pipeline *replicate; /* the default pipeline with head-layout{gqa=replicate} */
+  wf_pipeline *minimal;   /* without --gemm-buffers: the default pipeline with
+                           * lower-gemm{buffers=1}, and that with kv heads replicated */
+  wf_pipeline *minimal_replicate;
 } compile_try;
 
 /* One compile to a plan for the target's current mesh (--auto-region retries it). */
@@ -604,12 +624,32 @@ static int compile_replicated(void *user) {
 
 /* compile_once, and with the default pipeline and no --gqa, compile_replicated when that plan
  * does not fit. */
-static int compile_fitting(void *user) {
+static int compile_gqa_fitting(void *user) {
   compile_try *t = user;
   if (!t->replicate) return compile_once(user);
   return wf_waferc_fallback(compile_once, compile_replicated, user,
                             "the plan with gathered kv heads (--gqa=auto) does not fit a PE's SRAM; "
                             "it is compiled with them replicated (--gqa=replicate)");
+}
+
+/* compile_gqa_fitting with the memory-minimal GEMM schedule. */
+static int compile_minimal(void *user) {
+  compile_try *t = user, r = *t;
+  r.pipeline = t->minimal;
+  r.replicate = t->minimal_replicate;
+  r.minimal = r.minimal_replicate = NULL;
+  return compile_gqa_fitting(&r);
+}
+
+/* compile_gqa_fitting, and without --gemm-buffers compile_minimal when that plan does not fit:
+ * the GEMM chooser weighs each op's SRAM alone (docs/gemm.md), so a double-buffered shift GEMM
+ * it finds room for may not fit beside what the rest of the plan holds at its peak. */
+static int compile_fitting(void *user) {
+  compile_try *t = user;
+  if (!t->minimal) return compile_gqa_fitting(user);
+  return wf_waferc_fallback(compile_gqa_fitting, compile_minimal, user,
+                            "the plan with double-buffered GEMMs does not fit a PE's SRAM; it is compiled "
+                            "with the memory-minimal schedule (--gemm-buffers=1)");
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -619,13 +659,14 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 /* After a plan that does not fit: compiles for larger meshes into a scratch directory (removed
  * after) and names the smallest that fits, so the error says what to do. */
-static void name_smallest_fit(wf_cli *c, const options *o, wf_pipeline *pipeline, wf_pipeline *replicate,
-                              const char *flags) {
+static void name_smallest_fit(const compile_try *t) {
   char dir[] = "/tmp/waferc-fit-XXXXXX";
   if (!mkdtemp(dir)) return;
-  options probe = *o;
+  wf_cli *c = t->c;
+  options probe = *t->o;
   probe.output = dir;
-  compile_try ct = {c, &probe, pipeline, flags, replicate};
+  compile_try ct = *t;
+  ct.o = &probe;
   int w, h;
   if (wf_waferc_smallest_fit(&c->target, compile_fitting, &ct, &w, &h))
     wf_note(WF_LOC_NONE, "the smallest mesh of this shape the plan fits is %dx%d (--mesh=%dx%d)", w, h, w, h);
@@ -680,11 +721,12 @@ typedef struct pipe_try {
   options *o;
   const char *flags;
   const char *gqa;
+  const char *gemm_algo; /* lower-gemm's options (--gemm-algo, or the memory-minimal fallback's) */
 } pipe_try;
 
 static int pipe_once(void *user) {
   pipe_try *t = user;
-  char *full = default_pipeline(0, t->o->gemm_algo, t->gqa), *cut = strstr(full, ",partition");
+  char *full = default_pipeline(0, t->gemm_algo, t->gqa), *cut = strstr(full, ",partition");
   WF_ASSERT(cut); /* partition is part of every build that writes plans */
   *cut = 0;
   wf_pipeline *pre = wf_cli_parse_pipeline(t->c, full);
@@ -712,8 +754,25 @@ static int pipe_replicated(void *user) {
   return pipe_once(&r);
 }
 
+/* pipe_once, and without --gqa pipe_replicated when a stage does not fit. */
+static int pipe_gqa_fitting(void *user) {
+  pipe_try *t = user;
+  if (t->gqa) return pipe_once(user);
+  return wf_waferc_fallback(pipe_once, pipe_replicated, t,
+                            "a stage with gathered kv heads (--gqa=auto) does not fit a PE's SRAM; the "
+                            "stages are compiled with them replicated (--gqa=replicate)");
+}
+
+static int pipe_minimal(void *user) {
+  pipe_try r = *(pipe_try *)user;
+  char algo[80];
+  r.gemm_algo = minimal_algo(r.o, algo, sizeof algo);
+  return pipe_gqa_fitting(&r);
+}
+
 /* --pipeline=N; without --gqa, a stage whose gathered kv heads do not fit is compiled with
- * them replicated, as a whole-model plan is (compile_fitting). */
+ * them replicated, and without --gemm-buffers, stages whose double-buffered GEMMs do not fit
+ * with the memory-minimal schedule, as a whole-model plan is (compile_fitting). */
 static int compile_pipeline(wf_cli *c, options *o, int argc, char **argv) {
   int N = o->pipeline_n, H = c->target.mesh_h;
   if (H % N) {
@@ -727,11 +786,11 @@ static int compile_pipeline(wf_cli *c, options *o, int argc, char **argv) {
     return WF_EXIT_USAGE;
   }
   char *flags = joined_args(argc, argv);
-  pipe_try t = {c, o, flags, o->gqa};
-  int rc = o->gqa ? pipe_once(&t)
-                  : wf_waferc_fallback(pipe_once, pipe_replicated, &t,
-                                       "a stage with gathered kv heads (--gqa=auto) does not fit a PE's SRAM; the "
-                                       "stages are compiled with them replicated (--gqa=replicate)");
+  pipe_try t = {c, o, flags, o->gqa, o->gemm_algo};
+  int rc = o->gemm_buffers ? pipe_gqa_fitting(&t)
+                           : wf_waferc_fallback(pipe_gqa_fitting, pipe_minimal, &t,
+                                                "stages with double-buffered GEMMs do not fit a PE's SRAM; they "
+                                                "are compiled with the memory-minimal schedule (--gemm-buffers=1)");
   free(flags);
   return rc;
 }
@@ -845,31 +904,30 @@ int main(int argc, char **argv) {
     wf_pipeline_free(pipeline);
     return rc;
   }
-  /* the default pipeline's fallback when gathered kv heads do not fit (compile_fitting) */
-  wf_pipeline *replicate = NULL;
-  if (!o.interpret && !emit_ir && !o.gqa && !c.pipeline) {
-    char *rp = default_pipeline(0, o.gemm_algo, "replicate");
-    replicate = wf_cli_parse_pipeline(&c, rp);
-    free(rp);
+  /* the default pipeline's fallbacks when a plan does not fit (compile_fitting) */
+  compile_try ct = {&c, &o, pipeline, NULL, NULL, NULL, NULL};
+  if (!o.interpret && !emit_ir && !c.pipeline) {
+    char algo[80];
+    if (!o.gqa) ct.replicate = default_pipeline_parsed(&c, o.gemm_algo, "replicate");
+    if (minimal_algo(&o, algo, sizeof algo)) {
+      ct.minimal = default_pipeline_parsed(&c, algo, o.gqa);
+      if (!o.gqa) ct.minimal_replicate = default_pipeline_parsed(&c, algo, "replicate");
+    }
   }
-  if (o.auto_region && !o.interpret && !emit_ir) {
+  if (!o.interpret && !emit_ir && (o.auto_region || ct.replicate || ct.minimal)) {
     char *flags = joined_args(argc, argv);
-    compile_try ct = {&c, &o, pipeline, flags, replicate};
-    rc = wf_waferc_auto_region(&c.target, compile_fitting, &ct);
+    ct.flags = flags;
+    if (o.auto_region) {
+      rc = wf_waferc_auto_region(&c.target, compile_fitting, &ct);
+    } else {
+      rc = compile_fitting(&ct);
+      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&ct);
+    }
     free(flags);
     wf_pipeline_free(pipeline);
-    if (replicate) wf_pipeline_free(replicate);
-    for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
-    return rc;
-  }
-  if (replicate) { /* a plan: compiled by compile_fitting */
-    char *flags = joined_args(argc, argv);
-    compile_try ct = {&c, &o, pipeline, flags, replicate};
-    rc = compile_fitting(&ct);
-    if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, replicate, flags);
-    free(flags);
-    wf_pipeline_free(pipeline);
-    wf_pipeline_free(replicate);
+    wf_pipeline *extra[] = {ct.replicate, ct.minimal, ct.minimal_replicate};
+    for (int i = 0; i < 3; i++)
+      if (extra[i]) wf_pipeline_free(extra[i]);
     for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
     return rc;
   }
@@ -882,7 +940,8 @@ int main(int argc, char **argv) {
     else {
       char *flags = joined_args(argc, argv);
       rc = emit_plan(&c, m, &o, flags);
-      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&c, &o, pipeline, NULL, flags);
+      ct.flags = flags;
+      if (rc == WF_EXIT_NOFIT) name_smallest_fit(&ct);
       free(flags);
     }
   }
