@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Simulator speed against mesh size: a 2D allreduce of B=256 wavelets per PE (X-Y chain
 # reduce, then 2D broadcast; tests/fidelity/collectives.py) on N x N meshes, then the full
-# WSE-2 program rectangle (750x994) in timing mode. Prints simulated cycles, wavelet-hops,
+# WSE-2 program rectangle (750x994) in timing mode (RECTS, FULL_MODE: others). Prints simulated cycles, wavelet-hops,
 # wall and user seconds, hops per second and peak memory. Results: BENCHMARKS.md.
 #
 #   bench/sim_scaling.sh                 # 16 32 64 128 256 512, then 750x994 (timing)
 #   SIZES="16 64" FULL=0 bench/sim_scaling.sh
 #   SIZES= FULL=0 GEMM=128 bench/sim_scaling.sh   # only a MeshGEMM of GEMM_N^3 on 128x128
 #   THREADS="1 2" SIZES=256 FULL=0 bench/sim_scaling.sh  # each row with --threads=1, then 2
+#   SIZES= FULL_MODE=functional RECTS="750x994 755x1170" bench/sim_scaling.sh  # WSE-2, WSE-3 with data
 # GEMM=S adds a row for a MeshGEMM (wafer-bench gemm --algo=meshgemm, target wse2) of
 # GEMM_N (default 256) cubed on S x S, in timing mode: shift GEMMs cost more per hop.
 # THREADS (default 1) lists the --threads values every row runs with (the threads column;
@@ -21,6 +22,8 @@ SIZES=${SIZES-"16 32 64 128 256 512"}
 FULL=${FULL:-1}
 MODE=${MODE:-timing}
 THREADS=${THREADS:-1}
+RECTS=${RECTS:-750x994}       # FULL=1's meshes: the WSE-2 program rectangle; 755x1170 is WSE-3's
+FULL_MODE=${FULL_MODE:-timing}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 printf "%-10s %-10s %7s %10s %14s %9s %9s %14s %14s %10s\n" mesh mode threads cycles wavelet-hops wall_s user_s "hops/s(user)" "hops/s(wall)" peak_MiB
@@ -63,4 +66,6 @@ gemm() {
 }
 for n in $SIZES; do run "$n" "$n" "$MODE"; done
 for n in $GEMM; do gemm "$n"; done
-if [ "$FULL" = 1 ]; then run 750 994 timing; fi
+if [ "$FULL" = 1 ]; then
+  for r in $RECTS; do run "${r%x*}" "${r#*x}" "$FULL_MODE"; done
+fi

@@ -34,6 +34,52 @@ static wf_loc sym_loc(wf_lower *L, int sym) {
   return L->f->loc;
 }
 
+/* After an over-budget plan: what the PE holds where the most bytes are live at once (a
+ * lower bound of the planner's peak, which adds the gaps between placed blocks), by kind —
+ * weights and constants ('@'), values ('%'), lowering scratch ('$') — so that a user sees
+ * whether a larger mesh, a memory-minimal schedule or a smaller model is the way out. */
+static int64_t placed(const wf_mem_sym *m) { /* the bytes the planner gives it: rounded up */
+  int64_t a = m->align > 1 ? m->align : 1;
+  return (m->size + a - 1) / a * a;
+}
+
+static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
+  int64_t *delta = calloc((size_t)end + 2, sizeof *delta);
+  if (!delta) return;
+  for (int i = 0; i < n; i++) {
+    delta[ms[i].first] += placed(&ms[i]);
+    delta[ms[i].last + 1] -= placed(&ms[i]);
+  }
+  int at = 0;
+  int64_t live = 0, most = -1;
+  for (int t = 0; t <= end; t++) {
+    live += delta[t];
+    if (live > most) most = live, at = t;
+  }
+  free(delta);
+  static const char kinds[] = "@%$";
+  int64_t bytes[4] = {0};
+  int count[4] = {0}, big[4] = {-1, -1, -1, -1};
+  for (int i = 0; i < n; i++) {
+    if (ms[i].first > at || ms[i].last < at) continue;
+    const char *k = strchr(kinds, ms[i].name[0]);
+    int j = k && *k ? (int)(k - kinds) : 3;
+    bytes[j] += placed(&ms[i]);
+    count[j]++;
+    if (big[j] < 0 || ms[i].size > ms[big[j]].size) big[j] = i;
+  }
+  static const char *what[] = {"weights and constants", "values", "scratch", "other"};
+  char buf[512];
+  size_t u = 0;
+  for (int j = 0; j < 4 && u < sizeof buf; j++) {
+    if (!count[j]) continue;
+    u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%s %lld bytes in %d (the largest '%s', %lld)", u ? "; " : "",
+                          what[j], (long long)bytes[j], count[j], ms[big[j]].name, (long long)ms[big[j]].size);
+  }
+  wf_note(L->f->loc, "at its fullest, class '%s' holds %lld bytes live per PE: %s", L->cls->name, (long long)most,
+          buf);
+}
+
 int wf_lower_plan_memory(wf_lower *L) {
   wf_pe_class *c = L->cls;
   /* Arguments and results the code never touches (an input returned as it is, a constant
@@ -135,6 +181,7 @@ int wf_lower_plan_memory(wf_lower *L) {
                "needed, %lld without reuse%s); %s",
                s->name, (long long)s->bytes, c->name, (long long)L->t->sram_bytes, L->t->name,
                (long long)p.missing, (long long)p.peak, (long long)p.sum, largest, advice);
+      note_fullest(L, ms, n, end);
       rc = WF_EXIT_NOFIT;
     }
     wf_mem_plan_free(&p);

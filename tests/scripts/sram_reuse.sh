@@ -2,7 +2,8 @@
 # Liveness-based SRAM planning (backend/resources/lower_memory.c): a chain of six ops over a 1 KiB
 # block needs 7 KiB if every value keeps its own block but only 2 KiB when dead values'
 # memory is reused, so it fits a 4 KiB PE only thanks to reuse; on a 1.5 KiB PE it does
-# not fit at all and the error names the tensor, the class, the bytes missing and a fix. A
+# not fit at all and the error names the tensor, the class, the bytes missing and a fix, and a
+# note what is live where the most is (by kind: weights, values, scratch). A
 # LLaMA block's attention and GEMM buffers (async streams, joined by a wait) share bytes.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -71,6 +72,9 @@ name=$(sed -nE "s/.*chain.wir:([0-9]+):[0-9]+: error: tensor '(%[a-z])'.*/\2/p" 
 sed -n "${line}p" "$TMP/chain.wir" | grep -Eq "(^|[ (])$name( =|:)" ||
   fail "over budget: line $line of chain.wir does not define $name: $(sed -n "${line}p" "$TMP/chain.wir")"
 [ ! -f "$TMP/plan2/manifest.json" ] || fail "a failed compile left a manifest"
+# What the PE holds where the most is live: two neighbours of the chain, both values.
+grep -q "note: at its fullest, class 'main' holds 2048 bytes live per PE: values 2048 bytes in 2 (the largest '%[a-z]', 1024)$" "$TMP/err" ||
+  fail "over budget: no breakdown of the fullest point: $(cat "$TMP/err")"
 echo "sram_reuse: fits with reuse, over-budget error names the tensor"
 
 # Ops' scratch shares bytes across ops: an async stream's buffers are live until the wait that
