@@ -10,6 +10,9 @@
 #    cache policy computed here independently (a slot holds a token when its K is not all
 #    zero): under shift no two rows differ by more than one once the prefill's padding rows have
 #    filled, under concat the last row holds every generated token;
+#  - where the phases fit one region only with the weights both plans hold the same way held
+#    once (gpt2_untied on 3x3), those weights are the same bytes the same way in both manifests,
+#    the prefill's GEMMs are SUMMA, and the budgets fit with them held once but not without;
 #  - a cache too large for the SRAM is refused at compile time (exit 4) with the largest N that
 #    fits (both phases, each beside the other's weights), and that N compiles, but not N + 1;
 #    generating more tokens than the plan was compiled for is exit 4;
@@ -34,6 +37,7 @@ run_one() { # MODEL MESH POLICY
   L=$(prompt_len "$G/${m}_prompt.npy")
   waferc "$G/$m.onnx" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "input_ids=1x$L" --generate=8 \
     --kv-cache="$pol" -q 2>"$TMP/err" || fail "$m on $mesh ($pol): waferc exited $?: $(head -3 "$TMP/err")"
+  cp "$TMP/err" "$d.cerr" # waferc's notes
   waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/out" 2>"$TMP/err" ||
     fail "$m on $mesh ($pol): waferrun exited $?: $(head -3 "$TMP/err")"
   npy_header "$d/out/tokens.npy" | grep -q "'<i8'.*(1, 8)" || fail "$m on $mesh: tokens.npy is $(npy_header "$d/out/tokens.npy")"
@@ -51,6 +55,12 @@ for m in llama_mha_halfrope llama_gqa_interleaved llama_mqa_halfrope gpt2_tied g
 done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
+# one region where the phases fit only with the weights both plans hold the same way held once
+# (docs/generation.md, "One region"): the prefill with SUMMA, the shared weights in its manifest
+run_one gpt2_untied 3x3 shift
+grep -q "weights that both plans hold the same way (.* bytes per PE) are held once, the prefill's GEMMs compiled with SUMMA" "$TMP/gpt2_untied.3x3.shift.cerr" ||
+  fail "gpt2_untied on 3x3: no note of the weights held once: $(head -3 "$TMP/gpt2_untied.3x3.shift.cerr")"
+queue shared "gpt2_untied on 3x3: the shared weights are not what the manifests say" "$TMP/gpt2_untied.3x3.shift"
 
 # The memory ceiling holds for both phases: on 32x32 with a cache for 24 tokens the prefill's
 # PEs need 1.6 MiB of host memory and the decode step's 2.1 MiB, so --memory-limit=2 passes the
@@ -110,7 +120,7 @@ done
 m=llama_mha_halfrope
 L=$(prompt_len "$G/${m}_prompt.npy")
 set +e
-waferc "$G/$m.onnx" -o "$TMP/big" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=600 -q 2>"$TMP/err"
+waferc "$G/$m.onnx" -o "$TMP/big" --target=wse2 --mesh=4x4 --input-shape "input_ids=1x$L" --generate=1200 -q 2>"$TMP/err"
 rc=$?
 set -e
 [ $rc -eq 4 ] || fail "a cache past the SRAM: waferc exited $rc, want 4: $(head -3 "$TMP/err")"
@@ -181,8 +191,41 @@ def memceiling(d):
         mib.append(sum(c["rect"][2] * c["rect"][3] * c["memory_bytes"] for r in m["regions"] for c in r["classes"]) / 2**20)
     assert mib[0] <= 2 < mib[1], mib
 
+def shared(d):
+    """The prefill names the weights both plans hold once: each the same bytes the same way in
+    both (not pre-skewed: the prefill's GEMMs are SUMMA), and only with them held once do the
+    phases fit beside each other's weights (each phase's memory plus the other's '@' symbols
+    but the shared ones, the most over the classes)."""
+    p, q = (json.load(open(d + sub + "/manifest.json")) for sub in ("", "/decode"))
+    names = p["generate"]["shared_weights"]
+    assert names, "no shared weights"
+    def entry(m, n):
+        return next(w for w in m["weights"]["tensors"] if w["name"] == n)
+    def data(sub, w):
+        with open(d + sub + "/" + p["weights"]["file"] if not sub else d + sub + "/" + q["weights"]["file"], "rb") as f:
+            f.seek(w["offset"])
+            return f.read(w["bytes"])
+    syms = [set(), set()]
+    for n in names:
+        a, b = entry(p, n), entry(q, n)
+        assert "skew" not in a and "skew" not in b, n
+        for k in ("dtype", "shape", "split"):
+            assert a[k] == b[k], (n, k, a[k], b[k])
+        assert a.get("padded_shape") == b.get("padded_shape"), n
+        assert data("", a) == data("/decode", b), n + ": different bytes"
+        syms[0].add(a["symbol"]), syms[1].add(b["symbol"])
+    assert all(o["lowering"].startswith("summa") for o in p["ops"] if o["op"] == "dist.gemm"), "prefill GEMMs"
+    sram = p["target"]["sram_bytes"]
+    def most(m, key, skip):
+        return max(sum(s["bytes"] for s in c["memory"] if s["symbol"][0] == "@" and s["symbol"] not in skip)
+                   if key == "w" else c["memory_bytes"] for r in m["regions"] for c in r["classes"])
+    pm, dm = most(p, "m", ()), most(q, "m", ())
+    pw, dw = most(p, "w", syms[0]), most(q, "w", syms[1])
+    assert pm + dw <= sram and dm + pw <= sram, (pm, dw, dm, pw)
+    assert pm + most(q, "w", ()) > sram or dm + most(p, "w", ()) > sram, "fits without sharing"
+
 kinds = {"layouts": layouts, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
-         "memceiling": memceiling}
+         "memceiling": memceiling, "shared": shared}
 bad = 0
 for line in open(sys.argv[2]):
     kind, what, *args = line.rstrip("\n").split("\t")

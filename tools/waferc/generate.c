@@ -157,8 +157,16 @@ static void no_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) {
   (void)sev, (void)loc, (void)msg, (void)user;
 }
 
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
-                            const weight_move *mv, int n_mv);
+/* The per-PE bytes a generation plan's three budgets are made of: each phase's memory (pm, dm,
+ * sm: the switch's, 0 without one) and each phase's resident weights (pw, dw: those the switch
+ * does not move). */
+typedef struct pe_budget {
+  int64_t pm, pw, dm, dw, sm;
+} pe_budget;
+
+static int one_region_fits(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *pdir,
+                           const char *psumma, int *made, const char *ddir, int *how, weight_move **sh, int *n,
+                           pe_budget *b);
 
 static int switch_pair(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
                        int64_t cap, int dw, int dh, const char *pdir, const char *ddir, const char *sdir, int report,
@@ -171,6 +179,8 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   char dir[] = "/tmp/waferc-gen-XXXXXX";
   if (!mkdtemp(dir)) return 0;
   char *pdir = wf_path_join(dir, "p"), *ddir = wf_path_join(dir, "d"), *sdir = wf_path_join(dir, "s"), shape[256];
+  char *psumma = wf_path_join(dir, "ps");
+  int made = 0; /* psumma compiled (one_region_fits) */
   snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)L);
   int64_t lo = 0, hi = n; /* lo fits (0: nothing known), hi does not */
   int dw, dh, players = 0, layers = 0;
@@ -184,8 +194,13 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
     int rc = compile_decode(c, g, name, L, mid, cap, ddir, &layers, dec);
     if (!rc && two && layers == players && layers <= MAX_LAYERS)
       rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, pdir, ddir, sdir, 0, NULL);
-    else if (!rc)
-      rc = check_coresident(c, pdir, ddir, NULL, NULL, 0);
+    else if (!rc) {
+      weight_move *sh;
+      int nsh, how;
+      pe_budget b;
+      rc = one_region_fits(c, g, shape, pdir, psumma, &made, ddir, &how, &sh, &nsh, &b);
+      wf_switch_free_moves(sh, nsh);
+    }
     if (rc == WF_EXIT_OK) lo = mid;
     else if (rc == WF_EXIT_NOFIT) hi = mid;
     else break;
@@ -195,6 +210,7 @@ static int64_t largest_fit(wf_cli *c, const wf_gen_compile *g, const char *name,
   free(pdir);
   free(ddir);
   free(sdir);
+  free(psumma);
   return lo;
 }
 
@@ -230,13 +246,6 @@ static int64_t pe_bytes(const cJSON *j, int all, const weight_move *mv, int n, i
   }
   return most;
 }
-
-/* The per-PE bytes a generation plan's three budgets are made of: each phase's memory (pm, dm,
- * sm: the switch's, 0 without one) and each phase's resident weights (pw, dw: those the switch
- * does not move). */
-typedef struct pe_budget {
-  int64_t pm, pw, dm, dw, sm;
-} pe_budget;
 
 /* The weights the switch moves (mv) exist in one form at a time: the prefill's until the switch
  * reads them, the decode step's once it has written them (the switch's own memory holds both,
@@ -275,13 +284,6 @@ static int report_budget(const wf_cli *c, int r, const pe_budget *bp) {
                           "the PEs); use a larger mesh (--mesh, or --autotune)",
              (long long)b.pm, (long long)b.dw, (long long)b.dm, (long long)b.pw, sram);
   return r ? WF_EXIT_NOFIT : 0;
-}
-
-/* budget_fits, reported (exit 4) when a budget is exceeded. */
-static int check_coresident(const wf_cli *c, const char *pdir, const char *ddir, const char *sdir,
-                            const weight_move *mv, int n_mv) {
-  pe_budget b;
-  return report_budget(c, budget_fits(c, pdir, ddir, sdir, mv, n_mv, &b), &b);
 }
 
 /* The switch plan into sdir for the prefill plan pdir (the target's mesh) and the decode step
@@ -331,7 +333,7 @@ typedef struct cand {
  * given mesh) into a scratch directory, then weighs every pair (prefill region, decode region
  * its corner) by the cost model's cycles: the prefill, the switch plan between them (0 on one
  * region) and N - 1 decode steps, each pair checked for the SRAM as the compile checks it
- * (check_coresident). Prints the candidates and the pairs, sets the target's mesh to the chosen
+ * (one_region_fits without its shared weights). Prints the candidates and the pairs, sets the target's mesh to the chosen
  * prefill region and *dw x *dh to its decode region. Returns 0, or WF_EXIT_NOFIT when none fits. */
 static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long long L, int concat, int *dw,
                     int *dh) {
@@ -431,6 +433,113 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
   return 0;
 }
 
+/* The budgets of budget_fits with the weights both plans hold the same way
+ * (wf_switch_shared_weights: *sh, *n of them) held once. 0 fits, 1 or 2 does not, -1 unreadable. */
+static int shared_fit(const wf_cli *c, const char *pdir, const char *ddir, weight_move **sh, int *n, pe_budget *b) {
+  *sh = wf_switch_shared_weights(pdir, ddir, n);
+  return budget_fits(c, pdir, ddir, NULL, *sh, *n, b);
+}
+
+/* extra (the prefill manifest's "generate", ending "]}}") with "shared_weights" naming sh's. */
+static char *extra_shared(const char *extra, const weight_move *sh, int n) {
+  size_t len = strlen(extra), cap = len + 64;
+  for (int i = 0; i < n; i++) cap += 2 * strlen(sh[i].name) + 4;
+  char *s = malloc(cap);
+  WF_ASSERT(s && len >= 2);
+  size_t u = len - 2; /* before the closing "}}" */
+  memcpy(s, extra, u);
+  u += (size_t)snprintf(s + u, cap - u, ", \"shared_weights\": [");
+  for (int i = 0; i < n; i++) {
+    u += (size_t)snprintf(s + u, cap - u, "%s\"", i ? ", " : "");
+    for (const char *q = sh[i].name; *q && u + 3 < cap; q++) { /* names are JSON strings */
+      if (*q == '"' || *q == '\\') s[u++] = '\\';
+      s[u++] = *q;
+    }
+    u += (size_t)snprintf(s + u, cap - u, "\"");
+  }
+  snprintf(s + u, cap - u, "]}}");
+  return s;
+}
+
+/* Whether both phases fit one region (no switch), silently, as one_region decides it: each
+ * phase beside the other's weights; else with the weights both plans hold the same way held
+ * once; else, when --gemm-algo did not choose, the same with the prefill compiled with SUMMA
+ * into psumma (*made says whether it is there: compiled once for all the calls). Returns 0 (how:
+ * 0, 1 or 2, the step that fits; *sh, *n the shared weights, to be freed), WF_EXIT_NOFIT (*b
+ * the plain budgets), or another exit code. */
+static int one_region_fits(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *pdir,
+                           const char *psumma, int *made, const char *ddir, int *how, weight_move **sh, int *n,
+                           pe_budget *b) {
+  pe_budget bs;
+  *sh = NULL, *n = 0, *how = 0;
+  int r = budget_fits(c, pdir, ddir, NULL, NULL, 0, b);
+  if (r != 1) return r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
+  *how = 1;
+  r = shared_fit(c, pdir, ddir, sh, n, &bs);
+  if (r == 1 && !g->gemm_algo) {
+    wf_switch_free_moves(*sh, *n);
+    *sh = NULL, *n = 0, *how = 2;
+    if (!*made) {
+      wf_gen_compile summa = *g;
+      summa.gemm_algo = "summa";
+      wf_diag_sink prev_user_sink;
+      void *prev_user;
+      prev_user_sink = wf_diag_get_sink(&prev_user);
+      wf_diag_set_sink(no_diag, NULL);
+      int rc = compile_one(c, &summa, shape, "generate-prefill", psumma, NULL, NULL, NULL);
+      wf_diag_set_sink(prev_user_sink, prev_user);
+      if (rc) return rc;
+      *made = 1;
+    }
+    r = shared_fit(c, psumma, ddir, sh, n, &bs);
+  }
+  if (r) {
+    wf_switch_free_moves(*sh, *n);
+    *sh = NULL, *n = 0;
+  }
+  return r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
+}
+
+/* Both phases on one region, without a switch (one_region_fits). When the weights both plans
+ * hold the same way are what makes them fit (docs/generation.md, "One region"), the prefill
+ * plan in pdir is written again (with SUMMA when that step fitted) naming them in its
+ * manifest's "generate", and a note says so; otherwise the plain budgets are reported. */
+static int one_region(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *extra, const char *pdir,
+                      const char *ddir) {
+  char tmp[] = "/tmp/waferc-gen-XXXXXX";
+  if (!mkdtemp(tmp)) return WF_EXIT_IO;
+  char *psumma = wf_path_join(tmp, "p");
+  pe_budget b0, b;
+  weight_move *sh = NULL;
+  int n = 0, how = 0, made = 0;
+  int rc = one_region_fits(c, g, shape, pdir, psumma, &made, ddir, &how, &sh, &n, &b0);
+  if (rc == WF_EXIT_NOFIT) {
+    report_budget(c, 1, &b0);
+    wf_note(WF_LOC_NONE, "nor do they with the weights both plans hold the same way held once%s",
+            how == 2 ? ", the prefill's GEMMs compiled with SUMMA so that its weights are not pre-skewed" : "");
+  } else if (!rc && how) {
+    wf_gen_compile summa = *g;
+    summa.gemm_algo = "summa";
+    char *ex = extra_shared(extra, sh, n);
+    rc = compile_one(c, how == 2 ? &summa : g, shape, "generate-prefill", pdir, ex, NULL, NULL);
+    free(ex);
+    if (!rc) { /* the same compile: the same weights */
+      int n2 = 0;
+      weight_move *sh2 = NULL;
+      WF_ASSERT(shared_fit(c, pdir, ddir, &sh2, &n2, &b) == 0 && n2 == n);
+      wf_switch_free_moves(sh2, n2);
+      wf_note(WF_LOC_NONE, "the two phases do not fit a PE beside each other's weights; %d weights that both plans "
+                           "hold the same way (%lld bytes per PE) are held once%s", n, (long long)(b0.dw - b.dw),
+              how == 2 ? ", the prefill's GEMMs compiled with SUMMA so that its weights are not pre-skewed "
+                         "(--gemm-algo chooses otherwise and fails instead)" : "");
+    }
+  }
+  wf_switch_free_moves(sh, n);
+  nftw(tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(psumma);
+  return rc;
+}
+
 int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
   long long b = 0, L = 0;
@@ -509,7 +618,7 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
       rc = switch_pair(c, g, layers, pre, dec, cap, dw, dh, stage, ddir, sdir, 1, &switch_full);
       wf_progress_done();
     } else if (!rc) {
-      rc = check_coresident(c, stage, ddir, NULL, NULL, 0); /* no plan that does not fit */
+      rc = one_region(c, g, shape, extra, stage, ddir);
     }
   }
   if (rc) wf_plan_stage_abort(stage);

@@ -86,6 +86,76 @@ static int matrix_weight(const cJSON *w, int64_t *dims, int64_t *padded, int pw,
   return swap;
 }
 
+/* 1 when entries a and b of two manifests hold the same numbers the same way: the same dtype,
+ * shape, padded shape, split, layout (but for the dims' names) and region, neither
+ * pre-skewed, and the same bytes in their plans' weights files (wa, wb: their contents, na, nb
+ * bytes long). */
+static int same_weight(const cJSON *a, const cJSON *b, const char *wa, size_t na, const char *wb, size_t nb) {
+  static const char *keys[] = {"dtype", "shape", "padded_shape", "split", "region"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, keys[i]), *y = cJSON_GetObjectItemCaseSensitive(b, keys[i]);
+    if (!x != !y || (x && !cJSON_Compare(x, y, 1))) return 0;
+  }
+  if (cJSON_GetObjectItemCaseSensitive(a, "skew") || cJSON_GetObjectItemCaseSensitive(b, "skew")) return 0;
+  /* the layouts the same but for the dims' names ({M_y, N_x} is {K_y, N_x}) */
+  const char *la = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "layout"));
+  const char *lb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "layout"));
+  if (!la || !lb) return 0;
+  for (;;) {
+    while (*la >= 'A' && *la <= 'Z') la++;
+    while (*lb >= 'A' && *lb <= 'Z') lb++;
+    if (*la != *lb) return 0;
+    if (!*la) break;
+    la++, lb++;
+  }
+  double oa = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "offset"));
+  double ob = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "offset"));
+  double ba = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "bytes"));
+  double bb = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "bytes"));
+  if (!(oa >= 0 && ob >= 0 && ba > 0 && ba == bb && oa + ba <= (double)na && ob + bb <= (double)nb)) return 0;
+  return !memcmp(wa + (size_t)oa, wb + (size_t)ob, (size_t)ba);
+}
+
+/* The contents of the weights file of the plan in dir whose manifest is j (NULL when none). */
+static char *weights_file(const char *dir, const cJSON *j, size_t *len) {
+  const char *file = cJSON_GetStringValue(
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "weights"), "file"));
+  if (!file || strchr(file, '/')) return NULL;
+  char *path = wf_path_join(dir, file);
+  char *data = wf_read_file(path, len);
+  free(path);
+  return data;
+}
+
+weight_move *wf_switch_shared_weights(const char *pdir, const char *ddir, int *n_out) {
+  cJSON *pj = wf_switch_read_manifest(pdir), *dj = wf_switch_read_manifest(ddir);
+  size_t np = 0, nd = 0;
+  char *pw = pj ? weights_file(pdir, pj, &np) : NULL, *dw = dj ? weights_file(ddir, dj, &nd) : NULL;
+  weight_move *mv = NULL;
+  int n = 0, cap = 0;
+  const cJSON *w;
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(dj, "weights"), "tensors")) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "name"));
+    const char *dsym = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "symbol"));
+    const cJSON *p = name ? weight_named(pj, name) : NULL;
+    const char *psym = p ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "symbol")) : NULL;
+    if (!psym || !dsym || !pw || !dw || !same_weight(p, w, pw, np, dw, nd)) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      mv = realloc(mv, (size_t)cap * sizeof *mv);
+      WF_ASSERT(mv);
+    }
+    mv[n++] = (weight_move){.name = strdup(name), .psym = strdup(psym), .dsym = strdup(dsym)};
+    WF_ASSERT(mv[n - 1].name && mv[n - 1].psym && mv[n - 1].dsym);
+  }
+  free(pw);
+  free(dw);
+  cJSON_Delete(pj);
+  cJSON_Delete(dj);
+  *n_out = n;
+  return mv;
+}
+
 /* The weight `name`'s role in the layers: 0..2 the q, k or v projection, 3 the output
  * projection (W_o), in both phases' IR; *li its layer. -1 when none. */
 static int proj_role(const char *name, int layers, const layer_pack *pre, const layer_pack *dec, int *li) {

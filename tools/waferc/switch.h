@@ -41,6 +41,11 @@ cJSON *wf_switch_read_manifest(const char *dir);
 weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack *pre, const layer_pack *dec, int dw,
                                   int dh, const char *pdir, const char *ddir, int *n_out);
 void wf_switch_free_moves(weight_move *mv, int n);
+/* The weights both plans of one region hold the same way (docs/generation.md, "One region"):
+ * the decode step's weights whose prefill namesake has the same dtype, shape, padding, split
+ * and bytes and neither is pre-skewed; a PE holds them once. Only name, psym and dsym are set;
+ * free with wf_switch_free_moves. */
+weight_move *wf_switch_shared_weights(const char *pdir, const char *ddir, int *n_out);
 /* Writes dir/, the switch plan for the target's mesh: the caches of `layers` attention layers
  * and the n_mv weight moves onto the dw x dh corner, cap cache slots per row. A WF_EXIT_* code. */
 int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const layer_pack *pre, const layer_pack *dec,
