@@ -440,24 +440,20 @@ static int shared_fit(const wf_cli *c, const char *pdir, const char *ddir, weigh
   return budget_fits(c, pdir, ddir, NULL, *sh, *n, b);
 }
 
-/* extra (the prefill manifest's "generate", ending "]}}") with "shared_weights" naming sh's. */
+/* extra (the prefill manifest's "generate", ending "}}") with "shared_weights" naming sh's. */
 static char *extra_shared(const char *extra, const weight_move *sh, int n) {
-  size_t len = strlen(extra), cap = len + 64;
-  for (int i = 0; i < n; i++) cap += 2 * strlen(sh[i].name) + 4;
+  cJSON *names = cJSON_CreateArray();
+  WF_ASSERT(names);
+  for (int i = 0; i < n; i++) WF_ASSERT(cJSON_AddItemToArray(names, cJSON_CreateString(sh[i].name)));
+  char *list = cJSON_PrintUnformatted(names); /* names escaped as JSON strings */
+  WF_ASSERT(list);
+  cJSON_Delete(names);
+  size_t len = strlen(extra), cap = len + strlen(list) + 32;
+  WF_ASSERT(len >= 2 && !strcmp(extra + len - 2, "}}"));
   char *s = malloc(cap);
-  WF_ASSERT(s && len >= 2);
-  size_t u = len - 2; /* before the closing "}}" */
-  memcpy(s, extra, u);
-  u += (size_t)snprintf(s + u, cap - u, ", \"shared_weights\": [");
-  for (int i = 0; i < n; i++) {
-    u += (size_t)snprintf(s + u, cap - u, "%s\"", i ? ", " : "");
-    for (const char *q = sh[i].name; *q && u + 3 < cap; q++) { /* names are JSON strings */
-      if (*q == '"' || *q == '\\') s[u++] = '\\';
-      s[u++] = *q;
-    }
-    u += (size_t)snprintf(s + u, cap - u, "\"");
-  }
-  snprintf(s + u, cap - u, "]}}");
+  WF_ASSERT(s);
+  snprintf(s, cap, "%.*s, \"shared_weights\": %s}}", (int)(len - 2), extra, list);
+  free(list);
   return s;
 }
 
