@@ -153,7 +153,7 @@ d, txt = sys.argv[1], open(sys.argv[2]).read()
 pre = json.load(open(d + "/manifest.json"))["mesh"]
 dec = json.load(open(d + "/decode/manifest.json"))["mesh"]
 pairs = [(tuple(map(int, m[0:2])), tuple(map(int, m[2:4])), float(m[4]), float(m[5]))
-         for m in re.findall(r"^  (\d+)x(\d+) -> (\d+)x(\d+) +([\d.]+) +([\d.]+)$", txt, re.M)]
+         for m in re.findall(r"^  (\d+)x(\d+) -> (\d+)x(\d+) +([\d.]+) +([\d.]+)(?:  \(weights held once[^)]*\))?$", txt, re.M)]
 chosen = re.search(r"chosen: prefill (\d+)x(\d+), decode (\d+)x(\d+)", txt).groups()
 assert pairs, txt
 assert all(b[0] <= a[0] and b[1] <= a[1] for a, b, _, _ in pairs), pairs

@@ -333,7 +333,7 @@ typedef struct cand {
  * given mesh) into a scratch directory, then weighs every pair (prefill region, decode region
  * its corner) by the cost model's cycles: the prefill, the switch plan between them (0 on one
  * region) and N - 1 decode steps, each pair checked for the SRAM as the compile checks it
- * (one_region_fits without its shared weights). Prints the candidates and the pairs, sets the target's mesh to the chosen
+ * (one_region_fits). Prints the candidates and the pairs, sets the target's mesh to the chosen
  * prefill region and *dw x *dh to its decode region. Returns 0, or WF_EXIT_NOFIT when none fits. */
 static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long long L, int concat, int *dw,
                     int *dh) {
@@ -399,9 +399,23 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
       if (!cs[i].pre_fits || !cs[k].dec_fits || cs[k].w > cs[i].w || cs[k].h > cs[i].h || cs[k].layers != cs[i].layers)
         continue;
       int64_t pm = cs[i].pm, pw = cs[i].pw, dm = cs[k].dm, dwb = cs[k].dw;
-      double sw = 0;
-      int fits = pm + dwb <= sram && dm + pw <= sram;
-      if (k != i) { /* with the weights the switch moves, the phases hold less beside each other */
+      double sw = 0, prefill = cs[i].prefill;
+      int fits = pm + dwb <= sram && dm + pw <= sram, how = 0;
+      if (k == i && !fits) { /* one region: as its compile decides, with weights held once */
+        char ps[64], pd[64], dd[64];
+        snprintf(ps, sizeof ps, "%s/ps%d", dir, i);
+        snprintf(pd, sizeof pd, "%s/p%d", dir, i);
+        snprintf(dd, sizeof dd, "%s/d%d", dir, i);
+        set_mesh(c, cs[i].w, cs[i].h);
+        weight_move *sh;
+        int made = 0, nsh;
+        pe_budget b;
+        wf_diag_set_sink(no_diag, NULL);
+        fits = !one_region_fits(c, g, shape, pd, ps, &made, dd, &how, &sh, &nsh, &b);
+        wf_diag_set_sink(NULL, NULL);
+        wf_switch_free_moves(sh, nsh);
+        if (fits && how == 2) prefill = predicted(ps); /* the prefill compiled with SUMMA */
+      } else if (k != i) { /* with the weights the switch moves, the phases hold less beside each other */
         char sd[64], pd[64], dd[64];
         snprintf(sd, sizeof sd, "%s/s%d_%d", dir, i, k);
         snprintf(pd, sizeof pd, "%s/p%d", dir, i);
@@ -411,10 +425,11 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
         if (fits) sw = predicted(sd);
       }
       if (!fits) continue;
-      double total = cs[i].prefill + sw + (double)(g->n - 1) * cs[k].step;
+      double total = prefill + sw + (double)(g->n - 1) * cs[k].step;
       char pair[48];
       snprintf(pair, sizeof pair, "%dx%d -> %dx%d", cs[i].w, cs[i].h, cs[k].w, cs[k].h);
-      printf("  %-22s %12.0f %14.2f\n", pair, sw, total / hz * 1e6);
+      printf("  %-22s %12.0f %14.2f%s\n", pair, sw, total / hz * 1e6,
+             how == 2 ? "  (weights held once; the prefill with SUMMA)" : how ? "  (weights held once)" : "");
       if (bi < 0 || total < best) bi = i, bj = k, best = total;
     }
   wf_progress_done();
