@@ -65,7 +65,8 @@ const wf_type *wf_rule_in(const wf_func *f, const wf_op *op, int i);
 /* Text of a type as the printer writes it, in a static rotating buffer (4 slots). */
 const char *wf_rule_type_str(const wf_func *f, const wf_type *t);
 
-/* Numpy broadcasting of shapes a and b into out (rank = max); -1 if incompatible. */
+/* Numpy broadcasting of shapes a and b into out (rank = max); -1 if incompatible or a dim
+ * is negative. */
 int wf_broadcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *rank_out,
                        int64_t *out);
 /* Normalises a possibly negative axis for rank; -1 if out of range. */

@@ -36,6 +36,7 @@ int wf_broadcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *
     /* align from the right */
     int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
     int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+    if (da < 0 || db < 0) return -1; /* no dim is negative (an Expand's shape input may say so) */
     if (da == db || db == 1) out[i] = da;
     else if (da == 1) out[i] = db;
     else return -1;

@@ -322,7 +322,11 @@ int ox_imp_expand(ox_nctx *n) {
   int64_t dims[WF_MAX_RANK];
   /* bidirectional: the result is the broadcast of both shapes */
   if (ns > WF_MAX_RANK || wf_broadcast_shape(x->type.rank, x->type.dims, ns, shape, &rank, dims) != 0) {
-    ox_err(n, "input %s does not broadcast with shape of %d dims", ox_shape_str(&x->type), ns);
+    char want[160] = "";
+    for (int i = 0, u = 0; i < ns && i < WF_MAX_RANK && u < (int)sizeof want; i++)
+      u += snprintf(want + u, sizeof want - (size_t)u, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    ox_err(n, "input %s does not broadcast with shape [%s%s] (%d dims; none may be negative)",
+           ox_shape_str(&x->type), want, ns > WF_MAX_RANK ? ", ..." : "", ns);
     free(shape);
     return WF_EXIT_INPUT;
   }
