@@ -6,7 +6,8 @@ bytes, truncate, delete or duplicate a line, delete, empty or swap a file, a hug
 number where a number was), and runs `WAFERRUN COPY ARGS --allow-modified-plan` (so that the
 digests do not stop every case at the door) and, for one case in four, without the flag.
 Every run must end with exit 0, 1, 4, 5, 6 or 7 within the time limit and print no sanitizer
-report: anything else (a signal, a sanitizer's "ERROR:" or "runtime error:", a hang) is a
+report, and a run without the flag on a copy whose bytes changed (outside ir/, the IR dump no
+digest covers) must not exit 0: anything else (a signal, a sanitizer's "ERROR:" or "runtime error:", a hang) is a
 finding, kept in FINDINGS_DIR (default /tmp/plan_mutate_findings) with its stderr. Run it with
 a sanitizer build's waferrun (tools/sanitize.sh builds one in build-asan/). Prints the exit
 codes seen and the findings. Not a ctest (minutes); tests/fuzz/README.md records the runs."""
@@ -77,6 +78,13 @@ def mutate(d):
     open(f, "wb").write(bytes(data))
     return "%s %s" % (kind, os.path.relpath(f, d))
 
+def snapshot(d):
+    """The files waferrun reads: ir/ holds the compiler's IR dump for people (docs/plan-format.md),
+    which no digest covers."""
+    return {os.path.relpath(f, d): open(f, "rb").read() for f in files(d)
+            if not os.path.relpath(f, d).split(os.sep)[-2:-1] == ["ir"]}
+
+original = snapshot(plan)
 codes, found = {}, []
 os.makedirs(findings, exist_ok=True)
 tmp = tempfile.mkdtemp(prefix="plan_mutate_")
@@ -96,6 +104,8 @@ try:
         codes[rc] = codes.get(rc, 0) + 1
         bad = rc not in ok_codes or "ERROR: AddressSanitizer" in err or "runtime error:" in err or \
             "LeakSanitizer" in err or "internal error" in err
+        # without the flag, a plan whose bytes changed must be refused (its digests)
+        bad = bad or (not flag and rc == 0 and snapshot(d) != original)
         if bad:
             keep = os.path.join(findings, "case%d" % case)
             shutil.rmtree(keep, ignore_errors=True)
