@@ -475,7 +475,8 @@ static char *extra_shared(const char *extra, const weight_move *sh, int n) {
 /* Whether both phases fit one region (no switch), silently, as one_region decides it: each
  * phase beside the other's weights; else with the weights both plans hold the same way held
  * once; else, when --gemm-algo did not choose, the same with the prefill compiled with SUMMA
- * into psumma (*made says whether it is there: compiled once for all the calls). Returns 0 (how:
+ * into psumma (*made: 1 when it is there, -1 when it did not compile, 0 not yet; compiled once
+ * for all the calls). Returns 0 (how:
  * 0, 1 or 2, the step that fits; *sh, *n the shared weights, to be freed), WF_EXIT_NOFIT (*b
  * the plain budgets), or another exit code. */
 static int one_region_fits(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *pdir,
@@ -487,22 +488,21 @@ static int one_region_fits(wf_cli *c, const wf_gen_compile *g, const char *shape
   if (r != 1) return r < 0 ? WF_EXIT_IO : r ? WF_EXIT_NOFIT : 0;
   *how = 1;
   r = shared_fit(c, pdir, ddir, sh, n, &bs);
-  if (r == 1 && !g->gemm_algo) {
-    wf_switch_free_moves(*sh, *n);
-    *sh = NULL, *n = 0, *how = 2;
-    if (!*made) {
+  if (r == 1 && !g->gemm_algo && *made >= 0) {
+    if (!*made) { /* a SUMMA prefill that does not compile (-1) is not a way out */
       wf_gen_compile summa = *g;
       summa.gemm_algo = "summa";
-      wf_diag_sink prev_user_sink;
       void *prev_user;
-      prev_user_sink = wf_diag_get_sink(&prev_user);
+      wf_diag_sink prev = wf_diag_get_sink(&prev_user);
       wf_diag_set_sink(no_diag, NULL);
-      int rc = compile_one(c, &summa, shape, "generate-prefill", psumma, NULL, NULL, NULL);
-      wf_diag_set_sink(prev_user_sink, prev_user);
-      if (rc) return rc;
-      *made = 1;
+      *made = compile_one(c, &summa, shape, "generate-prefill", psumma, NULL, NULL, NULL) ? -1 : 1;
+      wf_diag_set_sink(prev, prev_user);
     }
-    r = shared_fit(c, psumma, ddir, sh, n, &bs);
+    if (*made > 0) {
+      wf_switch_free_moves(*sh, *n);
+      *sh = NULL, *n = 0, *how = 2;
+      r = shared_fit(c, psumma, ddir, sh, n, &bs);
+    }
   }
   if (r) {
     wf_switch_free_moves(*sh, *n);
