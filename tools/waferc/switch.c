@@ -88,9 +88,8 @@ static int matrix_weight(const cJSON *w, int64_t *dims, int64_t *padded, int pw,
 
 /* 1 when entries a and b of two manifests hold the same numbers the same way: the same dtype,
  * shape, padded shape, split, layout (but for the dims' names) and region, neither
- * pre-skewed, and the same bytes in their plans' weights files (wa, wb: their contents, na, nb
- * bytes long). */
-static int same_weight(const cJSON *a, const cJSON *b, const char *wa, size_t na, const char *wb, size_t nb) {
+ * pre-skewed, and the same bytes in their plans' weights files (wa, wb). */
+static int same_weight(const cJSON *a, const cJSON *b, FILE *wa, FILE *wb) {
   static const char *keys[] = {"dtype", "shape", "padded_shape", "split", "region"};
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, keys[i]), *y = cJSON_GetObjectItemCaseSensitive(b, keys[i]);
@@ -112,25 +111,31 @@ static int same_weight(const cJSON *a, const cJSON *b, const char *wa, size_t na
   double ob = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "offset"));
   double ba = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "bytes"));
   double bb = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "bytes"));
-  if (!(oa >= 0 && ob >= 0 && ba > 0 && ba == bb && oa + ba <= (double)na && ob + bb <= (double)nb)) return 0;
-  return !memcmp(wa + (size_t)oa, wb + (size_t)ob, (size_t)ba);
+  if (!(oa >= 0 && ob >= 0 && ba > 0 && ba == bb && oa + ba < 9e18 && ob + bb < 9e18)) return 0;
+  if (fseeko(wa, (off_t)oa, SEEK_SET) || fseeko(wb, (off_t)ob, SEEK_SET)) return 0;
+  char x[65536], y[65536];
+  for (int64_t left = (int64_t)ba; left > 0;) { /* chunk by chunk: a model's weights may be large */
+    size_t k = left < (int64_t)sizeof x ? (size_t)left : sizeof x;
+    if (fread(x, 1, k, wa) != k || fread(y, 1, k, wb) != k || memcmp(x, y, k)) return 0;
+    left -= (int64_t)k;
+  }
+  return 1;
 }
 
-/* The contents of the weights file of the plan in dir whose manifest is j (NULL when none). */
-static char *weights_file(const char *dir, const cJSON *j, size_t *len) {
+/* The weights file of the plan in dir whose manifest is j, open for reading (NULL when none). */
+static FILE *weights_file(const char *dir, const cJSON *j) {
   const char *file = cJSON_GetStringValue(
       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "weights"), "file"));
   if (!file || strchr(file, '/')) return NULL;
   char *path = wf_path_join(dir, file);
-  char *data = wf_read_file(path, len);
+  FILE *f = fopen(path, "rb");
   free(path);
-  return data;
+  return f;
 }
 
 weight_move *wf_switch_shared_weights(const char *pdir, const char *ddir, int *n_out) {
   cJSON *pj = wf_switch_read_manifest(pdir), *dj = wf_switch_read_manifest(ddir);
-  size_t np = 0, nd = 0;
-  char *pw = pj ? weights_file(pdir, pj, &np) : NULL, *dw = dj ? weights_file(ddir, dj, &nd) : NULL;
+  FILE *pw = pj ? weights_file(pdir, pj) : NULL, *dw = dj ? weights_file(ddir, dj) : NULL;
   weight_move *mv = NULL;
   int n = 0, cap = 0;
   const cJSON *w;
@@ -139,7 +144,7 @@ weight_move *wf_switch_shared_weights(const char *pdir, const char *ddir, int *n
     const char *dsym = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "symbol"));
     const cJSON *p = name ? weight_named(pj, name) : NULL;
     const char *psym = p ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "symbol")) : NULL;
-    if (!psym || !dsym || !pw || !dw || !same_weight(p, w, pw, np, dw, nd)) continue;
+    if (!psym || !dsym || !pw || !dw || !same_weight(p, w, pw, dw)) continue;
     if (n == cap) {
       cap = cap ? 2 * cap : 16;
       mv = realloc(mv, (size_t)cap * sizeof *mv);
@@ -148,8 +153,8 @@ weight_move *wf_switch_shared_weights(const char *pdir, const char *ddir, int *n
     mv[n++] = (weight_move){.name = strdup(name), .psym = strdup(psym), .dsym = strdup(dsym)};
     WF_ASSERT(mv[n - 1].name && mv[n - 1].psym && mv[n - 1].dsym);
   }
-  free(pw);
-  free(dw);
+  if (pw) fclose(pw);
+  if (dw) fclose(dw);
   cJSON_Delete(pj);
   cJSON_Delete(dj);
   *n_out = n;
