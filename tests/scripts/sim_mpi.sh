@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `mpirun -np R waferrun` (runtime/sim_mpi.c: one band of rows per rank) gives the same bytes as
+# one process: shift and broadcast GEMMs on odd meshes (their shifts fill buffers across the
+# rank edges: meeting points), the 2D allreduce and the Reduce paper's tree, an MLP through
+# the compiler, a run stopped by --max-cycles half way, and one that deadlocks, each with
+# 2 and 3 ranks against --threads=1: stdout, stderr, the exit code, the report, the trace,
+# the heatmaps and every output must be byte-identical. Skipped (77) without mpirun or when
+# waferrun was built without MPI.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+BIN=${WAFERC_BINARY_DIR:?}
+export WAFERC_TARGET_PATH=$SRC/targets
+command -v mpirun >/dev/null || { echo "sim_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
+lib=$(ls "$BIN"/lib/libwaferc.so* 2>/dev/null | head -1)
+{ [ -n "$lib" ] && ldd "$lib" | grep -q libmpi; } ||
+  { echo "sim_mpi: waferrun was built without MPI (Debian libopenmpi-dev): skipped"; exit 77; }
+# -q: mpirun's own notice about a non-zero exit is not waferrun's output. As root (CI), Open
+# MPI wants to be told; more ranks than cores is fine for a test.
+MPIRUN=(mpirun -q --oversubscribe)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+G=$SRC/tests/fidelity/collectives.py
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" # the report names the plan directory: keep it relative
+mkdir plans r
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+
+# check NAME TAG ARGS...: runs plans/NAME with --threads=1 and under mpirun with 2 and 3 ranks
+# (outputs, report, trace, heatmaps in r/NAME.TAG.R/), compares them.
+check() {
+  local name=$1 tag=$2
+  shift 2
+  local np
+  for np in 1 2 3; do
+    local r=r/$name.$tag.$np rc=0 out=() run=(waferrun --threads=1)
+    mkdir -p "$r"
+    [ "$tag" = data ] && out=(--output-dir "$r/out" --heatmap "$r/heat")
+    [ "$np" != 1 ] && run=("${MPIRUN[@]}" -np "$np" waferrun)
+    "${run[@]}" "plans/$name" "$@" "${out[@]}" --report "$r/report.json" --trace "$r/trace.json" \
+      >"$r/stdout" 2>"$r/stderr" || rc=$?
+    echo "$rc" >"$r/rc"
+    grep -v '^trace:\|^heatmaps:' "$r/stdout" | sed 's| -> .*||' >"$r/summary" || true
+    rm "$r/stdout"
+    if [ "$np" != 1 ]; then
+      diff -r "r/$name.$tag.1" "$r" >/dev/null || {
+        diff -r "r/$name.$tag.1" "$r" | head -20 >&2
+        fail "$name: mpirun -np $np differs from one process"
+      }
+    fi
+  done
+  n=$((n + 1))
+}
+
+for algo in meshgemm cannon summa; do
+  wafer-bench gemm --algo=$algo --mesh=11 --m=33 --k=44 --n=22 --target=wse2 \
+    --keep=plans/$algo-11 >/dev/null || fail "wafer-bench gemm $algo"
+  check $algo-11 data --input a=random:1 --input b=random:2
+done
+check meshgemm-11 timing --mode=timing
+wafer-bench gemm --algo=meshgemm --mesh=13 --m=64 --k=64 --n=64 --target=wse2 \
+  --keep=plans/meshgemm-13 >/dev/null || fail "wafer-bench gemm meshgemm 13"
+check meshgemm-13 timing --mode=timing
+# a run stopped half way: the same error and the same trace of what ran
+check meshgemm-13 stopped --mode=timing --max-cycles=400
+
+python3 - "$(dirname "$G")" <<'PY' || fail "collectives.py: could not write the plans"
+import sys
+sys.path.insert(0, sys.argv[1])
+import collectives as c
+for p, W, H, B, out, inp in (("allreduce2d", 21, 17, 24, "plans/allreduce2d", "in_ar.npy"),
+                             ("tree", 16, 5, 33, "plans/tree", "in_tree.npy")):
+    c.write_plan(p, W, H, B, 2, out)
+    c.write_npy(inp, [H, W * B], c.input_values(W, H, B))
+PY
+check allreduce2d data --input a=in_ar.npy
+check tree data --input a=in_tree.npy
+
+waferc "$SRC/examples/mlp_softmax.wir" -o plans/mlp --target=test4x4 -q || fail "waferc mlp_softmax"
+check mlp data --input x="$SRC/examples/mlp_softmax_x.npy"
+
+# Deadlocks (as tests/scripts/e2e_bad_plan.sh makes them), said by rank 0 from every rank's
+# state: the softmax's broadcast root sends to a PE that does not exist (PEs wait), and the
+# star's wavelets wait at routers whose switch position never comes (routers sleep).
+cp -r plans/mlp plans/mlp-dead
+bc=$(sed -n 's/^\.color \(c[0-9]*\) flooding broadcast$/\1/p' plans/mlp-dead/programs/main.wpe | head -1)
+sed -i "s/^\[x==[0-9]*\] send $bc /[x==9] send $bc /" plans/mlp-dead/programs/main.wpe
+check mlp-dead data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+python3 "$G" gen star 4 3 8 2 plans/star && python3 "$G" input 4 3 8 in_star.npy
+sed -i 's/^\[x>0\] sendadv /[x>0] send /' plans/star/programs/main.wpe
+check star data --allow-modified-plan --input a=in_star.npy
+for t in mlp-dead star; do
+  [ "$(cat r/$t.data.1/rc)" = 5 ] && grep -q "deadlock at cycle" r/$t.data.1/stderr || fail "$t: no deadlock"
+done
+
+# more ranks than rows: refused, said once
+rc=0
+"${MPIRUN[@]}" -np 5 waferrun plans/mlp --input x="$SRC/examples/mlp_softmax_x.npy" >r/many.out 2>r/many.err || rc=$?
+[ "$rc" = 2 ] && [ "$(grep -c 'MPI ranks for a mesh of' r/many.err)" = 1 ] ||
+  fail "5 ranks on the MLP's 4 rows: exit $rc, $(cat r/many.err)"
+
+echo "sim_mpi: $n runs byte-identical under mpirun -np 2 and 3"
