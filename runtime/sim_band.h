@@ -45,6 +45,7 @@ typedef struct point {
   wf_fifo *f;
   int fs;
   int kind, id;    /* PT_*; the ranks' index of the buffer in their canonical list */
+  int said;        /* NOTIFY: sent */
 } point;
 
 typedef struct wf_band {

@@ -573,8 +573,18 @@ static void threads_deadlock(wf_threads *T, const char *why) { wf_sim_report_dea
 
 static const wf_band_ops threads_ops = {threads_totals, threads_cycle, threads_deadlock, meet_threads};
 
+/* Where the end's statistics go: s, or with ranks this rank's band (they reach rank 0 with
+ * its state). */
+static wf_sim *stats_sim(wf_threads *T, wf_sim *s) {
+  if (T->me < 0) return s;
+  wf_sim *bs = &T->b[T->me]->sim;
+  bs->now = s->now;
+  return bs;
+}
+
 /* Blocked routers are credited up to now before a deadlock or --max-cycles is said. */
-static void settle_bands(wf_sim *s, const wf_totals *t) {
+static void settle_bands(wf_threads *T, wf_sim *s, const wf_totals *t) {
+  s = stats_sim(T, s);
   s->rt_cur_key = INT64_MAX;
   s->n_rt_sleep = (int)t->n_rt_sleep;
   wf_sim_settle(s);
@@ -626,23 +636,24 @@ int wf_threads_loop(wf_sim *s, wf_threads *T) {
       if (s->opts.max_cycles && at > s->opts.max_cycles) {
         if (t.n_rt_sleep) {
           s->now = s->opts.max_cycles;
-          settle_bands(s, &t);
+          settle_bands(T, s, &t);
         }
         return max_cycles_error(s);
       }
       s->now = at;
       quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
       if (t.n_rt_sleep) {
-        settle_bands(s, &t);
+        settle_bands(T, s, &t);
       } else {
         size_t cells = (size_t)s->w * (size_t)s->h;
-        for (size_t i = 0; i < cells; i++) /* only a band's own PEs sleep in its copy */
-          if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) wf_sim_charge_sleep(s, s->pes[i], s->now);
+        wf_sim *to = stats_sim(T, s);
+        for (size_t i = 0; i < cells; i++) /* with ranks, only its own PEs sleep in a copy */
+          if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) wf_sim_charge_sleep(to, s->pes[i], s->now);
       }
       return deadlock(T, quiet);
     }
     if (quiet >= s->opts.deadlock_cycles) {
-      settle_bands(s, &t);
+      settle_bands(T, s, &t);
       return deadlock(T, quiet);
     }
     int64_t next = s->now + 1;

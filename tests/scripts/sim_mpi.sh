@@ -2,8 +2,8 @@
 # `mpirun -np R waferrun` (runtime/sim_mpi.c: one band of rows per rank) gives the same bytes as
 # one process: shift and broadcast GEMMs on odd meshes (their shifts fill buffers across the
 # rank edges: meeting points), the 2D allreduce and the Reduce paper's tree, an MLP through
-# the compiler, a run stopped by --max-cycles half way, and one that deadlocks, each with
-# 2 and 3 ranks against --threads=1: stdout, stderr, the exit code, the report, the trace,
+# the compiler, a run stopped by --max-cycles half way, two deadlocks and two run-time errors,
+# each with 2 and 3 ranks against --threads=1: stdout, stderr, the exit code, the report, the trace,
 # the heatmaps and every output must be byte-identical. Skipped (77) without mpirun or when
 # waferrun was built without MPI.
 set -euo pipefail
@@ -92,6 +92,18 @@ check star data --allow-modified-plan --input a=in_star.npy
 for t in mlp-dead star; do
   [ "$(cat r/$t.data.1/rc)" = 5 ] && grep -q "deadlock at cycle" r/$t.data.1/stderr || fail "$t: no deadlock"
 done
+
+# Run-time errors in the last rows (the last rank's band): the first in key order is said,
+# by rank 0, with the trace of what ran before it. In the PE phase, an operand past its
+# symbol's end at cycle 0; in the router phase, a wavelet arriving where no route takes it.
+cp -r plans/mlp plans/mlp-pe
+sed -i '0,/^zero %h 16 /s//[y==3, x==2] zero %h 9999\nzero %h 16 /' plans/mlp-pe/programs/main.wpe
+check mlp-pe data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+cp -r plans/mlp plans/mlp-rt
+sed -i 's/^\[y in s2\] .route c3 N -> RAMP/[y in s2] .route c3 W -> RAMP/' plans/mlp-rt/programs/main.wpe
+check mlp-rt data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+grep -q "reaches past the end" r/mlp-pe.data.1/stderr && grep -q "which has no route" r/mlp-rt.data.1/stderr ||
+  fail "the run-time errors were not made"
 
 # more ranks than rows: refused, said once
 rc=0
