@@ -33,7 +33,7 @@ static int g_rank, g_size = 1, g_init;
 
 int wf_sim_mpi_init(int *argc, char ***argv) {
   /* Only under a launcher: a plain run never pays for MPI_Init. */
-  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
+  if (!getenv("OM->comm_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
   MPI_Init(argc, argv);
   g_init = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -80,7 +80,8 @@ typedef struct edge {
 } edge;
 
 typedef struct mpi_run {
-  int me, R;
+  int me, R;                       /* this rank, and the ranks with a band */
+  MPI_Comm comm;                   /* those ranks */
   edge e[2];                       /* the band above, the band below */
   int ev;                          /* events are recorded (rank 0 observes them) */
   int64_t *hdr;                    /* [R][3]: records, first error's key, events */
@@ -174,7 +175,7 @@ static void find_points(wf_threads *T, mpi_run *M) {
       e->kmine[k] = r->active ? r->key : -1;
     }
     MPI_Sendrecv(e->kmine, e->n_full, MPI_INT64_T, e->rank, TAG_KEYS, e->ktheirs, e->n_full, MPI_INT64_T,
-                 e->rank, TAG_KEYS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                 e->rank, TAG_KEYS, M->comm, MPI_STATUS_IGNORE);
     for (int k = 0; k < e->n_full; k++) {
       const edge_fifo *ef = &e->fifos[e->full[k]];
       int pm = mine(T, ef->prod);
@@ -206,7 +207,7 @@ static void meet(wf_band *b, point *pt) {
     pt->said = 1;
     e->note[2 * k] = k;
     e->note[2 * k + 1] = pt->f->count < s->depth;
-    MPI_Isend(&e->note[2 * k], 2, MPI_INT32_T, e->rank, TAG_MEET, MPI_COMM_WORLD, &e->req[e->n_req++]);
+    MPI_Isend(&e->note[2 * k], 2, MPI_INT32_T, e->rank, TAG_MEET, M->comm, &e->req[e->n_req++]);
     return;
   }
   if (e->got[k] < 0) {
@@ -214,7 +215,7 @@ static void meet(wf_band *b, point *pt) {
     b->n_waits++;
     while (e->got[k] < 0) {
       int32_t m[2];
-      MPI_Recv(m, 2, MPI_INT32_T, e->rank, TAG_MEET, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Recv(m, 2, MPI_INT32_T, e->rank, TAG_MEET, M->comm, MPI_STATUS_IGNORE);
       e->got[m[0]] = (int8_t)m[1];
     }
     b->wait += host_seconds() - t0;
@@ -231,16 +232,16 @@ static void meet(wf_band *b, point *pt) {
 static void headers(wf_threads *T, mpi_run *M) {
   wf_band *b = T->b[M->me];
   int64_t h[3] = {b->n_recs, b->err_msg ? b->err_key : INT64_MAX, M->ev ? b->n_evs : 0};
-  MPI_Allgather(h, 3, MPI_INT64_T, M->hdr, 3, MPI_INT64_T, MPI_COMM_WORLD);
+  MPI_Allgather(h, 3, MPI_INT64_T, M->hdr, 3, MPI_INT64_T, M->comm);
 }
 
-static char *recv_string(int from) {
+static char *recv_string(const mpi_run *M, int from) {
   MPI_Status st;
   int n = 0;
-  MPI_Probe(from, TAG_ERR, MPI_COMM_WORLD, &st);
+  MPI_Probe(from, TAG_ERR, M->comm, &st);
   MPI_Get_count(&st, MPI_CHAR, &n);
   char *p = xrealloc(NULL, (size_t)n + 1);
-  MPI_Recv(p, n, MPI_CHAR, from, TAG_ERR, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(p, n, MPI_CHAR, from, TAG_ERR, M->comm, MPI_STATUS_IGNORE);
   p[n] = 0;
   return p;
 }
@@ -254,16 +255,16 @@ static int agree_error(wf_threads *T, mpi_run *M, int replay) {
   if (owner < 0) return 0;
   wf_band *b = T->b[owner];
   if (owner == M->me && M->me) {
-    MPI_Send(b->err_where, (int)strlen(b->err_where), MPI_CHAR, 0, TAG_ERR, MPI_COMM_WORLD);
-    MPI_Send(b->err_msg, (int)strlen(b->err_msg), MPI_CHAR, 0, TAG_ERR, MPI_COMM_WORLD);
+    MPI_Send(b->err_where, (int)strlen(b->err_where), MPI_CHAR, 0, TAG_ERR, M->comm);
+    MPI_Send(b->err_msg, (int)strlen(b->err_msg), MPI_CHAR, 0, TAG_ERR, M->comm);
   }
   if (M->me) {
     T->s->failed = 1;
     return -1;
   }
   if (owner) {
-    b->err_where = recv_string(owner);
-    b->err_msg = recv_string(owner);
+    b->err_where = recv_string(M, owner);
+    b->err_msg = recv_string(M, owner);
     b->err_key = M->hdr[3 * owner + 1];
   }
   return wf_threads_failed(T, replay);
@@ -278,7 +279,7 @@ static void gather_events(wf_threads *T, mpi_run *M) {
   wf_band *b = T->b[M->me];
   if (M->me) {
     MPI_Gatherv(b->evs, (int)(b->n_evs * (int)sizeof *b->evs), MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, 0,
-                MPI_COMM_WORLD);
+                M->comm);
     b->n_evs = 0;
     return;
   }
@@ -289,7 +290,7 @@ static void gather_events(wf_threads *T, mpi_run *M) {
     at += M->counts[r];
   }
   evrec *all = xrealloc(NULL, (size_t)at);
-  MPI_Gatherv(NULL, 0, MPI_BYTE, all, M->counts, M->displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(NULL, 0, MPI_BYTE, all, M->counts, M->displs, MPI_BYTE, 0, M->comm);
   const wf_plan *plan = T->s->plan;
   for (int r = 1, i = 0; r < M->R; r++) {
     wf_band *o = T->b[r];
@@ -325,7 +326,7 @@ static int64_t stamp(wf_threads *T, mpi_run *M) {
   }
   int64_t *own = xrealloc(NULL, (size_t)b->n_recs * sizeof *own);
   for (int i = 0; i < b->n_recs; i++) own[i] = b->recs[i].key;
-  MPI_Allgatherv(own, b->n_recs, MPI_INT64_T, M->gkeys, M->counts, M->displs, MPI_INT64_T, MPI_COMM_WORLD);
+  MPI_Allgatherv(own, b->n_recs, MPI_INT64_T, M->gkeys, M->counts, M->displs, MPI_INT64_T, M->comm);
   free(own);
   for (int i = 0; i < b->n_recs; i++) {
     int64_t k = b->recs[i].key, place = i;
@@ -389,8 +390,8 @@ static void exchange(wf_threads *T, mpi_run *M) {
     edge *e = &M->e[side];
     if (e->rank < 0) continue;
     e->count[0] = e->n_out;
-    MPI_Irecv(&e->count[1], 1, MPI_INT64_T, e->rank, TAG_COUNT, MPI_COMM_WORLD, &req[nr++]);
-    MPI_Isend(&e->count[0], 1, MPI_INT64_T, e->rank, TAG_COUNT, MPI_COMM_WORLD, &req[nr++]);
+    MPI_Irecv(&e->count[1], 1, MPI_INT64_T, e->rank, TAG_COUNT, M->comm, &req[nr++]);
+    MPI_Isend(&e->count[0], 1, MPI_INT64_T, e->rank, TAG_COUNT, M->comm, &req[nr++]);
   }
   MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
   nr = 0;
@@ -402,10 +403,10 @@ static void exchange(wf_threads *T, mpi_run *M) {
       e->in = xrealloc(e->in, (size_t)e->cap_in * sizeof *e->in);
     }
     if (e->count[1])
-      MPI_Irecv(e->in, (int)(e->count[1] * (int64_t)sizeof *e->in), MPI_BYTE, e->rank, TAG_RECS, MPI_COMM_WORLD,
+      MPI_Irecv(e->in, (int)(e->count[1] * (int64_t)sizeof *e->in), MPI_BYTE, e->rank, TAG_RECS, M->comm,
                 &req[nr++]);
     if (e->n_out)
-      MPI_Isend(e->out, (int)(e->n_out * (int64_t)sizeof *e->out), MPI_BYTE, e->rank, TAG_RECS, MPI_COMM_WORLD,
+      MPI_Isend(e->out, (int)(e->n_out * (int64_t)sizeof *e->out), MPI_BYTE, e->rank, TAG_RECS, M->comm,
                 &req[nr++]);
   }
   MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
@@ -496,7 +497,7 @@ static void totals(wf_threads *T, wf_totals *t, int expired) {
   int64_t v[S_N] = {bs->n_act_pe, bs->n_act_rt, bs->n_timers, bs->n_rt_sleep, bs->n_soft, bs->progress, expired,
                     b->j.all_compute, b->j.next_busy};
   int64_t r[S_N];
-  MPI_Allreduce(v, r, S_N, MPI_INT64_T, M->sums, MPI_COMM_WORLD);
+  MPI_Allreduce(v, r, S_N, MPI_INT64_T, M->sums, M->comm);
   *t = (wf_totals){r[S_PE], r[S_RT], r[S_TIMERS], r[S_SLEEP], r[S_SOFT], (int)r[S_PROGRESS], (int)r[S_EXPIRED],
                    {(int)r[S_ALLCOMP], r[S_NEXT]}};
   M->talk += host_seconds() - t0;
@@ -633,17 +634,17 @@ static void gather_state(wf_threads *T, mpi_run *M) {
     buf b = {0};
     put_band(&b, s, &T->b[M->me]->sim);
     WF_ASSERT(b.n < (size_t)INT32_MAX);
-    MPI_Send(b.p, (int)b.n, MPI_BYTE, 0, TAG_STATE, MPI_COMM_WORLD);
+    MPI_Send(b.p, (int)b.n, MPI_BYTE, 0, TAG_STATE, M->comm);
     free(b.p);
     return;
   }
   for (int r = 1; r < M->R; r++) {
     MPI_Status st;
     int n = 0;
-    MPI_Probe(r, TAG_STATE, MPI_COMM_WORLD, &st);
+    MPI_Probe(r, TAG_STATE, M->comm, &st);
     MPI_Get_count(&st, MPI_BYTE, &n);
     char *p = xrealloc(NULL, (size_t)n);
-    MPI_Recv(p, n, MPI_BYTE, r, TAG_STATE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(p, n, MPI_BYTE, r, TAG_STATE, M->comm, MPI_STATUS_IGNORE);
     get_band(p, s, &T->b[r]->sim);
     free(p);
   }
@@ -656,7 +657,7 @@ static void print_stats(wf_threads *T, mpi_run *M, double wall) {
   wf_band *b = T->b[M->me];
   double v[6] = {wall, M->step, M->talk, b->wait, (double)b->n_waits, (double)b->n_points};
   double *all = M->me ? NULL : calloc((size_t)M->R * 6, sizeof *all);
-  MPI_Gather(v, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Gather(v, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, M->comm);
   if (M->me) return;
   fprintf(stderr, "ranks: %d bands, %lld cycles\n", M->R, (long long)M->cycles);
   for (int r = 0; r < M->R; r++) {
@@ -672,12 +673,13 @@ static void print_stats(wf_threads *T, mpi_run *M, double wall) {
 
 /* ---- the run ---------------------------------------------------------------------------- */
 
-static mpi_run *mpi_setup(wf_threads *T) {
+static mpi_run *mpi_setup(wf_threads *T, MPI_Comm comm) {
   wf_sim *s = T->s;
   mpi_run *M = calloc(1, sizeof *M);
   WF_ASSERT(M != NULL);
+  M->comm = comm;
   M->me = g_rank;
-  M->R = g_size;
+  M->R = T->nb;
   M->hdr = calloc((size_t)M->R * 3, sizeof *M->hdr);
   M->counts = calloc((size_t)M->R, sizeof *M->counts);
   M->displs = calloc((size_t)M->R, sizeof *M->displs);
@@ -687,7 +689,7 @@ static mpi_run *mpi_setup(wf_threads *T) {
   edge_setup(s, &M->e[1], M->me + 1 < M->R ? M->me + 1 : -1, bs->y1 - 1);
   /* Events are recorded where rank 0 observes them (a trace, a progress line). */
   M->ev = s->ev_fn != NULL;
-  MPI_Bcast(&M->ev, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&M->ev, 1, MPI_INT, 0, M->comm);
   for (int k = 0; k < T->nb; k++) T->b[k]->sim.ev_fn = k == M->me && M->ev ? wf_band_event : NULL;
   MPI_Op_create(sums_op, 1, &M->sums);
   T->mpi = M;
@@ -708,18 +710,29 @@ static void mpi_free(mpi_run *M) {
   free(M);
 }
 
+/* One band per rank, at most one per row and WF_SIM_THREADS_MAX in all: the ranks beyond
+ * wait for rank 0's exit code. With one band, rank 0 runs the plan as one process would. */
 int wf_sim_run_mpi(wf_sim *s) {
   WF_ASSERT(!s->ran);
-  s->ran = 1;
-  if (g_size > s->h || g_size > WF_SIM_THREADS_MAX) {
-    wf_error_at("waferrun", "%d MPI ranks for a mesh of %d rows: at most one rank per row, and at most %d", g_size,
-                s->h, WF_SIM_THREADS_MAX);
-    return WF_EXIT_USAGE;
+  int nb = g_size < s->h ? g_size : s->h, rc = 0;
+  if (nb > WF_SIM_THREADS_MAX) nb = WF_SIM_THREADS_MAX;
+  if (nb == 1) {
+    if (!g_rank) rc = wf_sim_run_local(s);
+    s->ran = 1;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
   }
-  wf_threads *T = wf_threads_setup(s, g_size);
-  mpi_run *M = mpi_setup(T);
+  MPI_Comm comm;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank < nb ? 0 : MPI_UNDEFINED, g_rank, &comm);
+  s->ran = 1;
+  if (g_rank >= nb) {
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
+  }
+  wf_threads *T = wf_threads_setup(s, nb);
+  mpi_run *M = mpi_setup(T, comm);
   double t0 = host_seconds();
-  int rc = wf_threads_loop(s, T);
+  rc = wf_threads_loop(s, T);
   double wall = host_seconds() - t0;
   const char *st = getenv("WF_SIM_THREAD_STATS");
   if (st && *st && strcmp(st, "0")) print_stats(T, M, wall);
@@ -728,8 +741,9 @@ int wf_sim_run_mpi(wf_sim *s) {
     if (M->why) wf_sim_report_deadlock(s, M->why);
     else if (rc < 0) rc = wf_sim_finish(s); /* everything sleeps, nothing is in flight */
   }
-  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   mpi_free(M);
   T->mpi = NULL;
+  MPI_Comm_free(&comm);
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return rc;
 }

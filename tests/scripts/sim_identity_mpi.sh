@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# tests/scripts/sim_identity.sh with every run under `mpirun -np 2`, then 3 (one band of rows
+# per rank, runtime/sim_mpi.c): the same digests an earlier one-process simulator recorded.
+# Skipped (77) as tests/scripts/sim_mpi.sh is: without mpirun or a waferrun built with MPI.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BIN=${WAFERC_BINARY_DIR:?}
+command -v mpirun >/dev/null || { echo "sim_identity_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
+lib=$(ls "$BIN"/lib/libwaferc.so* 2>/dev/null | head -1)
+{ [ -n "$lib" ] && ldd "$lib" | grep -q libmpi; } ||
+  { echo "sim_identity_mpi: waferrun was built without MPI (Debian libopenmpi-dev): skipped"; exit 77; }
+for r in 2 3; do SIM_IDENTITY_MPI=$r bash "$here/sim_identity.sh"; done
