@@ -33,7 +33,10 @@ static int g_rank, g_size = 1, g_init;
 
 int wf_sim_mpi_init(int *argc, char ***argv) {
   /* Only under a launcher: a plain run never pays for MPI_Init. */
-  if (!getenv("OM->comm_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
+  if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") && !getenv("PMI_RANK")) return 0;
+  /* A rank waiting for another yields its core (unless told otherwise): on a shared machine
+   * the rank it waits for may need that core. */
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   MPI_Init(argc, argv);
   g_init = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -48,7 +51,11 @@ void wf_sim_mpi_finalize(void) {
   g_init = 0;
 }
 
-enum { TAG_KEYS = 1, TAG_MEET, TAG_COUNT, TAG_RECS, TAG_ERR, TAG_STATE };
+enum { TAG_KEYS = 1, TAG_MEET, TAG_RECS, TAG_ERR, TAG_STATE };
+
+/* A phase header's fields (headers()), per rank in mpi_run.hdr. */
+enum { H_RECS, H_ERR, H_EVS, H_UP, H_DOWN, H_N };
+#define HDR(M, r, f) ((M)->hdr[(size_t)(r) * H_N + (f)])
 
 /* A record on the wire: the router by its cell index instead of a pointer. */
 typedef struct wire_rec {
@@ -76,7 +83,7 @@ typedef struct edge {
   int n_req;
   wire_rec *out, *in;
   int n_out, cap_out, cap_in;
-  int64_t count[2];                /* records out, in */
+  int64_t count[2];                /* records in (count[1]) */
 } edge;
 
 typedef struct mpi_run {
@@ -84,7 +91,7 @@ typedef struct mpi_run {
   MPI_Comm comm;                   /* those ranks */
   edge e[2];                       /* the band above, the band below */
   int ev;                          /* events are recorded (rank 0 observes them) */
-  int64_t *hdr;                    /* [R][3]: records, first error's key, events */
+  int64_t *hdr;                    /* [R][H_N]: the phase headers */
   int64_t *gkeys;
   int cap_gkeys;
   int *counts, *displs;
@@ -228,11 +235,13 @@ static void meet(wf_band *b, point *pt) {
 
 /* ---- the commits ------------------------------------------------------------------------ */
 
-/* Every rank's phase header (records, first error's key, events) to every rank. */
+/* Every rank's phase header to every rank: its records, its first error's key, its events,
+ * and the records it sends to the rank above and below (so that nobody asks for sizes). */
 static void headers(wf_threads *T, mpi_run *M) {
   wf_band *b = T->b[M->me];
-  int64_t h[3] = {b->n_recs, b->err_msg ? b->err_key : INT64_MAX, M->ev ? b->n_evs : 0};
-  MPI_Allgather(h, 3, MPI_INT64_T, M->hdr, 3, MPI_INT64_T, M->comm);
+  int64_t h[H_N] = {b->n_recs, b->err_msg ? b->err_key : INT64_MAX, M->ev ? b->n_evs : 0, M->e[0].n_out,
+                    M->e[1].n_out};
+  MPI_Allgather(h, H_N, MPI_INT64_T, M->hdr, H_N, MPI_INT64_T, M->comm);
 }
 
 static char *recv_string(const mpi_run *M, int from) {
@@ -251,7 +260,7 @@ static char *recv_string(const mpi_run *M, int from) {
 static int agree_error(wf_threads *T, mpi_run *M, int replay) {
   int owner = -1;
   for (int r = 0; r < M->R; r++)
-    if (M->hdr[3 * r + 1] != INT64_MAX && (owner < 0 || M->hdr[3 * r + 1] < M->hdr[3 * owner + 1])) owner = r;
+    if (HDR(M, r, H_ERR) != INT64_MAX && (owner < 0 || HDR(M, r, H_ERR) < HDR(M, owner, H_ERR))) owner = r;
   if (owner < 0) return 0;
   wf_band *b = T->b[owner];
   if (owner == M->me && M->me) {
@@ -265,7 +274,7 @@ static int agree_error(wf_threads *T, mpi_run *M, int replay) {
   if (owner) {
     b->err_where = recv_string(M, owner);
     b->err_msg = recv_string(M, owner);
-    b->err_key = M->hdr[3 * owner + 1];
+    b->err_key = HDR(M, owner, H_ERR);
   }
   return wf_threads_failed(T, replay);
 }
@@ -274,7 +283,7 @@ static int agree_error(wf_threads *T, mpi_run *M, int replay) {
  * pointers an event holds are rank 0's own again). */
 static void gather_events(wf_threads *T, mpi_run *M) {
   int64_t others = 0;
-  for (int r = 1; r < M->R; r++) others += M->hdr[3 * r + 2];
+  for (int r = 1; r < M->R; r++) others += HDR(M, r, H_EVS);
   if (!M->ev || !others) return;
   wf_band *b = T->b[M->me];
   if (M->me) {
@@ -285,7 +294,7 @@ static void gather_events(wf_threads *T, mpi_run *M) {
   }
   int64_t at = 0;
   for (int r = 0; r < M->R; r++) {
-    M->counts[r] = r ? (int)(M->hdr[3 * r + 2] * (int64_t)sizeof(evrec)) : 0;
+    M->counts[r] = r ? (int)(HDR(M, r, H_EVS) * (int64_t)sizeof(evrec)) : 0;
     M->displs[r] = (int)at;
     at += M->counts[r];
   }
@@ -295,7 +304,7 @@ static void gather_events(wf_threads *T, mpi_run *M) {
   for (int r = 1, i = 0; r < M->R; r++) {
     wf_band *o = T->b[r];
     o->n_evs = 0;
-    for (int64_t k = 0; k < M->hdr[3 * r + 2]; k++, i++) {
+    for (int64_t k = 0; k < HDR(M, r, H_EVS); k++, i++) {
       if (o->n_evs == o->cap_evs) o->evs = wf_band_grow(o->evs, &o->cap_evs, sizeof *o->evs);
       evrec *x = &o->evs[o->n_evs++];
       *x = all[i];
@@ -314,12 +323,17 @@ static int64_t stamp(wf_threads *T, mpi_run *M) {
   wf_sim *s = T->s;
   wf_band *b = T->b[M->me];
   int64_t base = s->next_key > s->next_rt_key ? s->next_key : s->next_rt_key, total = 0;
+  int with = 0;
   for (int r = 0; r < M->R; r++) {
-    M->counts[r] = (int)M->hdr[3 * r];
+    M->counts[r] = (int)HDR(M, r, H_RECS);
     M->displs[r] = (int)total;
-    total += M->hdr[3 * r];
+    total += HDR(M, r, H_RECS);
+    with += HDR(M, r, H_RECS) > 0;
   }
-  if (!total) return base;
+  if (with <= 1) { /* one rank's records alone: their places are theirs */
+    for (int i = 0; i < b->n_recs; i++) b->nkey[i] = base + i;
+    return base + total;
+  }
   if (total > M->cap_gkeys) {
     M->cap_gkeys = (int)total;
     M->gkeys = xrealloc(M->gkeys, (size_t)total * sizeof *M->gkeys);
@@ -362,42 +376,41 @@ static void rec_in(wf_band *o, const wire_rec *w, wf_sim *s) {
   x->rx = w->rx;
 }
 
-static void edge_out(edge *e, const rec *x, int64_t nkey, const wf_router *r, int w) {
+/* nkey holds the record's index in this band's list until stamp() has run. */
+static void edge_out(edge *e, const rec *x, int i, const wf_router *r, int w) {
   if (e->n_out == e->cap_out) {
     e->cap_out = e->cap_out ? 2 * e->cap_out : 64;
     e->out = xrealloc(e->out, (size_t)e->cap_out * sizeof *e->out);
   }
-  e->out[e->n_out++] = (wire_rec){x->key, nkey, x->w, (int32_t)((int64_t)r->y * w + r->x), x->kind, x->lc, x->rx, 0};
+  e->out[e->n_out++] = (wire_rec){x->key, i, x->w, (int32_t)((int64_t)r->y * w + r->x), x->kind, x->lc, x->rx, 0};
 }
 
-/* The router phase's records that cross an edge go to the neighbour: pushes into its routers,
- * and pops of buffers it fills. Received ones join the neighbour's band here, so that the
- * commit merges them with this band's by key. */
-static void exchange(wf_threads *T, mpi_run *M) {
+/* The router phase's records that cross an edge, for the neighbour: pushes into its
+ * routers, and pops of buffers it fills (before the header, which says how many). */
+static void pack_out(wf_threads *T, mpi_run *M) {
   wf_band *b = T->b[M->me];
-  wf_sim *s = T->s;
   M->e[0].n_out = M->e[1].n_out = 0;
   for (int i = 0; i < b->n_recs; i++) {
     const rec *x = &b->recs[i];
     const wf_router *r = x->obj, *other = NULL;
     if (x->kind == REC_PUSH && !mine(T, r)) other = r;
     else if (x->kind == REC_POP) other = r->nb[x->rx];
-    if (other) edge_out(&M->e[other->y < b->sim.y0 ? 0 : 1], x, b->nkey[i], r, s->w);
+    if (other) edge_out(&M->e[other->y < b->sim.y0 ? 0 : 1], x, i, r, T->s->w);
   }
-  MPI_Request req[8];
+}
+
+/* The records of pack_out go to the neighbours with their keys; received ones join the
+ * neighbour's band here, so that the commit merges them with this band's by key. */
+static void exchange(wf_threads *T, mpi_run *M) {
+  wf_band *b = T->b[M->me];
+  wf_sim *s = T->s;
+  MPI_Request req[4];
   int nr = 0;
   for (int side = 0; side < 2; side++) {
     edge *e = &M->e[side];
     if (e->rank < 0) continue;
-    e->count[0] = e->n_out;
-    MPI_Irecv(&e->count[1], 1, MPI_INT64_T, e->rank, TAG_COUNT, M->comm, &req[nr++]);
-    MPI_Isend(&e->count[0], 1, MPI_INT64_T, e->rank, TAG_COUNT, M->comm, &req[nr++]);
-  }
-  MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-  nr = 0;
-  for (int side = 0; side < 2; side++) {
-    edge *e = &M->e[side];
-    if (e->rank < 0) continue;
+    for (int k = 0; k < e->n_out; k++) e->out[k].nkey = b->nkey[e->out[k].nkey];
+    e->count[1] = HDR(M, e->rank, side ? H_UP : H_DOWN); /* what the neighbour sends this way */
     if (e->count[1] > e->cap_in) {
       e->cap_in = (int)e->count[1];
       e->in = xrealloc(e->in, (size_t)e->cap_in * sizeof *e->in);
@@ -427,6 +440,7 @@ static void commit(wf_threads *T, mpi_run *M, int cross) {
 }
 
 static int after_pe(wf_threads *T, mpi_run *M) {
+  M->e[0].n_out = M->e[1].n_out = 0; /* a PE touches only its own router */
   headers(T, M);
   gather_events(T, M);
   if (agree_error(T, M, 1)) return -1;
@@ -438,6 +452,7 @@ static int after_pe(wf_threads *T, mpi_run *M) {
 
 static int after_rt(wf_threads *T, mpi_run *M) {
   for (int k = 0; k < T->nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
+  pack_out(T, M);
   headers(T, M);
   if (agree_error(T, M, 0)) return -1;
   commit(T, M, 1);
@@ -680,7 +695,7 @@ static mpi_run *mpi_setup(wf_threads *T, MPI_Comm comm) {
   M->comm = comm;
   M->me = g_rank;
   M->R = T->nb;
-  M->hdr = calloc((size_t)M->R * 3, sizeof *M->hdr);
+  M->hdr = calloc((size_t)M->R * H_N, sizeof *M->hdr);
   M->counts = calloc((size_t)M->R, sizeof *M->counts);
   M->displs = calloc((size_t)M->R, sizeof *M->displs);
   WF_ASSERT(M->hdr && M->counts && M->displs);

@@ -110,4 +110,10 @@ NP=5 check mlp many --input x="$SRC/examples/mlp_softmax_x.npy"
 python3 "$G" gen chain 12 1 9 2 plans/chain1 && python3 "$G" input 12 1 9 in_chain1.npy
 check chain1 data --input a=in_chain1.npy
 
+# and the ranks did split the mesh (not each run the whole plan): their own account of it
+WF_SIM_THREAD_STATS=1 "${MPIRUN[@]}" -x WF_SIM_THREAD_STATS -np 3 waferrun plans/meshgemm-13 --mode=timing -q \
+  2>r/stats >/dev/null || fail "mpirun -np 3 with WF_SIM_THREAD_STATS"
+grep -q '^ranks: 3 bands' r/stats && [ "$(grep -c '^  rank [0-2] rows' r/stats)" = 3 ] ||
+  fail "mpirun -np 3 did not step 3 bands: $(cat r/stats)"
+
 echo "sim_mpi: $n runs byte-identical under mpirun -np 2 and 3"
