@@ -99,7 +99,7 @@ typedef struct mpi_run {
   MPI_Op sums;
   /* WF_SIM_THREAD_STATS: host seconds stepping the band and exchanging, cycles run */
   double step, talk;
-  int64_t cycles;
+  int64_t cycles, recs;            /* recs: every rank's records, summed over the commits */
 } mpi_run;
 
 static double host_seconds(void) { return MPI_Wtime(); }
@@ -330,6 +330,7 @@ static int64_t stamp(wf_threads *T, mpi_run *M) {
     total += HDR(M, r, H_RECS);
     with += HDR(M, r, H_RECS) > 0;
   }
+  M->recs += total;
   if (with <= 1) { /* one rank's records alone: their places are theirs */
     for (int i = 0; i < b->n_recs; i++) b->nkey[i] = base + i;
     return base + total;
@@ -674,7 +675,8 @@ static void print_stats(wf_threads *T, mpi_run *M, double wall) {
   double *all = M->me ? NULL : calloc((size_t)M->R * 6, sizeof *all);
   MPI_Gather(v, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, M->comm);
   if (M->me) return;
-  fprintf(stderr, "ranks: %d bands, %lld cycles\n", M->R, (long long)M->cycles);
+  fprintf(stderr, "ranks: %d bands, %lld cycles, %.1f records a cycle\n", M->R, (long long)M->cycles,
+          M->cycles ? (double)M->recs / (double)M->cycles : 0.0);
   for (int r = 0; r < M->R; r++) {
     const double *x = all + 6 * r;
     fprintf(stderr,

@@ -6,7 +6,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIN=${WAFERC_BINARY_DIR:?}
 command -v mpirun >/dev/null || { echo "sim_identity_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
-lib=$(ls "$BIN"/lib/libwaferc.so* 2>/dev/null | head -1)
-{ [ -n "$lib" ] && ldd "$lib" | grep -q libmpi; } ||
+lib=$BIN/lib/libwaferc.so
+# (not grep -q: ldd, its output cut short, would die of SIGPIPE, which pipefail counts)
+{ [ -e "$lib" ] && ldd "$lib" | grep libmpi >/dev/null; } ||
   { echo "sim_identity_mpi: waferrun was built without MPI (Debian libopenmpi-dev): skipped"; exit 77; }
 for r in 2 3; do SIM_IDENTITY_MPI=$r bash "$here/sim_identity.sh"; done

@@ -11,8 +11,9 @@ SRC=${WAFERC_SOURCE_DIR:?}
 BIN=${WAFERC_BINARY_DIR:?}
 export WAFERC_TARGET_PATH=$SRC/targets
 command -v mpirun >/dev/null || { echo "sim_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
-lib=$(ls "$BIN"/lib/libwaferc.so* 2>/dev/null | head -1)
-{ [ -n "$lib" ] && ldd "$lib" | grep -q libmpi; } ||
+lib=$BIN/lib/libwaferc.so
+# (not grep -q: ldd, its output cut short, would die of SIGPIPE, which pipefail counts)
+{ [ -e "$lib" ] && ldd "$lib" | grep libmpi >/dev/null; } ||
   { echo "sim_mpi: waferrun was built without MPI (Debian libopenmpi-dev): skipped"; exit 77; }
 # -q: mpirun's own notice about a non-zero exit is not waferrun's output. As root (CI), Open
 # MPI wants to be told; more ranks than cores is fine for a test.
