@@ -106,6 +106,7 @@ typedef struct wf_threads {
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
                                       short, since spinning for a thread that has lost its core
                                       (a shared machine) keeps it off the core longer */
+  int *live, *at;                  /* [nb]: the bands a merge walks, and its cursors */
   const wf_band_ops *ops;
   int me;                          /* ranks: the band this process steps (-1: threads) */
   void *mpi;                       /* ranks: sim_mpi.c's state */

@@ -316,6 +316,11 @@ static void gather_events(wf_threads *T, mpi_run *M) {
   free(all);
 }
 
+static int by_key(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* Each record of this rank gets the key it would hand out: base + its place among every
  * rank's records in key order (keys of different ranks' steppers never tie). Returns the
  * base of the next commit. */
@@ -343,20 +348,19 @@ static int64_t stamp(wf_threads *T, mpi_run *M) {
   for (int i = 0; i < b->n_recs; i++) own[i] = b->recs[i].key;
   MPI_Allgatherv(own, b->n_recs, MPI_INT64_T, M->gkeys, M->counts, M->displs, MPI_INT64_T, M->comm);
   free(own);
+  /* The other ranks' keys in one sorted list (this rank's are where its own go: cut out). */
+  int64_t *g = M->gkeys, n_other = total - b->n_recs;
+  memmove(g + M->displs[M->me], g + M->displs[M->me] + b->n_recs,
+          (size_t)(total - M->displs[M->me] - b->n_recs) * sizeof *g);
+  qsort(g, (size_t)n_other, sizeof *g, by_key);
   for (int i = 0; i < b->n_recs; i++) {
-    int64_t k = b->recs[i].key, place = i;
-    for (int r = 0; r < M->R; r++) {
-      if (r == M->me) continue;
-      const int64_t *g = M->gkeys + M->displs[r];
-      int lo = 0, hi = M->counts[r];
-      while (lo < hi) { /* the other rank's keys below k (its list is sorted) */
-        int mid = (lo + hi) / 2;
-        if (g[mid] < k) lo = mid + 1;
-        else hi = mid;
-      }
-      place += lo;
+    int64_t k = b->recs[i].key, lo = 0, hi = n_other;
+    while (lo < hi) { /* the other ranks' keys below k */
+      int64_t mid = (lo + hi) / 2;
+      if (g[mid] < k) lo = mid + 1;
+      else hi = mid;
     }
-    b->nkey[i] = base + place;
+    b->nkey[i] = base + i + lo;
   }
   return base + total;
 }
@@ -727,12 +731,11 @@ static void mpi_free(mpi_run *M) {
   free(M);
 }
 
-/* One band per rank, at most one per row and WF_SIM_THREADS_MAX in all: the ranks beyond
- * wait for rank 0's exit code. With one band, rank 0 runs the plan as one process would. */
+/* One band per rank, at most one per row: the ranks beyond wait for rank 0's exit code. With
+ * one band, rank 0 runs the plan as one process would. */
 int wf_sim_run_mpi(wf_sim *s) {
   WF_ASSERT(!s->ran);
   int nb = g_size < s->h ? g_size : s->h, rc = 0;
-  if (nb > WF_SIM_THREADS_MAX) nb = WF_SIM_THREADS_MAX;
   if (nb == 1) {
     if (!g_rank) rc = wf_sim_run_local(s);
     s->ran = 1;

@@ -341,38 +341,53 @@ static void apply(wf_threads *T, const rec *x) {
   }
 }
 
+/* The bands holding records (or events) in T->live, their cursors in T->at at 0: a merge
+ * walks only those (with ranks, this rank's band and its neighbours'). */
+static int live_bands(wf_threads *T, int evs) {
+  int n = 0;
+  for (int k = 0; k < T->nb; k++)
+    if (evs ? T->b[k]->n_evs : T->b[k]->n_recs) {
+      T->live[n] = k;
+      T->at[n++] = 0;
+    }
+  return n;
+}
+
 /* Applies every band's records in key order (the one-thread order). */
 void wf_threads_commit(wf_threads *T) {
-  int at[WF_SIM_THREADS_MAX] = {0};
+  int n = live_bands(T, 0);
   for (;;) {
     int best = -1;
-    for (int k = 0; k < T->nb; k++) {
-      wf_band *b = T->b[k];
-      if (at[k] < b->n_recs && (best < 0 || b->recs[at[k]].key < T->b[best]->recs[at[best]].key))
-        best = k;
+    for (int i = 0; i < n; i++) {
+      const wf_band *b = T->b[T->live[i]];
+      if (T->at[i] < b->n_recs &&
+          (best < 0 || b->recs[T->at[i]].key < T->b[T->live[best]]->recs[T->at[best]].key))
+        best = i;
     }
     if (best < 0) break;
-    if (T->me >= 0) T->s->next_key = T->s->next_rt_key = T->b[best]->nkey[at[best]];
-    apply(T, &T->b[best]->recs[at[best]++]);
+    wf_band *b = T->b[T->live[best]];
+    if (T->me >= 0) T->s->next_key = T->s->next_rt_key = b->nkey[T->at[best]];
+    apply(T, &b->recs[T->at[best]++]);
   }
-  for (int k = 0; k < T->nb; k++) T->b[k]->n_recs = 0;
+  for (int i = 0; i < n; i++) T->b[T->live[i]]->n_recs = 0;
 }
 
 /* The events of the PE phase in key order, up to `upto`. */
 void wf_threads_replay_events(wf_threads *T, int64_t upto) {
   wf_sim *s = T->s;
-  int at[WF_SIM_THREADS_MAX] = {0};
+  int n = live_bands(T, 1);
   for (;;) {
     int best = -1;
-    for (int k = 0; k < T->nb; k++) {
-      wf_band *b = T->b[k];
-      if (at[k] < b->n_evs && (best < 0 || b->evs[at[k]].key < T->b[best]->evs[at[best]].key))
-        best = k;
+    for (int i = 0; i < n; i++) {
+      const wf_band *b = T->b[T->live[i]];
+      if (T->at[i] < b->n_evs &&
+          (best < 0 || b->evs[T->at[i]].key < T->b[T->live[best]]->evs[T->at[best]].key))
+        best = i;
     }
-    if (best < 0 || T->b[best]->evs[at[best]].key > upto) break;
-    s->ev_fn(&T->b[best]->evs[at[best]++].ev, s->ev_user);
+    if (best < 0 || T->b[T->live[best]]->evs[T->at[best]].key > upto) break;
+    s->ev_fn(&T->b[T->live[best]]->evs[T->at[best]++].ev, s->ev_user);
   }
-  for (int k = 0; k < T->nb; k++) T->b[k]->n_evs = 0;
+  for (int i = 0; i < n; i++) T->b[T->live[i]]->n_evs = 0;
 }
 
 /* After a phase: the first run-time error in the one-thread order is said; -1 if any. */
@@ -448,7 +463,9 @@ wf_threads *wf_threads_setup(wf_sim *s, int nb) {
   T->b = calloc((size_t)nb, sizeof *T->b);
   T->row_band = calloc((size_t)s->h, sizeof *T->row_band);
   T->tid = calloc((size_t)nb, sizeof *T->tid);
-  WF_ASSERT(T->b && T->row_band && T->tid);
+  T->live = calloc((size_t)nb, sizeof *T->live);
+  T->at = calloc((size_t)nb, sizeof *T->at);
+  WF_ASSERT(T->b && T->row_band && T->tid && T->live && T->at);
   s->thr = T;
   for (int k = 0; k < nb; k++) {
     wf_band *b = aligned_alloc(64, (sizeof(wf_band) + 63) & ~(size_t)63);
@@ -737,6 +754,8 @@ void wf_sim_threads_free(wf_sim *s) {
   free(T->b);
   free(T->row_band);
   free(T->tid);
+  free(T->live);
+  free(T->at);
   free(T);
   s->thr = NULL;
 }
