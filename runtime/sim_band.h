@@ -114,7 +114,6 @@ typedef struct wf_threads {
 
 /* sim_threads.c, shared with sim_mpi.c */
 WF_SIM_HIDDEN wf_threads *wf_threads_setup(wf_sim *s, int nb);
-WF_SIM_HIDDEN wf_band *wf_band_of(wf_threads *T, int y);
 WF_SIM_HIDDEN void wf_band_pe_phase(wf_band *b);
 WF_SIM_HIDDEN void wf_band_rt_phase(wf_band *b);
 /* Applies every band's records in key order; with ranks, each hands out its nkey. */

@@ -23,7 +23,11 @@
  *
  * Everything else a step writes is the band's own (a band's simulator is a copy of the whole
  * one with its own lists, timers, counters and per-op statistics, merged when the run ends:
- * sums, minima and maxima, which do not depend on order). */
+ * sums, minima and maxima, which do not depend on order).
+ *
+ * The bands, their steps, the commit and the run loop's decisions are shared with MPI ranks
+ * (sim_band.h, sim_mpi.c): a rank steps one band, and what differs (how a cycle's phases are
+ * run and committed, a meeting point, the sums, a deadlock's message) is in wf_band_ops. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -194,8 +198,8 @@ static void spin(int *k, int spin_limit) {
   }
 }
 
-/* The routers of a band in key order (with the sleepers woken to run in this cycle), as
- * step_cycle in sim.c, stopping at each meeting point until the other band is past it. */
+/* A meeting point (threads): wait until the other band is past it, then wake the producer
+ * asleep on the buffer if the consumer popped it first. */
 static void meet_threads(wf_band *b, point *pt) {
   wf_sim *s = &b->sim;
   atomic_store_explicit(&b->done, pt->at, memory_order_release);
@@ -211,6 +215,8 @@ static void meet_threads(wf_band *b, point *pt) {
     wf_sim_wake_sleeper(s, pt->prod); /* not passed: it runs in this cycle, at its place */
 }
 
+/* The routers of a band in key order (with the sleepers woken to run in this cycle), as
+ * step_cycle in sim.c, stopping at each meeting point (T->ops->meet). */
 void wf_band_rt_phase(wf_band *b) {
   wf_sim *s = &b->sim;
   int nr = s->n_act_rt, n_emptied = 0, pi = 0;
@@ -279,10 +285,10 @@ static void run_phase(wf_threads *T, int phase) {
 
 /* ---- the commits (the calling thread, between phases) ----------------------------------- */
 
-wf_band *wf_band_of(wf_threads *T, int y) { return T->b[T->row_band[y]]; }
+static wf_band *band_of(wf_threads *T, int y) { return T->b[T->row_band[y]]; }
 
 static void join_list(wf_threads *T, wf_router *r) {
-  wf_sim *bs = &wf_band_of(T, r->y)->sim;
+  wf_sim *bs = &band_of(T, r->y)->sim;
   r->key = T->s->next_rt_key++;
   r->where = WF_RT_LIST;
   bs->act_rt[bs->n_act_rt++] = r;
@@ -298,7 +304,7 @@ static void apply(wf_threads *T, const rec *x) {
     }
     case REC_NEW_PE: {
       wf_pe *p = x->obj;
-      wf_sim *bs = &wf_band_of(T, p->y)->sim;
+      wf_sim *bs = &band_of(T, p->y)->sim;
       p->key = s->next_key++;
       bs->act_pe[bs->n_act_pe++] = p;
       break;
@@ -321,13 +327,13 @@ static void apply(wf_threads *T, const rec *x) {
       } else if (r->where == WF_RT_PENDING) {
         join_list(T, r);
       } else if (r->asleep && was_empty) {
-        wf_sim_wake_sleeper(&wf_band_of(T, r->y)->sim, r);
+        wf_sim_wake_sleeper(&band_of(T, r->y)->sim, r);
       }
       break;
     }
     case REC_WAKE: {
       wf_router *r = x->obj;
-      if (r->asleep) wf_sim_wake_sleeper(&wf_band_of(T, r->y)->sim, r);
+      if (r->asleep) wf_sim_wake_sleeper(&band_of(T, r->y)->sim, r);
       break;
     }
     case REC_POP: { /* ranks: another rank's consumer popped a buffer this one fills */
@@ -405,12 +411,12 @@ int wf_threads_failed(wf_threads *T, int replay) {
 static void add_point(wf_threads *T, wf_router *prod, wf_router *cons, wf_fifo *f) {
   int later_prod = prod->key > cons->key;
   wf_router *later = later_prod ? prod : cons, *earlier = later_prod ? cons : prod;
-  wf_band *b = wf_band_of(T, later->y);
+  wf_band *b = band_of(T, later->y);
   if (b->n_pts == b->cap_pts) b->pts = wf_band_grow(b->pts, &b->cap_pts, sizeof *b->pts);
   point *p = &b->pts[b->n_pts++];
   p->at = later->key;
   p->need = earlier->key;
-  p->other = wf_band_of(T, earlier->y);
+  p->other = band_of(T, earlier->y);
   p->prod = later_prod ? prod : NULL;
   p->f = f;
   p->fs = f->full_seen;
@@ -510,7 +516,7 @@ wf_threads *wf_threads_setup(wf_sim *s, int nb) {
   /* The start: every PE awake in row-major order (wf_sim_new), nothing in flight. */
   WF_ASSERT(!s->n_act_rt && !s->n_timers && !s->n_soft_woken && !s->n_rt_sleep);
   for (int i = 0; i < s->n_act_pe; i++) {
-    wf_sim *bs = &wf_band_of(T, s->act_pe[i]->y)->sim;
+    wf_sim *bs = &band_of(T, s->act_pe[i]->y)->sim;
     bs->act_pe[bs->n_act_pe++] = s->act_pe[i];
   }
   s->n_act_pe = 0;
