@@ -83,7 +83,7 @@ typedef struct edge {
   int n_req;
   wire_rec *out, *in;
   int n_out, cap_out, cap_in;
-  int64_t count[2];                /* records in (count[1]) */
+  int64_t n_in;                    /* records in */
 } edge;
 
 typedef struct mpi_run {
@@ -415,13 +415,13 @@ static void exchange(wf_threads *T, mpi_run *M) {
     edge *e = &M->e[side];
     if (e->rank < 0) continue;
     for (int k = 0; k < e->n_out; k++) e->out[k].nkey = b->nkey[e->out[k].nkey];
-    e->count[1] = HDR(M, e->rank, side ? H_UP : H_DOWN); /* what the neighbour sends this way */
-    if (e->count[1] > e->cap_in) {
-      e->cap_in = (int)e->count[1];
+    e->n_in = HDR(M, e->rank, side ? H_UP : H_DOWN); /* what the neighbour sends this way */
+    if (e->n_in > e->cap_in) {
+      e->cap_in = (int)e->n_in;
       e->in = xrealloc(e->in, (size_t)e->cap_in * sizeof *e->in);
     }
-    if (e->count[1])
-      MPI_Irecv(e->in, (int)(e->count[1] * (int64_t)sizeof *e->in), MPI_BYTE, e->rank, TAG_RECS, M->comm,
+    if (e->n_in)
+      MPI_Irecv(e->in, (int)(e->n_in * (int64_t)sizeof *e->in), MPI_BYTE, e->rank, TAG_RECS, M->comm,
                 &req[nr++]);
     if (e->n_out)
       MPI_Isend(e->out, (int)(e->n_out * (int64_t)sizeof *e->out), MPI_BYTE, e->rank, TAG_RECS, M->comm,
@@ -433,7 +433,7 @@ static void exchange(wf_threads *T, mpi_run *M) {
     if (e->rank < 0) continue;
     wf_band *o = T->b[e->rank];
     o->n_recs = 0;
-    for (int64_t k = 0; k < e->count[1]; k++) rec_in(o, &e->in[k], s);
+    for (int64_t k = 0; k < e->n_in; k++) rec_in(o, &e->in[k], s);
   }
 }
 
