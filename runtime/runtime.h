@@ -206,6 +206,15 @@ int wf_sim_cores(void); /* the cores online (at least 1) */
 int wf_sim_cores_idle(void);
 #define WF_SIM_THREADS_MIN_PES 4096
 #define WF_SIM_THREADS_MAX 64
+/* MPI ranks (runtime/sim_mpi.c, docs/cycle-model.md "Ranks"; built when CMake finds MPI):
+ * under `mpirun -np R`, wf_sim_run steps one band of rows per rank, and rank 0 ends the run
+ * holding the whole simulator's state, as one process would. wf_sim_mpi_init joins the job
+ * (only when a launcher started the process; a plain run never initialises MPI) and returns
+ * this process's rank, 0 outside a job or without MPI; wf_sim_mpi_ranks gives the job's size
+ * (1 outside a job); wf_sim_mpi_finalize leaves it. */
+int wf_sim_mpi_init(int *argc, char ***argv);
+int wf_sim_mpi_ranks(void);
+void wf_sim_mpi_finalize(void);
 #define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;

@@ -393,6 +393,12 @@ static int band_count(const wf_sim *s) {
 
 int wf_sim_run(wf_sim *s) {
   WF_ASSERT(!s->ran);
+  if (wf_sim_mpi_ranks() > 1) return wf_sim_run_mpi(s);
+  return wf_sim_run_local(s);
+}
+
+int wf_sim_run_local(wf_sim *s) {
+  WF_ASSERT(!s->ran);
   int bands = band_count(s);
   if (bands > 1) return wf_sim_run_threads(s, bands);
   s->ran = 1;

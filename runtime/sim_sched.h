@@ -340,6 +340,10 @@ void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);
+/* sim_mpi.c: wf_sim_run for one band per MPI rank; rank 0 ends with the whole state. */
+int wf_sim_run_mpi(wf_sim *s);
+/* sim.c: wf_sim_run in this process (threads or one thread). */
+int wf_sim_run_local(wf_sim *s);
 
 /* sim_sched.c: puts a PE inside a compute instruction to sleep until it ends (the timer
  * heap, ordered by timer_before; sim.c pops it). */

@@ -23,12 +23,17 @@
  *
  * Everything else a step writes is the band's own (a band's simulator is a copy of the whole
  * one with its own lists, timers, counters and per-op statistics, merged when the run ends:
- * sums, minima and maxima, which do not depend on order). */
+ * sums, minima and maxima, which do not depend on order).
+ *
+ * The bands, their steps, the commit and the run loop's decisions are shared with MPI ranks
+ * (sim_band.h, sim_mpi.c): a rank steps one band, and what differs (how a cycle's phases are
+ * run and committed, a meeting point, the sums, a deadlock's message) is in wf_band_ops. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -36,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/sim_sched.h"
+#include "runtime/sim_band.h"
 #include "waferc/diag.h"
 
 int wf_sim_cores(void) {
@@ -51,73 +56,9 @@ int wf_sim_cores_idle(void) {
   return n > 1 ? n : 1;
 }
 
-/* What a band's step left for the commit, tagged with the key of the PE or router that did
- * it (each band's list is in key order: the steps are). */
-enum { REC_NEW_RT, REC_NEW_PE, REC_PUSH, REC_WAKE };
-typedef struct rec {
-  int64_t key;
-  void *obj;       /* wf_router (NEW_RT, PUSH, WAKE) or wf_pe (NEW_PE) */
-  wf_wv w;         /* PUSH */
-  uint8_t kind, lc, rx;
-} rec;
-
-typedef struct evrec {
-  int64_t key;
-  wf_sim_event ev;
-} evrec;
-
-/* A buffer across an edge, full when the router phase starts: before its step at key `at`,
- * the band waits until band `other` has stepped everything up to `need`; when the later one
- * is the producer and sleeps on the buffer (`fs`: found it full), a pop by then wakes it. */
-typedef struct point {
-  int64_t at, need;
-  struct wf_band *other;
-  wf_router *prod;
-  wf_fifo *f;
-  int fs;
-} point;
-
-typedef struct wf_band {
-  wf_sim sim;                      /* the band's copy of the simulator */
-  int64_t cur;                     /* key of the PE or router being stepped */
-  rec *recs;
-  int n_recs, cap_recs;
-  evrec *evs;
-  int n_evs, cap_evs;
-  point *pts;
-  int n_pts, cap_pts;
-  char *err_where, *err_msg;       /* the band's first run-time error */
-  int64_t err_key;
-  int n, n_slept, n_emptied;       /* what the steps noted for wf_sim_compact */
-  double busy, wait;               /* host seconds stepping, and waiting at meeting points */
-  double cpu;                      /* CPU seconds of its thread stepping (WF_SIM_THREAD_STATS) */
-  int64_t n_points, n_waits;
-  wf_jump_state j;
-  _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
-  char pad_[56];
-} wf_band;
-
 enum { PH_PE, PH_RT, PH_COMPACT, PH_QUIT };
 
-typedef struct wf_threads {
-  int nb;
-  wf_band **b;
-  int *row_band;                   /* [h] */
-  pthread_t *tid;
-  _Alignas(64) _Atomic int gen;
-  _Atomic int gen_sleepers;        /* workers blocked on gen (futex) */
-  _Alignas(64) _Atomic int finished;
-  _Atomic int fin_sleepers;        /* 1 while band 0 is blocked on finished */
-  int phase;
-  wf_sim *s;
-  double join_wait;                /* host seconds band 0 waited for the others (stats) */
-  int stats;                       /* WF_SIM_THREAD_STATS is set */
-  int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
-                                      short, since spinning for a thread that has lost its core
-                                      (a shared machine) keeps it off the core longer */
-} wf_threads;
-
-static void *grow(void *p, int *cap, size_t elem) {
+void *wf_band_grow(void *p, int *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 256;
   p = realloc(p, (size_t)*cap * elem);
   WF_ASSERT(p != NULL);
@@ -125,7 +66,11 @@ static void *grow(void *p, int *cap, size_t elem) {
 }
 
 static rec *add_rec(wf_band *b, int kind, void *obj) {
-  if (b->n_recs == b->cap_recs) b->recs = grow(b->recs, &b->cap_recs, sizeof *b->recs);
+  if (b->n_recs == b->cap_recs) {
+    int cap = b->cap_recs;
+    b->recs = wf_band_grow(b->recs, &b->cap_recs, sizeof *b->recs);
+    if (b->sim.thr->me >= 0) b->nkey = wf_band_grow(b->nkey, &cap, sizeof *b->nkey);
+  }
   rec *r = &b->recs[b->n_recs++];
   r->key = b->cur;
   r->kind = (uint8_t)kind;
@@ -150,11 +95,26 @@ void wf_band_push(wf_sim *s, const wf_router *from, wf_router *to, int lc, int r
   r->rx = (uint8_t)rx;
 }
 
+/* Ranks: cons popped f, which the neighbour rank fills. That rank learns of it at the meeting
+ * point where it waits for it (the consumer's rank says it there), or else at the commit. */
+static void popped_across(wf_band *b, wf_fifo *f, const wf_router *cons) {
+  for (int i = 0; i < b->n_pts; i++)
+    if (b->pts[i].kind == PT_NOTIFY && b->pts[i].f == f) return;
+  int c = (int)(((const char *)f - (const char *)cons->rc) / (ptrdiff_t)sizeof *cons->rc);
+  rec *r = add_rec(b, REC_POP, (void *)cons);
+  r->lc = (uint8_t)c;
+  r->rx = (uint8_t)(f - cons->rc[c].in);
+}
+
 /* cons popped f, which prod (in the next band) fills. The buffer was full when the phase
  * started, so the band of the later key waited for the other (a meeting point): prod is not
  * being stepped now. A prod whose place has passed is woken at the commit; one still to come
  * is woken by its own band at the meeting point. */
 void wf_band_drained(wf_sim *s, wf_fifo *f, wf_router *prod, const wf_router *cons) {
+  if (s->thr->me >= 0) { /* ranks: the producer's rank holds full_seen (sim_mpi.c) */
+    popped_across(s->band, f, cons);
+    return;
+  }
   if (!f->full_seen) return;
   f->full_seen = 0;
   if (prod && prod->key < cons->key) add_rec(s->band, REC_WAKE, prod);
@@ -171,14 +131,14 @@ void wf_band_error(wf_sim *s, const char *where, const char *msg) {
 
 void wf_band_event(const wf_sim_event *ev, void *user) {
   wf_band *b = user;
-  if (b->n_evs == b->cap_evs) b->evs = grow(b->evs, &b->cap_evs, sizeof *b->evs);
+  if (b->n_evs == b->cap_evs) b->evs = wf_band_grow(b->evs, &b->cap_evs, sizeof *b->evs);
   b->evs[b->n_evs].key = b->cur;
   b->evs[b->n_evs++].ev = *ev;
 }
 
 /* ---- the phases ------------------------------------------------------------------------- */
 
-static void pe_phase(wf_band *b) {
+void wf_band_pe_phase(wf_band *b) {
   wf_sim *s = &b->sim;
   wf_sim_cycle_begin(s);
   b->j.all_compute = 1;
@@ -238,9 +198,26 @@ static void spin(int *k, int spin_limit) {
   }
 }
 
+/* A meeting point (threads): wait until the other band is past it, then wake the producer
+ * asleep on the buffer if the consumer popped it first. */
+static void meet_threads(wf_band *b, point *pt) {
+  wf_sim *s = &b->sim;
+  atomic_store_explicit(&b->done, pt->at, memory_order_release);
+  b->n_points++;
+  if (atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need) {
+    double t0 = host_seconds();
+    b->n_waits++;
+    for (int k = 0; atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need;)
+      spin(&k, s->thr->spin);
+    b->wait += host_seconds() - t0;
+  }
+  if (pt->prod && pt->fs && pt->prod->asleep && pt->f->count < s->depth)
+    wf_sim_wake_sleeper(s, pt->prod); /* not passed: it runs in this cycle, at its place */
+}
+
 /* The routers of a band in key order (with the sleepers woken to run in this cycle), as
- * step_cycle in sim.c, stopping at each meeting point until the other band is past it. */
-static void rt_phase(wf_band *b) {
+ * step_cycle in sim.c, stopping at each meeting point (T->ops->meet). */
+void wf_band_rt_phase(wf_band *b) {
   wf_sim *s = &b->sim;
   int nr = s->n_act_rt, n_emptied = 0, pi = 0;
   for (int i = 0; !s->failed;) {
@@ -248,18 +225,7 @@ static void rt_phase(wf_band *b) {
     if (i < nr) next = s->act_rt[i]->key;
     if (s->n_rt_now && s->rt_now[0]->key < next) next = s->rt_now[0]->key;
     if (pi < b->n_pts && b->pts[pi].at <= next) {
-      point *pt = &b->pts[pi++];
-      atomic_store_explicit(&b->done, pt->at, memory_order_release);
-      b->n_points++;
-      if (atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need) {
-        double t0 = host_seconds();
-        b->n_waits++;
-        for (int k = 0; atomic_load_explicit(&pt->other->done, memory_order_acquire) <= pt->need;)
-          spin(&k, s->thr->spin);
-        b->wait += host_seconds() - t0;
-      }
-      if (pt->prod && pt->fs && pt->prod->asleep && pt->f->count < s->depth)
-        wf_sim_wake_sleeper(s, pt->prod); /* not passed: it runs in this cycle, at its place */
+      s->thr->ops->meet(b, &b->pts[pi++]);
       continue;
     }
     if (next == INT64_MAX) break;
@@ -282,8 +248,8 @@ static void rt_phase(wf_band *b) {
 
 static void do_phase(wf_threads *T, wf_band *b) {
   double t0 = host_seconds(), c0 = T->stats ? thread_cpu_seconds() : 0;
-  if (T->phase == PH_PE) pe_phase(b);
-  else if (T->phase == PH_RT) rt_phase(b);
+  if (T->phase == PH_PE) wf_band_pe_phase(b);
+  else if (T->phase == PH_RT) wf_band_rt_phase(b);
   else wf_sim_compact(&b->sim, &b->j, b->n, b->n_slept, b->n_emptied);
   b->busy += host_seconds() - t0;
   if (T->stats) b->cpu += thread_cpu_seconds() - c0;
@@ -346,6 +312,10 @@ static void apply(wf_threads *T, const rec *x) {
     case REC_PUSH: { /* wf_router_push, after the phase: a sleeper's place has passed */
       wf_router *r = x->obj;
       wf_fifo *f = &r->rc[x->lc].in[x->rx];
+      if (T->me >= 0 && T->row_band[r->y] != T->me) { /* ranks: r's rank pushes; this one */
+        f->count++;                                    /* keeps the fill its producer sees */
+        break;
+      }
       int was_empty = !f->count;
       wf_fifo_push(s, f, x->w);
       int i = x->lc * WF_DIR_COUNT + x->rx;
@@ -366,49 +336,73 @@ static void apply(wf_threads *T, const rec *x) {
       if (r->asleep) wf_sim_wake_sleeper(&band_of(T, r->y)->sim, r);
       break;
     }
+    case REC_POP: { /* ranks: another rank's consumer popped a buffer this one fills */
+      wf_router *r = x->obj, *prod = r->nb[x->rx];
+      if (T->row_band[prod->y] != T->me) break; /* this rank's own pop, sent to prod's */
+      wf_fifo *f = &r->rc[x->lc].in[x->rx];
+      f->count--;
+      wf_sim_drained(&T->b[T->me]->sim, f, prod); /* its place has passed */
+      break;
+    }
   }
+}
+
+/* The bands holding records (or events) in T->live, their cursors in T->at at 0: a merge
+ * walks only those (with ranks, this rank's band and its neighbours'). */
+static int live_bands(wf_threads *T, int evs) {
+  int n = 0;
+  for (int k = 0; k < T->nb; k++)
+    if (evs ? T->b[k]->n_evs : T->b[k]->n_recs) {
+      T->live[n] = k;
+      T->at[n++] = 0;
+    }
+  return n;
 }
 
 /* Applies every band's records in key order (the one-thread order). */
-static void commit(wf_threads *T) {
-  int at[WF_SIM_THREADS_MAX] = {0};
+void wf_threads_commit(wf_threads *T) {
+  int n = live_bands(T, 0);
   for (;;) {
     int best = -1;
-    for (int k = 0; k < T->nb; k++) {
-      wf_band *b = T->b[k];
-      if (at[k] < b->n_recs && (best < 0 || b->recs[at[k]].key < T->b[best]->recs[at[best]].key))
-        best = k;
+    for (int i = 0; i < n; i++) {
+      const wf_band *b = T->b[T->live[i]];
+      if (T->at[i] < b->n_recs &&
+          (best < 0 || b->recs[T->at[i]].key < T->b[T->live[best]]->recs[T->at[best]].key))
+        best = i;
     }
     if (best < 0) break;
-    apply(T, &T->b[best]->recs[at[best]++]);
+    wf_band *b = T->b[T->live[best]];
+    if (T->me >= 0) T->s->next_key = T->s->next_rt_key = b->nkey[T->at[best]];
+    apply(T, &b->recs[T->at[best]++]);
   }
-  for (int k = 0; k < T->nb; k++) T->b[k]->n_recs = 0;
+  for (int i = 0; i < n; i++) T->b[T->live[i]]->n_recs = 0;
 }
 
 /* The events of the PE phase in key order, up to `upto`. */
-static void replay_events(wf_threads *T, int64_t upto) {
+void wf_threads_replay_events(wf_threads *T, int64_t upto) {
   wf_sim *s = T->s;
-  int at[WF_SIM_THREADS_MAX] = {0};
+  int n = live_bands(T, 1);
   for (;;) {
     int best = -1;
-    for (int k = 0; k < T->nb; k++) {
-      wf_band *b = T->b[k];
-      if (at[k] < b->n_evs && (best < 0 || b->evs[at[k]].key < T->b[best]->evs[at[best]].key))
-        best = k;
+    for (int i = 0; i < n; i++) {
+      const wf_band *b = T->b[T->live[i]];
+      if (T->at[i] < b->n_evs &&
+          (best < 0 || b->evs[T->at[i]].key < T->b[T->live[best]]->evs[T->at[best]].key))
+        best = i;
     }
-    if (best < 0 || T->b[best]->evs[at[best]].key > upto) break;
-    s->ev_fn(&T->b[best]->evs[at[best]++].ev, s->ev_user);
+    if (best < 0 || T->b[T->live[best]]->evs[T->at[best]].key > upto) break;
+    s->ev_fn(&T->b[T->live[best]]->evs[T->at[best]++].ev, s->ev_user);
   }
-  for (int k = 0; k < T->nb; k++) T->b[k]->n_evs = 0;
+  for (int i = 0; i < n; i++) T->b[T->live[i]]->n_evs = 0;
 }
 
 /* After a phase: the first run-time error in the one-thread order is said; -1 if any. */
-static int phase_failed(wf_threads *T, int replay) {
+int wf_threads_failed(wf_threads *T, int replay) {
   int best = -1;
   for (int k = 0; k < T->nb; k++)
     if (T->b[k]->err_msg && (best < 0 || T->b[k]->err_key < T->b[best]->err_key)) best = k;
   if (best < 0) return 0;
-  if (replay && T->s->ev_fn) replay_events(T, T->b[best]->err_key);
+  if (replay && T->s->ev_fn) wf_threads_replay_events(T, T->b[best]->err_key);
   wf_error_at(T->b[best]->err_where, "%s", T->b[best]->err_msg);
   T->s->failed = 1;
   return -1;
@@ -418,7 +412,7 @@ static void add_point(wf_threads *T, wf_router *prod, wf_router *cons, wf_fifo *
   int later_prod = prod->key > cons->key;
   wf_router *later = later_prod ? prod : cons, *earlier = later_prod ? cons : prod;
   wf_band *b = band_of(T, later->y);
-  if (b->n_pts == b->cap_pts) b->pts = grow(b->pts, &b->cap_pts, sizeof *b->pts);
+  if (b->n_pts == b->cap_pts) b->pts = wf_band_grow(b->pts, &b->cap_pts, sizeof *b->pts);
   point *p = &b->pts[b->n_pts++];
   p->at = later->key;
   p->need = earlier->key;
@@ -426,6 +420,7 @@ static void add_point(wf_threads *T, wf_router *prod, wf_router *cons, wf_fifo *
   p->prod = later_prod ? prod : NULL;
   p->f = f;
   p->fs = f->full_seen;
+  p->kind = PT_THREADS;
 }
 
 static int by_at(const void *a, const void *b) {
@@ -462,15 +457,21 @@ static void find_points(wf_threads *T) {
 
 /* ---- set-up, the run loop, and the end -------------------------------------------------- */
 
-static wf_threads *setup(wf_sim *s, int nb) {
+static const wf_band_ops threads_ops;
+
+wf_threads *wf_threads_setup(wf_sim *s, int nb) {
   wf_threads *T = calloc(1, sizeof *T);
   WF_ASSERT(T != NULL);
   T->nb = nb;
   T->s = s;
+  T->ops = &threads_ops;
+  T->me = -1;
   T->b = calloc((size_t)nb, sizeof *T->b);
   T->row_band = calloc((size_t)s->h, sizeof *T->row_band);
   T->tid = calloc((size_t)nb, sizeof *T->tid);
-  WF_ASSERT(T->b && T->row_band && T->tid);
+  T->live = calloc((size_t)nb, sizeof *T->live);
+  T->at = calloc((size_t)nb, sizeof *T->at);
+  WF_ASSERT(T->b && T->row_band && T->tid && T->live && T->at);
   s->thr = T;
   for (int k = 0; k < nb; k++) {
     wf_band *b = aligned_alloc(64, (sizeof(wf_band) + 63) & ~(size_t)63);
@@ -523,7 +524,7 @@ static wf_threads *setup(wf_sim *s, int nb) {
 }
 
 /* The bands' statistics into s (sums, minima, maxima: the same in any order). */
-static void gather(wf_threads *T) {
+void wf_threads_gather(wf_threads *T) {
   wf_sim *s = T->s;
   for (int k = 0; k < T->nb; k++) {
     wf_sim *bs = &T->b[k]->sim;
@@ -556,8 +557,77 @@ static void stop_threads(wf_threads *T) {
   for (int k = 1; k < T->nb; k++) pthread_join(T->tid[k], NULL);
 }
 
-/* wf_sim_run's loop (sim.c) over the bands: the same decisions on the bands' sums. */
-static int run_loop(wf_sim *s, wf_threads *T) {
+/* The bands' sums (threads: every band is here). */
+static void threads_totals(wf_threads *T, wf_totals *t, int expired) {
+  memset(t, 0, sizeof *t);
+  t->expired = expired;
+  t->j.all_compute = 1;
+  t->j.next_busy = INT64_MAX;
+  for (int k = 0; k < T->nb; k++) {
+    wf_band *b = T->b[k];
+    wf_sim *bs = &b->sim;
+    if (!b->j.all_compute) t->j.all_compute = 0;
+    if (b->j.next_busy < t->j.next_busy) t->j.next_busy = b->j.next_busy;
+    t->progress |= bs->progress;
+    t->n_act_pe += bs->n_act_pe;
+    t->n_act_rt += bs->n_act_rt;
+    t->n_timers += bs->n_timers;
+    t->n_rt_sleep += bs->n_rt_sleep;
+    t->n_soft += bs->n_soft;
+  }
+}
+
+static int threads_cycle(wf_threads *T) {
+  wf_sim *s = T->s;
+  run_phase(T, PH_PE);
+  if (wf_threads_failed(T, 1)) return -1;
+  if (s->ev_fn) wf_threads_replay_events(T, INT64_MAX);
+  wf_threads_commit(T);
+  find_points(T);
+  run_phase(T, PH_RT);
+  if (wf_threads_failed(T, 0)) return -1;
+  for (int k = 0; k < T->nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
+  wf_threads_commit(T);
+  run_phase(T, PH_COMPACT); /* each band's lists, as step_cycle ends */
+  return 0;
+}
+
+static void threads_deadlock(wf_threads *T, const char *why) { wf_sim_report_deadlock(T->s, why); }
+
+static const wf_band_ops threads_ops = {threads_totals, threads_cycle, threads_deadlock, meet_threads};
+
+/* Where the end's statistics go: s, or with ranks this rank's band (they reach rank 0 with
+ * its state). */
+static wf_sim *stats_sim(wf_threads *T, wf_sim *s) {
+  if (T->me < 0) return s;
+  wf_sim *bs = &T->b[T->me]->sim;
+  bs->now = s->now;
+  return bs;
+}
+
+/* Blocked routers are credited up to now before a deadlock or --max-cycles is said. */
+static void settle_bands(wf_threads *T, wf_sim *s, const wf_totals *t) {
+  s = stats_sim(T, s);
+  s->rt_cur_key = INT64_MAX;
+  s->n_rt_sleep = (int)t->n_rt_sleep;
+  wf_sim_settle(s);
+}
+
+static int deadlock(wf_threads *T, int64_t quiet) {
+  char why[128];
+  snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
+  T->ops->deadlock(T, why);
+  return WF_EXIT_RUNTIME;
+}
+
+static int max_cycles_error(const wf_sim *s) {
+  wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld", (long long)s->opts.max_cycles);
+  return WF_EXIT_RUNTIME;
+}
+
+/* wf_sim_run's loop (sim.c) over the bands: the same decisions on the bands' sums. Returns
+ * an exit code, or -1 when everything sleeps and nothing is in flight. */
+int wf_threads_loop(wf_sim *s, wf_threads *T) {
   int64_t quiet = 0, steps = 0;
   double deadline = 0;
   struct timespec ts;
@@ -565,99 +635,54 @@ static int run_loop(wf_sim *s, wf_threads *T) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     deadline = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + (double)s->opts.max_seconds;
   }
-  int nb = T->nb;
+  int expired = 0;
+  wf_totals t;
+  T->ops->totals(T, &t, 0);
   for (;;) {
-    int64_t n_act_pe = 0, n_act_rt = 0, n_timers = 0, n_rt_sleep = 0, n_soft = 0;
-    for (int k = 0; k < nb; k++) {
-      wf_sim *bs = &T->b[k]->sim;
-      n_act_pe += bs->n_act_pe;
-      n_act_rt += bs->n_act_rt;
-      n_timers += bs->n_timers;
-      n_rt_sleep += bs->n_rt_sleep;
+    if (!(t.n_act_pe || t.n_act_rt || t.n_timers || t.n_rt_sleep)) break;
+    if (t.expired) {
+      wf_error_at("waferrun", "the simulation exceeded --time-limit=%lld s of host time at cycle %lld",
+                  (long long)s->opts.max_seconds, (long long)s->now);
+      return WF_EXIT_RUNTIME;
     }
-    if (!(n_act_pe || n_act_rt || n_timers || n_rt_sleep)) break;
+    for (int k = 0; k < T->nb; k++) T->b[k]->sim.now = s->now;
+    if (T->ops->cycle(T)) return WF_EXIT_RUNTIME;
     if (deadline > 0 && (++steps & 4095) == 0) {
       clock_gettime(CLOCK_MONOTONIC, &ts);
-      if ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec > deadline) {
-        wf_error_at("waferrun", "the simulation exceeded --time-limit=%lld s of host time at cycle %lld",
-                    (long long)s->opts.max_seconds, (long long)s->now);
-        return WF_EXIT_RUNTIME;
-      }
+      expired = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec > deadline;
     }
-    for (int k = 0; k < nb; k++) T->b[k]->sim.now = s->now;
-    run_phase(T, PH_PE);
-    if (phase_failed(T, 1)) return WF_EXIT_RUNTIME;
-    if (s->ev_fn) replay_events(T, INT64_MAX);
-    commit(T);
-    find_points(T);
-    run_phase(T, PH_RT);
-    if (phase_failed(T, 0)) return WF_EXIT_RUNTIME;
-    for (int k = 0; k < nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
-    commit(T);
-    run_phase(T, PH_COMPACT); /* each band's lists, as step_cycle ends */
-    wf_jump_state j = {1, INT64_MAX};
-    int progress = 0;
-    n_act_pe = n_act_rt = n_timers = n_rt_sleep = n_soft = 0;
-    for (int k = 0; k < nb; k++) {
-      wf_band *b = T->b[k];
-      wf_sim *bs = &b->sim;
-      if (!b->j.all_compute) j.all_compute = 0;
-      if (b->j.next_busy < j.next_busy) j.next_busy = b->j.next_busy;
-      progress |= bs->progress;
-      n_act_pe += bs->n_act_pe;
-      n_act_rt += bs->n_act_rt;
-      n_timers += bs->n_timers;
-      n_rt_sleep += bs->n_rt_sleep;
-      n_soft += bs->n_soft;
-    }
-    quiet = progress ? 0 : quiet + 1;
-    if (!n_act_pe && !n_act_rt && !n_timers) {
-      if (!n_soft && !n_rt_sleep) break;
+    T->ops->totals(T, &t, expired);
+    quiet = t.progress ? 0 : quiet + 1;
+    if (!t.n_act_pe && !t.n_act_rt && !t.n_timers) {
+      if (!t.n_soft && !t.n_rt_sleep) break;
       int64_t at = s->now + (quiet < s->opts.deadlock_cycles ? s->opts.deadlock_cycles - quiet : 0);
       if (s->opts.max_cycles && at > s->opts.max_cycles) {
-        if (n_rt_sleep) {
+        if (t.n_rt_sleep) {
           s->now = s->opts.max_cycles;
-          s->rt_cur_key = INT64_MAX;
-          s->n_rt_sleep = (int)n_rt_sleep;
-          wf_sim_settle(s);
+          settle_bands(T, s, &t);
         }
-        wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
-                    (long long)s->opts.max_cycles);
-        return WF_EXIT_RUNTIME;
+        return max_cycles_error(s);
       }
       s->now = at;
       quiet = quiet > s->opts.deadlock_cycles ? quiet : s->opts.deadlock_cycles;
-      if (n_rt_sleep) {
-        s->rt_cur_key = INT64_MAX;
-        s->n_rt_sleep = (int)n_rt_sleep;
-        wf_sim_settle(s);
+      if (t.n_rt_sleep) {
+        settle_bands(T, s, &t);
       } else {
         size_t cells = (size_t)s->w * (size_t)s->h;
-        for (size_t i = 0; i < cells; i++)
-          if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) wf_sim_charge_sleep(s, s->pes[i], s->now);
+        wf_sim *to = stats_sim(T, s);
+        for (size_t i = 0; i < cells; i++) /* with ranks, only its own PEs sleep in a copy */
+          if (s->pes[i] && s->pes[i]->sleeping == WF_SLEEP_SOFT) wf_sim_charge_sleep(to, s->pes[i], s->now);
       }
-      char why[128];
-      snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
-      wf_sim_report_deadlock(s, why);
-      return WF_EXIT_RUNTIME;
+      return deadlock(T, quiet);
     }
     if (quiet >= s->opts.deadlock_cycles) {
-      s->rt_cur_key = INT64_MAX;
-      s->n_rt_sleep = (int)n_rt_sleep;
-      wf_sim_settle(s);
-      char why[128];
-      snprintf(why, sizeof why, "no progress for %lld cycles", (long long)quiet);
-      wf_sim_report_deadlock(s, why);
-      return WF_EXIT_RUNTIME;
+      settle_bands(T, s, &t);
+      return deadlock(T, quiet);
     }
     int64_t next = s->now + 1;
-    if (!n_act_rt && !n_rt_sleep && j.all_compute && (n_act_pe || n_timers) && j.next_busy > next)
-      next = j.next_busy;
-    if (s->opts.max_cycles && next > s->opts.max_cycles) {
-      wf_error_at("waferrun", "the simulation exceeded --max-cycles=%lld",
-                  (long long)s->opts.max_cycles);
-      return WF_EXIT_RUNTIME;
-    }
+    if (!t.n_act_rt && !t.n_rt_sleep && t.j.all_compute && (t.n_act_pe || t.n_timers) && t.j.next_busy > next)
+      next = t.j.next_busy;
+    if (s->opts.max_cycles && next > s->opts.max_cycles) return max_cycles_error(s);
     s->now = next;
   }
   return -1; /* finished: the caller checks for waiting PEs */
@@ -666,7 +691,7 @@ static int run_loop(wf_sim *s, wf_threads *T) {
 int wf_sim_run_threads(wf_sim *s, int nb) {
   WF_ASSERT(!s->ran && nb > 1 && nb <= WF_SIM_THREADS_MAX);
   s->ran = 1;
-  wf_threads *T = setup(s, nb);
+  wf_threads *T = wf_threads_setup(s, nb);
   T->spin = nb > wf_sim_cores() ? 0 : 500;
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
@@ -674,7 +699,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   const char *st = getenv("WF_SIM_THREAD_STATS");
   T->stats = st && *st && strcmp(st, "0");
   double t0 = host_seconds(), c0 = thread_cpu_seconds();
-  int rc = run_loop(s, T);
+  int rc = wf_threads_loop(s, T);
   double c1 = thread_cpu_seconds();
   stop_threads(T);
   if (T->stats) {
@@ -692,7 +717,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
               (long long)b->n_points);
     }
   }
-  gather(T);
+  wf_threads_gather(T);
   if (rc >= 0) return rc;
   return wf_sim_finish(s); /* everything is asleep and nothing is in flight: as wf_sim_run */
 }
@@ -725,6 +750,7 @@ void wf_sim_threads_free(wf_sim *s) {
     free(bs->ops);
     free(bs->colls);
     free(b->recs);
+    free(b->nkey);
     free(b->evs);
     free(b->pts);
     free(b->err_where);
@@ -734,6 +760,23 @@ void wf_sim_threads_free(wf_sim *s) {
   free(T->b);
   free(T->row_band);
   free(T->tid);
+  free(T->live);
+  free(T->at);
   free(T);
   s->thr = NULL;
 }
+
+#ifndef WAFERC_HAVE_MPI
+/* Built without MPI (CMake found none): every run is one process. */
+int wf_sim_mpi_init(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  return 0;
+}
+int wf_sim_mpi_ranks(void) { return 1; }
+void wf_sim_mpi_finalize(void) {}
+int wf_sim_run_mpi(wf_sim *s) {
+  (void)s;
+  WF_UNREACHABLE("wf_sim_run_mpi without MPI");
+}
+#endif

@@ -7,7 +7,7 @@ cd "$here"
 
 packages=(cmake make gcc flex bison pkg-config llvm-dev llvm-14-tools libprotobuf-c-dev
           protobuf-c-compiler libonnx-dev libonnx-testdata libcjson-dev libpng-dev python3
-          libsimgrid-dev clang-14)
+          libsimgrid-dev clang-14 libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

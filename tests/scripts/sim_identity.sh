@@ -12,6 +12,7 @@
 #   tests/scripts/sim_identity.sh --record FILE   # write the digests of this build
 #   SIM_IDENTITY_THREADS=3 tests/scripts/sim_identity.sh  # every run with --threads=3
 #                                                 # (sim_identity_threads.sh: 2 and 3)
+#   SIM_IDENTITY_MPI=2 tests/scripts/sim_identity.sh  # every run under mpirun -np 2 (sim_mpi.sh)
 #
 # Without SIM_IDENTITY_THREADS waferrun picks its default (the cores online, one thread for
 # these small meshes); with it, every run is cut into that many bands of rows (at most one
@@ -27,6 +28,13 @@ if [ "${1:-}" = --record ]; then record=$(realpath -m "${2:?--record FILE}"); fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# SIM_IDENTITY_MPI=R: every run under mpirun with R ranks (sim_mpi.sh; -q: mpirun's own notice
+# of a non-zero exit is not waferrun's output)
+WAFERRUN=(waferrun)
+if [ -n "${SIM_IDENTITY_MPI:-}" ]; then
+  WAFERRUN=(mpirun -q --oversubscribe -np "$SIM_IDENTITY_MPI" waferrun)
+  [ "$(id -u)" = 0 ] && WAFERRUN=(mpirun -q --oversubscribe --allow-run-as-root -np "$SIM_IDENTITY_MPI" waferrun)
+fi
 G=$SRC/tests/fidelity/collectives.py
 NPY=$SRC/tests/tools/npy.py
 mkdir -p "$TMP/plans"
@@ -66,7 +74,7 @@ run() {
     esac
     local rc=0
     [ -n "${SIM_IDENTITY_THREADS:-}" ] && args+=(--threads="$SIM_IDENTITY_THREADS")
-    waferrun "$d" "${args[@]}" --report "$r/report.json" >"$r/stdout" 2>"$r/stderr" || rc=$?
+    "${WAFERRUN[@]}" "$d" "${args[@]}" --report "$r/report.json" >"$r/stdout" 2>"$r/stderr" || rc=$?
     echo "$name $mode rc $rc" >>"$out"
     grep -v '^compute:\|^trace:' "$r/stdout" | sha256sum | sed "s/ .*//; s/^/$name $mode stdout /" >>"$out"
     local f
@@ -176,6 +184,7 @@ if same < len(ref) // 2:
     print(f"FAIL: only {same} of {len(ref)} cases could be compared", file=sys.stderr)
     sys.exit(1)
 threads = os.environ.get("SIM_IDENTITY_THREADS")
+ranks = os.environ.get("SIM_IDENTITY_MPI")
 print(f"sim_identity: {same} plans byte-identical in 3 runs each ({len(skipped)} skipped)"
-      + (f", --threads={threads}" if threads else ""))
+      + (f", --threads={threads}" if threads else "") + (f", mpirun -np {ranks}" if ranks else ""))
 PY

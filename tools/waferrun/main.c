@@ -67,7 +67,9 @@ static void usage(FILE *out) {
           "                          the idle cores, the %d online less the load average; one\n"
           "                          thread for meshes under %d PEs); cycles, reports, traces\n"
           "                          and outputs are the same for every N (docs/cycle-model.md,\n"
-          "                          \"Threads\")\n"
+          "                          \"Threads\"). Under mpirun -np R: one band per rank, one\n"
+          "                          thread each, the same results, said and written by rank 0\n"
+          "                          (\"Ranks\")\n"
           "  --disasm                print the plan's PE programs with instruction synopses\n"
           "  --print-outputs         print the values of each output (first 8x8 of each matrix)\n"
           "  -q, --quiet             no summary on stdout\n"
@@ -124,7 +126,11 @@ static int finish(wf_run_input *in, int n_in, int rc) {
   return rc;
 }
 
-int main(int argc, char **argv) {
+/* The MPI rank of this process (runtime.h, wf_sim_mpi_init): 0 outside mpirun. Only rank 0
+ * prints and writes; the others step their bands and hand their state to it. */
+static int g_rank;
+
+static int run(int argc, char **argv) {
   wf_diag_set_program("waferrun");
   const char *plan_dir = NULL, *out_dir = NULL, *report = NULL, *trace_path = NULL, *heat_dir = NULL;
   int64_t trace_limit = WF_TRACE_DEFAULT_LIMIT;
@@ -267,6 +273,12 @@ int main(int argc, char **argv) {
     wf_plan_free(p);
     return finish(in, n_in, WF_EXIT_OK);
   }
+  if (wf_sim_mpi_ranks() > 1 && (p->pipe.present || gen_n)) {
+    wf_error_at("waferrun", "%s: under mpirun, waferrun runs one plan: %s runs many simulations (run it as one "
+                            "process)", plan_dir, gen_n ? "--generate" : "a pipelined plan");
+    wf_plan_free(p);
+    return finish(in, n_in, WF_EXIT_USAGE);
+  }
   if (p->pipe.present) { /* the stages in order: pipeline.c */
     if (gen_n || trace_path || heat_dir || print_outputs) {
       wf_error_at("waferrun", "%s: a pipelined plan (waferc --pipeline) runs its stages one after another; it does "
@@ -332,6 +344,12 @@ int main(int argc, char **argv) {
   if (!rc) {
     rc = wf_sim_run(s);
     wf_progress_done();
+    if (g_rank > 0) { /* rank 0 holds every band's results and writes them */
+      wf_trace_free(obs.trace);
+      obs.trace = NULL;
+      out_dir = report = heat_dir = NULL;
+      quiet = 1;
+    }
     /* A failed run's trace is still written: it shows where the PEs stalled. */
     if (obs.trace) {
       int trc = wf_trace_write(obs.trace, trace_path, rc);
@@ -386,4 +404,14 @@ int main(int argc, char **argv) {
   wf_plan_free(p);
   for (int i = 0; i < n_in; i++) free(in[i].name);
   return rc;
+}
+
+int main(int argc, char **argv) {
+  g_rank = wf_sim_mpi_init(&argc, &argv);
+  if (g_rank > 0) { /* one voice: the other ranks' messages are rank 0's too */
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return WF_EXIT_IO;
+  }
+  int rc = run(argc, argv);
+  wf_sim_mpi_finalize();
+  return g_rank > 0 ? WF_EXIT_OK : rc; /* the job's exit code is rank 0's */
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# `mpirun -np R waferrun` (runtime/sim_mpi.c: one band of rows per rank) gives the same bytes as
+# one process: shift and broadcast GEMMs on odd meshes (their shifts fill buffers across the
+# rank edges: meeting points), the 2D allreduce and the Reduce paper's tree, an MLP through
+# the compiler, a run stopped by --max-cycles half way, two deadlocks and two run-time errors,
+# each with 2 and 3 ranks against --threads=1: stdout, stderr, the exit code, the report, the trace,
+# the heatmaps and every output must be byte-identical. Skipped (77) without mpirun or when
+# waferrun was built without MPI.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+BIN=${WAFERC_BINARY_DIR:?}
+export WAFERC_TARGET_PATH=$SRC/targets
+command -v mpirun >/dev/null || { echo "sim_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
+lib=$BIN/lib/libwaferc.so
+# (not grep -q: ldd, its output cut short, would die of SIGPIPE, which pipefail counts)
+{ [ -e "$lib" ] && ldd "$lib" | grep libmpi >/dev/null; } ||
+  { echo "sim_mpi: waferrun was built without MPI (Debian libopenmpi-dev): skipped"; exit 77; }
+# -q: mpirun's own notice about a non-zero exit is not waferrun's output. As root (CI), Open
+# MPI wants to be told; more ranks than cores is fine for a test.
+MPIRUN=(mpirun -q --oversubscribe)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+G=$SRC/tests/fidelity/collectives.py
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" # the report names the plan directory: keep it relative
+mkdir plans r
+fail() { echo "FAIL: $*" >&2; exit 1; }
+n=0
+
+# check NAME TAG ARGS...: runs plans/NAME with --threads=1 and under mpirun with 2 and 3 ranks
+# (outputs, report, trace, heatmaps in r/NAME.TAG.R/), compares them.
+check() {
+  local name=$1 tag=$2
+  shift 2
+  local np
+  for np in 1 ${NP:-2 3}; do
+    local r=r/$name.$tag.$np rc=0 out=() run=(waferrun --threads=1)
+    mkdir -p "$r"
+    case $tag in timing | stopped) ;; *) out=(--output-dir "$r/out" --heatmap "$r/heat") ;; esac
+    [ "$np" != 1 ] && run=("${MPIRUN[@]}" -np "$np" waferrun)
+    "${run[@]}" "plans/$name" "$@" "${out[@]}" --report "$r/report.json" --trace "$r/trace.json" \
+      >"$r/stdout" 2>"$r/stderr" || rc=$?
+    echo "$rc" >"$r/rc"
+    grep -v '^trace:\|^heatmaps:' "$r/stdout" | sed 's| -> .*||' >"$r/summary" || true
+    rm "$r/stdout"
+    if [ "$np" != 1 ]; then
+      diff -r "r/$name.$tag.1" "$r" >/dev/null || {
+        diff -r "r/$name.$tag.1" "$r" | head -20 >&2
+        fail "$name: mpirun -np $np differs from one process"
+      }
+    fi
+  done
+  n=$((n + 1))
+}
+
+for algo in meshgemm cannon summa; do
+  wafer-bench gemm --algo=$algo --mesh=11 --m=33 --k=44 --n=22 --target=wse2 \
+    --keep=plans/$algo-11 >/dev/null || fail "wafer-bench gemm $algo"
+  check $algo-11 data --input a=random:1 --input b=random:2
+done
+check meshgemm-11 timing --mode=timing
+wafer-bench gemm --algo=meshgemm --mesh=13 --m=64 --k=64 --n=64 --target=wse2 \
+  --keep=plans/meshgemm-13 >/dev/null || fail "wafer-bench gemm meshgemm 13"
+check meshgemm-13 timing --mode=timing
+# a run stopped half way: the same error and the same trace of what ran
+check meshgemm-13 stopped --mode=timing --max-cycles=400
+
+python3 - "$(dirname "$G")" <<'PY' || fail "collectives.py: could not write the plans"
+import sys
+sys.path.insert(0, sys.argv[1])
+import collectives as c
+for p, W, H, B, out, inp in (("allreduce2d", 21, 17, 24, "plans/allreduce2d", "in_ar.npy"),
+                             ("tree", 16, 5, 33, "plans/tree", "in_tree.npy")):
+    c.write_plan(p, W, H, B, 2, out)
+    c.write_npy(inp, [H, W * B], c.input_values(W, H, B))
+PY
+check allreduce2d data --input a=in_ar.npy
+check tree data --input a=in_tree.npy
+
+waferc "$SRC/examples/mlp_softmax.wir" -o plans/mlp --target=test4x4 -q || fail "waferc mlp_softmax"
+check mlp data --input x="$SRC/examples/mlp_softmax_x.npy"
+
+# Deadlocks (as tests/scripts/e2e_bad_plan.sh makes them), said by rank 0 from every rank's
+# state: the softmax's broadcast root sends to a PE that does not exist (PEs wait), and the
+# star's wavelets wait at routers whose switch position never comes (routers sleep).
+cp -r plans/mlp plans/mlp-dead
+bc=$(sed -n 's/^\.color \(c[0-9]*\) flooding broadcast$/\1/p' plans/mlp-dead/programs/main.wpe | head -1)
+sed -i "s/^\[x==[0-9]*\] send $bc /[x==9] send $bc /" plans/mlp-dead/programs/main.wpe
+check mlp-dead data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+python3 "$G" gen star 4 3 8 2 plans/star && python3 "$G" input 4 3 8 in_star.npy
+sed -i 's/^\[x>0\] sendadv /[x>0] send /' plans/star/programs/main.wpe
+check star data --allow-modified-plan --input a=in_star.npy
+for t in mlp-dead star; do
+  [ "$(cat r/$t.data.1/rc)" = 5 ] && grep -q "deadlock at cycle" r/$t.data.1/stderr || fail "$t: no deadlock"
+done
+
+# Run-time errors in the last rows (the last rank's band): the first in key order is said,
+# by rank 0, with the trace of what ran before it. In the PE phase, an operand past its
+# symbol's end at cycle 0; in the router phase, a wavelet arriving where no route takes it.
+cp -r plans/mlp plans/mlp-pe
+sed -i '0,/^zero %h 16 /s//[y==3, x==2] zero %h 9999\nzero %h 16 /' plans/mlp-pe/programs/main.wpe
+check mlp-pe data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+cp -r plans/mlp plans/mlp-rt
+sed -i 's/^\[y in s2\] .route c3 N -> RAMP/[y in s2] .route c3 W -> RAMP/' plans/mlp-rt/programs/main.wpe
+check mlp-rt data --allow-modified-plan --input x="$SRC/examples/mlp_softmax_x.npy"
+grep -q "reaches past the end" r/mlp-pe.data.1/stderr && grep -q "which has no route" r/mlp-rt.data.1/stderr ||
+  fail "the run-time errors were not made"
+
+# more ranks than rows: one band a row, the fifth rank idle; a one-row plan: rank 0 alone
+NP=5 check mlp many --input x="$SRC/examples/mlp_softmax_x.npy"
+python3 "$G" gen chain 12 1 9 2 plans/chain1 && python3 "$G" input 12 1 9 in_chain1.npy
+check chain1 data --input a=in_chain1.npy
+
+# and the ranks did split the mesh (not each run the whole plan): their own account of it
+WF_SIM_THREAD_STATS=1 "${MPIRUN[@]}" -x WF_SIM_THREAD_STATS -np 3 waferrun plans/meshgemm-13 --mode=timing -q \
+  2>r/stats >/dev/null || fail "mpirun -np 3 with WF_SIM_THREAD_STATS"
+grep -q '^ranks: 3 bands' r/stats && [ "$(grep -c '^  rank [0-2] rows' r/stats)" = 3 ] ||
+  fail "mpirun -np 3 did not step 3 bands: $(cat r/stats)"
+
+echo "sim_mpi: $n runs byte-identical under mpirun -np 2 and 3"
