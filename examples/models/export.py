@@ -256,6 +256,11 @@ def main():
     dyn.add_argument("--dynamic", action="store_true")
     dyn.add_argument("--static", action="store_true")
     a = ap.parse_args()
+    for name in a.only:  # RoPE rotates pairs of a head's dims: an odd head_dim has no pairing
+        e = a.embed or (32 if name == "tiny_llama" else 64)
+        if name in ("llama_block", "tiny_llama") and (e % a.heads or (e // a.heads) % 2):
+            sys.exit(f"export.py: {name}: --embed {e} over --heads {a.heads} must give an even head_dim "
+                     "(RoPE rotates pairs of dims)")
     os.makedirs(a.out, exist_ok=True)
     opset = a.opset or pick_opset()
 
