@@ -3,6 +3,7 @@
  * internal names given a unique prefix, and attribute references (ref_attr_name) replaced by
  * the caller's attributes (an unset reference leaves the attribute out: its default applies).
  * Functions may call functions; recursion deeper than a fixed bound is an error. */
+#include <limits.h>
 #include <string.h>
 
 #include "frontend/onnx/import_ctx.h"
@@ -77,14 +78,20 @@ static int node_opset(const ox_ctx *cx, const ox_scope *s, const char *domain) {
   return ox_opset_of(cx, domain);
 }
 
+/* Grows l to hold at least `want` nodes (in the arena: the old array stays until the import
+ * ends, so a list starts at the size it needs; a Loop body's list is made once per iteration). */
+static void reserve_nodes(ox_ctx *cx, ox_nodelist *l, int want) {
+  if (want <= l->cap) return;
+  int ncap = l->cap ? l->cap * 2 : 4;
+  if (ncap < want) ncap = want;
+  ox_node *nn = wf_arena_alloc(cx->arena, (size_t)ncap * sizeof *nn);
+  if (l->n) memcpy(nn, l->v, (size_t)l->n * sizeof *nn);
+  l->v = nn;
+  l->cap = ncap;
+}
+
 static ox_node *push_node(ox_ctx *cx, ox_nodelist *l) {
-  if (l->n == l->cap) {
-    int ncap = l->cap ? l->cap * 2 : 64;
-    ox_node *nn = wf_arena_alloc(cx->arena, (size_t)ncap * sizeof *nn);
-    if (l->n) memcpy(nn, l->v, (size_t)l->n * sizeof *nn);
-    l->v = nn;
-    l->cap = ncap;
-  }
+  reserve_nodes(cx, l, l->n + 1);
   return &l->v[l->n++];
 }
 
@@ -144,6 +151,7 @@ ox_scope *ox_subgraph_scope(ox_ctx *cx, const ox_node *owner, const Onnx__GraphP
 }
 
 int ox_flatten_subgraph(ox_ctx *cx, const Onnx__GraphProto *g, const ox_scope *s, int index, ox_nodelist *list) {
+  if (g->n_node < (size_t)INT_MAX - list->n) reserve_nodes(cx, list, list->n + (int)g->n_node);
   for (size_t i = 0; i < g->n_node; i++) {
     int rc = add_node(cx, g->node[i], s, index, 0, list, 0);
     if (rc) return rc;
