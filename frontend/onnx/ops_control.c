@@ -11,7 +11,8 @@
 /* More iterations than this is not a model to unroll into a static graph. */
 #define OX_MAX_UNROLL 4096
 /* Nor more body nodes over the import, nested loops multiplied out (4096 iterations of a body
- * of 16 nodes): each costs about 8 KB of host memory (its values, names, scope and slots), and
+ * of 16 nodes): each costs about 2 KB of host memory (its values, names, scope and slots; 8 KB
+ * before a body's node list was sized to the body), and
  * a loop of up to 4096 iterations inside another would otherwise import millions of nodes
  * (a fuzz finding took 14 GB and 52 s before it failed). */
 #define OX_MAX_UNROLLED_NODES (1 << 16)
