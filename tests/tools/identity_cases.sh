@@ -1,0 +1,36 @@
+# Sourced by tests/scripts/sim_threads.sh and sim_mpi.sh: the plans both check for identical
+# bytes against one thread, made in the current directory's plans/ and each run through the
+# caller's `check NAME TAG ARGS...`: shift and broadcast GEMMs on odd meshes (in data and timing
+# mode, and a run stopped by --max-cycles half way), the 2D allreduce and the Reduce paper's
+# tree, and an MLP through the compiler. Needs SRC, G (tests/fidelity/collectives.py) and fail.
+identity_cases() {
+  local algo
+  for algo in meshgemm cannon summa; do
+    wafer-bench gemm --algo=$algo --mesh=11 --m=33 --k=44 --n=22 --target=wse2 \
+      --keep=plans/$algo-11 >/dev/null || fail "wafer-bench gemm $algo"
+    check $algo-11 data --input a=random:1 --input b=random:2
+  done
+  check meshgemm-11 timing --mode=timing
+  wafer-bench gemm --algo=meshgemm --mesh=13 --m=64 --k=64 --n=64 --target=wse2 \
+    --keep=plans/meshgemm-13 >/dev/null || fail "wafer-bench gemm meshgemm 13"
+  check meshgemm-13 timing --mode=timing
+  # a run stopped half way: the same error and the same trace of what ran
+  check meshgemm-13 stopped --mode=timing --max-cycles=400
+
+  # both generated plans and their inputs in one python3 run (what `collectives.py gen` and
+  # `collectives.py input` write)
+  python3 - "$(dirname "$G")" <<'PY' || fail "collectives.py: could not write the plans"
+import sys
+sys.path.insert(0, sys.argv[1])
+import collectives as c
+for p, W, H, B, out, inp in (("allreduce2d", 21, 17, 24, "plans/allreduce2d", "in_ar.npy"),
+                             ("tree", 16, 5, 33, "plans/tree", "in_tree.npy")):
+    c.write_plan(p, W, H, B, 2, out)
+    c.write_npy(inp, [H, W * B], c.input_values(W, H, B))
+PY
+  check allreduce2d data --input a=in_ar.npy
+  check tree data --input a=in_tree.npy
+
+  waferc "$SRC/examples/mlp_softmax.wir" -o plans/mlp --target=test4x4 -q || fail "waferc mlp_softmax"
+  check mlp data --input x="$SRC/examples/mlp_softmax_x.npy"
+}
