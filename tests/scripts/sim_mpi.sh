@@ -26,6 +26,7 @@ cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
 fail() { echo "FAIL: $*" >&2; exit 1; }
 n=0
+. "$SRC/tests/tools/identity_cases.sh"
 
 # check NAME TAG ARGS...: runs plans/NAME with --threads=1 and under mpirun with 2 and 3 ranks
 # (outputs, report, trace, heatmaps in r/NAME.TAG.R/), compares them.
@@ -40,20 +41,12 @@ check() {
     [ "$np" != 1 ] && run=("${MPIRUN[@]}" -np "$np" waferrun)
     "${run[@]}" "plans/$name" "$@" "${out[@]}" --report "$r/report.json" --trace "$r/trace.json" \
       >"$r/stdout" 2>"$r/stderr" || rc=$?
-    echo "$rc" >"$r/rc"
-    grep -v '^trace:\|^heatmaps:' "$r/stdout" | sed 's| -> .*||' >"$r/summary" || true
-    rm "$r/stdout"
-    if [ "$np" != 1 ]; then
-      diff -r "r/$name.$tag.1" "$r" >/dev/null || {
-        diff -r "r/$name.$tag.1" "$r" | head -20 >&2
-        fail "$name: mpirun -np $np differs from one process"
-      }
-    fi
+    settle "$r" "$rc"
+    [ "$np" = 1 ] || same_as_first "$name" "$tag" "$np" "mpirun -np $np differs from one process"
   done
   n=$((n + 1))
 }
 
-. "$SRC/tests/tools/identity_cases.sh"
 identity_cases
 
 # Deadlocks (as tests/scripts/e2e_bad_plan.sh makes them), said by rank 0 from every rank's

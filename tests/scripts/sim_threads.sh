@@ -16,6 +16,7 @@ cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
 fail() { echo "FAIL: $*" >&2; exit 1; }
 n=0
+. "$SRC/tests/tools/identity_cases.sh"
 
 # check NAME TAG ARGS...: runs plans/NAME with each thread count (outputs, report, trace in
 # r/NAME.TAG.T/), compares with --threads=1.
@@ -29,20 +30,12 @@ check() {
     [ "$tag" = data ] && out=(--output-dir "$r/out")
     waferrun "plans/$name" "$@" "${out[@]}" --threads=$t --report "$r/report.json" --trace "$r/trace.json" \
       >"$r/stdout" 2>"$r/stderr" || rc=$?
-    echo "$rc" >"$r/rc"
-    grep -v '^compute:\|^trace:' "$r/stdout" | sed 's| -> .*||' >"$r/summary" || true
-    rm "$r/stdout"
-    if [ "$t" != 1 ]; then
-      diff -r "r/$name.$tag.1" "$r" >/dev/null || {
-        diff -r "r/$name.$tag.1" "$r" | head -20 >&2
-        fail "$name: --threads=$t differs from --threads=1"
-      }
-    fi
+    settle "$r" "$rc"
+    [ "$t" = 1 ] || same_as_first "$name" "$tag" "$t" "--threads=$t differs from --threads=1"
   done
   n=$((n + 1))
 }
 
-. "$SRC/tests/tools/identity_cases.sh"
 identity_cases
 
 echo "sim_threads: $n runs byte-identical with 1, 2, 3 and 7 threads"

@@ -1,8 +1,26 @@
-# Sourced by tests/scripts/sim_threads.sh and sim_mpi.sh: the plans both check for identical
+# Sourced by tests/scripts/sim_threads.sh and sim_mpi.sh: settle and same_as_first, the
+# comparison both make, and the plans both check for identical
 # bytes against one thread, made in the current directory's plans/ and each run through the
 # caller's `check NAME TAG ARGS...`: shift and broadcast GEMMs on odd meshes (in data and timing
 # mode, and a run stopped by --max-cycles half way), the 2D allreduce and the Reduce paper's
 # tree, and an MLP through the compiler. Needs SRC, G (tests/fidelity/collectives.py) and fail.
+# settle R RC: what the run into R/ leaves for the comparison: its exit code, and its stdout
+# without the lines that name files or say how kernels ran (paths differ by run directory)
+settle() {
+  echo "$2" >"$1/rc"
+  grep -v '^compute:\|^trace:\|^heatmaps:' "$1/stdout" | sed 's| -> .*||' >"$1/summary" || true
+  rm "$1/stdout"
+}
+
+# same_as_first NAME TAG K WHAT: r/NAME.TAG.K must hold the bytes of r/NAME.TAG.1 (else fail:
+# "NAME: WHAT")
+same_as_first() {
+  diff -r "r/$1.$2.1" "r/$1.$2.$3" >/dev/null || {
+    diff -r "r/$1.$2.1" "r/$1.$2.$3" | head -20 >&2
+    fail "$1: $4"
+  }
+}
+
 identity_cases() {
   local algo
   for algo in meshgemm cannon summa; do
