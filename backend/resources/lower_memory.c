@@ -38,17 +38,12 @@ static wf_loc sym_loc(wf_lower *L, int sym) {
  * lower bound of the planner's peak, which adds the gaps between placed blocks), by kind —
  * weights and constants ('@'), values ('%'), lowering scratch ('$') — so that a user sees
  * whether a larger mesh, a memory-minimal schedule or a smaller model is the way out. */
-static int64_t placed(const wf_mem_sym *m) { /* the bytes the planner gives it: rounded up */
-  int64_t a = m->align > 1 ? m->align : 1;
-  return (m->size + a - 1) / a * a;
-}
-
 static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
   int64_t *delta = calloc((size_t)end + 2, sizeof *delta);
   if (!delta) return;
   for (int i = 0; i < n; i++) {
-    delta[ms[i].first] += placed(&ms[i]);
-    delta[ms[i].last + 1] -= placed(&ms[i]);
+    delta[ms[i].first] += ms[i].size;
+    delta[ms[i].last + 1] -= ms[i].size;
   }
   int at = 0;
   int64_t live = 0, most = -1;
@@ -64,7 +59,7 @@ static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
     if (ms[i].first > at || ms[i].last < at) continue;
     const char *k = strchr(kinds, ms[i].name[0]);
     int j = k && *k ? (int)(k - kinds) : 3;
-    bytes[j] += placed(&ms[i]);
+    bytes[j] += ms[i].size;
     count[j]++;
     if (big[j] < 0 || ms[i].size > ms[big[j]].size) big[j] = i;
   }
