@@ -84,7 +84,10 @@ wf_module *wf_module_new(void) {
 
 void wf_module_free(wf_module *m) {
   if (!m) return;
-  for (int i = 0; i < m->n_funcs; i++) free(m->funcs[i]->values);
+  for (int i = 0; i < m->n_funcs; i++) {
+    free(m->funcs[i]->values);
+    free(m->funcs[i]->global_values);
+  }
   free(m->funcs);
   free(m->regions);
   free(m->globals);
@@ -209,12 +212,21 @@ void wf_func_set_result_types(wf_func *f, int n, const wf_type *types) {
   f->result_types = n ? wf_arena_dup(f->module->arena, types, (size_t)n * sizeof *types) : NULL;
 }
 
+/* One value per global and function, found through an index by global (a model's import
+ * asks for thousands of them: a scan of the values each time was quadratic). */
 wf_value wf_func_global_value(wf_func *f, int global) {
   WF_ASSERT(global >= 0 && global < f->module->n_globals);
-  for (uint32_t v = 1; v < f->n_values; v++)
-    if (f->values[v].kind == WF_VAL_GLOBAL && f->values[v].index == global) return v;
-  wf_value v = value_new(f, WF_VAL_GLOBAL, &f->module->globals[global].type, global);
+  if (global >= f->cap_global_values) {
+    int cap = f->module->n_globals > 2 * global ? f->module->n_globals : 2 * global + 16;
+    f->global_values = xrealloc(f->global_values, (size_t)cap * sizeof *f->global_values);
+    memset(f->global_values + f->cap_global_values, 0, (size_t)(cap - f->cap_global_values) * sizeof *f->global_values);
+    f->cap_global_values = cap;
+  }
+  wf_value v = f->global_values[global];
+  if (v) return v;
+  v = value_new(f, WF_VAL_GLOBAL, &f->module->globals[global].type, global);
   f->values[v].name = f->module->globals[global].name;
+  f->global_values[global] = v;
   return v;
 }
 
@@ -347,9 +359,12 @@ int64_t wf_module_remove_unused_globals(wf_module *m) {
   m->n_globals = k;
   for (int fi = 0; k < n_old && fi < m->n_funcs; fi++) {
     wf_func *f = m->funcs[fi];
+    if (f->cap_global_values) memset(f->global_values, 0, (size_t)f->cap_global_values * sizeof *f->global_values);
     for (uint32_t v = 1; v < f->n_values; v++) {
       wf_value_info *vi = &f->values[v];
-      if (vi->kind == WF_VAL_GLOBAL && vi->index >= 0 && vi->index < n_old) vi->index = map[vi->index];
+      if (vi->kind != WF_VAL_GLOBAL || vi->index < 0 || vi->index >= n_old) continue;
+      vi->index = map[vi->index];
+      if (vi->index >= 0 && vi->index < f->cap_global_values) f->global_values[vi->index] = v;
     }
   }
   free(used);

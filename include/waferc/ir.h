@@ -187,6 +187,8 @@ typedef struct wf_func {
   wf_op *first, *last;       /* body; the last op is a return */
   wf_value_info *values;     /* values[0] unused */
   uint32_t n_values, cap_values;
+  wf_value *global_values;   /* wf_func_global_value's index: global g's value, or 0 */
+  int cap_global_values;
   wf_loc loc;
 } wf_func;
 
