@@ -40,6 +40,7 @@
 #include "backend/gemm/gemm_algos.h"
 #include "backend/ops/attention_cost.h"
 #include "passes/head_layout.h"
+#include "passes/head_view.h"
 #include "passes/partition.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
@@ -56,18 +57,18 @@ static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-r
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
-/* A projection: columns [off, off + n) of matmul(x, W) [+ b]. */
+/* A projection: matmul(x, W) [+ b]. */
 typedef struct hl_proj {
   wf_value x;
   int w, b;    /* globals: W [E_in, Nw] ([Nw, E_in] when wt); b with Nw elements, or -1 */
   int wt;      /* W is stored transposed (a Gemm with trans_b) */
-  int64_t off;
   wf_loc loc;
 } hl_proj;
 
-/* One operand of attention: its projection, heads, head dim and rotation. */
+/* One operand of attention: its projection, the columns it reads, heads, head dim, rotation. */
 typedef struct hl_side {
   hl_proj p;
+  wf_head_view hv;
   int64_t heads, d;
   int rope, cos_g, sin_g;
 } hl_side;
@@ -130,20 +131,10 @@ static int match_gemm(hl *c, wf_op *gm, int64_t n, hl_proj *p) {
   return 1;
 }
 
-/* v = columns of a projection (through splits of the last axis). */
+/* v = matmul(x, W) [+ b], or a Conv1D's reshape(gemm(reshape(x), W, b)). */
 static int match_proj(hl *c, wf_value v, hl_proj *p) {
-  p->off = 0;
   p->b = -1;
   wf_op *op;
-  while ((op = def(c, v, WF_OP_SPLIT)) != NULL) {
-    const wf_type *t = wf_value_type(c->f, op->operands[0]);
-    int64_t axis = wf_op_int(c->f, op, "axis", 0);
-    if (axis < 0) axis += t->rank;
-    if (axis != t->rank - 1) return fail(c, "a split of the projection along another axis than the last");
-    for (int i = 0; i < op->n_results && op->results[i] != v; i++)
-      p->off += wf_value_type(c->f, op->results[i])->dims[t->rank - 1];
-    v = op->operands[0];
-  }
   const wf_type *vt = wf_value_type(c->f, v);
   int64_t n = vt->dims[vt->rank - 1];
   p->wt = 0;
@@ -179,27 +170,22 @@ static int is_head_transpose(const hl *c, const wf_op *op) {
   return 1;
 }
 
-/* v4 [B, H, S, D] = [rope](transpose(reshape(projection))). */
+/* v4 [B, H, S, D] = a head view of a projection, with at most one rope on the way
+ * (passes/head_view.c); s->hv.col says which projection column each (head, dim) reads. */
 static int match_side(hl *c, wf_value v4, hl_side *s) {
-  const wf_type *t4 = wf_value_type(c->f, v4);
-  s->heads = t4->dims[1];
-  s->d = t4->dims[3];
+  const char *why = NULL;
+  if (!wf_head_view_match(c->m, c->f, v4, &s->hv, &why)) return fail(c, why);
+  s->heads = s->hv.heads;
+  s->d = s->hv.d;
   s->rope = ROPE_NONE;
-  wf_op *op = def(c, v4, WF_OP_ROPE);
+  wf_op *op = s->hv.rope;
   if (op) {
     s->rope = wf_op_int(c->f, op, "interleaved", 0) ? ROPE_INTERLEAVED : ROPE_HALF;
     s->cos_g = table_of(c, op->operands[1]);
     s->sin_g = table_of(c, op->operands[2]);
     if (s->cos_g < 0 || s->sin_g < 0) return fail(c, "RoPE whose cos/sin tables are not constants");
-    v4 = op->operands[0];
   }
-  if (!(op = def(c, v4, WF_OP_TRANSPOSE)) || !is_head_transpose(c, op))
-    return fail(c, "q, k or v is not a head transpose (perm [0, 2, 1, 3]) of the projection");
-  wf_op *rs = def(c, op->operands[0], WF_OP_RESHAPE);
-  if (!rs) return fail(c, "q, k or v is not a reshape [B, S, H·D] -> [B, S, H, D] of the projection");
-  const wf_type *pt = wf_value_type(c->f, rs->operands[0]);
-  if (pt->rank != 3 || pt->dims[2] != s->heads * s->d) return fail(c, "the head reshape does not split the last axis");
-  return match_proj(c, rs->operands[0], &s->p);
+  return match_proj(c, s->hv.p, &s->p);
 }
 
 /* ---- the column map ------------------------------------------------------------------------ */
@@ -271,7 +257,7 @@ static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_
   for (int64_t j = 0; j < mp->n; j++) {
     int64_t h, r = src_of(mp, j, rot, &h);
     if (r < 0) continue;
-    int64_t col = s->p.off + (h / group) * s->d + r;
+    int64_t col = s->hv.col[(h / group) * s->d + r];
     for (int64_t e = 0; e < ein; e++)
       nwd[e * mp->n + j] = (float)wf_tensor_get(w, s->p.wt ? col * ein + e : e * nw + col);
     if (b) nb[j] = (float)wf_tensor_get(b, col);
@@ -454,12 +440,7 @@ static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *
   return 1;
 }
 
-static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
-  if (att->n_operands != 3) return fail(c, "an attention with an explicit mask tensor (only causal masks are raised)");
-  hl_side q, k, v;
-  if (!match_side(c, att->operands[0], &q) || !match_side(c, att->operands[1], &k) ||
-      !match_side(c, att->operands[2], &v))
-    return 0;
+static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side k, hl_side v) {
   if (v.rope != ROPE_NONE) return fail(c, "RoPE applied to v");
   if (q.rope != k.rope) return fail(c, "RoPE on only one of q and k, or in two forms");
   if (v.d != q.d) return fail(c, "a value head dim different from the query head dim");
@@ -550,6 +531,33 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   wf_pass_stat_add(ctx, "attention-packed", 1);
   if (group > 1 && !shared && !gathered) wf_pass_stat_add(ctx, "gqa-replicated", 1);
   return 1;
+}
+
+/* K and V repeated for the query heads of a group (GQA / MQA written as repeat_interleave, or
+ * expand + reshape before or after the head transpose) read the columns of their kv heads once. */
+static void dedup_kv(hl_side *q, hl_side *k, hl_side *v) {
+  if (k->heads != q->heads || v->heads != q->heads) return;
+  int64_t nk = wf_head_view_repeat(&k->hv), nv = wf_head_view_repeat(&v->hv), n = nk;
+  while (n > 1 && (nv % n || nk % n)) n--;
+  wf_head_view_dedup(&k->hv, n);
+  wf_head_view_dedup(&v->hv, n);
+  k->heads = k->hv.heads;
+  v->heads = v->hv.heads;
+}
+
+static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
+  if (att->n_operands != 3) return fail(c, "an attention with an explicit mask tensor (only causal masks are raised)");
+  hl_side q = {0}, k = {0}, v = {0};
+  int ok = match_side(c, att->operands[0], &q) && match_side(c, att->operands[1], &k) &&
+           match_side(c, att->operands[2], &v);
+  if (ok) {
+    dedup_kv(&q, &k, &v);
+    ok = pack_matched(c, att, ctx, q, k, v);
+  }
+  wf_head_view_free(&q.hv);
+  wf_head_view_free(&k.hv);
+  wf_head_view_free(&v.hv);
+  return ok;
 }
 
 /* Hugging Face's Conv1D over [B, S, E] is exported as reshape -> gemm -> reshape back; as a

@@ -1,0 +1,32 @@
+/* Which columns of a projection an attention operand reads (passes/head_view.c), for
+ * head-layout: exporters split a projection p [B, S, N] into heads through any chain of views
+ * (reshape, transpose, slice, split, gather of one index, expand) and at most one rope, and
+ * the operand v4 [B, H, S, D] that attention reads is v4[b, h, s, d] = p[b, s, col(h, d)]
+ * (rotated when a rope is on the chain). The match follows the chain and computes col. */
+#ifndef WAFERC_PASSES_HEAD_VIEW_H
+#define WAFERC_PASSES_HEAD_VIEW_H
+
+#include <stdint.h>
+
+#include "waferc/ir.h"
+
+typedef struct wf_head_view {
+  wf_value p;       /* the projection [B, S, N] (a reshape of a Gemm's [B S, N] for a Conv1D) */
+  int64_t heads, d; /* v4's H and D */
+  int64_t *col;     /* heads * d entries (malloc'd): col[h d + r] = the column of p */
+  wf_op *rope;      /* the rope met on the chain, or NULL */
+} wf_head_view;
+
+/* 1 and *hv filled when v4 is such a view of a rank-3 value; else 0 and *why says why. */
+int wf_head_view_match(wf_module *m, wf_func *f, wf_value v4, wf_head_view *hv, const char **why);
+void wf_head_view_free(wf_head_view *hv);
+
+/* The largest n > 1 dividing hv->heads such that head h reads the columns of head h - h % n
+ * (a kv head repeated for n query heads: repeat_interleave, or expand + reshape before or after
+ * the head transpose); 1 when there is none. */
+int64_t wf_head_view_repeat(const wf_head_view *hv);
+
+/* Keeps every n-th head (n from wf_head_view_repeat). */
+void wf_head_view_dedup(wf_head_view *hv, int64_t n);
+
+#endif
