@@ -16,7 +16,10 @@ are avoided. The knobs: embedding width,
 heads and KV heads (MHA, GQA, MQA), sequence length, batch, static or dynamic axes, opset
 13-17, erf or tanh GELU, Linear bias, tied or untied lm_head, Hugging Face's RMSNorm (cast to
 f32 and back), RoPE computed in f32 and cast back, causal mask as a buffer, a computed tril, an
-additive triu(1) of finfo.min or none, KV repeat by repeat_interleave or expand+reshape.
+additive triu(1) of finfo.min or none, KV repeat by repeat_interleave or expand+reshape; and
+other spellings of the same blocks: timm's one-reshape QKV (permute(2, 0, 3, 1, 4), indexed),
+chunk, the scale on q, post-LN, Meta's layout (RoPE and the KV repeat on [B, S, H, D] before
+the head transpose) and Meta's pairwise RoPE (xe c - xo s, xe s + xo c, stacked).
 """
 import argparse
 import math
@@ -43,6 +46,7 @@ class GPT2Block(nn.Module):
         super().__init__()
         e, self.heads = c["embed"], c["heads"]
         self.hd = e // self.heads
+        self.c = c
         self.mask = c["mask"]
         if self.mask == "buffer":
             self.register_buffer("bias", causal_keep(64))
@@ -57,14 +61,25 @@ class GPT2Block(nn.Module):
         self.mlp_proj = lin(4 * e, e, bias=b)
         self.gelu = gelu_new if c["gelu"] == "new" else nn.GELU(approximate=c["gelu"])
 
+    def heads_of(self, h):
+        b, s, e = h.shape
+        qkv = self.c.get("qkv", "split")
+        if qkv == "timm":  # timm / ViT: one reshape to [B, S, 3, H, D], permute(2, 0, 3, 1, 4), index
+            t = self.c_attn(h).reshape(b, s, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
+            return t[0], t[1], t[2]
+        if qkv == "chunk":  # chunk (Slice in ONNX) and permute
+            return [t.reshape(b, s, self.heads, self.hd).permute(0, 2, 1, 3) for t in self.c_attn(h).chunk(3, dim=-1)]
+        q, k, v = self.c_attn(h).split(e, dim=2)
+        return [t.view(b, s, self.heads, self.hd).transpose(1, 2) for t in (q, k, v)]
+
     def forward(self, x):
         b, s, e = x.shape
-        h = self.ln_1(x)
-        q, k, v = self.c_attn(h).split(e, dim=2)
-        q = q.view(b, s, self.heads, self.hd).transpose(1, 2)
-        k = k.view(b, s, self.heads, self.hd).transpose(1, 2)
-        v = v.view(b, s, self.heads, self.hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hd))
+        post = self.c.get("post_ln")  # post-LN (the original Transformer, BERT): norm after each residual
+        q, k, v = self.heads_of(x if post else self.ln_1(x))
+        if self.c.get("scale") == "q":  # the scale on q before the product (timm, nanoGPT variants)
+            att = (q * self.hd ** -0.5) @ k.transpose(-2, -1)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hd))
         if self.mask == "buffer":
             att = torch.where(self.bias[:s, :s], att, torch.tensor(torch.finfo(att.dtype).min))
         elif self.mask == "tril":
@@ -73,6 +88,9 @@ class GPT2Block(nn.Module):
             att = att + torch.full((s, s), torch.finfo(torch.float32).min).triu(1)
         att = F.softmax(att, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, s, e)
+        if post:
+            x = self.ln_1(x + self.c_proj(y))
+            return self.ln_2(x + self.mlp_proj(self.gelu(self.c_fc(x))))
         x = x + self.c_proj(y)
         return x + self.mlp_proj(self.gelu(self.c_fc(self.ln_2(x))))
 
@@ -147,12 +165,26 @@ class Rotary(nn.Module):
             freqs = pos[:, None] * self.inv_freq[None, :]
         if self.form == "interleaved":
             emb = torch.stack((freqs, freqs), dim=-1).flatten(-2)
+        elif self.form.startswith("pairwise"):  # half tables [S, D/2], one angle per pair
+            emb = freqs
         else:
             emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()
         if self.fp32:
             cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         return cos, sin
+
+
+def rope_pairwise(x, cos, sin, form="pairwise"):
+    """Meta's LLaMA rotation written without complex numbers: each pair (x[2i], x[2i+1]) turned
+    by its angle, the two results stacked back in place. The pairs by slices with step 2, or
+    from the view [..., D/2, 2] indexed (pairwise_index) or unbound (pairwise_unbind)."""
+    if form == "pairwise":
+        xe, xo = x[..., 0::2], x[..., 1::2]
+    else:
+        xp = x.reshape(*x.shape[:-1], -1, 2)
+        xe, xo = (xp[..., 0], xp[..., 1]) if form == "pairwise_index" else xp.unbind(-1)
+    return torch.stack((xe * cos - xo * sin, xe * sin + xo * cos), dim=-1).flatten(-2)
 
 
 def repeat_kv(x, n_rep, form):
@@ -185,17 +217,40 @@ class LlamaBlock(nn.Module):
         self.up_proj = nn.Linear(e, hidden, bias=False)
         self.down_proj = nn.Linear(hidden, e, bias=False)
 
+    def rotate(self, x, cos, sin):
+        if self.c["rope"].startswith("pairwise"):
+            return rope_pairwise(x, cos, sin, self.c["rope"])
+        rot = rotate_interleaved if self.c["rope"] == "interleaved" else rotate_half
+        return x * cos + rot(x) * sin
+
+    def qkv_bshd(self, x, b, s):
+        """Meta's layout: RoPE and the kv repeat on [B, S, H, D], transposed to heads last."""
+        q = self.q_proj(x).view(b, s, self.heads, self.hd)
+        k = self.k_proj(x).view(b, s, self.kv, self.hd)
+        v = self.v_proj(x).view(b, s, self.kv, self.hd)
+        cos, sin = self.rotary(x, s)
+        cos, sin = cos.reshape(1, s, 1, -1), sin.reshape(1, s, 1, -1)
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        n = self.heads // self.kv
+        if n > 1 and self.c["gqa"] == "repeat_interleave":
+            k, v = torch.repeat_interleave(k, n, dim=2), torch.repeat_interleave(v, n, dim=2)
+        elif n > 1:
+            k = k[:, :, :, None, :].expand(b, s, self.kv, n, self.hd).reshape(b, s, self.heads, self.hd)
+            v = v[:, :, :, None, :].expand(b, s, self.kv, n, self.hd).reshape(b, s, self.heads, self.hd)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
     def attn(self, x):
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.heads, self.hd).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
-        cos, sin = self.rotary(x, s)
-        rot = rotate_interleaved if self.c["rope"] == "interleaved" else rotate_half
-        q = q * cos + rot(q) * sin
-        k = k * cos + rot(k) * sin
-        k = repeat_kv(k, self.heads // self.kv, self.c["gqa"])
-        v = repeat_kv(v, self.heads // self.kv, self.c["gqa"])
+        if self.c.get("layout") == "bshd":
+            q, k, v = self.qkv_bshd(x, b, s)
+        else:
+            q = self.q_proj(x).view(b, s, self.heads, self.hd).transpose(1, 2)
+            k = self.k_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+            v = self.v_proj(x).view(b, s, self.kv, self.hd).transpose(1, 2)
+            cos, sin = self.rotary(x, s)
+            q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+            k = repeat_kv(k, self.heads // self.kv, self.c["gqa"])
+            v = repeat_kv(v, self.heads // self.kv, self.c["gqa"])
         if self.c.get("einsum"):
             scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.hd)
         else:
@@ -355,6 +410,22 @@ def variants():
     v += [variant("gpt2m"), variant("gpt2m", tied=False), variant("gpt2m", axes="seq"),
           variant("gpt2m", conv1d=True, gelu="new"), variant("gpt2m", embed=48, heads=6, vocab=100, seq=11),
           variant("gpt2m", embed=40, heads=5, layers=1, opset=14, mask="buffer"), variant("gpt2m", batch=2)]
+    # other ways of writing the same blocks: timm's one-reshape QKV, chunk, the scale on q, post-LN;
+    # Meta's layout (RoPE and the kv repeat before the head transpose), the pairwise RoPE
+    v += [variant("gpt2", qkv="timm"), variant("gpt2", qkv="timm", scale="q", axes="seq", embed=40, heads=5),
+          variant("gpt2", qkv="chunk", scale="q", embed=36, heads=3), variant("gpt2", post_ln=True),
+          variant("gpt2", qkv="timm", post_ln=True, batch=2, embed=48, heads=6, opset=14),
+          variant("gpt2m", qkv="timm", scale="q", embed=40, heads=5, vocab=61)]
+    for e, h, kv in [(48, 6, 2), (48, 4, 1), (56, 7, 7), (24, 3, 3)]:
+        v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", gqa="expand"))
+        v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", rope="pairwise", axes="seq", seq=6))
+    v += [variant("llama", layout="bshd"), variant("llama", rope="pairwise"), variant("llama", rope="pairwise_index"),
+          variant("llama", rope="pairwise_unbind", layout="bshd", embed=32, heads=4, kv_heads=2, axes="seq"),
+          variant("llama", rope="pairwise_index", layout="bshd", embed=48, heads=6, kv_heads=2),
+          variant("llama", rope="pairwise", gqa="expand", axes="seq", opset=13, mask="buffer"),
+          variant("llama", layout="bshd", rope="interleaved", batch=2),
+          variant("tiny", layout="bshd", rope="pairwise", tied=True, embed=40, heads=4, kv_heads=2, vocab=70),
+          variant("tiny", layout="bshd", embed=32, heads=8, kv_heads=1, vocab=101, axes="seq")]
     names = [c["name"] for c in v]
     assert len(names) == len(set(names)), "duplicate variant names"
     return v

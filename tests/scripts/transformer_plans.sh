@@ -60,7 +60,22 @@ grep -q "compiled with the memory-minimal schedule (--gemm-buffers=1)" "$TMP/err
 extra=--gqa=replicate check llama_mqa_rep "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
   "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 5x3 8x8
 extra=--gqa=replicate check llama_block_rep "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 16x4
+# the same blocks written other ways (passes/head_view.c): timm's one-reshape QKV indexed after
+# permute(2, 0, 3, 1, 4), chunk (Slice), the scale on q, post-LN; Meta's layout, whose RoPE and
+# kv repeat run on [B, S, H, D] before the head transpose, with the pairwise RoPE (a dynamic
+# export: the repeat is a Loop whose pieces are concatenated)
+for m in gpt2_timm_e40h5_s8 gpt2_timm_postln_o14_e48h6_b2_s8 gpt2_chunk_e36h3_s8 llama_meta_pairwise_e48h6kv2_s6 \
+  llama_meta_half_e48h4kv1_s8; do
+  check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 7x3
+done
+# a kv head repeated before the head transpose is still one kv head: gathered or packed as it is
+kv=$(waferc "$E/llama_meta_half_e48h4kv1_s8.onnx" -o "$TMP/kv" --target=wse2 --mesh=4x4 -q --statistics 2>&1 |
+  sed -n 's/.*gqa-\(gathered\|shared\): 1$/\1/p')
+[ -n "$kv" ] || fail "llama_meta_half_e48h4kv1_s8 on 4x4: the repeated kv head was not gathered or shared"
 # whole models, token ids to logits
+check tinyllama_meta_pairwise_tied_e40h4kv2_v70_s8 "$E/tinyllama_meta_pairwise_tied_e40h4kv2_v70_s8.onnx" \
+  "$E/tinyllama_meta_pairwise_tied_e40h4kv2_v70_s8_input.npy" "$E/tinyllama_meta_pairwise_tied_e40h4kv2_v70_s8_ref.npy" \
+  input_ids logits 5x3
 check tiny_llama "$M/tiny_llama.onnx" "$M/tiny_llama_s13_input.npy" "$M/tiny_llama_s13_ref.npy" input_ids logits 4x4 5x3 8x8
 for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4 5x3 8x8
