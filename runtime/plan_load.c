@@ -840,6 +840,26 @@ static int load_generate(lctx *c, wf_plan *p, const cJSON *g) {
         (G->switch_plan[0] && gen_name(c, e, "switch", cw, G->caches[i].via, 256, NULL, 0, NULL)))
       return -1;
   }
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(g, "shared_weights");
+  if (sh) {
+    if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > p->n_weights) {
+      lerr(c, "generate.shared_weights: expected an array of at most one name per weight (%d)", p->n_weights);
+      return -1;
+    }
+    G->n_shared = cJSON_GetArraySize(sh);
+    G->shared = calloc((size_t)G->n_shared + 1, sizeof *G->shared);
+    WF_ASSERT(G->shared);
+    const cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, sh) {
+      const char *name = cJSON_GetStringValue(e);
+      if (!name || find_tensor(p->weights, p->n_weights, name) < 0 || strlen(name) >= sizeof G->shared[0]) {
+        lerr(c, "generate.shared_weights[%d]: expected the name of a weight of the plan", i);
+        return -1;
+      }
+      strcpy(G->shared[i++], name);
+    }
+  }
   G->present = 1;
   return 0;
 }
@@ -1288,7 +1308,18 @@ void wf_plan_free(wf_plan *p) {
   free(p->routes);
   free(p->moves);
   free(p->gen.caches);
+  free(p->gen.shared);
   for (int k = 0; k < p->pipe.n_stages; k++) free(p->pipe.stages[k].carries);
   free(p->pipe.stages);
   free(p);
+}
+
+int wf_plan_layouts_match(const char *a, const char *b) {
+  for (;;) {
+    while (*a >= 'A' && *a <= 'Z') a++;
+    while (*b >= 'A' && *b <= 'Z') b++;
+    if (*a != *b) return 0;
+    if (!*a) return 1;
+    a++, b++;
+  }
 }

@@ -100,6 +100,8 @@ typedef struct wf_plan_generate {
   char kv_cache[16];            /* "shift" or "concat" */
   int rows, slots_per_row;      /* the cache's rows of PEs and the tokens one row can hold */
   wf_plan_cache_pair *caches; int n_caches;
+  char (*shared)[256]; int n_shared; /* "shared_weights": weights of this plan the decode step's
+                                        namesakes must equal (held once, docs/generation.md) */
 } wf_plan_generate;
 
 /* A pipelined plan's manifest key "pipeline" (waferc --pipeline=N, docs/pipeline.md): the
@@ -179,6 +181,9 @@ wf_plan *wf_plan_load_ex(const char *dir, unsigned flags);
  * and weights are read from dir. */
 wf_plan *wf_plan_load_text(const char *dir, const char *text, size_t len, unsigned flags);
 void wf_plan_free(wf_plan *p);
+/* Two layouts' text forms equal but for the dims' names (capital letters: {M_y, N_x} is
+ * {K_y, N_x}), as a weight held once by a generation plan's two phases must be. */
+int wf_plan_layouts_match(const char *a, const char *b);
 
 typedef enum wf_sim_mode {
   WF_SIM_FUNCTIONAL, /* data and cycles */

@@ -61,6 +61,25 @@ run_one gpt2_untied 3x3 shift
 grep -q "weights that both plans hold the same way (.* bytes per PE) are held once, the prefill's GEMMs compiled with SUMMA" "$TMP/gpt2_untied.3x3.shift.cerr" ||
   fail "gpt2_untied on 3x3: no note of the weights held once: $(head -3 "$TMP/gpt2_untied.3x3.shift.cerr")"
 queue shared "gpt2_untied on 3x3: the shared weights are not what the manifests say" "$TMP/gpt2_untied.3x3.shift"
+# waferrun checks what the manifest says is held once: with one byte of a shared weight changed
+# in the decode step's copy (and --allow-modified-plan past the digests) it refuses the plan
+cp -r "$TMP/gpt2_untied.3x3.shift" "$TMP/shared_bad"
+python3 - "$TMP/shared_bad" <<'PY' || fail "shared_bad: could not change the decode step's copy"
+import json, sys
+d = sys.argv[1]
+p, q = (json.load(open(d + s + "/manifest.json")) for s in ("", "/decode"))
+w = next(t for t in q["weights"]["tensors"] if t["name"] == p["generate"]["shared_weights"][0])
+with open(d + "/decode/" + q["weights"]["file"], "r+b") as f:
+    f.seek(w["offset"])
+    b = f.read(1)
+    f.seek(w["offset"])
+    f.write(bytes([b[0] ^ 0x40]))
+PY
+rc=0
+waferrun "$TMP/shared_bad" -q --allow-modified-plan --input "input_ids=$G/gpt2_untied_prompt.npy" --generate=8 \
+  --output-dir "$TMP/shared_bad/out" 2>"$TMP/shared_bad.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "generate.shared_weights: .* is held once by both phases, but the two copies hold different bytes" \
+  "$TMP/shared_bad.err" || fail "shared_bad: waferrun exited $rc: $(grep -m1 error "$TMP/shared_bad.err")"
 
 # The memory ceiling holds for both phases: on 32x32 with a cache for 24 tokens the prefill's
 # PEs need 1.6 MiB of host memory and the decode step's 2.1 MiB, so --memory-limit=2 passes the

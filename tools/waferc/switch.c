@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ir/support/fsutil.h"
+#include "runtime/runtime.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
 
@@ -96,17 +97,9 @@ static int same_weight(const cJSON *a, const cJSON *b, FILE *wa, FILE *wb) {
     if (!x != !y || (x && !cJSON_Compare(x, y, 1))) return 0;
   }
   if (cJSON_GetObjectItemCaseSensitive(a, "skew") || cJSON_GetObjectItemCaseSensitive(b, "skew")) return 0;
-  /* the layouts the same but for the dims' names ({M_y, N_x} is {K_y, N_x}) */
   const char *la = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "layout"));
   const char *lb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "layout"));
-  if (!la || !lb) return 0;
-  for (;;) {
-    while (*la >= 'A' && *la <= 'Z') la++;
-    while (*lb >= 'A' && *lb <= 'Z') lb++;
-    if (*la != *lb) return 0;
-    if (!*la) break;
-    la++, lb++;
-  }
+  if (!la || !lb || !wf_plan_layouts_match(la, lb)) return 0;
   double oa = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "offset"));
   double ob = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "offset"));
   double ba = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(a, "bytes"));

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ir/support/gemm_skew.h"
 #include "runtime/gen_report.h"
 #include "runtime/jit.h"
 #include "waferc/diag.h"
@@ -148,8 +149,40 @@ static int check_moves(gen *g) {
   return 0;
 }
 
+/* generate.shared_weights: a weight the budgets count once must be the same in both phases
+ * (docs/generation.md, "One region"); the simulator loads each phase's copy, so a plan whose
+ * copies differ would run something the wafer could not. */
+static int check_shared(const gen *g) {
+  const wf_plan *p = g->pre, *d = g->dec;
+  for (int i = 0; i < g->G->n_shared; i++) {
+    const char *name = g->G->shared[i];
+    int wp = find(p->weights, p->n_weights, name), wd = find(d->weights, d->n_weights, name); /* wp: at load */
+    const wf_plan_tensor *a = &p->weights[wp], *b = wd >= 0 ? &d->weights[wd] : NULL;
+    const char *why = NULL;
+    if (!b) why = "the decode step has no weight of that name";
+    else if (a->dtype != b->dtype || a->rank != b->rank || memcmp(a->dims, b->dims, sizeof a->dims) ||
+             memcmp(a->padded, b->padded, sizeof a->padded) || memcmp(a->split, b->split, sizeof a->split) ||
+             !wf_plan_layouts_match(a->layout, b->layout))
+      why = "the two copies differ in shape, padding or layout";
+    else if (a->skew_ring != WF_SKEW_NONE || b->skew_ring != WF_SKEW_NONE)
+      why = "a copy is pre-skewed";
+    else if (p->regions[a->region].w != d->regions[b->region].w || p->regions[a->region].h != d->regions[b->region].h)
+      why = "the two copies are on regions of different sizes";
+    else if (a->bytes != b->bytes || memcmp(p->weight_data + a->offset, d->weight_data + b->offset, (size_t)a->bytes))
+      why = "the two copies hold different bytes";
+    if (why) {
+      wf_error_at(g->pre_manifest,
+                  "generate.shared_weights: '%s' is held once by both phases, but %s (a plan edited or damaged "
+                  "since waferc wrote it; compile it again)", name, why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* The prefill and decode plans against the "generate" object (docs/plan-format.md). */
 static int check_plans(gen *g) {
+  if (check_shared(g)) return -1;
   const wf_plan_generate *G = g->G;
   const wf_plan *p = g->pre, *d = g->dec;
   char s1[128], s2[128];
