@@ -5,7 +5,7 @@ tokens.
 
     /usr/bin/python3 examples/models/export_generate.py                    # rewrites the files
     /usr/bin/python3 examples/models/export_generate.py --out /tmp/g --waferc build/bin   # and checks
-    /usr/bin/python3 examples/models/export_generate.py --out /tmp/g --waferc build/bin --extra   # 9 more
+    /usr/bin/python3 examples/models/export_generate.py --out /tmp/g --waferc build/bin --extra   # 11 more
 
 The models are variants.py's TinyLlama and TinyGPT2 (same classes and knobs). Greedy decoding
 here recomputes the whole sequence at every step (no KV cache): the next token is the argmax
@@ -72,6 +72,9 @@ EXTRA = {
                                                     tied=False), 6, 1.0),
     "x_gpt2_l3_e64h8_v57_buffer_o13": ("gpt2m", dict(embed=64, heads=8, vocab=57, layers=3, mask="buffer", opset=13,
                                                      tied=True), 7, 0.3),
+    "x_llama_meta_pairidx_e48h6kv2_v80": ("tiny", dict(embed=48, heads=6, kv_heads=2, vocab=80, layout="bshd",
+                                                        rope="pairwise_index"), 6, 1.0),
+    "x_gpt2_timm_e40h5_v61": ("gpt2m", dict(embed=40, heads=5, vocab=61, qkv="timm", scale="q"), 7, 0.3),
 }
 
 
