@@ -161,15 +161,6 @@ static int match_proj(hl *c, wf_value v, hl_proj *p) {
   return 1;
 }
 
-static int is_head_transpose(const hl *c, const wf_op *op) {
-  const wf_attr *a = wf_op_attr(c->f, op, "perm");
-  static const int64_t want[4] = {0, 2, 1, 3};
-  if (!a || a->kind != WF_ATTR_INTS || a->u.ints.n != 4) return 0;
-  for (int i = 0; i < 4; i++)
-    if (a->u.ints.v[i] != want[i]) return 0;
-  return 1;
-}
-
 /* v4 [B, H, S, D] = a head view of a projection, with at most one rope on the way
  * (passes/head_view.c); s->hv.col says which projection column each (head, dim) reads. */
 static int match_side(hl *c, wf_value v4, hl_side *s) {
@@ -185,7 +176,13 @@ static int match_side(hl *c, wf_value v4, hl_side *s) {
     s->sin_g = table_of(c, op->operands[2]);
     if (s->cos_g < 0 || s->sin_g < 0) return fail(c, "RoPE whose cos/sin tables are not constants");
   }
-  return match_proj(c, s->hv.p, &s->p);
+  if (!match_proj(c, s->hv.p, &s->p)) return 0;
+  if (s->hv.transposed) { /* the projection of x itself: its input before the transpose */
+    op = def(c, s->p.x, WF_OP_TRANSPOSE);
+    if (!op) return fail(c, "a projection of a transposed input that is not matmul(transpose(x), W)");
+    s->p.x = op->operands[0];
+  }
+  return 1;
 }
 
 /* ---- the column map ------------------------------------------------------------------------ */
@@ -359,37 +356,55 @@ static int uses_of(const hl *c, wf_value v, wf_op **out, int cap) {
 
 #define HL_MAX_OUT 8
 
-/* A projection of the attention's merged result: matmul(merged, W), or HF's Conv1D
- * reshape(gemm(reshape(merged), W, b)); `result` is what the rewrite replaces. */
+/* A projection of the attention's merged result: matmul(merged, W) or gemm(merged, W, b) (HF's
+ * Conv1D, torch's nn.MultiheadAttention), whose result reaches `result` [B, S, Eo] through
+ * views that keep its order (the reshape back from [B·S, Eo], or [S, B, Eo] transposed with
+ * B = 1); the rewrite replaces `result`, inserting before `at`. */
 typedef struct hl_out {
   int w, wt, b;
   wf_op *at;
   wf_value result;
 } hl_out;
 
-static int match_out(hl *c, wf_op *u, wf_value merged, hl_out *o) {
-  o->wt = 0, o->b = -1, o->at = u, o->result = u->results[0];
-  if (u->code == WF_OP_MATMUL && u->operands[0] == merged) {
-    o->w = global_of(c, u->operands[1]);
-    return o->w >= 0 && c->m->globals[o->w].type.rank == 2;
-  }
-  wf_op *gm[1], *back[1];
-  if (u->code != WF_OP_RESHAPE || u->operands[0] != merged || wf_value_type(c->f, u->results[0])->rank != 2 ||
-      uses_of(c, u->results[0], gm, 1) != 1 || gm[0]->code != WF_OP_GEMM || gm[0]->operands[0] != u->results[0] ||
-      uses_of(c, gm[0]->results[0], back, 1) != 1 || back[0]->code != WF_OP_RESHAPE ||
-      wf_value_type(c->f, back[0]->results[0])->rank != 3)
-    return 0;
-  if (!plain_gemm(c, gm[0])) return 0;
-  o->w = global_of(c, gm[0]->operands[1]);
-  o->wt = wf_op_int(c->f, gm[0], "trans_b", 0) != 0;
-  int64_t eo = wf_value_type(c->f, back[0]->results[0])->dims[2];
-  if (gm[0]->n_operands > 2) {
-    o->b = global_of(c, gm[0]->operands[2]);
+typedef struct hl_dims {
+  int64_t b, s, last;
+} hl_dims;
+
+/* v [.., last] whose every use is a projection reading it as its first operand. */
+static int feeds_projections(wf_func *f, wf_value v, const void *arg) {
+  const hl_dims *hd = arg;
+  const wf_type *t = wf_value_type(f, v);
+  if (t->dims[t->rank - 1] != hd->last || !wf_value_use_count(f, v)) return 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) if (op->operands[i] == v) {
+      if (i != 0 || (op->code != WF_OP_MATMUL && op->code != WF_OP_GEMM)) return 0;
+    }
+  return 1;
+}
+
+/* v is [B, S, Eo]. */
+static int bse(wf_func *f, wf_value v, const void *arg) {
+  const hl_dims *hd = arg;
+  const wf_type *t = wf_value_type(f, v);
+  return t->rank == 3 && t->dims[0] == hd->b && t->dims[1] == hd->s && t->dims[2] == hd->last;
+}
+
+static int match_out(hl *c, wf_op *u, int64_t nb, int64_t ns, hl_out *o) {
+  o->wt = 0, o->b = -1;
+  if (u->code == WF_OP_GEMM && !plain_gemm(c, u)) return 0;
+  o->w = global_of(c, u->operands[1]);
+  if (o->w < 0 || c->m->globals[o->w].type.rank != 2) return 0;
+  o->wt = u->code == WF_OP_GEMM && wf_op_int(c->f, u, "trans_b", 0) != 0;
+  int64_t eo = c->m->globals[o->w].type.dims[o->wt ? 0 : 1];
+  if (u->code == WF_OP_GEMM && u->n_operands > 2) {
+    o->b = global_of(c, u->operands[2]);
     if (o->b < 0 || wf_type_numel(&c->m->globals[o->b].type) != eo) return 0;
   }
-  o->at = back[0];
-  o->result = back[0]->results[0];
-  return o->w >= 0 && c->m->globals[o->w].type.rank == 2;
+  static const int order[3] = {0, 1, 2};
+  hl_dims hd = {nb, ns, eo};
+  o->result = wf_head_view_follow(c->f, u->results[0], order, bse, &hd);
+  if (!o->result) return 0;
+  o->at = wf_value_get(c->f, o->result)->def;
+  return 1;
 }
 
 /* Predicted cycles of the K and V projections ([B, S, E] x [E, n] on the mesh, n = ckb columns
@@ -445,22 +460,21 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   if (q.rope != k.rope) return fail(c, "RoPE on only one of q and k, or in two forms");
   if (v.d != q.d) return fail(c, "a value head dim different from the query head dim");
   if (k.heads != v.heads || q.heads % k.heads) return fail(c, "query heads not a multiple of key/value heads");
-  /* The result: transpose back, reshape to [B, S, H·D], then only matmuls with constant weights. */
+  /* The result: [B, H, S, D] back to [B, S, H·D] through views (transpose and reshape, or
+   * the Gemm's [B·S, H·D]), then only projections with constant weights. */
+  const wf_type *xt = wf_value_type(c->f, q.p.x);
+  static const int merge[4] = {0, 2, 1, 3};
+  hl_dims hd = {xt->dims[0], xt->dims[1], q.heads * q.d};
+  wf_value merged = wf_head_view_follow(c->f, att->results[0], merge, feeds_projections, &hd);
+  if (!merged) return fail(c, "the attention's result does not reach projections as [B, S, H·D] through views");
   wf_op *u[HL_MAX_OUT];
-  if (uses_of(c, att->results[0], u, 1) != 1 || u[0]->code != WF_OP_TRANSPOSE || !is_head_transpose(c, u[0]))
-    return fail(c, "the attention's result is not transposed back to [B, S, H, D]");
-  wf_op *tr = u[0];
-  if (uses_of(c, tr->results[0], u, 1) != 1 || u[0]->code != WF_OP_RESHAPE ||
-      wf_value_type(c->f, u[0]->results[0])->rank < 2 || wf_value_type(c->f, u[0]->results[0])->rank > 3)
-    return fail(c, "the attention's result is not reshaped back to [B, S, H·D]");
-  /* [B, S, H·D] feeds projections; [B S, H·D] is itself the flattening of a Conv1D's Gemm. */
-  wf_value merged = wf_value_type(c->f, u[0]->results[0])->rank == 3 ? u[0]->results[0] : tr->results[0];
   int n_out = uses_of(c, merged, u, HL_MAX_OUT);
   if (n_out < 1 || n_out > HL_MAX_OUT) return fail(c, "the attention's result feeds no projection");
   hl_out outs[HL_MAX_OUT];
   for (int i = 0; i < n_out; i++)
-    if (!match_out(c, u[i], merged, &outs[i]))
-      return fail(c, "the attention's result feeds something else than a projection with a constant weight");
+    if (!match_out(c, u[i], hd.b, hd.s, &outs[i]))
+      return fail(c, "the attention's result feeds something else than a projection with a constant weight back "
+                      "to [B, S, E]");
 
   hl_map mp = make_map(q.heads, q.d, q.rope, c->w);
   int64_t group = q.heads / k.heads;

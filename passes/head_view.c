@@ -229,11 +229,30 @@ typedef struct hv_ctx {
   wf_module *m;
   wf_func *f;
   wf_value p;
+  int64_t pb, ps, pn; /* the projection's [B, S, N] (before a transpose of its input) */
+  int transposed;
   wf_op *rope;
   hv_dim rope_s, rope_d;
   int ops;
   const char *why;
 } hv_ctx;
+
+/* v = matmul(transpose(x) {1, 0, 2}, W) [+ b]: a projection of x with its first two axes
+ * swapped, which is that projection of x transposed (torch's nn.MultiheadAttention works on
+ * [S, B, E]). */
+static int proj_of_transposed(wf_func *f, wf_value v) {
+  wf_op *op = def_of(f, v);
+  if (op && op->code == WF_OP_ADD)
+    for (int i = 0; i < 2; i++) {
+      wf_op *mm = def_of(f, op->operands[i]);
+      if (mm && mm->code == WF_OP_MATMUL && wf_value_get(f, op->operands[1 - i])->kind == WF_VAL_GLOBAL) op = mm;
+    }
+  if (!op || op->code != WF_OP_MATMUL) return 0;
+  wf_op *tr = def_of(f, op->operands[0]);
+  int n;
+  const int64_t *perm = tr && tr->code == WF_OP_TRANSPOSE ? wf_rule_ints(f, tr, "perm", &n) : NULL;
+  return perm && n == 3 && perm[0] == 1 && perm[1] == 0 && perm[2] == 2;
+}
 
 static int view_op(wf_func *f, const wf_op *op) {
   switch (op->code) {
@@ -289,10 +308,12 @@ static int trace(hv_ctx *c, wf_value v, hv_shape *sh) {
     if (c->p != WF_NO_VALUE && c->p != v) return hv_fail(c, "q, k or v joins views of two different values");
     if (vt->rank != 3) return hv_fail(c, "q, k or v is not a view of a [B, S, N] projection");
     c->p = v;
+    c->transposed = proj_of_transposed(c->f, v);
+    c->pb = vt->dims[c->transposed], c->ps = vt->dims[1 - c->transposed], c->pn = vt->dims[2];
     *sh = (hv_shape){3, {{0}}, 0};
-    push(&sh->d[0], vt->dims[0], vt->dims[1] * vt->dims[2]);
-    push(&sh->d[1], vt->dims[1], vt->dims[2]);
-    push(&sh->d[2], vt->dims[2], 1);
+    push(&sh->d[c->transposed], c->pb, c->ps * c->pn);
+    push(&sh->d[1 - c->transposed], c->ps, c->pn);
+    push(&sh->d[2], c->pn, 1);
     return 1;
   }
   if (op->code == WF_OP_CONCAT) {
@@ -325,19 +346,18 @@ int wf_head_view_match(wf_module *m, wf_func *f, wf_value v4, wf_head_view *hv, 
   memset(hv, 0, sizeof *hv);
   const wf_type *t4 = wf_value_type(f, v4);
   if (t4->rank != 4) return *why = "q, k or v is not [B, H, S, D]", 0;
-  hv_ctx c = {m, f, WF_NO_VALUE, NULL, {0}, {0}, 0, NULL};
+  hv_ctx c = {m, f, WF_NO_VALUE, 0, 0, 0, 0, NULL, {0}, {0}, 0, NULL};
   hv_shape sh;
   if (!trace(&c, v4, &sh)) return *why = c.why, 0;
-  const wf_type *pt = wf_value_type(f, c.p);
-  int64_t nn = pt->dims[2];
+  int64_t nn = c.pn;
   hv_dim bdim = {0}, sdim = {0};
-  push(&bdim, pt->dims[0], pt->dims[1] * nn);
-  push(&sdim, pt->dims[1], nn);
+  push(&bdim, c.pb, c.ps * nn);
+  push(&sdim, c.ps, nn);
   if (!same_dim(&sh.d[0], &bdim) || !same_dim(&sh.d[2], &sdim))
     return *why = "q, k or v is not [B, H, S, D] with the projection's own batch and sequence axes", 0;
   if (c.rope && (!same_dim(&c.rope_s, &sh.d[2]) || !same_dim(&c.rope_d, &sh.d[3])))
     return *why = "a rope along other axes than the head's sequence and head dims", 0;
-  hv->p = c.p, hv->rope = c.rope;
+  hv->p = c.p, hv->rope = c.rope, hv->transposed = c.transposed;
   hv->heads = t4->dims[1], hv->d = t4->dims[3];
   hv->col = malloc((size_t)(hv->heads * hv->d) * sizeof *hv->col);
   if (!hv->col) return *why = "out of memory", 0;
@@ -375,4 +395,52 @@ void wf_head_view_dedup(wf_head_view *hv, int64_t n) {
   for (int64_t h = 0; h < hv->heads / n; h++)
     memmove(&hv->col[h * hv->d], &hv->col[h * n * hv->d], (size_t)hv->d * sizeof *hv->col);
   hv->heads /= n;
+}
+
+/* ---- forward: the order a chain of views keeps ------------------------------------------- */
+
+/* All of sh's factors in one list, most significant first, normalized. */
+static hv_dim flat(const hv_shape *sh) {
+  hv_dim all = {0};
+  for (int i = 0; i < sh->rank; i++)
+    for (int k = 0; k < sh->d[i].nf; k++)
+      if (all.nf < HV_FACT) all.f[all.nf++] = sh->d[i].f[k];
+  normalize(&all);
+  return all;
+}
+
+/* The op using v, when it is its only use. */
+static wf_op *only_use(wf_func *f, wf_value v) {
+  wf_op *use = NULL;
+  int n = 0;
+  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) if (op->operands[i] == v) {
+      use = op;
+      n++;
+    }
+  return n == 1 ? use : NULL;
+}
+
+wf_value wf_head_view_follow(wf_func *f, wf_value from, const int *order, wf_head_view_stop stop, const void *arg) {
+  const wf_type *t = wf_value_type(f, from);
+  if (t->rank > HV_RANK) return WF_NO_VALUE;
+  hv_shape sh = {t->rank, {{0}}, 0}, want = {t->rank, {{0}}, 0};
+  int64_t stride = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    push(&sh.d[i], t->dims[i], stride);
+    stride *= t->dims[i];
+  }
+  for (int i = 0; i < t->rank; i++) want.d[i] = sh.d[order[i]];
+  hv_dim goal = flat(&want);
+  wf_value v = from;
+  for (int steps = 0; steps < HV_CHAIN; steps++) {
+    hv_dim got = flat(&sh);
+    if (same_dim(&got, &goal) && stop(f, v, arg)) return v;
+    wf_op *op = only_use(f, v);
+    if (!op || op->operands[0] != v || op->n_results != 1) return WF_NO_VALUE;
+    const wf_type *ot = wf_value_type(f, op->results[0]);
+    int ok = op->code == WF_OP_RESHAPE ? do_reshape(&sh, ot) : op->code == WF_OP_TRANSPOSE ? do_transpose(f, op, &sh) : 0;
+    if (!ok || !shape_is(&sh, ot)) return WF_NO_VALUE;
+    v = op->results[0];
+  }
+  return WF_NO_VALUE;
 }

@@ -15,6 +15,8 @@ typedef struct wf_head_view {
   int64_t heads, d; /* v4's H and D */
   int64_t *col;     /* heads * d entries (malloc'd): col[h d + r] = the column of p */
   wf_op *rope;      /* the rope met on the chain, or NULL */
+  int transposed;   /* p = matmul(transpose(x) {1, 0, 2}, W) [+ b], [S, B, N]: col indexes the
+                       projection of x itself */
 } wf_head_view;
 
 /* 1 and *hv filled when v4 is such a view of a rank-3 value; else 0 and *why says why. */
@@ -28,5 +30,13 @@ int64_t wf_head_view_repeat(const wf_head_view *hv);
 
 /* Keeps every n-th head (n from wf_head_view_repeat). */
 void wf_head_view_dedup(wf_head_view *hv, int64_t n);
+
+/* Forward: from `from`, through its only use while that is a reshape or a transpose, the
+ * first value whose elements are from's in the order of from's axes permuted by `order` (row
+ * major over order[0], order[1], ...) and for which stop() holds; WF_NO_VALUE when the chain
+ * ends first. For the attention's result [B, H, S, D] and order {0, 2, 1, 3}: the merged heads
+ * [B, S, H·D], in whatever shape the exporter wrote them ([B·S, H·D] for a Gemm). */
+typedef int (*wf_head_view_stop)(wf_func *f, wf_value v, const void *arg);
+wf_value wf_head_view_follow(wf_func *f, wf_value from, const int *order, wf_head_view_stop stop, const void *arg);
 
 #endif

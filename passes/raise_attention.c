@@ -7,6 +7,9 @@
  *   p = softmax(s) {axis = -1}        casts to the value's own dtype anywhere on the way
  *   y = matmul(p, v)
  *
+ * Rank 3 ([B·H, S, D], as torch's nn.MultiheadAttention computes it): the same chain, raised
+ * to attention over the operands reshaped to [1, B·H, S, D] and the result reshaped back.
+ *
  * Head grouping: k and v are taken from before a repeat of their heads when the repeat is
  * the grouping attention uses (query head h reads kv head h / n): HF's repeat_kv
  * (unsqueeze/expand/reshape), torch 1.13's repeat_interleave export (split into heads, each
@@ -213,6 +216,22 @@ static int broadcasts_to(const wf_type *m, int rank, const int64_t *d) {
 
 /* ---- the match ----------------------------------------------------------------------------- */
 
+/* t as rank 4: a rank-3 [N, S, D] (torch's nn.MultiheadAttention: batch and heads merged)
+ * with a leading 1. */
+static wf_type lift(const wf_type *t) {
+  if (t->rank != 3) return *t;
+  int64_t d[4] = {1, t->dims[0], t->dims[1], t->dims[2]};
+  return wf_type_make(t->dtype, 4, d);
+}
+
+/* v reshaped to its lifted type, before root (rank 4 already: v). */
+static wf_value lifted(wf_raise *r, wf_op *root, wf_value v) {
+  const wf_type *t = wf_raise_type(r, v);
+  if (t->rank == 4) return v;
+  wf_type l = lift(t);
+  return wf_raise_build(r, root, WF_OP_RESHAPE, 1, &v, &l)->results[0];
+}
+
 static int match(wf_raise *r, wf_op *root) {
   if (root->code != WF_OP_MATMUL) return 0;
   att_match mt;
@@ -223,7 +242,8 @@ static int match(wf_raise *r, wf_op *root) {
   wf_op *sm = wf_raise_def(r, pv, WF_OP_SOFTMAX);
   if (!sm) return 0;
   const wf_type *st = wf_raise_type(r, pv);
-  if (st->rank != 4 || wf_norm_axis(wf_op_int(r->f, sm, "axis", -1), 4) != 3) return 0;
+  int rank = st->rank; /* 4, or 3 for [B·H, S, T] (lifted to [1, B·H, S, T]) */
+  if ((rank != 4 && rank != 3) || wf_norm_axis(wf_op_int(r->f, sm, "axis", -1), rank) != rank - 1) return 0;
   wf_raise_push(&mt.ops, sm);
   if (!scores(r, sm->operands[0], &mt, 0)) return 0;
 
@@ -232,19 +252,26 @@ static int match(wf_raise *r, wf_op *root) {
   double k;
   for (int side = 0; side < 2; side++) {
     wf_value *p = side ? &kt : &q;
-    wf_op *m = wf_raise_bin(r, *p, WF_OP_MUL, &a, &b);
-    if (!m || wf_raise_uses(r, *p) != 1) continue;
+    wf_op *m = wf_raise_bin(r, *p, WF_OP_MUL, &a, &b), *dv = m ? NULL : wf_raise_bin(r, *p, WF_OP_DIV, &a, &b);
+    if ((!m && !dv) || wf_raise_uses(r, *p) != 1) continue;
+    if (dv) { /* q / c */
+      if (wf_raise_scalar(r, b, &k) && k != 0.0 && wf_raise_same_shape(r, a, *p)) *p = a, mt.scale /= k;
+      continue;
+    }
     if (wf_raise_scalar(r, b, &k) && wf_raise_same_shape(r, a, *p)) *p = a, mt.scale *= k;
     else if (wf_raise_scalar(r, a, &k) && wf_raise_same_shape(r, b, *p)) *p = b, mt.scale *= k;
   }
-  const wf_type *qt = wf_raise_type(r, q), *ktt = wf_raise_type(r, kt);
-  if (qt->rank != 4 || ktt->rank != 4 || !wf_dtype_is_float(qt->dtype)) return 0;
+  wf_type qt4 = lift(wf_raise_type(r, q)), ktt4 = lift(wf_raise_type(r, kt));
+  const wf_type *qt = &qt4, *ktt = &ktt4;
+  if (wf_raise_type(r, q)->rank != rank || wf_raise_type(r, kt)->rank != rank || !wf_dtype_is_float(qt->dtype))
+    return 0;
   int64_t nb = qt->dims[0], hq = qt->dims[1], s = qt->dims[2], d = qt->dims[3], t = ktt->dims[3];
 
-  /* k [B, Hk, T, D] from kT [B, Hk, D, T] */
+  /* k [B, Hk, T, D] from kT [B, Hk, D, T] (a rank-3 kT keeps its transpose: head-layout sees
+   * through it) */
   wf_value kk = WF_NO_VALUE;
   int64_t perm[4] = {0, 1, 3, 2};
-  wf_op *tr = wf_raise_def(r, kt, WF_OP_TRANSPOSE);
+  wf_op *tr = rank == 4 ? wf_raise_def(r, kt, WF_OP_TRANSPOSE) : NULL;
   const wf_attr *pa = tr ? wf_op_attr(r->f, tr, "perm") : NULL;
   if (pa && pa->kind == WF_ATTR_INTS && pa->u.ints.n == 4) {
     int64_t p2[4] = {pa->u.ints.v[0], pa->u.ints.v[1], pa->u.ints.v[3], pa->u.ints.v[2]};
@@ -252,18 +279,19 @@ static int match(wf_raise *r, wf_op *root) {
     else memcpy(perm, p2, sizeof perm), kt = tr->operands[0];
   }
   wf_value vv = wf_raise_strip_casts(r, root->operands[1]);
-  wf_value k0 = kk ? unrepeat(r, kk) : WF_NO_VALUE, v0 = unrepeat(r, vv);
+  wf_value k0 = kk ? unrepeat(r, kk) : WF_NO_VALUE, v0 = rank == 4 ? unrepeat(r, vv) : WF_NO_VALUE;
   int absorbed = 0;
   if (k0 && v0 && wf_raise_type(r, k0)->dims[1] == wf_raise_type(r, v0)->dims[1]) {
     kk = k0, vv = v0, absorbed = 1;
   }
-  const wf_type *vt = wf_raise_type(r, vv);
+  wf_type vt4 = lift(wf_raise_type(r, vv)), rt4 = lift(wf_raise_type(r, root->results[0]));
+  const wf_type *vt = &vt4;
   int64_t hk = kk ? wf_raise_type(r, kk)->dims[1] : ktt->dims[1];
-  if (vt->rank != 4 || vt->dtype != qt->dtype || ktt->dtype != qt->dtype) return 0;
+  if (wf_raise_type(r, vv)->rank != rank || vt->dtype != qt->dtype || ktt->dtype != qt->dtype) return 0;
   if (ktt->dims[2] != d || vt->dims[0] != nb || vt->dims[1] != hk || vt->dims[2] != t || hk <= 0 || hq % hk) return 0;
   if ((kk ? wf_raise_type(r, kk)->dims[0] : ktt->dims[0]) != nb) return 0;
   int64_t odims[4] = {nb, hq, s, vt->dims[3]}, sdims[4] = {nb, hq, s, t};
-  if (!dims_eq(wf_raise_type(r, root->results[0]), 4, odims) || wf_raise_type(r, root->results[0])->dtype != qt->dtype)
+  if (wf_raise_type(r, root->results[0])->rank != rank || !dims_eq(&rt4, 4, odims) || rt4.dtype != qt->dtype)
     return 0;
 
   /* masks */
@@ -295,7 +323,13 @@ static int match(wf_raise *r, wf_op *root) {
   if (!wf_raise_ops_ok(&mt.ops) || !wf_raise_closed(r, mt.ops.v, mt.ops.n, root)) return 0;
 
   /* rewrite */
-  if (!kk) {
+  if (!kk && rank == 3) { /* [N, D, T] -> [N, T, D] */
+    const wf_type *src = wf_raise_type(r, kt);
+    wf_type tk = wf_type_make(src->dtype, 3, (int64_t[]){src->dims[0], src->dims[2], src->dims[1]});
+    wf_op *t2 = wf_raise_build(r, root, WF_OP_TRANSPOSE, 1, &kt, &tk);
+    wf_op_set_ints(r->f, t2, "perm", 3, (int64_t[]){0, 2, 1});
+    kk = t2->results[0];
+  } else if (!kk) {
     const wf_type *src = wf_raise_type(r, kt);
     wf_type tk = wf_type_make(src->dtype, 4, (int64_t[]){src->dims[perm[0]], src->dims[perm[1]], src->dims[perm[2]], src->dims[perm[3]]});
     wf_op *t2 = wf_raise_build(r, root, WF_OP_TRANSPOSE, 1, &kt, &tk);
@@ -306,11 +340,13 @@ static int match(wf_raise *r, wf_op *root) {
     const wf_type *m = wf_raise_type(r, mask);
     mask = wf_raise_build(r, root, WF_OP_NOT, 1, &mask, m)->results[0];
   }
-  wf_value ops[4] = {q, kk, vv, mask};
-  wf_op *op = wf_raise_build(r, root, WF_OP_ATTENTION, mask ? 4 : 3, ops, NULL);
+  wf_value ops[4] = {lifted(r, root, q), lifted(r, root, kk), lifted(r, root, vv), mask};
+  wf_op *op = wf_raise_build(r, root, WF_OP_ATTENTION, mask ? 4 : 3, ops, rank == 3 ? &rt4 : NULL);
   wf_op_set_float(r->f, op, "scale", mt.scale);
   if (causal) wf_op_set_attr(r->f, op, (wf_attr){wf_intern(r->m, "causal"), WF_ATTR_BOOL, {.i = 1}});
-  wf_raise_replace(r, root, op->results[0]);
+  wf_value res = op->results[0];
+  if (rank == 3) res = wf_raise_build(r, root, WF_OP_RESHAPE, 1, &res, NULL)->results[0];
+  wf_raise_replace(r, root, res);
   wf_pass_stat_add(r->ctx, "attention", 1);
   if (causal) wf_pass_stat_add(r->ctx, "causal-mask", 1);
   if (absorbed) wf_pass_stat_add(r->ctx, "kv-repeat-absorbed", 1);

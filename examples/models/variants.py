@@ -18,8 +18,9 @@ heads and KV heads (MHA, GQA, MQA), sequence length, batch, static or dynamic ax
 f32 and back), RoPE computed in f32 and cast back, causal mask as a buffer, a computed tril, an
 additive triu(1) of finfo.min or none, KV repeat by repeat_interleave or expand+reshape; and
 other spellings of the same blocks: timm's one-reshape QKV (permute(2, 0, 3, 1, 4), indexed),
-chunk, the scale on q, post-LN, Meta's layout (RoPE and the KV repeat on [B, S, H, D] before
-the head transpose) and Meta's pairwise RoPE (xe c - xo s, xe s + xo c, stacked).
+chunk, the scale on q, post-LN, torch's nn.MultiheadAttention, Meta's layout (RoPE and the KV
+repeat on [B, S, H, D] before the head transpose) and Meta's pairwise RoPE (xe c - xo s,
+xe s + xo c, stacked).
 """
 import argparse
 import math
@@ -56,6 +57,8 @@ class GPT2Block(nn.Module):
         self.ln_1 = nn.LayerNorm(e, eps=1e-5, elementwise_affine=affine)
         self.c_attn = lin(e, 3 * e, bias=b)
         self.c_proj = lin(e, e, bias=b)
+        if c.get("attn") in ("nn_mha", "nn_mha_sbe"):  # torch's own: batch first, or [S, B, E]
+            self.mha = nn.MultiheadAttention(e, self.heads, bias=b, batch_first=c["attn"] == "nn_mha")
         self.ln_2 = nn.LayerNorm(e, eps=1e-5, elementwise_affine=affine)
         self.c_fc = lin(e, 4 * e, bias=b)
         self.mlp_proj = lin(4 * e, e, bias=b)
@@ -72,9 +75,21 @@ class GPT2Block(nn.Module):
         q, k, v = self.c_attn(h).split(e, dim=2)
         return [t.view(b, s, self.heads, self.hd).transpose(1, 2) for t in (q, k, v)]
 
+    def torch_mha(self, h):
+        """nn.MultiheadAttention with a causal float mask (its export: attention over [B·H, S, D])."""
+        s = h.shape[1]
+        mask = torch.full((s, s), float("-inf")).triu(1)
+        if self.c["attn"] == "nn_mha_sbe":
+            h = h.transpose(0, 1)
+            return self.mha(h, h, h, attn_mask=mask, need_weights=False)[0].transpose(0, 1)
+        return self.mha(h, h, h, attn_mask=mask, need_weights=False)[0]
+
     def forward(self, x):
         b, s, e = x.shape
         post = self.c.get("post_ln")  # post-LN (the original Transformer, BERT): norm after each residual
+        if self.c.get("attn"):
+            x = x + self.torch_mha(self.ln_1(x))
+            return x + self.mlp_proj(self.gelu(self.c_fc(self.ln_2(x))))
         q, k, v = self.heads_of(x if post else self.ln_1(x))
         if self.c.get("scale") == "q":  # the scale on q before the product (timm, nanoGPT variants)
             att = (q * self.hd ** -0.5) @ k.transpose(-2, -1)
@@ -416,6 +431,8 @@ def variants():
           variant("gpt2", qkv="chunk", scale="q", embed=36, heads=3), variant("gpt2", post_ln=True),
           variant("gpt2", qkv="timm", post_ln=True, batch=2, embed=48, heads=6, opset=14),
           variant("gpt2m", qkv="timm", scale="q", embed=40, heads=5, vocab=61)]
+    v += [variant("gpt2", attn="nn_mha"), variant("gpt2", attn="nn_mha", embed=40, heads=5, axes="seq", opset=15),
+          variant("gpt2", attn="nn_mha_sbe", embed=24, heads=2, bias=False), variant("gpt2m", attn="nn_mha", embed=48, heads=6)]
     for e, h, kv in [(48, 6, 2), (48, 4, 1), (56, 7, 7), (24, 3, 3)]:
         v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", gqa="expand"))
         v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", rope="pairwise", axes="seq", seq=6))
