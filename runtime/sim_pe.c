@@ -461,22 +461,12 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
   p->sleep_start = s->now + 1;
 }
 
-/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch). FAR:
- * the PE's hot lines and its main stream (sim_sched.h) and its first queue headers, which
- * follow it in the slab (sim_layout.c); NEAR (those lines have arrived by then): its async
- * streams, the head of every non-empty input queue, its router and the RAMP buffers its
- * streams send into (through rrc: no read of the router). */
-void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage) {
-  if (stage == WF_PF_FAR) {
-    const char *b = (const char *)p;
-    __builtin_prefetch(b);
-    __builtin_prefetch(b + 64);
-    __builtin_prefetch(b + 128);
-    const char *q = b + WF_SIM_LINE_UP(sizeof *p);
-    for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
-    return;
-  }
-  if (stage != WF_PF_NEAR) return;
+/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch_mid).
+ * FAR (sim_sched.h): the PE's hot lines and its main stream and its first queue headers,
+ * which follow it in the slab (sim_layout.c); NEAR (those lines have arrived by then): its
+ * async streams, the head of every non-empty input queue, its router and the RAMP buffers
+ * its streams send into (through rrc: no read of the router). */
+void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p) {
   int nlc = s->ci[p->cls_i].nlc;
   for (int lc = 0; lc < nlc; lc++)
     if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);

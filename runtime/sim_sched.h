@@ -293,12 +293,12 @@ WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv
  * position); then r->sl_inc holds the stalls one such step counts. */
 WF_SIM_HIDDEN int wf_router_step(wf_sim *s, wf_router *r);
 /* Prefetch stages, in the order the cycle loop issues them for one entry of its lists
- * (sim.c): each reads only lines the one before fetched. */
-enum { WF_PF_FAR, WF_PF_MID, WF_PF_NEAR };
+ * (sim_sched.h, below): each reads only lines the one before fetched. */
 #define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
-/* A hint for the cycle loop (WF_PF_*: r's hot lines; the colors' state of its non-empty
- * buffers; the wavelets and destinations they point to); no effect. */
-WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage);
+/* Hints for the cycle loop, no effect: the colors' state of r's non-empty buffers (MID);
+ * the wavelets and destinations they point to (NEAR). FAR, r's hot lines, is inline. */
+WF_SIM_HIDDEN void wf_router_prefetch_mid(const wf_router *r);
+WF_SIM_HIDDEN void wf_router_prefetch_near(const wf_router *r);
 
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
@@ -336,7 +336,7 @@ void wf_sim_count_routes(wf_sim *s);
 /* sim.c: steps router r (li: its index in the active list, -1 when it came from the woken
  * ones) and puts it to sleep when it is stuck, or lists it to join the active ones; an active
  * router whose buffers emptied is noted in s->emptied (*n_emptied counts them). */
-void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
+WF_SIM_HIDDEN void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);
@@ -382,20 +382,32 @@ static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
     wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
-WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage); /* as above */
+WF_SIM_HIDDEN void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p); /* sim_pe.c */
 
 /* Both cycle loops (sim.c's step_cycle, sim_threads.c's phases), inlined in them. How many list
  * entries ahead each prefetch stage goes for entry i of n (its hot lines first, then what they
  * point to), for the awake PEs and for the routers holding wavelets: */
 enum { WF_PF_AHEAD_FAR = 12, WF_PF_AHEAD_MID = 8, WF_PF_AHEAD_NEAR = 4 };
 static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
-  if (i + WF_PF_AHEAD_FAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
-  if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+  if (i + WF_PF_AHEAD_FAR < n) {
+    const char *b = (const char *)s->act_pe[i + WF_PF_AHEAD_FAR];
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
+    const char *q = b + WF_SIM_LINE_UP(sizeof(wf_pe));
+    for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
+  }
+  if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch_near(s, s->act_pe[i + WF_PF_AHEAD_NEAR]);
 }
 static inline void wf_sim_prefetch_routers(wf_sim *s, int i, int n) {
-  if (i + WF_PF_AHEAD_FAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
-  if (i + WF_PF_AHEAD_MID < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_MID], WF_PF_MID);
-  if (i + WF_PF_AHEAD_NEAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+  if (i + WF_PF_AHEAD_FAR < n) {
+    const char *b = (const char *)s->act_rt[i + WF_PF_AHEAD_FAR];
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
+  }
+  if (i + WF_PF_AHEAD_MID < n) wf_router_prefetch_mid(s->act_rt[i + WF_PF_AHEAD_MID]);
+  if (i + WF_PF_AHEAD_NEAR < n) wf_router_prefetch_near(s->act_rt[i + WF_PF_AHEAD_NEAR]);
 }
 /* Pops the router with the least key off the heap of sleepers woken to run in this cycle. */
 static inline wf_router *wf_sim_rt_now_pop(wf_sim *s) {
