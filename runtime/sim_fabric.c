@@ -12,18 +12,6 @@ static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
 static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
 
-void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w) {
-  wf_fifo *f = &r->rc[lc].in[rx];
-  int was_empty = !f->count;
-  wf_fifo_push(s, f, w);
-  int i = lc * WF_DIR_COUNT + rx;
-  r->ne[i >> 6] |= 1ull << (i & 63);
-  r->buffered++;
-  /* A sleeper's step changes only if a buffer gains a head; behind a head, nothing. */
-  if (!r->active) wf_sim_wake_router(s, r);
-  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
-}
-
 static void popped(wf_router *r, int lc, int rx) {
   r->buffered--;
   if (!r->rc[lc].in[rx].count) {
@@ -135,17 +123,6 @@ static void ramp_freed(wf_sim *s, wf_router *r) {
 /* What forward() found (ORed over a step: 0 means the step would repeat identically). */
 enum { FW_STUCK = 0, FW_MOVED = 1, FW_OTHER = 2 };
 
-/* Pushes w into f, input buffer `bit` (lc * WF_DIR_COUNT + rx) of router r: wf_router_push
- * with the buffer already found (forward() has it in its color's out table). */
-static inline void push_into(wf_sim *s, wf_router *r, wf_fifo *f, int bit, wf_wv w) {
-  int was_empty = !f->count;
-  wf_fifo_push(s, f, w);
-  r->ne[bit >> 6] |= 1ull << (bit & 63);
-  r->buffered++;
-  if (!r->active) wf_sim_wake_router(s, r);
-  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
-}
-
 /* Switch writes at the head of the RAMP buffer (c) take effect at once and use no port:
  * applies the ready ones and returns the head behind them (NULL: the buffer emptied). */
 static wf_wv *switch_writes(wf_sim *s, wf_router *r, int c, wf_wv *w) {
@@ -195,7 +172,8 @@ static inline int tx_blocked(wf_sim *s, wf_router *r, const wf_rcolor *rc, unsig
 /* Tries to move the head of buffer (c, rx): FW_MOVED if something moved (or a switch write
  * took effect), FW_STUCK if its ready head waits only for full destinations (stalls counted
  * into inc too) or for the switch, FW_OTHER if it is not ready or on an error. */
-static inline int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
+static inline __attribute__((always_inline)) int forward(wf_sim *s, wf_router *r, int c, int rx,
+                                                         uint8_t *inc) {
   wf_rcolor *rc = &r->rc[c];
   wf_fifo *f = &rc->in[rx];
   wf_wv *w = wf_fifo_head(f);
@@ -242,7 +220,7 @@ static inline int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) 
       v.ready = s->now + s->hop;
       int li = rc->out_li[d], opp = dir_opp[d];
       if (s->band && wf_band_edge(s, r, d)) wf_band_push(s, r, r->nb[d], li, opp, v);
-      else push_into(s, r->nb[d], rc->out[d], li * WF_DIR_COUNT + opp, v);
+      else wf_router_push_at(s, r->nb[d], rc->out[d], li * WF_DIR_COUNT + opp, v);
     }
   }
   /* Switch changes apply after the wavelet that causes them has passed. */
@@ -324,19 +302,27 @@ int wf_router_step(wf_sim *s, wf_router *r) {
   int start = r->rr, res = FW_STUCK;
   uint8_t inc[WF_DIR_COUNT] = {0};
   r->rr = (int16_t)(r->rr + 1 == n ? 0 : r->rr + 1);
-  int words = n <= 64 ? 1 : n <= 128 ? 2 : 3;
-  uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
-  for (int pass = 0; pass < 2; pass++)
-    for (int wd = 0; wd < words; wd++) {
-      uint64_t hi = from_start(wd, start), bits = m[wd] & (pass ? ~hi : hi);
-      while (bits) {
+  if (n <= 64) { /* up to 12 colors: one word */
+    uint64_t m = r->ne[0], hi = ~0ull << start;
+    for (uint64_t bits = m & hi, pass = 0; pass < 2; bits = m & ~hi, pass++)
+      for (; bits; bits &= bits - 1) {
         if (s->failed) return 0;
-        int i = wd * 64 + __builtin_ctzll(bits);
-        bits &= bits - 1;
-        int c = lc_of[i];
+        int i = __builtin_ctzll(bits), c = lc_of[i];
         res |= forward(s, r, c, i - WF_DIR_COUNT * c, inc);
       }
-    }
+  } else {
+    int words = n <= 128 ? 2 : 3;
+    uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
+    for (int pass = 0; pass < 2; pass++)
+      for (int wd = 0; wd < words; wd++) {
+        uint64_t hi = from_start(wd, start), bits = m[wd] & (pass ? ~hi : hi);
+        for (; bits; bits &= bits - 1) {
+          if (s->failed) return 0;
+          int i = wd * 64 + __builtin_ctzll(bits), c = lc_of[i];
+          res |= forward(s, r, c, i - WF_DIR_COUNT * c, inc);
+        }
+      }
+  }
   if (res != FW_STUCK || s->failed) return 0;
   memcpy(r->sl_inc, inc, sizeof inc);
   return 1;

@@ -81,10 +81,10 @@ static wf_fifo *ramp_slot(wf_sim *s, wf_pe *p, int lc) {
   return f->count < s->depth ? f : NULL;
 }
 
-static void ramp_push(wf_sim *s, wf_pe *p, wf_fifo *f, wf_wv w) {
+/* Puts w into f, the RAMP buffer of local color lc (ramp_slot found it). */
+static void ramp_push(wf_sim *s, wf_pe *p, int lc, wf_fifo *f, wf_wv w) {
   wf_router *r = wf_sim_router_of(s, p);
-  int lc = (int)(((const char *)f - (const char *)r->rc) / (ptrdiff_t)sizeof *r->rc);
-  wf_router_push(s, r, lc, WF_DIR_RAMP, w);
+  wf_router_push_at(s, r, f, lc * WF_DIR_COUNT + WF_DIR_RAMP, w);
   r->ramp_down++;
   p->ramp_used = s->now;
 }
@@ -101,7 +101,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
       if (!f) return 0;
       wf_wv w = {mem ? mem[st->off + st->prog] : 0.0f, WF_WV_DATA, 0, 0, 0, s->now + s->T_R};
       w.adv = in->op == WF_PEOP_SENDADV && st->prog == st->need - 1;
-      ramp_push(s, p, f, w);
+      ramp_push(s, p, st->co, f, w);
       break;
     }
     case WF_PEOP_ADDSEND:
@@ -113,7 +113,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
       wf_sim_drained(s, &p->q[st->ci], p->rt);
       float v = in->op == WF_PEOP_ADDSEND ? a + b : (a > b ? a : b);
       /* The result enters the ramp the cycle after its operand was read (one pipeline stage). */
-      ramp_push(s, p, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
+      ramp_push(s, p, st->co, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
       break;
     }
     default: { /* recv, recvadd, recvmax and their async forms */
@@ -296,7 +296,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
           w.kind = WF_WV_SWSET;
           w.arg = (uint8_t)pos;
         }
-        ramp_push(s, p, f, w);
+        ramp_push(s, p, lc, f, w);
         wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc, 1);
         p->pc++;
         p->cy = WF_CY_COMM;
@@ -355,7 +355,9 @@ static int async_streams(wf_sim *s, wf_pe *p) {
   int moved = 0;
   for (int k = 0; k < WF_SIM_ASYNC; k++) {
     wf_stream *st = &p->as[k];
-    if (!st->in || !stream_unit(s, p, st)) continue;
+    /* An input stream whose queue is empty cannot move (stream_unit would find no head,
+     * with no effect): skip the call, which most waiting engines of a shift GEMM make. */
+    if (!st->in || (st->ci >= 0 && !p->q[st->ci].count) || !stream_unit(s, p, st)) continue;
     moved = 1;
     worked(s, p, s->now + (is_input(st->in->op) ? 2 : 1));
     if (st->prog == st->need) {
@@ -463,9 +465,17 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
 
 /* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch_mid).
  * FAR (sim_sched.h): the PE's hot lines and its main stream and its first queue headers,
- * which follow it in the slab (sim_layout.c); NEAR (those lines have arrived by then): its
- * async streams, the head of every non-empty input queue, its router and the RAMP buffers
- * its streams send into (through rrc: no read of the router). */
+ * which follow it in the slab (sim_layout.c); MID: the lines of its async streams, if it
+ * has any; NEAR (those lines have arrived by then): the head of every non-empty input
+ * queue, its router and the RAMP buffers its streams send into (through rrc: no read of
+ * the router). */
+void wf_pe_prefetch_mid(const wf_pe *p) {
+  if (!p->n_async) return;
+  const char *a = (const char *)p->as;
+  for (size_t k = 0; k < sizeof p->as; k += 64) __builtin_prefetch(a + k);
+  __builtin_prefetch(a + sizeof p->as - 1);
+}
+
 void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p) {
   int nlc = s->ci[p->cls_i].nlc;
   for (int lc = 0; lc < nlc; lc++)
@@ -474,7 +484,6 @@ void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p) {
   if (p->state == WF_PE_FABRIC && p->cur.co >= 0)
     __builtin_prefetch(&p->rrc[p->cur.co].in[WF_DIR_RAMP]);
   if (!p->n_async) return;
-  for (int k = 0; k < WF_SIM_ASYNC; k++) __builtin_prefetch(&p->as[k]);
   for (int k = 0; k < WF_SIM_ASYNC; k++)
     if (p->as[k].in && p->as[k].co >= 0) __builtin_prefetch(&p->rrc[p->as[k].co].in[WF_DIR_RAMP]);
 }

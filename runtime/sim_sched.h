@@ -286,8 +286,17 @@ static inline wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
 }
 
 /* sim_fabric.c */
-/* Puts w into router r's input buffer (local color lc, port rx) and wakes r. */
-WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
+/* Puts w into f, router r's input buffer `bit` (local color lc, port rx: lc * WF_DIR_COUNT
+ * + rx), and wakes r (inline: every forward and every item down a ramp pushes). */
+static inline void wf_router_push_at(wf_sim *s, wf_router *r, wf_fifo *f, int bit, wf_wv w) {
+  int was_empty = !f->count;
+  wf_fifo_push(s, f, w);
+  r->ne[bit >> 6] |= 1ull << (bit & 63);
+  r->buffered++;
+  /* A sleeper's step changes only if a buffer gains a head; behind a head, nothing. */
+  if (!r->active) wf_sim_wake_router(s, r);
+  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
+}
 /* Returns 1 if nothing moved and the step would repeat identically every cycle until an
  * event (every non-empty buffer's ready head waits for a full destination or a switch
  * position); then r->sl_inc holds the stalls one such step counts. */
@@ -382,7 +391,9 @@ static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
     wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
-WF_SIM_HIDDEN void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p); /* sim_pe.c */
+/* sim_pe.c: prefetch hints for the cycle loop (stages as for routers, below) */
+WF_SIM_HIDDEN void wf_pe_prefetch_mid(const wf_pe *p);
+WF_SIM_HIDDEN void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p);
 
 /* Both cycle loops (sim.c's step_cycle, sim_threads.c's phases), inlined in them. How many list
  * entries ahead each prefetch stage goes for entry i of n (its hot lines first, then what they
@@ -397,6 +408,7 @@ static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
     const char *q = b + WF_SIM_LINE_UP(sizeof(wf_pe));
     for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
   }
+  if (i + WF_PF_AHEAD_MID < n) wf_pe_prefetch_mid(s->act_pe[i + WF_PF_AHEAD_MID]);
   if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch_near(s, s->act_pe[i + WF_PF_AHEAD_NEAR]);
 }
 static inline void wf_sim_prefetch_routers(wf_sim *s, int i, int n) {

@@ -309,7 +309,7 @@ static void apply(wf_threads *T, const rec *x) {
       bs->act_pe[bs->n_act_pe++] = p;
       break;
     }
-    case REC_PUSH: { /* wf_router_push, after the phase: a sleeper's place has passed */
+    case REC_PUSH: { /* wf_router_push_at, after the phase: a sleeper's place has passed */
       wf_router *r = x->obj;
       wf_fifo *f = &r->rc[x->lc].in[x->rx];
       if (T->me >= 0 && T->row_band[r->y] != T->me) { /* ranks: r's rank pushes; this one */
