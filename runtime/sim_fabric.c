@@ -33,13 +33,14 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
   }
   r->nlc = ci->nlc;
   WF_ASSERT(r->rc != NULL); /* in the slab, zeroed (sim_layout.c) */
+  WF_ASSERT(r->rc == wf_router_colors(r) && p->q == wf_pe_queues(p));
   for (int c = 0; c < ci->nlc; c++) {
     wf_rcolor *rc = &r->rc[c];
-    rc->color = ci->lcol[c];
     rc->npos = 1;
     memset(rc->tx, WF_RX_NONE, sizeof rc->tx);
+    memset(rc->out_li, -1, sizeof rc->out_li);
     for (int i = 0; i < p->cls->n_colors; i++)
-      if (p->cls->colors[i].color == rc->color) rc->ring = (uint8_t)p->cls->colors[i].ring;
+      if (p->cls->colors[i].color == ci->lcol[c]) rc->ring = (uint8_t)p->cls->colors[i].ring;
   }
   for (int k = 0; k < p->cls->n_routes; k++) {
     const wf_pe_route *rt = &p->cls->routes[k];
@@ -52,7 +53,6 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
     }
     wf_rcolor *rc = &r->rc[ci->lidx[rt->color]];
     rc->tx[rt->pos][rt->rx] = (uint8_t)tx;
-    rc->accept |= (uint8_t)(1u << rt->rx);
     if (rt->pos + 1 > rc->npos) rc->npos = (uint8_t)(rt->pos + 1);
   }
   r->port_now = -1;
@@ -70,47 +70,38 @@ static void advance(wf_rcolor *rc) {
   else if (rc->ring) rc->pos = 0;
 }
 
-/* The destination buffer for color `col` behind out port d, or NULL after reporting. */
-static wf_fifo *dest(wf_sim *s, wf_router *r, int d, int col, wf_pe **pe_out, int *li_out) {
+/* Reports that color `col` of router r forwards through port d, where no buffer takes it
+ * (wf_router_out found none): no neighbour, or one whose class does not use the color. */
+static void no_dest(wf_sim *s, wf_router *r, int d, int col) {
   wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
-  if (d == WF_DIR_RAMP) {
-    *pe_out = pe;
-    return &pe->q[s->ci[pe->cls_i].lidx[col]];
-  }
   wf_router *nb = neighbour(s, r, d);
   if (!nb) {
     wf_sim_rt_error(s, pe, NULL, "router: color c%d forwards %s, where no PE runs a program", col,
                     wf_dir_names[d]);
-    return NULL;
+    return;
   }
   wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
-  int li = s->ci[npe->cls_i].lidx[col];
-  if (li < 0) {
-    wf_sim_rt_error(s, pe, NULL,
-                    "router: color c%d forwards %s to PE (%d,%d), whose class '%s' does not use it",
-                    col, wf_dir_names[d], nb->x, nb->y, npe->cls->name);
-    return NULL;
-  }
-  *pe_out = NULL;
-  *li_out = li;
-  return &nb->rc[li].in[dir_opp[d]];
+  wf_sim_rt_error(s, pe, NULL,
+                  "router: color c%d forwards %s to PE (%d,%d), whose class '%s' does not use it",
+                  col, wf_dir_names[d], nb->x, nb->y, npe->cls->name);
+}
+
+/* 1 if some switch position of rc accepts rx (a wavelet from elsewhere has no route). */
+static int accepted(const wf_rcolor *rc, int rx) {
+  for (int k = 0; k < WF_PE_MAX_POS; k++)
+    if (rc->tx[k][rx] != WF_RX_NONE) return 1;
+  return 0;
 }
 
 void wf_router_link(wf_sim *s, wf_router *r) {
-  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
   for (int d = 0; d < WF_DIR_RAMP; d++) r->nb[d] = neighbour(s, r, d);
   for (int c = 0; c < r->nlc; c++) {
-    wf_rcolor *rc = &r->rc[c];
-    int col = rc->color;
-    rc->out[WF_DIR_RAMP] = &pe->q[c];
+    int col = wf_router_color(s, r, c);
     for (int d = 0; d < WF_DIR_RAMP; d++) {
-      wf_router *nb = neighbour(s, r, d);
+      wf_router *nb = r->nb[d];
       if (!nb) continue;
       wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
-      int li = s->ci[npe->cls_i].lidx[col];
-      if (li < 0) continue;
-      rc->out[d] = &nb->rc[li].in[dir_opp[d]];
-      rc->out_li[d] = (int8_t)li;
+      r->rc[c].out_li[d] = s->ci[npe->cls_i].lidx[col];
     }
   }
 }
@@ -141,20 +132,17 @@ static wf_wv *switch_writes(wf_sim *s, wf_router *r, int c, wf_wv *w) {
 
 /* The head that cannot move has a tx port taken this cycle or a full destination behind
  * one: counts the stalls (into inc too for a full one) and returns FW_OTHER if a port was
- * taken, FW_STUCK otherwise; -1 if it can move. NULL out entries (no neighbour, or one
- * whose class lacks the color) are reported by dest(): FW_OTHER. */
-static inline int tx_blocked(wf_sim *s, wf_router *r, const wf_rcolor *rc, unsigned tx,
-                             uint8_t *inc) {
+ * taken, FW_STUCK otherwise; -1 if it can move. A port without a buffer behind it (no
+ * neighbour, or one whose class lacks the color) is reported: FW_OTHER. */
+static inline int tx_blocked(wf_sim *s, wf_router *r, int c, unsigned tx, uint8_t *inc) {
   unsigned busy = r->port_now == s->now ? r->port_mask : 0;
   int res = -1;
   for (unsigned b = tx; b; b &= b - 1) {
     int d = __builtin_ctz(b);
-    wf_fifo *o = rc->out[d];
+    wf_fifo *o = wf_router_out(r, c, d);
     if (!o) {
-      wf_pe *dp = NULL;
-      int li = 0;
-      o = dest(s, r, d, rc->color, &dp, &li);
-      if (!o) return FW_OTHER;
+      no_dest(s, r, d, wf_router_color(s, r, c));
+      return FW_OTHER;
     }
     if (busy >> d & 1) {
       r->out_stall[d]++;
@@ -186,15 +174,15 @@ static inline __attribute__((always_inline)) int forward(wf_sim *s, wf_router *r
   if (w->ready > s->now) return res | FW_OTHER;
   unsigned tx = rc->tx[rc->pos][rx];
   if (tx == WF_RX_NONE) {
-    if (!(rc->accept >> rx & 1)) {
+    if (!accepted(rc, rx)) {
       wf_sim_rt_error(s, s->pes[(size_t)r->y * s->w + r->x], NULL,
-                      "router: a wavelet on color c%d arrived from %s, which has no route", rc->color,
-                      wf_dir_names[rx]);
+                      "router: a wavelet on color c%d arrived from %s, which has no route",
+                      wf_router_color(s, r, c), wf_dir_names[rx]);
       return FW_OTHER;
     }
     return res; /* another position accepts it: wait for the switch */
   }
-  int blocked = tx_blocked(s, r, rc, tx, inc);
+  int blocked = tx_blocked(s, r, c, tx, inc);
   if (blocked >= 0) return res | blocked; /* backpressure: multicast moves only when every tx
                                              port can take it */
   wf_wv v = wf_fifo_pop(s, f);
@@ -214,13 +202,15 @@ static inline __attribute__((always_inline)) int forward(wf_sim *s, wf_router *r
     r->out_count[d]++;
     if (d == WF_DIR_RAMP) {
       v.ready = s->now + s->T_R;
-      wf_fifo_push(s, rc->out[d], v);
+      wf_fifo_push(s, wf_router_out(r, c, d), v);
       if (r->pe_wait) wf_sim_wake_pe(s, r->pe);
     } else {
       v.ready = s->now + s->hop;
       int li = rc->out_li[d], opp = dir_opp[d];
       if (s->band && wf_band_edge(s, r, d)) wf_band_push(s, r, r->nb[d], li, opp, v);
-      else wf_router_push_at(s, r->nb[d], rc->out[d], li * WF_DIR_COUNT + opp, v);
+      else
+        wf_router_push_at(s, r->nb[d], &wf_router_colors(r->nb[d])[li].in[opp],
+                          li * WF_DIR_COUNT + opp, v);
     }
   }
   /* Switch changes apply after the wavelet that causes them has passed. */
@@ -256,8 +246,6 @@ void wf_router_prefetch_mid(const wf_router *r) {
       const char *a = (const char *)&r->rc[c];
       __builtin_prefetch(a);
       __builtin_prefetch(a + 64);
-      __builtin_prefetch(a + 128);
-      __builtin_prefetch(a + sizeof *r->rc - 1);
       int next = WF_DIR_COUNT * (c + 1) - 64 * wd; /* the color's other buffers: done */
       bits = next >= 64 ? 0 : bits & (~0ull << next);
     }
@@ -279,8 +267,9 @@ void wf_router_prefetch_near(const wf_router *r) {
       if (tx == WF_RX_NONE) continue;
       for (; tx; tx &= tx - 1) {
         int d = __builtin_ctz(tx);
-        if (rc->out[d]) __builtin_prefetch(rc->out[d]);
-        if (d != WF_DIR_RAMP && r->nb[d]) __builtin_prefetch(r->nb[d], 1);
+        const wf_fifo *o = wf_router_out(r, c, d);
+        if (o) __builtin_prefetch(o);
+        if (o && d != WF_DIR_RAMP) __builtin_prefetch(r->nb[d], 1);
       }
     }
   }

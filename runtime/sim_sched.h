@@ -15,6 +15,7 @@
 /* Internal to libwaferc: direct calls inside the library instead of through the PLT (the
  * cycle loop calls these millions of times per simulated run). */
 #define WF_SIM_HIDDEN __attribute__((visibility("hidden")))
+#define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
 
 /* What travels in a FIFO. DATA carries a value; CTL advances the switch of every router
  * that forwards it and activates the receiving PE's control task; TEARDOWN resets every
@@ -41,19 +42,20 @@ typedef struct wf_fifo {
 
 #define WF_RX_NONE 0xff /* tx table entry: this rx is not accepted in this position */
 
-/* One color at one router. */
+/* One color at one router, in two cache lines (sim_layout.c aligns the array): a forward
+ * from the RAMP reads only the second, one from a link the line of its buffer too. The
+ * destination behind a tx port is not stored: it follows from the neighbour and its local
+ * color index (wf_router_out), without a read of the neighbour. */
 typedef struct wf_rcolor {
-  uint8_t color;                             /* global color */
+  wf_fifo in[WF_DIR_COUNT];                  /* input buffer per rx port */
+  uint8_t tx[WF_PE_MAX_POS][WF_DIR_COUNT];   /* [pos][rx]: tx bit set or WF_RX_NONE */
   uint8_t npos;                              /* positions configured (>= 1) */
   uint8_t pos;                               /* current position */
   uint8_t ring;                              /* positions wrap around */
-  uint8_t accept;                            /* rx directions accepted in some position */
-  uint8_t tx[WF_PE_MAX_POS][WF_DIR_COUNT];   /* [pos][rx]: tx bit set or WF_RX_NONE */
-  wf_fifo in[WF_DIR_COUNT];                  /* input buffer per rx port */
-  wf_fifo *out[WF_DIR_COUNT];                /* destination buffer behind each tx port
-                                                (NULL: resolved, with errors, on use) */
-  int8_t out_li[WF_DIR_COUNT];               /* its local color index at the neighbour */
+  int8_t out_li[WF_DIR_COUNT];               /* per link tx port: the color's local index at
+                                                the neighbour, -1 none (RAMP: unused) */
 } wf_rcolor;
+_Static_assert(sizeof(wf_rcolor) == 128, "a router color is two cache lines");
 
 typedef struct wf_router {
   /* Hot state first (sim_layout.c aligns a router to a cache line): line 0 is what every
@@ -266,6 +268,28 @@ static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
   (void)s;
   return p->rt;
 }
+/* sim_layout.c puts a router's colors and a PE's input queues right behind them in the
+ * slab, so both follow from the address without a read (the loop's prefetch and forwards
+ * reach a neighbour's buffers this way). */
+static inline wf_rcolor *wf_router_colors(const wf_router *r) {
+  return (wf_rcolor *)((char *)(uintptr_t)r + WF_SIM_LINE_UP(sizeof(wf_router)));
+}
+static inline wf_fifo *wf_pe_queues(const wf_pe *p) {
+  return (wf_fifo *)((char *)(uintptr_t)p + WF_SIM_LINE_UP(sizeof(wf_pe)));
+}
+/* Port d of router r for its local color c leads into this buffer: the PE's input queue
+ * (RAMP) or the neighbour's input buffer; NULL when no neighbour runs a class with the
+ * color (a forward there is a run-time error, sim_fabric.c). */
+static inline wf_fifo *wf_router_out(const wf_router *r, int c, int d) {
+  static const uint8_t opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
+  if (d == WF_DIR_RAMP) return &wf_pe_queues(r->pe)[c];
+  int li = r->rc[c].out_li[d];
+  return li < 0 ? NULL : &wf_router_colors(r->nb[d])[li].in[opp[d]];
+}
+/* The global color of router r's local color c. */
+static inline int wf_router_color(const wf_sim *s, const wf_router *r, int c) {
+  return s->ci[r->pe->cls_i].lcol[c];
+}
 
 /* fifos (inline: every wavelet move pushes and pops; indices wrap without a division) */
 /* sim_layout.c: zeroed storage for queue_depth wavelets */
@@ -303,7 +327,6 @@ static inline void wf_router_push_at(wf_sim *s, wf_router *r, wf_fifo *f, int bi
 WF_SIM_HIDDEN int wf_router_step(wf_sim *s, wf_router *r);
 /* Prefetch stages, in the order the cycle loop issues them for one entry of its lists
  * (sim_sched.h, below): each reads only lines the one before fetched. */
-#define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
 /* Hints for the cycle loop, no effect: the colors' state of r's non-empty buffers (MID);
  * the wavelets and destinations they point to (NEAR). FAR, r's hot lines, is inline. */
 WF_SIM_HIDDEN void wf_router_prefetch_mid(const wf_router *r);
