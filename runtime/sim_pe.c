@@ -55,9 +55,9 @@ static int is_input(wf_peop op) {
   }
 }
 
-/* The ready data wavelet at the head of local color lc's queue, or NULL. Control wavelets
- * ahead of it are consumed on the way: each activates the color's control task. */
-static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
+/* data_head when a ready control wavelet is at the head: consumes the control wavelets
+ * ahead of the first data one (each activates the color's control task). */
+static wf_wv *data_head_ctl(wf_sim *s, wf_pe *p, int lc) {
   wf_fifo *q = &p->q[lc];
   wf_wv *w;
   while ((w = wf_fifo_head(q)) && w->ready <= s->now && w->kind != WF_WV_DATA) {
@@ -71,6 +71,15 @@ static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
     s->progress = 1;
   }
   return w && w->ready <= s->now ? w : NULL;
+}
+
+/* The ready data wavelet at the head of local color lc's queue, or NULL. Control wavelets
+ * ahead of it are consumed on the way (data_head_ctl). */
+static inline wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
+  wf_fifo *q = &p->q[lc];
+  wf_wv *w = wf_fifo_head(q);
+  if (!w || w->ready > s->now) return NULL;
+  return w->kind == WF_WV_DATA ? w : data_head_ctl(s, p, lc);
 }
 
 /* Room for one item down the ramp into the router's RAMP buffer of local color lc. */
@@ -392,7 +401,7 @@ static void account(wf_sim *s, wf_pe *p, int async_moved) {
  * 2 a free slot in the router's RAMP buffer (the router wakes the PE when it frees one);
  * 0 it may move. */
 static int stream_blocked(wf_sim *s, const wf_pe *p, const wf_stream *st) {
-  if (is_input(st->in->op) && p->q[st->ci].count == 0) return 1;
+  if (st->ci >= 0 && p->q[st->ci].count == 0) return 1; /* ci: an input stream's color */
   if (st->co >= 0 && wf_sim_router_of(s, p)->rc[st->co].in[WF_DIR_RAMP].count >= s->depth)
     return 2;
   return 0;
@@ -477,9 +486,14 @@ void wf_pe_prefetch_mid(const wf_pe *p) {
 }
 
 void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p) {
-  int nlc = s->ci[p->cls_i].nlc;
-  for (int lc = 0; lc < nlc; lc++)
-    if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
+  if (p->state == WF_PE_FABRIC && !p->n_async) { /* a stream reads one queue only */
+    const wf_fifo *q = p->cur.ci >= 0 ? &p->q[p->cur.ci] : NULL;
+    if (q && q->count) __builtin_prefetch(&q->buf[q->head]);
+  } else {
+    int nlc = s->ci[p->cls_i].nlc;
+    for (int lc = 0; lc < nlc; lc++)
+      if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
+  }
   __builtin_prefetch(p->rt);
   if (p->state == WF_PE_FABRIC && p->cur.co >= 0)
     __builtin_prefetch(&p->rrc[p->cur.co].in[WF_DIR_RAMP]);

@@ -429,7 +429,8 @@ static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
     __builtin_prefetch(b + 64);
     __builtin_prefetch(b + 128);
     const char *q = b + WF_SIM_LINE_UP(sizeof(wf_pe));
-    for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
+    if (s->pf_q_lines > 0) __builtin_prefetch(q);
+    if (s->pf_q_lines > 1) __builtin_prefetch(q + 64);
   }
   if (i + WF_PF_AHEAD_MID < n) wf_pe_prefetch_mid(s->act_pe[i + WF_PF_AHEAD_MID]);
   if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch_near(s, s->act_pe[i + WF_PF_AHEAD_NEAR]);
