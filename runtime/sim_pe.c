@@ -220,7 +220,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
       }
       continue;
     }
-    if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env))) {
+    if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_sim_guard_holds(s, p, in, p->pc))) {
       p->pc = in->op == WF_PEOP_LOOP ? in->match + 1 : p->pc + 1;
       continue;
     }
@@ -415,7 +415,7 @@ static int fetch_blocked(wf_sim *s, wf_pe *p) {
   if (p->task < 0 || p->pc >= p->cls->tasks[p->task].end) return 0;
   if (p->pc == p->wait_pc) return p->n_async > 0; /* its guard held (fetch) */
   const wf_pe_instr *in = &p->cls->code[p->pc];
-  if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env)))
+  if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_sim_guard_holds(s, p, in, p->pc)))
     return 0; /* fetch would skip it */
   if (in->op == WF_PEOP_WAIT) return p->n_async > 0;
   if (wf_peops[in->op].cost == WF_PECOST_ASYNC) return p->n_async == WF_SIM_ASYNC;

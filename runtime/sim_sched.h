@@ -232,6 +232,8 @@ struct wf_sim {
   char **chunks; int n_chunks, cap_chunks;
   int pf_q_lines;                  /* cache lines of a PE's queue headers the loop prefetches */
   struct wf_guard_mask *gmask;     /* sim_guard.c: the distinct wf_pe.skip sets */
+  uint8_t **gvar;                  /* sim_guard.c: [class][pc], a bit per guard condition that
+                                      names a loop variable (shared by the bands) */
   size_t n_gmask, n_gmask_cap;
   wf_sim_event_fn ev_fn;
   void *ev_user;
@@ -510,6 +512,17 @@ void wf_sim_guard_free(wf_sim *s);
 static inline int wf_sim_never(wf_sim *s, wf_pe *p, int pc) {
   const uint64_t *b = p->skip ? p->skip : wf_sim_guard_skip(s, p);
   return (int)(b[pc >> 6] >> (pc & 63) & 1);
+}
+/* sim_guard.c: s->gvar, made once by wf_sim_new; freed by wf_sim_free. */
+void wf_sim_guard_init(wf_sim *s);
+void wf_sim_guard_vars_free(wf_sim *s);
+/* Whether instruction `in` (at pc) of p's class holds its guard, given !wf_sim_never(s, p,
+ * pc): its conditions without loop variables hold then, so only the others are evaluated. */
+static inline int wf_sim_guard_holds(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in,
+                                     int pc) {
+  for (unsigned m = s->gvar[p->cls_i][pc]; m; m &= m - 1)
+    if (!wf_cond_eval(&in->guard.c[__builtin_ctz(m)], &p->env)) return 0;
+  return 1;
 }
 
 /* sim_deadlock.c */
