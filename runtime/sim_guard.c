@@ -93,20 +93,29 @@ void wf_sim_guard_free(wf_sim *s) {
 void wf_sim_guard_init(wf_sim *s) {
   const wf_plan *plan = s->plan;
   s->gvar = calloc((size_t)plan->n_classes + 1, sizeof *s->gvar);
-  WF_ASSERT(s->gvar != NULL);
+  s->gloop = calloc((size_t)plan->n_classes + 1, sizeof *s->gloop);
+  WF_ASSERT(s->gvar != NULL && s->gloop != NULL);
   for (int k = 0; k < plan->n_classes; k++) {
     const wf_pe_class *c = plan->classes[k];
     s->gvar[k] = calloc((size_t)c->n_code + 1, 1);
-    WF_ASSERT(s->gvar[k] != NULL);
-    for (int i = 0; i < c->n_code; i++)
+    s->gloop[k] = calloc(((size_t)c->n_code + 63) / 64 + 1, sizeof **s->gloop);
+    WF_ASSERT(s->gvar[k] != NULL && s->gloop[k] != NULL);
+    for (int i = 0; i < c->n_code; i++) {
       for (int j = 0; j < c->code[i].guard.n; j++)
         if (!static_cond(&c->code[i].guard.c[j])) s->gvar[k][i] |= (uint8_t)(1u << j);
+      if (c->code[i].op == WF_PEOP_LOOP) s->gloop[k][i / 64] |= 1ull << (i % 64);
+    }
   }
 }
 
 void wf_sim_guard_vars_free(wf_sim *s) {
   if (!s->gvar) return;
-  for (int k = 0; k < s->plan->n_classes; k++) free(s->gvar[k]);
+  for (int k = 0; k < s->plan->n_classes; k++) {
+    free(s->gvar[k]);
+    free(s->gloop[k]);
+  }
   free(s->gvar);
+  free(s->gloop);
   s->gvar = NULL;
+  s->gloop = NULL;
 }

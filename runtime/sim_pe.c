@@ -220,6 +220,13 @@ static int fetch(wf_sim *s, wf_pe *p) {
       }
       continue;
     }
+    if (in->guard.n && wf_sim_never(s, p, p->pc) && in->op != WF_PEOP_LOOP) {
+      /* skipped, and so is every instruction after it up to the next one that is live here
+       * or a loop (whose guard skips its whole body) */
+      int next = wf_sim_next_live(s, p, p->pc);
+      p->pc = next < end ? next : end;
+      continue;
+    }
     if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_sim_guard_holds(s, p, in, p->pc))) {
       p->pc = in->op == WF_PEOP_LOOP ? in->match + 1 : p->pc + 1;
       continue;

@@ -234,6 +234,7 @@ struct wf_sim {
   struct wf_guard_mask *gmask;     /* sim_guard.c: the distinct wf_pe.skip sets */
   uint8_t **gvar;                  /* sim_guard.c: [class][pc], a bit per guard condition that
                                       names a loop variable (shared by the bands) */
+  uint64_t **gloop;                /* sim_guard.c: [class], a bit per `loop` instruction */
   size_t n_gmask, n_gmask_cap;
   wf_sim_event_fn ev_fn;
   void *ev_user;
@@ -515,7 +516,17 @@ static inline int wf_sim_never(wf_sim *s, wf_pe *p, int pc) {
   const uint64_t *b = p->skip ? p->skip : wf_sim_guard_skip(s, p);
   return (int)(b[pc >> 6] >> (pc & 63) & 1);
 }
-/* sim_guard.c: s->gvar, made once by wf_sim_new; freed by wf_sim_free. */
+/* The first instruction after pc that p's fetch cannot skip unevaluated: live on p (its
+ * skip bit clear: the bits past the class's code are clear) or a loop (a skipped loop skips
+ * its body, which the bits do not say). */
+static inline int wf_sim_next_live(const wf_sim *s, const wf_pe *p, int pc) {
+  const uint64_t *skip = p->skip, *loop = s->gloop[p->cls_i];
+  for (int i = pc + 1;; i = (i | 63) + 1) {
+    uint64_t stop = (~skip[i >> 6] | loop[i >> 6]) >> (i & 63);
+    if (stop) return i + __builtin_ctzll(stop);
+  }
+}
+/* sim_guard.c: s->gvar and s->gloop, made once by wf_sim_new; freed by wf_sim_free. */
 void wf_sim_guard_init(wf_sim *s);
 void wf_sim_guard_vars_free(wf_sim *s);
 /* Whether instruction `in` (at pc) of p's class holds its guard, given !wf_sim_never(s, p,
