@@ -262,7 +262,10 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     default: return t->k;
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
-  if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
+  if (t->mod) { /* the residue in [0, mod): one division, not two */
+    b %= t->mod;
+    if (b < 0) b += t->mod;
+  }
   b += t->k;
   return b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : (int32_t)b;
 }
