@@ -424,8 +424,8 @@ WF_SIM_HIDDEN void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p);
 /* Both cycle loops (sim.c's step_cycle, sim_threads.c's phases), inlined in them. How many list
  * entries ahead each prefetch stage goes for entry i of n (its hot lines first, then what they
  * point to), for the awake PEs and for the routers holding wavelets. Each entry prefetches a
- * dozen lines or so; farther stages (12, 8, 4) kept more lines in flight than the core
- * tracks and were 9-12% slower on the 256x256 allreduce (BENCHMARKS.md, issue 21 item 1): */
+ * dozen lines or so, and farther stages (12, 8, 4) put more of them in flight at once: with
+ * those the 256x256 allreduce took 10-14% more user time (commit cf79c17): */
 enum { WF_PF_AHEAD_FAR = 6, WF_PF_AHEAD_MID = 4, WF_PF_AHEAD_NEAR = 2 };
 static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
   if (i + WF_PF_AHEAD_FAR < n) {
