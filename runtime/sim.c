@@ -80,6 +80,7 @@ wf_sim *wf_sim_new(const wf_plan *plan, const wf_sim_opts *o) {
   s->T_R = plan->target.ramp_cycles;
   s->hop = plan->target.hop_cycles > 0 ? plan->target.hop_cycles : 1;
   class_colors(s);
+  wf_sim_guard_init(s);
   size_t cells = (size_t)s->w * (size_t)s->h;
   s->pes = calloc(cells, sizeof *s->pes);
   s->routers = calloc(cells, sizeof *s->routers);
@@ -152,6 +153,7 @@ void wf_sim_free(wf_sim *s) {
   wf_sim_threads_free(s);
   if (s->slab) wf_sim_unpack_free(s);
   wf_sim_guard_free(s);
+  wf_sim_guard_vars_free(s);
   free(s->pes);
   free(s->routers);
   free(s->act_pe);

@@ -83,13 +83,14 @@ void wf_sim_report_deadlock(wf_sim *s, const char *why) {
           wf_note(WF_LOC_NONE,
                   "router (%d,%d): %d wavelet(s) on color c%d from %s wait: switch position %d "
                   "does not accept %s",
-                  r->x, r->y, rc->in[d].count, rc->color, wf_dir_names[d], rc->pos, wf_dir_names[d]);
+                  r->x, r->y, rc->in[d].count, wf_router_color(s, r, c), wf_dir_names[d], rc->pos,
+                  wf_dir_names[d]);
         } else {
           dirs_text(tx, to, sizeof to);
           wf_note(WF_LOC_NONE,
                   "router (%d,%d): %d wavelet(s) on color c%d from %s cannot advance to %s "
                   "(destination full)",
-                  r->x, r->y, rc->in[d].count, rc->color, wf_dir_names[d], to);
+                  r->x, r->y, rc->in[d].count, wf_router_color(s, r, c), wf_dir_names[d], to);
         }
       }
   }

@@ -12,18 +12,6 @@ static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
 static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
 
-void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w) {
-  wf_fifo *f = &r->rc[lc].in[rx];
-  int was_empty = !f->count;
-  wf_fifo_push(s, f, w);
-  int i = lc * WF_DIR_COUNT + rx;
-  r->ne[i >> 6] |= 1ull << (i & 63);
-  r->buffered++;
-  /* A sleeper's step changes only if a buffer gains a head; behind a head, nothing. */
-  if (!r->active) wf_sim_wake_router(s, r);
-  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
-}
-
 static void popped(wf_router *r, int lc, int rx) {
   r->buffered--;
   if (!r->rc[lc].in[rx].count) {
@@ -45,13 +33,14 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
   }
   r->nlc = ci->nlc;
   WF_ASSERT(r->rc != NULL); /* in the slab, zeroed (sim_layout.c) */
+  WF_ASSERT(r->rc == wf_router_colors(r) && p->q == wf_pe_queues(p));
   for (int c = 0; c < ci->nlc; c++) {
     wf_rcolor *rc = &r->rc[c];
-    rc->color = ci->lcol[c];
     rc->npos = 1;
     memset(rc->tx, WF_RX_NONE, sizeof rc->tx);
+    memset(rc->out_li, -1, sizeof rc->out_li);
     for (int i = 0; i < p->cls->n_colors; i++)
-      if (p->cls->colors[i].color == rc->color) rc->ring = (uint8_t)p->cls->colors[i].ring;
+      if (p->cls->colors[i].color == ci->lcol[c]) rc->ring = (uint8_t)p->cls->colors[i].ring;
   }
   for (int k = 0; k < p->cls->n_routes; k++) {
     const wf_pe_route *rt = &p->cls->routes[k];
@@ -64,7 +53,6 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
     }
     wf_rcolor *rc = &r->rc[ci->lidx[rt->color]];
     rc->tx[rt->pos][rt->rx] = (uint8_t)tx;
-    rc->accept |= (uint8_t)(1u << rt->rx);
     if (rt->pos + 1 > rc->npos) rc->npos = (uint8_t)(rt->pos + 1);
   }
   r->port_now = -1;
@@ -82,47 +70,38 @@ static void advance(wf_rcolor *rc) {
   else if (rc->ring) rc->pos = 0;
 }
 
-/* The destination buffer for color `col` behind out port d, or NULL after reporting. */
-static wf_fifo *dest(wf_sim *s, wf_router *r, int d, int col, wf_pe **pe_out, int *li_out) {
+/* Reports that color `col` of router r forwards through port d, where no buffer takes it
+ * (wf_router_out found none): no neighbour, or one whose class does not use the color. */
+static void no_dest(wf_sim *s, wf_router *r, int d, int col) {
   wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
-  if (d == WF_DIR_RAMP) {
-    *pe_out = pe;
-    return &pe->q[s->ci[pe->cls_i].lidx[col]];
-  }
   wf_router *nb = neighbour(s, r, d);
   if (!nb) {
     wf_sim_rt_error(s, pe, NULL, "router: color c%d forwards %s, where no PE runs a program", col,
                     wf_dir_names[d]);
-    return NULL;
+    return;
   }
   wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
-  int li = s->ci[npe->cls_i].lidx[col];
-  if (li < 0) {
-    wf_sim_rt_error(s, pe, NULL,
-                    "router: color c%d forwards %s to PE (%d,%d), whose class '%s' does not use it",
-                    col, wf_dir_names[d], nb->x, nb->y, npe->cls->name);
-    return NULL;
-  }
-  *pe_out = NULL;
-  *li_out = li;
-  return &nb->rc[li].in[dir_opp[d]];
+  wf_sim_rt_error(s, pe, NULL,
+                  "router: color c%d forwards %s to PE (%d,%d), whose class '%s' does not use it",
+                  col, wf_dir_names[d], nb->x, nb->y, npe->cls->name);
+}
+
+/* 1 if some switch position of rc accepts rx (a wavelet from elsewhere has no route). */
+static int accepted(const wf_rcolor *rc, int rx) {
+  for (int k = 0; k < WF_PE_MAX_POS; k++)
+    if (rc->tx[k][rx] != WF_RX_NONE) return 1;
+  return 0;
 }
 
 void wf_router_link(wf_sim *s, wf_router *r) {
-  wf_pe *pe = s->pes[(size_t)r->y * s->w + r->x];
   for (int d = 0; d < WF_DIR_RAMP; d++) r->nb[d] = neighbour(s, r, d);
   for (int c = 0; c < r->nlc; c++) {
-    wf_rcolor *rc = &r->rc[c];
-    int col = rc->color;
-    rc->out[WF_DIR_RAMP] = &pe->q[c];
+    int col = wf_router_color(s, r, c);
     for (int d = 0; d < WF_DIR_RAMP; d++) {
-      wf_router *nb = neighbour(s, r, d);
+      wf_router *nb = r->nb[d];
       if (!nb) continue;
       wf_pe *npe = s->pes[(size_t)nb->y * s->w + nb->x];
-      int li = s->ci[npe->cls_i].lidx[col];
-      if (li < 0) continue;
-      rc->out[d] = &nb->rc[li].in[dir_opp[d]];
-      rc->out_li[d] = (int8_t)li;
+      r->rc[c].out_li[d] = s->ci[npe->cls_i].lidx[col];
     }
   }
 }
@@ -135,64 +114,77 @@ static void ramp_freed(wf_sim *s, wf_router *r) {
 /* What forward() found (ORed over a step: 0 means the step would repeat identically). */
 enum { FW_STUCK = 0, FW_MOVED = 1, FW_OTHER = 2 };
 
+/* Switch writes at the head of the RAMP buffer (c) take effect at once and use no port:
+ * applies the ready ones and returns the head behind them (NULL: the buffer emptied). */
+static wf_wv *switch_writes(wf_sim *s, wf_router *r, int c, wf_wv *w) {
+  wf_rcolor *rc = &r->rc[c];
+  wf_fifo *f = &rc->in[WF_DIR_RAMP];
+  while (w && w->kind == WF_WV_SWSET && w->ready <= s->now) {
+    rc->pos = w->arg < rc->npos ? w->arg : (uint8_t)(rc->npos - 1);
+    wf_fifo_pop(s, f);
+    popped(r, c, WF_DIR_RAMP);
+    ramp_freed(s, r);
+    s->progress = 1;
+    w = wf_fifo_head(f);
+  }
+  return w;
+}
+
+/* The head that cannot move has a tx port taken this cycle or a full destination behind
+ * one: counts the stalls (into inc too for a full one) and returns FW_OTHER if a port was
+ * taken, FW_STUCK otherwise; -1 if it can move. A port without a buffer behind it (no
+ * neighbour, or one whose class lacks the color) is reported: FW_OTHER. */
+static inline int tx_blocked(wf_sim *s, wf_router *r, int c, unsigned tx, uint8_t *inc) {
+  unsigned busy = r->port_now == s->now ? r->port_mask : 0;
+  int res = -1;
+  for (unsigned b = tx; b; b &= b - 1) {
+    int d = __builtin_ctz(b);
+    wf_fifo *o = wf_router_out(r, c, d);
+    if (!o) {
+      no_dest(s, r, d, wf_router_color(s, r, c));
+      return FW_OTHER;
+    }
+    if (busy >> d & 1) {
+      r->out_stall[d]++;
+      res = FW_OTHER; /* a port taken this cycle: something moved */
+    } else if (o->count >= s->depth) {
+      r->out_stall[d]++;
+      inc[d]++;
+      o->full_seen = 1; /* its next pop wakes r if r sleeps by then */
+      if (res < 0) res = FW_STUCK;
+    }
+  }
+  return res;
+}
+
 /* Tries to move the head of buffer (c, rx): FW_MOVED if something moved (or a switch write
  * took effect), FW_STUCK if its ready head waits only for full destinations (stalls counted
  * into inc too) or for the switch, FW_OTHER if it is not ready or on an error. */
-static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
+static inline __attribute__((always_inline)) int forward(wf_sim *s, wf_router *r, int c, int rx,
+                                                         uint8_t *inc) {
   wf_rcolor *rc = &r->rc[c];
   wf_fifo *f = &rc->in[rx];
   wf_wv *w = wf_fifo_head(f);
   int res = FW_STUCK;
-  /* Switch writes from the PE take effect at once and use no port. */
-  while (w && w->kind == WF_WV_SWSET && rx == WF_DIR_RAMP && w->ready <= s->now) {
-    rc->pos = w->arg < rc->npos ? w->arg : (uint8_t)(rc->npos - 1);
-    wf_fifo_pop(s, f);
-    popped(r, c, rx);
-    ramp_freed(s, r);
-    s->progress = 1;
+  if (rx == WF_DIR_RAMP && w && w->kind == WF_WV_SWSET && w->ready <= s->now) {
+    w = switch_writes(s, r, c, w);
     res = FW_MOVED;
-    w = wf_fifo_head(f);
   }
   if (!w) return res;
   if (w->ready > s->now) return res | FW_OTHER;
-  uint8_t tx = rc->tx[rc->pos][rx];
+  unsigned tx = rc->tx[rc->pos][rx];
   if (tx == WF_RX_NONE) {
-    if (!(rc->accept >> rx & 1)) {
+    if (!accepted(rc, rx)) {
       wf_sim_rt_error(s, s->pes[(size_t)r->y * s->w + r->x], NULL,
-                      "router: a wavelet on color c%d arrived from %s, which has no route", rc->color,
-                      wf_dir_names[rx]);
+                      "router: a wavelet on color c%d arrived from %s, which has no route",
+                      wf_router_color(s, r, c), wf_dir_names[rx]);
       return FW_OTHER;
     }
     return res; /* another position accepts it: wait for the switch */
   }
-  wf_fifo *dst[WF_DIR_COUNT] = {0};
-  int dli[WF_DIR_COUNT] = {0};
-  wf_pe *pe = NULL;
-  int ok = 1;
-  for (int d = 0; d < WF_DIR_COUNT; d++) {
-    if (!(tx >> d & 1)) continue;
-    if (rc->out[d]) {
-      dst[d] = rc->out[d];
-      dli[d] = rc->out_li[d];
-      if (d == WF_DIR_RAMP) pe = r->pe;
-    } else {
-      wf_pe *dp = NULL;
-      dst[d] = dest(s, r, d, rc->color, &dp, &dli[d]);
-      if (!dst[d]) return FW_OTHER;
-      if (dp) pe = dp;
-    }
-    if (r->port_now == s->now && (r->port_mask >> d & 1)) {
-      r->out_stall[d]++;
-      res |= FW_OTHER; /* a port taken this cycle: something moved */
-      ok = 0;
-    } else if (dst[d]->count >= s->depth) {
-      r->out_stall[d]++;
-      inc[d]++;
-      dst[d]->full_seen = 1; /* its next pop wakes r if r sleeps by then */
-      ok = 0;
-    }
-  }
-  if (!ok) return res; /* backpressure: multicast moves only when every tx port can take it */
+  int blocked = tx_blocked(s, r, c, tx, inc);
+  if (blocked >= 0) return res | blocked; /* backpressure: multicast moves only when every tx
+                                             port can take it */
   wf_wv v = wf_fifo_pop(s, f);
   popped(r, c, rx);
   if (rx == WF_DIR_RAMP) ramp_freed(s, r);
@@ -204,18 +196,21 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
     r->port_now = s->now;
     r->port_mask = 0;
   }
-  r->port_mask |= tx;
-  for (int d = 0; d < WF_DIR_COUNT; d++) {
-    if (!(tx >> d & 1)) continue;
+  r->port_mask |= (uint8_t)tx;
+  for (unsigned b = tx; b; b &= b - 1) {
+    int d = __builtin_ctz(b);
     r->out_count[d]++;
     if (d == WF_DIR_RAMP) {
       v.ready = s->now + s->T_R;
-      wf_fifo_push(s, dst[d], v);
-      if (pe != r->pe || r->pe_wait) wf_sim_wake_pe(s, pe);
+      wf_fifo_push(s, wf_router_out(r, c, d), v);
+      if (r->pe_wait) wf_sim_wake_pe(s, r->pe);
     } else {
       v.ready = s->now + s->hop;
-      if (s->band && wf_band_edge(s, r, d)) wf_band_push(s, r, r->nb[d], dli[d], dir_opp[d], v);
-      else wf_router_push(s, r->nb[d], dli[d], dir_opp[d], v);
+      int li = rc->out_li[d], opp = dir_opp[d];
+      if (s->band && wf_band_edge(s, r, d)) wf_band_push(s, r, r->nb[d], li, opp, v);
+      else
+        wf_router_push_at(s, r->nb[d], &wf_router_colors(r->nb[d])[li].in[opp],
+                          li * WF_DIR_COUNT + opp, v);
     }
   }
   /* Switch changes apply after the wavelet that causes them has passed. */
@@ -225,46 +220,65 @@ static int forward(wf_sim *s, wf_router *r, int c, int rx, uint8_t *inc) {
   return FW_MOVED;
 }
 
+/* Input buffer i's local color (i / WF_DIR_COUNT) without a division. */
+static const uint8_t lc_of[3 * 64] = {
+#define LC5(k) k, k, k, k, k
+#define LC25(k) LC5(k), LC5(k + 1), LC5(k + 2), LC5(k + 3), LC5(k + 4)
+    LC25(0), LC25(5), LC25(10), LC25(15), LC25(20), LC25(25), LC25(30), LC5(35), LC5(36),
+    LC5(37), 38, 38,
+#undef LC25
+#undef LC5
+};
+
 /* Software prefetch for a router the cycle loop will step soon (the list is in wake
  * order, scattered over the mesh, so the hardware cannot guess it), in three stages so
- * that each reads only lines an earlier stage fetched: FAR, the router's hot lines (its
- * first three, sim_sched.h); MID, the colors' state behind each non-empty buffer (its
- * switch table, the buffer, its destinations); NEAR, the head wavelet of every non-empty
- * buffer and the destination buffers and routers its current switch position sends to.
- * Hints only: nothing is simulated here. */
-void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage) {
-  (void)s;
-  if (stage == WF_PF_FAR) {
-    const char *b = (const char *)r;
-    __builtin_prefetch(b);
-    __builtin_prefetch(b + 64);
-    __builtin_prefetch(b + 128);
-    return;
+ * that each reads only lines an earlier stage fetched: FAR (sim_sched.h), the router's hot
+ * lines; MID, the state of each color holding a non-empty buffer (its switch table, its
+ * buffers' headers, its destinations); NEAR, the head wavelet of every non-empty buffer and
+ * the destination buffers and routers its current switch position sends to. Hints only:
+ * nothing is simulated here. */
+void wf_router_prefetch_mid(const wf_router *r) {
+  int words = (WF_DIR_COUNT * r->nlc + 63) >> 6;
+  for (int wd = 0; wd < words; wd++) {
+    uint64_t bits = r->ne[wd];
+    while (bits) {
+      int c = lc_of[wd * 64 + __builtin_ctzll(bits)];
+      const char *a = (const char *)&r->rc[c];
+      __builtin_prefetch(a);
+      __builtin_prefetch(a + 64);
+      int next = WF_DIR_COUNT * (c + 1) - 64 * wd; /* the color's other buffers: done */
+      bits = next >= 64 ? 0 : bits & (~0ull << next);
+    }
   }
-  for (int wd = 0; wd < 3; wd++) {
+}
+
+void wf_router_prefetch_near(const wf_router *r) {
+  int words = (WF_DIR_COUNT * r->nlc + 63) >> 6;
+  for (int wd = 0; wd < words; wd++) {
     uint64_t bits = r->ne[wd];
     while (bits) {
       int i = wd * 64 + __builtin_ctzll(bits);
       bits &= bits - 1;
-      const wf_rcolor *rc = &r->rc[i / WF_DIR_COUNT];
-      const wf_fifo *f = &rc->in[i % WF_DIR_COUNT];
-      if (stage == WF_PF_MID) {
-        __builtin_prefetch(rc);
-        __builtin_prefetch(f);
-        __builtin_prefetch(&rc->out[0]);
-        __builtin_prefetch(&rc->out[WF_DIR_COUNT - 1]);
-        continue;
-      }
+      int c = lc_of[i], rx = i - WF_DIR_COUNT * c;
+      const wf_rcolor *rc = &r->rc[c];
+      const wf_fifo *f = &rc->in[rx];
       __builtin_prefetch(&f->buf[f->head]);
-      uint8_t tx = rc->tx[rc->pos][i % WF_DIR_COUNT];
+      unsigned tx = rc->tx[rc->pos][rx];
       if (tx == WF_RX_NONE) continue;
-      for (int d = 0; d < WF_DIR_COUNT; d++)
-        if ((tx >> d & 1) && rc->out[d]) {
-          __builtin_prefetch(rc->out[d]);
-          if (d != WF_DIR_RAMP && r->nb[d]) __builtin_prefetch(r->nb[d], 1);
-        }
+      for (; tx; tx &= tx - 1) {
+        int d = __builtin_ctz(tx);
+        const wf_fifo *o = wf_router_out(r, c, d);
+        if (o) __builtin_prefetch(o);
+        if (o && d != WF_DIR_RAMP) __builtin_prefetch(r->nb[d], 1);
+      }
     }
   }
+}
+
+/* The bits of word wd (bits 64 wd .. 64 wd + 63) at or above `start`. */
+static inline uint64_t from_start(int wd, int start) {
+  int k = start - 64 * wd;
+  return k <= 0 ? ~0ull : k >= 64 ? 0 : ~0ull << k;
 }
 
 /* Visits the non-empty input buffers once, in round-robin order from r->rr (the bit masks
@@ -277,17 +291,27 @@ int wf_router_step(wf_sim *s, wf_router *r) {
   int start = r->rr, res = FW_STUCK;
   uint8_t inc[WF_DIR_COUNT] = {0};
   r->rr = (int16_t)(r->rr + 1 == n ? 0 : r->rr + 1);
-  uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
-  for (int pass = 0; pass < 2 && !s->failed; pass++)
-    for (int wd = 0; wd < 3; wd++) {
-      uint64_t bits = m[wd];
-      while (bits && !s->failed) {
-        int i = wd * 64 + __builtin_ctzll(bits);
-        bits &= bits - 1;
-        if ((pass == 0) != (i >= start)) continue;
-        res |= forward(s, r, i / WF_DIR_COUNT, i % WF_DIR_COUNT, inc);
+  if (n <= 64) { /* up to 12 colors: one word */
+    uint64_t m = r->ne[0], hi = ~0ull << start;
+    for (uint64_t bits = m & hi, pass = 0; pass < 2; bits = m & ~hi, pass++)
+      for (; bits; bits &= bits - 1) {
+        if (s->failed) return 0;
+        int i = __builtin_ctzll(bits), c = lc_of[i];
+        res |= forward(s, r, c, i - WF_DIR_COUNT * c, inc);
       }
-    }
+  } else {
+    int words = n <= 128 ? 2 : 3;
+    uint64_t m[3] = {r->ne[0], r->ne[1], r->ne[2]};
+    for (int pass = 0; pass < 2; pass++)
+      for (int wd = 0; wd < words; wd++) {
+        uint64_t hi = from_start(wd, start), bits = m[wd] & (pass ? ~hi : hi);
+        for (; bits; bits &= bits - 1) {
+          if (s->failed) return 0;
+          int i = wd * 64 + __builtin_ctzll(bits), c = lc_of[i];
+          res |= forward(s, r, c, i - WF_DIR_COUNT * c, inc);
+        }
+      }
+  }
   if (res != FW_STUCK || s->failed) return 0;
   memcpy(r->sl_inc, inc, sizeof inc);
   return 1;

@@ -6,7 +6,9 @@
  * as it would after evaluating it. Shift GEMMs fetch long loops of instructions of which
  * each PE runs a few (the roles of INTERLEAVE), so most guards are decided here once.
  * PEs with the same bits share one copy (a hash table per run), so the memory grows with
- * the distinct roles, not with the PE count. Nothing simulated depends on this. */
+ * the distinct roles, not with the PE count. A guard whose bit is clear has every such
+ * condition true, so a fetch evaluates only the conditions that name a loop variable (a
+ * mask per instruction and class, wf_sim_guard_holds). Nothing simulated depends on this. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,4 +88,34 @@ void wf_sim_guard_free(wf_sim *s) {
   free(s->gmask);
   s->gmask = NULL;
   s->n_gmask = s->n_gmask_cap = 0;
+}
+
+void wf_sim_guard_init(wf_sim *s) {
+  const wf_plan *plan = s->plan;
+  s->gvar = calloc((size_t)plan->n_classes + 1, sizeof *s->gvar);
+  s->gloop = calloc((size_t)plan->n_classes + 1, sizeof *s->gloop);
+  WF_ASSERT(s->gvar != NULL && s->gloop != NULL);
+  for (int k = 0; k < plan->n_classes; k++) {
+    const wf_pe_class *c = plan->classes[k];
+    s->gvar[k] = calloc((size_t)c->n_code + 1, 1);
+    s->gloop[k] = calloc(((size_t)c->n_code + 63) / 64 + 1, sizeof **s->gloop);
+    WF_ASSERT(s->gvar[k] != NULL && s->gloop[k] != NULL);
+    for (int i = 0; i < c->n_code; i++) {
+      for (int j = 0; j < c->code[i].guard.n; j++)
+        if (!static_cond(&c->code[i].guard.c[j])) s->gvar[k][i] |= (uint8_t)(1u << j);
+      if (c->code[i].op == WF_PEOP_LOOP) s->gloop[k][i / 64] |= 1ull << (i % 64);
+    }
+  }
+}
+
+void wf_sim_guard_vars_free(wf_sim *s) {
+  if (!s->gvar) return;
+  for (int k = 0; k < s->plan->n_classes; k++) {
+    free(s->gvar[k]);
+    free(s->gloop[k]);
+  }
+  free(s->gvar);
+  free(s->gloop);
+  s->gvar = NULL;
+  s->gloop = NULL;
 }

@@ -127,9 +127,9 @@ static void edge_setup(wf_sim *s, edge *e, int rank, int ya) {
     wf_router *u = s->routers[(size_t)ya * s->w + x], *d = s->routers[(size_t)(ya + 1) * s->w + x];
     if (!u || !d) continue;
     for (int c = 0; c < u->nlc; c++)
-      if (u->rc[c].out[WF_DIR_S]) edge_add(e, u->rc[c].out[WF_DIR_S], u, d);
+      if (wf_router_out(u, c, WF_DIR_S)) edge_add(e, wf_router_out(u, c, WF_DIR_S), u, d);
     for (int c = 0; c < d->nlc; c++)
-      if (d->rc[c].out[WF_DIR_N]) edge_add(e, d->rc[c].out[WF_DIR_N], d, u);
+      if (wf_router_out(d, c, WF_DIR_N)) edge_add(e, wf_router_out(d, c, WF_DIR_N), d, u);
   }
   size_t n = (size_t)e->n_fifos + 1;
   e->full = calloc(n, sizeof *e->full);

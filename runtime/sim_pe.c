@@ -55,9 +55,9 @@ static int is_input(wf_peop op) {
   }
 }
 
-/* The ready data wavelet at the head of local color lc's queue, or NULL. Control wavelets
- * ahead of it are consumed on the way: each activates the color's control task. */
-static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
+/* data_head when a ready control wavelet is at the head: consumes the control wavelets
+ * ahead of the first data one (each activates the color's control task). */
+static wf_wv *data_head_ctl(wf_sim *s, wf_pe *p, int lc) {
   wf_fifo *q = &p->q[lc];
   wf_wv *w;
   while ((w = wf_fifo_head(q)) && w->ready <= s->now && w->kind != WF_WV_DATA) {
@@ -73,6 +73,15 @@ static wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
   return w && w->ready <= s->now ? w : NULL;
 }
 
+/* The ready data wavelet at the head of local color lc's queue, or NULL. Control wavelets
+ * ahead of it are consumed on the way (data_head_ctl). */
+static inline wf_wv *data_head(wf_sim *s, wf_pe *p, int lc) {
+  wf_fifo *q = &p->q[lc];
+  wf_wv *w = wf_fifo_head(q);
+  if (!w || w->ready > s->now) return NULL;
+  return w->kind == WF_WV_DATA ? w : data_head_ctl(s, p, lc);
+}
+
 /* Room for one item down the ramp into the router's RAMP buffer of local color lc. */
 static wf_fifo *ramp_slot(wf_sim *s, wf_pe *p, int lc) {
   if (p->ramp_used == s->now) return NULL;
@@ -81,10 +90,10 @@ static wf_fifo *ramp_slot(wf_sim *s, wf_pe *p, int lc) {
   return f->count < s->depth ? f : NULL;
 }
 
-static void ramp_push(wf_sim *s, wf_pe *p, wf_fifo *f, wf_wv w) {
+/* Puts w into f, the RAMP buffer of local color lc (ramp_slot found it). */
+static void ramp_push(wf_sim *s, wf_pe *p, int lc, wf_fifo *f, wf_wv w) {
   wf_router *r = wf_sim_router_of(s, p);
-  int lc = (int)(((const char *)f - (const char *)r->rc) / (ptrdiff_t)sizeof *r->rc);
-  wf_router_push(s, r, lc, WF_DIR_RAMP, w);
+  wf_router_push_at(s, r, f, lc * WF_DIR_COUNT + WF_DIR_RAMP, w);
   r->ramp_down++;
   p->ramp_used = s->now;
 }
@@ -101,7 +110,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
       if (!f) return 0;
       wf_wv w = {mem ? mem[st->off + st->prog] : 0.0f, WF_WV_DATA, 0, 0, 0, s->now + s->T_R};
       w.adv = in->op == WF_PEOP_SENDADV && st->prog == st->need - 1;
-      ramp_push(s, p, f, w);
+      ramp_push(s, p, st->co, f, w);
       break;
     }
     case WF_PEOP_ADDSEND:
@@ -113,7 +122,7 @@ static int stream_unit(wf_sim *s, wf_pe *p, wf_stream *st) {
       wf_sim_drained(s, &p->q[st->ci], p->rt);
       float v = in->op == WF_PEOP_ADDSEND ? a + b : (a > b ? a : b);
       /* The result enters the ramp the cycle after its operand was read (one pipeline stage). */
-      ramp_push(s, p, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
+      ramp_push(s, p, st->co, f, (wf_wv){v, WF_WV_DATA, 0, 0, 0, s->now + 1 + s->T_R});
       break;
     }
     default: { /* recv, recvadd, recvmax and their async forms */
@@ -211,7 +220,14 @@ static int fetch(wf_sim *s, wf_pe *p) {
       }
       continue;
     }
-    if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env))) {
+    if (in->guard.n && wf_sim_never(s, p, p->pc) && in->op != WF_PEOP_LOOP) {
+      /* skipped, and so is every instruction after it up to the next one that is live here
+       * or a loop (whose guard skips its whole body) */
+      int next = wf_sim_next_live(s, p, p->pc);
+      p->pc = next < end ? next : end;
+      continue;
+    }
+    if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_sim_guard_holds(s, p, in, p->pc))) {
       p->pc = in->op == WF_PEOP_LOOP ? in->match + 1 : p->pc + 1;
       continue;
     }
@@ -296,7 +312,7 @@ static int fetch(wf_sim *s, wf_pe *p) {
           w.kind = WF_WV_SWSET;
           w.arg = (uint8_t)pos;
         }
-        ramp_push(s, p, f, w);
+        ramp_push(s, p, lc, f, w);
         wf_sim_emit(s, p, WF_SIM_EV_INSTR_BEGIN, p->pc, 1);
         p->pc++;
         p->cy = WF_CY_COMM;
@@ -355,7 +371,9 @@ static int async_streams(wf_sim *s, wf_pe *p) {
   int moved = 0;
   for (int k = 0; k < WF_SIM_ASYNC; k++) {
     wf_stream *st = &p->as[k];
-    if (!st->in || !stream_unit(s, p, st)) continue;
+    /* An input stream whose queue is empty cannot move (stream_unit would find no head,
+     * with no effect): skip the call, which most waiting engines of a shift GEMM make. */
+    if (!st->in || (st->ci >= 0 && !p->q[st->ci].count) || !stream_unit(s, p, st)) continue;
     moved = 1;
     worked(s, p, s->now + (is_input(st->in->op) ? 2 : 1));
     if (st->prog == st->need) {
@@ -390,7 +408,7 @@ static void account(wf_sim *s, wf_pe *p, int async_moved) {
  * 2 a free slot in the router's RAMP buffer (the router wakes the PE when it frees one);
  * 0 it may move. */
 static int stream_blocked(wf_sim *s, const wf_pe *p, const wf_stream *st) {
-  if (is_input(st->in->op) && p->q[st->ci].count == 0) return 1;
+  if (st->ci >= 0 && p->q[st->ci].count == 0) return 1; /* ci: an input stream's color */
   if (st->co >= 0 && wf_sim_router_of(s, p)->rc[st->co].in[WF_DIR_RAMP].count >= s->depth)
     return 2;
   return 0;
@@ -404,7 +422,7 @@ static int fetch_blocked(wf_sim *s, wf_pe *p) {
   if (p->task < 0 || p->pc >= p->cls->tasks[p->task].end) return 0;
   if (p->pc == p->wait_pc) return p->n_async > 0; /* its guard held (fetch) */
   const wf_pe_instr *in = &p->cls->code[p->pc];
-  if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_guard_eval(&in->guard, &p->env)))
+  if (in->guard.n && (wf_sim_never(s, p, p->pc) || !wf_sim_guard_holds(s, p, in, p->pc)))
     return 0; /* fetch would skip it */
   if (in->op == WF_PEOP_WAIT) return p->n_async > 0;
   if (wf_peops[in->op].cost == WF_PECOST_ASYNC) return p->n_async == WF_SIM_ASYNC;
@@ -461,30 +479,32 @@ static void maybe_sleep(wf_sim *s, wf_pe *p) {
   p->sleep_start = s->now + 1;
 }
 
-/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch). FAR:
- * the PE's hot lines and its main stream (sim_sched.h) and its first queue headers, which
- * follow it in the slab (sim_layout.c); NEAR (those lines have arrived by then): its async
- * streams, the head of every non-empty input queue, its router and the RAMP buffers its
- * streams send into (through rrc: no read of the router). */
-void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage) {
-  if (stage == WF_PF_FAR) {
-    const char *b = (const char *)p;
-    __builtin_prefetch(b);
-    __builtin_prefetch(b + 64);
-    __builtin_prefetch(b + 128);
-    const char *q = b + WF_SIM_LINE_UP(sizeof *p);
-    for (int k = 0; k < s->pf_q_lines; k++) __builtin_prefetch(q + 64 * k);
-    return;
+/* Software prefetch for a PE the cycle loop will step soon (see wf_router_prefetch_mid).
+ * FAR (sim_sched.h): the PE's hot lines and its main stream and its first queue headers,
+ * which follow it in the slab (sim_layout.c); MID: the lines of its async streams, if it
+ * has any; NEAR (those lines have arrived by then): the head of every non-empty input
+ * queue, its router and the RAMP buffers its streams send into (through rrc: no read of
+ * the router). */
+void wf_pe_prefetch_mid(const wf_pe *p) {
+  if (!p->n_async) return;
+  const char *a = (const char *)p->as;
+  for (size_t k = 0; k < sizeof p->as; k += 64) __builtin_prefetch(a + k);
+  __builtin_prefetch(a + sizeof p->as - 1);
+}
+
+void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p) {
+  if (p->state == WF_PE_FABRIC && !p->n_async) { /* a stream reads one queue only */
+    const wf_fifo *q = p->cur.ci >= 0 ? &p->q[p->cur.ci] : NULL;
+    if (q && q->count) __builtin_prefetch(&q->buf[q->head]);
+  } else {
+    int nlc = s->ci[p->cls_i].nlc;
+    for (int lc = 0; lc < nlc; lc++)
+      if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
   }
-  if (stage != WF_PF_NEAR) return;
-  int nlc = s->ci[p->cls_i].nlc;
-  for (int lc = 0; lc < nlc; lc++)
-    if (p->q[lc].count) __builtin_prefetch(&p->q[lc].buf[p->q[lc].head]);
   __builtin_prefetch(p->rt);
   if (p->state == WF_PE_FABRIC && p->cur.co >= 0)
     __builtin_prefetch(&p->rrc[p->cur.co].in[WF_DIR_RAMP]);
   if (!p->n_async) return;
-  for (int k = 0; k < WF_SIM_ASYNC; k++) __builtin_prefetch(&p->as[k]);
   for (int k = 0; k < WF_SIM_ASYNC; k++)
     if (p->as[k].in && p->as[k].co >= 0) __builtin_prefetch(&p->rrc[p->as[k].co].in[WF_DIR_RAMP]);
 }

@@ -59,7 +59,7 @@ void wf_sim_wake_router(wf_sim *s, wf_router *r) {
  * full destination or a switch position sleeps: the polling loop would repeat that step
  * identically every cycle (its destinations have one producer, itself, so they can only
  * drain; its positions change only when it moves something) until a destination is popped
- * (wf_sim_drained) or one of its buffers gains a head (wf_router_push). It keeps its key,
+ * (wf_sim_drained) or one of its buffers gains a head (wf_router_push_at). It keeps its key,
  * so it is woken into its place in the list; each skipped visit is credited as it would
  * have counted: the same out_stall increments and one round-robin step. */
 

@@ -15,6 +15,7 @@
 /* Internal to libwaferc: direct calls inside the library instead of through the PLT (the
  * cycle loop calls these millions of times per simulated run). */
 #define WF_SIM_HIDDEN __attribute__((visibility("hidden")))
+#define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
 
 /* What travels in a FIFO. DATA carries a value; CTL advances the switch of every router
  * that forwards it and activates the receiving PE's control task; TEARDOWN resets every
@@ -41,19 +42,20 @@ typedef struct wf_fifo {
 
 #define WF_RX_NONE 0xff /* tx table entry: this rx is not accepted in this position */
 
-/* One color at one router. */
+/* One color at one router, in two cache lines (sim_layout.c aligns the array): a forward
+ * from the RAMP reads only the second, one from a link the line of its buffer too. The
+ * destination behind a tx port is not stored: it follows from the neighbour and its local
+ * color index (wf_router_out), without a read of the neighbour. */
 typedef struct wf_rcolor {
-  uint8_t color;                             /* global color */
+  wf_fifo in[WF_DIR_COUNT];                  /* input buffer per rx port */
+  uint8_t tx[WF_PE_MAX_POS][WF_DIR_COUNT];   /* [pos][rx]: tx bit set or WF_RX_NONE */
   uint8_t npos;                              /* positions configured (>= 1) */
   uint8_t pos;                               /* current position */
   uint8_t ring;                              /* positions wrap around */
-  uint8_t accept;                            /* rx directions accepted in some position */
-  uint8_t tx[WF_PE_MAX_POS][WF_DIR_COUNT];   /* [pos][rx]: tx bit set or WF_RX_NONE */
-  wf_fifo in[WF_DIR_COUNT];                  /* input buffer per rx port */
-  wf_fifo *out[WF_DIR_COUNT];                /* destination buffer behind each tx port
-                                                (NULL: resolved, with errors, on use) */
-  int8_t out_li[WF_DIR_COUNT];               /* its local color index at the neighbour */
+  int8_t out_li[WF_DIR_COUNT];               /* per link tx port: the color's local index at
+                                                the neighbour, -1 none (RAMP: unused) */
 } wf_rcolor;
+_Static_assert(sizeof(wf_rcolor) == 128, "a router color is two cache lines");
 
 typedef struct wf_router {
   /* Hot state first (sim_layout.c aligns a router to a cache line): line 0 is what every
@@ -230,6 +232,9 @@ struct wf_sim {
   char **chunks; int n_chunks, cap_chunks;
   int pf_q_lines;                  /* cache lines of a PE's queue headers the loop prefetches */
   struct wf_guard_mask *gmask;     /* sim_guard.c: the distinct wf_pe.skip sets */
+  uint8_t **gvar;                  /* sim_guard.c: [class][pc], a bit per guard condition that
+                                      names a loop variable (shared by the bands) */
+  uint64_t **gloop;                /* sim_guard.c: [class], a bit per `loop` instruction */
   size_t n_gmask, n_gmask_cap;
   wf_sim_event_fn ev_fn;
   void *ev_user;
@@ -266,6 +271,28 @@ static inline wf_router *wf_sim_router_of(wf_sim *s, const wf_pe *p) {
   (void)s;
   return p->rt;
 }
+/* sim_layout.c puts a router's colors and a PE's input queues right behind them in the
+ * slab, so both follow from the address without a read (the loop's prefetch and forwards
+ * reach a neighbour's buffers this way). */
+static inline wf_rcolor *wf_router_colors(const wf_router *r) {
+  return (wf_rcolor *)((char *)(uintptr_t)r + WF_SIM_LINE_UP(sizeof(wf_router)));
+}
+static inline wf_fifo *wf_pe_queues(const wf_pe *p) {
+  return (wf_fifo *)((char *)(uintptr_t)p + WF_SIM_LINE_UP(sizeof(wf_pe)));
+}
+/* Port d of router r for its local color c leads into this buffer: the PE's input queue
+ * (RAMP) or the neighbour's input buffer; NULL when no neighbour runs a class with the
+ * color (a forward there is a run-time error, sim_fabric.c). */
+static inline wf_fifo *wf_router_out(const wf_router *r, int c, int d) {
+  static const uint8_t opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
+  if (d == WF_DIR_RAMP) return &wf_pe_queues(r->pe)[c];
+  int li = r->rc[c].out_li[d];
+  return li < 0 ? NULL : &wf_router_colors(r->nb[d])[li].in[opp[d]];
+}
+/* The global color of router r's local color c. */
+static inline int wf_router_color(const wf_sim *s, const wf_router *r, int c) {
+  return s->ci[r->pe->cls_i].lcol[c];
+}
 
 /* fifos (inline: every wavelet move pushes and pops; indices wrap without a division) */
 /* sim_layout.c: zeroed storage for queue_depth wavelets */
@@ -286,19 +313,27 @@ static inline wf_wv wf_fifo_pop(wf_sim *s, wf_fifo *f) {
 }
 
 /* sim_fabric.c */
-/* Puts w into router r's input buffer (local color lc, port rx) and wakes r. */
-WF_SIM_HIDDEN void wf_router_push(wf_sim *s, wf_router *r, int lc, int rx, wf_wv w);
+/* Puts w into f, router r's input buffer `bit` (local color lc, port rx: lc * WF_DIR_COUNT
+ * + rx), and wakes r (inline: every forward and every item down a ramp pushes). */
+static inline void wf_router_push_at(wf_sim *s, wf_router *r, wf_fifo *f, int bit, wf_wv w) {
+  int was_empty = !f->count;
+  wf_fifo_push(s, f, w);
+  r->ne[bit >> 6] |= 1ull << (bit & 63);
+  r->buffered++;
+  /* A sleeper's step changes only if a buffer gains a head; behind a head, nothing. */
+  if (!r->active) wf_sim_wake_router(s, r);
+  else if (r->asleep && was_empty) wf_sim_wake_sleeper(s, r);
+}
 /* Returns 1 if nothing moved and the step would repeat identically every cycle until an
  * event (every non-empty buffer's ready head waits for a full destination or a switch
  * position); then r->sl_inc holds the stalls one such step counts. */
 WF_SIM_HIDDEN int wf_router_step(wf_sim *s, wf_router *r);
 /* Prefetch stages, in the order the cycle loop issues them for one entry of its lists
- * (sim.c): each reads only lines the one before fetched. */
-enum { WF_PF_FAR, WF_PF_MID, WF_PF_NEAR };
-#define WF_SIM_LINE_UP(n) (((size_t)(n) + 63) & ~(size_t)63) /* slab blocks (sim_layout.c) */
-/* A hint for the cycle loop (WF_PF_*: r's hot lines; the colors' state of its non-empty
- * buffers; the wavelets and destinations they point to); no effect. */
-WF_SIM_HIDDEN void wf_router_prefetch(const wf_sim *s, const wf_router *r, int stage);
+ * (sim_sched.h, below): each reads only lines the one before fetched. */
+/* Hints for the cycle loop, no effect: the colors' state of r's non-empty buffers (MID);
+ * the wavelets and destinations they point to (NEAR). FAR, r's hot lines, is inline. */
+WF_SIM_HIDDEN void wf_router_prefetch_mid(const wf_router *r);
+WF_SIM_HIDDEN void wf_router_prefetch_near(const wf_router *r);
 
 int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r);
 void wf_router_link(wf_sim *s, wf_router *r); /* caches destinations once all PEs exist */
@@ -336,7 +371,7 @@ void wf_sim_count_routes(wf_sim *s);
 /* sim.c: steps router r (li: its index in the active list, -1 when it came from the woken
  * ones) and puts it to sleep when it is stuck, or lists it to join the active ones; an active
  * router whose buffers emptied is noted in s->emptied (*n_emptied counts them). */
-void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
+WF_SIM_HIDDEN void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);
@@ -382,20 +417,38 @@ static inline void wf_sim_charge_sleep(wf_sim *s, wf_pe *p, int64_t upto) {
     wf_pe_charge(s, p, WF_CY_STALL, p->sleep_start, upto - p->sleep_start + 1);
 }
 WF_SIM_HIDDEN void wf_pe_step(wf_sim *s, wf_pe *p);
-WF_SIM_HIDDEN void wf_pe_prefetch(const wf_sim *s, const wf_pe *p, int stage); /* as above */
+/* sim_pe.c: prefetch hints for the cycle loop (stages as for routers, below) */
+WF_SIM_HIDDEN void wf_pe_prefetch_mid(const wf_pe *p);
+WF_SIM_HIDDEN void wf_pe_prefetch_near(const wf_sim *s, const wf_pe *p);
 
 /* Both cycle loops (sim.c's step_cycle, sim_threads.c's phases), inlined in them. How many list
  * entries ahead each prefetch stage goes for entry i of n (its hot lines first, then what they
- * point to), for the awake PEs and for the routers holding wavelets: */
-enum { WF_PF_AHEAD_FAR = 12, WF_PF_AHEAD_MID = 8, WF_PF_AHEAD_NEAR = 4 };
+ * point to), for the awake PEs and for the routers holding wavelets. Each entry prefetches a
+ * dozen lines or so, and farther stages (12, 8, 4) put more of them in flight at once: with
+ * those the 256x256 allreduce took 10-14% more user time (commit cf79c17): */
+enum { WF_PF_AHEAD_FAR = 6, WF_PF_AHEAD_MID = 4, WF_PF_AHEAD_NEAR = 2 };
 static inline void wf_sim_prefetch_pes(wf_sim *s, int i, int n) {
-  if (i + WF_PF_AHEAD_FAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
-  if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch(s, s->act_pe[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+  if (i + WF_PF_AHEAD_FAR < n) {
+    const char *b = (const char *)s->act_pe[i + WF_PF_AHEAD_FAR];
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
+    const char *q = b + WF_SIM_LINE_UP(sizeof(wf_pe));
+    if (s->pf_q_lines > 0) __builtin_prefetch(q);
+    if (s->pf_q_lines > 1) __builtin_prefetch(q + 64);
+  }
+  if (i + WF_PF_AHEAD_MID < n) wf_pe_prefetch_mid(s->act_pe[i + WF_PF_AHEAD_MID]);
+  if (i + WF_PF_AHEAD_NEAR < n) wf_pe_prefetch_near(s, s->act_pe[i + WF_PF_AHEAD_NEAR]);
 }
 static inline void wf_sim_prefetch_routers(wf_sim *s, int i, int n) {
-  if (i + WF_PF_AHEAD_FAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_FAR], WF_PF_FAR);
-  if (i + WF_PF_AHEAD_MID < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_MID], WF_PF_MID);
-  if (i + WF_PF_AHEAD_NEAR < n) wf_router_prefetch(s, s->act_rt[i + WF_PF_AHEAD_NEAR], WF_PF_NEAR);
+  if (i + WF_PF_AHEAD_FAR < n) {
+    const char *b = (const char *)s->act_rt[i + WF_PF_AHEAD_FAR];
+    __builtin_prefetch(b);
+    __builtin_prefetch(b + 64);
+    __builtin_prefetch(b + 128);
+  }
+  if (i + WF_PF_AHEAD_MID < n) wf_router_prefetch_mid(s->act_rt[i + WF_PF_AHEAD_MID]);
+  if (i + WF_PF_AHEAD_NEAR < n) wf_router_prefetch_near(s->act_rt[i + WF_PF_AHEAD_NEAR]);
 }
 /* Pops the router with the least key off the heap of sleepers woken to run in this cycle. */
 static inline wf_router *wf_sim_rt_now_pop(wf_sim *s) {
@@ -462,6 +515,27 @@ void wf_sim_guard_free(wf_sim *s);
 static inline int wf_sim_never(wf_sim *s, wf_pe *p, int pc) {
   const uint64_t *b = p->skip ? p->skip : wf_sim_guard_skip(s, p);
   return (int)(b[pc >> 6] >> (pc & 63) & 1);
+}
+/* The first instruction after pc that p's fetch cannot skip unevaluated: live on p (its
+ * skip bit clear: the bits past the class's code are clear) or a loop (a skipped loop skips
+ * its body, which the bits do not say). */
+static inline int wf_sim_next_live(const wf_sim *s, const wf_pe *p, int pc) {
+  const uint64_t *skip = p->skip, *loop = s->gloop[p->cls_i];
+  for (int i = pc + 1;; i = (i | 63) + 1) {
+    uint64_t stop = (~skip[i >> 6] | loop[i >> 6]) >> (i & 63);
+    if (stop) return i + __builtin_ctzll(stop);
+  }
+}
+/* sim_guard.c: s->gvar and s->gloop, made once by wf_sim_new; freed by wf_sim_free. */
+void wf_sim_guard_init(wf_sim *s);
+void wf_sim_guard_vars_free(wf_sim *s);
+/* Whether instruction `in` (at pc) of p's class holds its guard, given !wf_sim_never(s, p,
+ * pc): its conditions without loop variables hold then, so only the others are evaluated. */
+static inline int wf_sim_guard_holds(const wf_sim *s, const wf_pe *p, const wf_pe_instr *in,
+                                     int pc) {
+  for (unsigned m = s->gvar[p->cls_i][pc]; m; m &= m - 1)
+    if (!wf_cond_eval(&in->guard.c[__builtin_ctz(m)], &p->env)) return 0;
+  return 1;
 }
 
 /* sim_deadlock.c */

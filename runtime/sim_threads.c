@@ -309,7 +309,7 @@ static void apply(wf_threads *T, const rec *x) {
       bs->act_pe[bs->n_act_pe++] = p;
       break;
     }
-    case REC_PUSH: { /* wf_router_push, after the phase: a sleeper's place has passed */
+    case REC_PUSH: { /* wf_router_push_at, after the phase: a sleeper's place has passed */
       wf_router *r = x->obj;
       wf_fifo *f = &r->rc[x->lc].in[x->rx];
       if (T->me >= 0 && T->row_band[r->y] != T->me) { /* ranks: r's rank pushes; this one */
@@ -439,11 +439,11 @@ static void find_points(wf_threads *T) {
       wf_router *u = s->routers[(size_t)ya * s->w + x], *d = s->routers[(size_t)yb * s->w + x];
       if (!u || !d || !u->active || !d->active || !(u->buffered | d->buffered)) continue;
       for (int c = 0; c < u->nlc; c++) {
-        wf_fifo *f = u->rc[c].out[WF_DIR_S];
+        wf_fifo *f = wf_router_out(u, c, WF_DIR_S);
         if (f && f->count >= s->depth) add_point(T, u, d, f);
       }
       for (int c = 0; c < d->nlc; c++) {
-        wf_fifo *f = d->rc[c].out[WF_DIR_N];
+        wf_fifo *f = wf_router_out(d, c, WF_DIR_N);
         if (f && f->count >= s->depth) add_point(T, d, u, f);
       }
     }

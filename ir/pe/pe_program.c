@@ -281,22 +281,8 @@ void wf_guard_add_in(wf_pe_guard *g, wf_pe_term a, int set) {
 }
 
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e) {
-  for (int i = 0; i < g->n; i++) {
-    int32_t a = wf_term_eval(&g->c[i].a, e), b = wf_term_eval(&g->c[i].b, e);
-    int ok = 0;
-    switch (g->c[i].cmp) {
-      case WF_CMP_EQ: ok = a == b; break;
-      case WF_CMP_NE: ok = a != b; break;
-      case WF_CMP_LT: ok = a < b; break;
-      case WF_CMP_LE: ok = a <= b; break;
-      case WF_CMP_GT: ok = a > b; break;
-      case WF_CMP_GE: ok = a >= b; break;
-      case WF_CMP_IN:
-        ok = b >= 0 && b < e->n_sets && a >= 0 && a < e->sets[b].n && e->sets[b].member[a];
-        break;
-    }
-    if (!ok) return 0;
-  }
+  for (int i = 0; i < g->n; i++)
+    if (!wf_cond_eval(&g->c[i], e)) return 0;
   return 1;
 }
 

@@ -262,9 +262,27 @@ static inline int32_t wf_term_eval(const wf_pe_term *t, const wf_pe_env *e) {
     default: return t->k;
   }
   if (t->mul > 1 || t->mul < 0) b *= t->mul;
-  if (t->mod) b = ((b % t->mod) + t->mod) % t->mod;
+  if (t->mod) { /* the residue in [0, mod): one division, not two */
+    b %= t->mod;
+    if (b < 0) b += t->mod;
+  }
   b += t->k;
   return b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : (int32_t)b;
+}
+/* 1 if condition c holds in e (inline: the simulator evaluates guards in its fetch loop). */
+static inline int wf_cond_eval(const wf_pe_cond *c, const wf_pe_env *e) {
+  int32_t a = wf_term_eval(&c->a, e), b = wf_term_eval(&c->b, e);
+  switch (c->cmp) {
+    case WF_CMP_EQ: return a == b;
+    case WF_CMP_NE: return a != b;
+    case WF_CMP_LT: return a < b;
+    case WF_CMP_LE: return a <= b;
+    case WF_CMP_GT: return a > b;
+    case WF_CMP_GE: return a >= b;
+    case WF_CMP_IN:
+      return b >= 0 && b < e->n_sets && a >= 0 && a < e->sets[b].n && e->sets[b].member[a];
+  }
+  return 0;
 }
 int wf_guard_eval(const wf_pe_guard *g, const wf_pe_env *e);
 /* The environment of PE (x, y) of a w x h region running class c (no loop variables set,
