@@ -388,7 +388,8 @@ static int bse(wf_func *f, wf_value v, const void *arg) {
   return t->rank == 3 && t->dims[0] == hd->b && t->dims[1] == hd->s && t->dims[2] == hd->last;
 }
 
-static int match_out(hl *c, wf_op *u, int64_t nb, int64_t ns, hl_out *o) {
+/* smajor: the projection's rows are (s, b), not (b, s) (nn.MultiheadAttention on [S, B, E]). */
+static int match_out(hl *c, wf_op *u, int64_t nb, int64_t ns, int smajor, hl_out *o) {
   o->wt = 0, o->b = -1;
   if (u->code == WF_OP_GEMM && !plain_gemm(c, u)) return 0;
   o->w = global_of(c, u->operands[1]);
@@ -399,9 +400,11 @@ static int match_out(hl *c, wf_op *u, int64_t nb, int64_t ns, hl_out *o) {
     o->b = global_of(c, u->operands[2]);
     if (o->b < 0 || wf_type_numel(&c->m->globals[o->b].type) != eo) return 0;
   }
-  static const int order[3] = {0, 1, 2};
+  static const int order[2][3] = {{0, 1, 2}, {1, 0, 2}};
   hl_dims hd = {nb, ns, eo};
-  o->result = wf_head_view_follow(c->f, u->results[0], order, bse, &hd);
+  int64_t rows[3] = {smajor ? ns : nb, smajor ? nb : ns, eo};
+  wf_type as = wf_type_make(wf_value_type(c->f, u->results[0])->dtype, 3, rows);
+  o->result = wf_head_view_follow(c->f, u->results[0], &as, order[smajor], bse, &hd);
   if (!o->result) return 0;
   o->at = wf_value_get(c->f, o->result)->def;
   return 1;
@@ -463,16 +466,22 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   /* The result: [B, H, S, D] back to [B, S, H·D] through views (transpose and reshape, or
    * the Gemm's [B·S, H·D]), then only projections with constant weights. */
   const wf_type *xt = wf_value_type(c->f, q.p.x);
-  static const int merge[4] = {0, 2, 1, 3};
+  static const int merge[4] = {0, 2, 1, 3}; /* rows (b, s) */
   hl_dims hd = {xt->dims[0], xt->dims[1], q.heads * q.d};
-  wf_value merged = wf_head_view_follow(c->f, att->results[0], merge, feeds_projections, &hd);
+  if (k.hv.folded != q.hv.folded || v.hv.folded != q.hv.folded) return fail(c, "q, k and v fold the batch differently");
+  wf_type at = *wf_value_type(c->f, att->results[0]); /* [B, H, S, D]: unfolded when [1, B·H, S, D] */
+  if (q.hv.folded > 1) at.dims[0] = q.hv.folded, at.dims[1] /= q.hv.folded;
+  static const int merge_s[4] = {2, 0, 1, 3}; /* rows (s, b): a projection over [S, B, E] */
+  wf_value merged = wf_head_view_follow(c->f, att->results[0], &at, merge, feeds_projections, &hd);
+  int smajor = !merged && hd.b > 1;
+  if (smajor) merged = wf_head_view_follow(c->f, att->results[0], &at, merge_s, feeds_projections, &hd);
   if (!merged) return fail(c, "the attention's result does not reach projections as [B, S, H·D] through views");
   wf_op *u[HL_MAX_OUT];
   int n_out = uses_of(c, merged, u, HL_MAX_OUT);
   if (n_out < 1 || n_out > HL_MAX_OUT) return fail(c, "the attention's result feeds no projection");
   hl_out outs[HL_MAX_OUT];
   for (int i = 0; i < n_out; i++)
-    if (!match_out(c, u[i], hd.b, hd.s, &outs[i]))
+    if (!match_out(c, u[i], hd.b, hd.s, smajor, &outs[i]))
       return fail(c, "the attention's result feeds something else than a projection with a constant weight back "
                       "to [B, S, E]");
 

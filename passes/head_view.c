@@ -353,12 +353,23 @@ int wf_head_view_match(wf_module *m, wf_func *f, wf_value v4, wf_head_view *hv, 
   hv_dim bdim = {0}, sdim = {0};
   push(&bdim, c.pb, c.ps * nn);
   push(&sdim, c.ps, nn);
+  /* [1, B·H, S, D] (nn.MultiheadAttention's heads of all batch elements on one axis): the
+   * batch is the head axis's outer factor, unfolded into [B, H, S, D] */
+  int64_t heads = t4->dims[1];
+  hv->folded = 1;
+  if (c.pb > 1 && sh.d[0].nf == 0 && sh.d[1].nf > 0 && sh.d[1].f[0].n == bdim.f[0].n && sh.d[1].f[0].s == bdim.f[0].s) {
+    sh.d[0] = bdim;
+    memmove(&sh.d[1].f[0], &sh.d[1].f[1], (size_t)(sh.d[1].nf - 1) * sizeof sh.d[1].f[0]);
+    sh.d[1].nf--;
+    hv->folded = c.pb;
+    heads /= c.pb;
+  }
   if (!same_dim(&sh.d[0], &bdim) || !same_dim(&sh.d[2], &sdim))
     return *why = "q, k or v is not [B, H, S, D] with the projection's own batch and sequence axes", 0;
   if (c.rope && (!same_dim(&c.rope_s, &sh.d[2]) || !same_dim(&c.rope_d, &sh.d[3])))
     return *why = "a rope along other axes than the head's sequence and head dims", 0;
   hv->p = c.p, hv->rope = c.rope, hv->transposed = c.transposed;
-  hv->heads = t4->dims[1], hv->d = t4->dims[3];
+  hv->heads = heads, hv->d = t4->dims[3];
   hv->col = malloc((size_t)(hv->heads * hv->d) * sizeof *hv->col);
   if (!hv->col) return *why = "out of memory", 0;
   for (int64_t h = 0; h < hv->heads; h++)
@@ -420,8 +431,9 @@ static wf_op *only_use(wf_func *f, wf_value v) {
   return n == 1 ? use : NULL;
 }
 
-wf_value wf_head_view_follow(wf_func *f, wf_value from, const int *order, wf_head_view_stop stop, const void *arg) {
-  const wf_type *t = wf_value_type(f, from);
+wf_value wf_head_view_follow(wf_func *f, wf_value from, const wf_type *as, const int *order, wf_head_view_stop stop,
+                             const void *arg) {
+  const wf_type *t = as ? as : wf_value_type(f, from);
   if (t->rank > HV_RANK) return WF_NO_VALUE;
   hv_shape sh = {t->rank, {{0}}, 0}, want = {t->rank, {{0}}, 0};
   int64_t stride = 1;

@@ -17,6 +17,8 @@ typedef struct wf_head_view {
   wf_op *rope;      /* the rope met on the chain, or NULL */
   int transposed;   /* p = matmul(transpose(x) {1, 0, 2}, W) [+ b], [S, B, N]: col indexes the
                        projection of x itself */
+  int64_t folded;   /* B when v4 is [1, B·H, S, D] (the batch folded into the heads: heads is H),
+                       else 1 */
 } wf_head_view;
 
 /* 1 and *hv filled when v4 is such a view of a rank-3 value; else 0 and *why says why. */
@@ -37,6 +39,8 @@ void wf_head_view_dedup(wf_head_view *hv, int64_t n);
  * ends first. For the attention's result [B, H, S, D] and order {0, 2, 1, 3}: the merged heads
  * [B, S, H·D], in whatever shape the exporter wrote them ([B·S, H·D] for a Gemm). */
 typedef int (*wf_head_view_stop)(wf_func *f, wf_value v, const void *arg);
-wf_value wf_head_view_follow(wf_func *f, wf_value from, const int *order, wf_head_view_stop stop, const void *arg);
+/* `as`: the shape from's elements are read in (the same row-major data; NULL = from's type). */
+wf_value wf_head_view_follow(wf_func *f, wf_value from, const wf_type *as, const int *order, wf_head_view_stop stop,
+                             const void *arg);
 
 #endif

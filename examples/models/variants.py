@@ -432,7 +432,8 @@ def variants():
           variant("gpt2", qkv="timm", post_ln=True, batch=2, embed=48, heads=6, opset=14),
           variant("gpt2m", qkv="timm", scale="q", embed=40, heads=5, vocab=61)]
     v += [variant("gpt2", attn="nn_mha"), variant("gpt2", attn="nn_mha", embed=40, heads=5, axes="seq", opset=15),
-          variant("gpt2", attn="nn_mha_sbe", embed=24, heads=2, bias=False), variant("gpt2m", attn="nn_mha", embed=48, heads=6)]
+          variant("gpt2", attn="nn_mha_sbe", embed=24, heads=2, bias=False), variant("gpt2m", attn="nn_mha", embed=48, heads=6),
+          variant("gpt2", attn="nn_mha", batch=2, embed=32, heads=4), variant("gpt2", attn="nn_mha_sbe", batch=2, axes="batch_seq")]
     for e, h, kv in [(48, 6, 2), (48, 4, 1), (56, 7, 7), (24, 3, 3)]:
         v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", gqa="expand"))
         v.append(variant("llama", embed=e, heads=h, kv_heads=kv, layout="bshd", rope="pairwise", axes="seq", seq=6))

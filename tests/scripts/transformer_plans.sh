@@ -65,9 +65,9 @@ extra=--gqa=replicate check llama_block_rep "$M/llama_block.onnx" "$M/llama_bloc
 # kv repeat run on [B, S, H, D] before the head transpose, with the pairwise RoPE (a dynamic
 # export: the repeat is a Loop whose pieces are concatenated)
 # torch's nn.MultiheadAttention (attention over [B·H, S, D] from the input transposed to
-# [S, B, E], the output projection a Gemm), batch first or not
+# [S, B, E], the output projection a Gemm), batch first or not, batch 1 or 2
 for m in gpt2_timm_e40h5_s8 gpt2_timm_postln_o14_e48h6_b2_s8 gpt2_chunk_e36h3_s8 llama_meta_pairwise_e48h6kv2_s6 \
-  llama_meta_half_e48h4kv1_s8 gpt2_nnmha_o15_e40h5_s8 gpt2_nnmha_sbe_e24h2_s8; do
+  llama_meta_half_e48h4kv1_s8 gpt2_nnmha_o15_e40h5_s8 gpt2_nnmha_sbe_e24h2_s8 gpt2_nnmha_b2_e32h4_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" x y 4x4 7x3
 done
 # a kv head repeated before the head transpose is still one kv head: gathered or packed as it is
