@@ -1,4 +1,5 @@
 /* The IR core: interned strings, modules, functions, values, ops and attributes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,16 @@ int wf_module_add_global(wf_module *m, const char *name, wf_type type, wf_loc lo
   g->offset = -1;
   g->loc = loc;
   return m->n_globals++;
+}
+
+int wf_module_add_data_global(wf_module *m, const char *base, wf_type type, const void *data) {
+  char name[512];
+  snprintf(name, sizeof name, "%s", base);
+  for (int i = 1; wf_module_find_global(m, name) >= 0; i++) snprintf(name, sizeof name, "%s.%d", base, i);
+  int g = wf_module_add_global(m, name, type, WF_LOC_NONE);
+  m->globals[g].kind = WF_DATA_INLINE;
+  m->globals[g].data = wf_arena_dup(m->arena, data, (size_t)wf_type_numel(&type) * wf_dtype_size(type.dtype));
+  return g;
 }
 
 int wf_module_find_global(const wf_module *m, const char *name) {

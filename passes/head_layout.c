@@ -68,8 +68,7 @@ typedef struct hl_proj {
 /* One operand of attention: its projection, the columns it reads, heads, head dim, rotation. */
 typedef struct hl_side {
   hl_proj p;
-  wf_head_view hv;
-  int64_t heads, d;
+  wf_head_view hv; /* its heads, head dim and the columns they read */
   int rope, cos_g, sin_g;
 } hl_side;
 
@@ -166,8 +165,6 @@ static int match_proj(hl *c, wf_value v, hl_proj *p) {
 static int match_side(hl *c, wf_value v4, hl_side *s) {
   const char *why = NULL;
   if (!wf_head_view_match(c->m, c->f, v4, &s->hv, &why)) return fail(c, why);
-  s->heads = s->hv.heads;
-  s->d = s->hv.d;
   s->rope = ROPE_NONE;
   wf_op *op = s->hv.rope;
   if (op) {
@@ -232,16 +229,8 @@ static int64_t src_of(const hl_map *mp, int64_t j, int rot, int64_t *head) {
 
 static int new_global(hl *c, const char *base, const char *tag, int rank, const int64_t *dims, float *data) {
   char name[256];
-  for (int i = 0;; i++) {
-    if (i) snprintf(name, sizeof name, "%s.%s.%d", base, tag, i);
-    else snprintf(name, sizeof name, "%s.%s", base, tag);
-    if (wf_module_find_global(c->m, name) < 0) break;
-  }
-  int g = wf_module_add_global(c->m, name, wf_type_make(WF_F32, rank, dims), WF_LOC_NONE);
-  wf_global *gl = &c->m->globals[g];
-  gl->kind = WF_DATA_INLINE;
-  gl->data = wf_arena_dup(c->m->arena, data, (size_t)wf_type_numel(&gl->type) * sizeof(float));
-  return g;
+  snprintf(name, sizeof name, "%s.%s", base, tag);
+  return wf_module_add_data_global(c->m, name, wf_type_make(WF_F32, rank, dims), data);
 }
 
 /* W'' and b'' of one side: packed column j takes column off + kv_head(h) D + src of W. */
@@ -254,7 +243,7 @@ static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_
   for (int64_t j = 0; j < mp->n; j++) {
     int64_t h, r = src_of(mp, j, rot, &h);
     if (r < 0) continue;
-    int64_t col = s->hv.col[(h / group) * s->d + r];
+    int64_t col = s->hv.col[(h / group) * s->hv.d + r];
     for (int64_t e = 0; e < ein; e++)
       nwd[e * mp->n + j] = (float)wf_tensor_get(w, s->p.wt ? col * ein + e : e * nw + col);
     if (b) nb[j] = (float)wf_tensor_get(b, col);
@@ -272,7 +261,7 @@ static void pack_side(hl *c, const hl_side *s, const hl_map *mp, int rot, int64_
 /* c'' and s'' [S, E'']: out[2i] = x[2i] c[2i] + x[2i+1] s[2i], out[2i+1] = x[2i+1] c[2i+1] + x[2i] s[2i+1]. */
 static void pack_rope(hl *c, const hl_side *s, const hl_map *mp, int *cg, int *sg) {
   wf_tensor *ct = wf_global_tensor(c->m, s->cos_g), *st = wf_global_tensor(c->m, s->sin_g);
-  int64_t d = s->d, len = wf_tensor_numel(ct) / d;
+  int64_t d = s->hv.d, len = wf_tensor_numel(ct) / d;
   float *cd = calloc((size_t)(len * mp->n), sizeof(float)), *sd = calloc((size_t)(len * mp->n), sizeof(float));
   WF_ASSERT(cd && sd);
   for (int64_t j = 0; j < mp->n; j++) {
@@ -437,23 +426,23 @@ static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *
                       hl_map *kvm) {
   if (!strcmp(c->gqa, "replicate")) return 0;
   int64_t gm, parts, pb;
-  if (q->heads >= c->w) {
+  if (q->hv.heads >= c->w) {
     int64_t per_col = mp->n / c->w / mp->dp;
     if (per_col < 1 || group % per_col) return 0;
     gm = group / per_col, parts = 1, pb = mp->dp;
   } else {
-    parts = c->w / q->heads, gm = group * parts, pb = mp->dp / parts;
+    parts = c->w / q->hv.heads, gm = group * parts, pb = mp->dp / parts;
   }
   int64_t sub = (pb + gm / parts - 1) / (gm / parts);
   if (mp->rope != ROPE_NONE && sub % 2) sub++;
-  if (gm < 2 || k->heads * gm > c->w) return 0;
+  if (gm < 2 || k->hv.heads * gm > c->w) return 0;
   if (!strcmp(c->gqa, "auto")) {
     int64_t cb = mp->n / c->w;
     int64_t rep = kv_cost(c, q, k, att, cb, mp->dp, cb, 0, 0), gat = kv_cost(c, q, k, att, cb, mp->dp, sub, gm, parts);
     if (gat < 0 || (rep >= 0 && gat >= rep)) return 0;
   }
   *kvm = *mp;
-  kvm->heads = k->heads, kvm->n = c->w * sub;
+  kvm->heads = k->hv.heads, kvm->n = c->w * sub;
   kvm->gm = gm, kvm->gparts = parts, kvm->gsub = sub, kvm->gpb = pb;
   return 1;
 }
@@ -461,13 +450,13 @@ static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *
 static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side k, hl_side v) {
   if (v.rope != ROPE_NONE) return fail(c, "RoPE applied to v");
   if (q.rope != k.rope) return fail(c, "RoPE on only one of q and k, or in two forms");
-  if (v.d != q.d) return fail(c, "a value head dim different from the query head dim");
-  if (k.heads != v.heads || q.heads % k.heads) return fail(c, "query heads not a multiple of key/value heads");
+  if (v.hv.d != q.hv.d) return fail(c, "a value head dim different from the query head dim");
+  if (k.hv.heads != v.hv.heads || q.hv.heads % k.hv.heads) return fail(c, "query heads not a multiple of key/value heads");
   /* The result: [B, H, S, D] back to [B, S, H·D] through views (transpose and reshape, or
    * the Gemm's [B·S, H·D]), then only projections with constant weights. */
   const wf_type *xt = wf_value_type(c->f, q.p.x);
   static const int merge[4] = {0, 2, 1, 3}; /* rows (b, s) */
-  hl_dims hd = {xt->dims[0], xt->dims[1], q.heads * q.d};
+  hl_dims hd = {xt->dims[0], xt->dims[1], q.hv.heads * q.hv.d};
   if (k.hv.folded != q.hv.folded || v.hv.folded != q.hv.folded) return fail(c, "q, k and v fold the batch differently");
   wf_type at = *wf_value_type(c->f, att->results[0]); /* [B, H, S, D]: unfolded when [1, B·H, S, D] */
   if (q.hv.folded > 1) at.dims[0] = q.hv.folded, at.dims[1] /= q.hv.folded;
@@ -485,16 +474,16 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
       return fail(c, "the attention's result feeds something else than a projection with a constant weight back "
                       "to [B, S, E]");
 
-  hl_map mp = make_map(q.heads, q.d, q.rope, c->w);
-  int64_t group = q.heads / k.heads;
+  hl_map mp = make_map(q.hv.heads, q.hv.d, q.rope, c->w);
+  int64_t group = q.hv.heads / k.hv.heads;
   /* GQA / MQA with whole heads per column: when a column's c query heads are whole groups of
    * `group` (group divides c), the kv heads they read sit on that column too, in order, so K
    * and V are packed with their own heads (c / group per column) and nothing is replicated.
    * Otherwise (a kv head's query heads span columns) each query head's columns get a copy. */
   hl_map kvm = mp;
   int64_t per_col = mp.n / c->w / mp.dp; /* query heads per column, when whole */
-  int shared = group > 1 && q.heads >= c->w && per_col >= 1 && per_col % group == 0;
-  if (shared) kvm.heads = k.heads, kvm.n = c->w * (per_col / group) * mp.d;
+  int shared = group > 1 && q.hv.heads >= c->w && per_col >= 1 && per_col % group == 0;
+  if (shared) kvm.heads = k.hv.heads, kvm.n = c->w * (per_col / group) * mp.d;
   /* Otherwise a kv head's query heads span columns: replicate its Wk, Wv columns onto each of
    * them, or compute it once, cut over those columns, and gather it inside the attention. */
   int gathered = group > 1 && !shared && gather_map(c, &q, &mp, &k, att, group, &kvm);
@@ -511,7 +500,7 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   wf_op_set_int(c->f, aop, "heads", mp.heads);
   wf_op_set_int(c->f, aop, "head_dim", mp.dp);
   if (shared) {
-    wf_op_set_int(c->f, aop, "kv_heads", k.heads);
+    wf_op_set_int(c->f, aop, "kv_heads", k.hv.heads);
     wf_pass_stat_add(ctx, "gqa-shared", 1);
   }
   if (gathered) {
@@ -530,7 +519,7 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
     for (int64_t j = 0; j < mp.n; j++) {
       int64_t h, r = src_of(&mp, j, 0, &h);
       if (r < 0) continue;
-      int64_t row = h * q.d + r;
+      int64_t row = h * q.hv.d + r;
       for (int64_t e = 0; e < eo; e++) nd[j * eo + e] = (float)wf_tensor_get(w, o->wt ? e * ein + row : row * eo + e);
     }
     int64_t dims[2] = {mp.n, eo};
@@ -559,13 +548,11 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
 /* K and V repeated for the query heads of a group (GQA / MQA written as repeat_interleave, or
  * expand + reshape before or after the head transpose) read the columns of their kv heads once. */
 static void dedup_kv(hl_side *q, hl_side *k, hl_side *v) {
-  if (k->heads != q->heads || v->heads != q->heads) return;
+  if (k->hv.heads != q->hv.heads || v->hv.heads != q->hv.heads) return;
   int64_t nk = wf_head_view_repeat(&k->hv), nv = wf_head_view_repeat(&v->hv), n = nk;
   while (n > 1 && (nv % n || nk % n)) n--;
   wf_head_view_dedup(&k->hv, n);
   wf_head_view_dedup(&v->hv, n);
-  k->heads = k->hv.heads;
-  v->heads = v->hv.heads;
 }
 
 static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {

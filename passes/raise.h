@@ -107,8 +107,6 @@ wf_op *wf_raise_build(wf_raise *r, wf_op *root, wf_opcode code, int n, const wf_
 /* Redirects the uses of root's (single) result to `by`, then erases root and every pure op
  * of the function left without uses by that. */
 void wf_raise_replace(wf_raise *r, wf_op *root, wf_value by);
-/* A new global constant holding t's data (named raise.<what>.<n>). */
-wf_value wf_raise_const(wf_raise *r, const wf_tensor *t, const char *what);
 /* A splat global constant of the given type (reused if one with the same name exists). */
 wf_value wf_raise_splat(wf_raise *r, wf_dtype dt, int rank, const int64_t *dims, double value,
                         const char *what);

@@ -160,7 +160,8 @@ static wf_value as_table(wf_raise *r, wf_op *root, wf_value c, int64_t s, int64_
   if (pairs) {
     wf_tensor *t = wf_raise_const_tensor(r, c), *u = wf_tensor_new(ct->dtype, 2, dims);
     for (int64_t i = 0; i < s * d; i++) wf_tensor_set(u, i, wf_tensor_get(t, i / 2));
-    wf_value v = wf_raise_const(r, u, "rope_table");
+    int g = wf_module_add_data_global(r->m, "raise.rope_table", wf_type_make(ct->dtype, 2, dims), u->data);
+    wf_value v = wf_func_global_value(r->f, g);
     wf_tensor_free(t);
     wf_tensor_free(u);
     return v;

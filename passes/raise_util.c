@@ -353,17 +353,3 @@ wf_value wf_raise_splat(wf_raise *r, wf_dtype dt, int rank, const int64_t *dims,
   return v;
 }
 
-wf_value wf_raise_const(wf_raise *r, const wf_tensor *t, const char *what) {
-  char name[256];
-  for (int i = 0;; i++) {
-    snprintf(name, sizeof name, "raise.%s.%d", what, i);
-    if (wf_module_find_global(r->m, name) < 0) break;
-  }
-  int g = wf_module_add_global(r->m, name, wf_type_make(t->dtype, t->rank, t->dims), WF_LOC_NONE);
-  wf_global *gl = &r->m->globals[g];
-  gl->kind = WF_DATA_INLINE;
-  gl->data = wf_arena_dup(r->m->arena, t->data, (size_t)wf_tensor_numel(t) * wf_dtype_size(t->dtype));
-  wf_value v = wf_func_global_value(r->f, g);
-  ensure_uses(r);
-  return v;
-}

@@ -242,6 +242,10 @@ int wf_module_add_region(wf_module *m, const char *name, int x, int y, int w, in
 int wf_module_find_region(const wf_module *m, const char *name); /* -1 if absent */
 int wf_module_add_global(wf_module *m, const char *name, wf_type type, wf_loc loc);
 int wf_module_find_global(const wf_module *m, const char *name);
+/* A new global holding a copy of data (numel of type's elements) inline, named `base`, or
+ * base.1, base.2, ... when that name is taken; returns its index. For the constants passes
+ * build at compile time. */
+int wf_module_add_data_global(wf_module *m, const char *base, wf_type type, const void *data);
 wf_func *wf_module_find_func(const wf_module *m, const char *name);
 /* Loads a FILE global's data (relative to base_dir); 0 on success, else reports an error and
  * returns WF_EXIT_IO when the file cannot be opened, nonzero otherwise. */

@@ -9,7 +9,6 @@
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 BIN=${WAFERC_BINARY_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
 command -v mpirun >/dev/null || { echo "sim_mpi: no mpirun (Debian openmpi-bin): skipped"; exit 77; }
 lib=$BIN/lib/libwaferc.so
 # (not grep -q: ldd, its output cut short, would die of SIGPIPE, which pipefail counts)
@@ -19,14 +18,10 @@ lib=$BIN/lib/libwaferc.so
 # MPI wants to be told; more ranks than cores is fine for a test.
 MPIRUN=(mpirun -q --oversubscribe)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
-G=$SRC/tests/fidelity/collectives.py
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$SRC/tests/tools/plan_run.sh"      # TMP, fail, n
+. "$SRC/tests/tools/identity_cases.sh" # G, settle, same_as_first, identity_cases
 cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
-fail() { echo "FAIL: $*" >&2; exit 1; }
-n=0
-. "$SRC/tests/tools/identity_cases.sh"
 
 # check NAME TAG ARGS...: runs plans/NAME with --threads=1 and under mpirun with 2 and 3 ranks
 # (outputs, report, trace, heatmaps in r/NAME.TAG.R/), compares them.

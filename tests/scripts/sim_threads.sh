@@ -8,15 +8,10 @@
 # 2 and 3 threads against digests an earlier simulator recorded.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
-export WAFERC_TARGET_PATH=$SRC/targets
-G=$SRC/tests/fidelity/collectives.py
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$SRC/tests/tools/plan_run.sh"      # target path, TMP, fail, n
+. "$SRC/tests/tools/identity_cases.sh" # G, settle, same_as_first, identity_cases
 cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
-fail() { echo "FAIL: $*" >&2; exit 1; }
-n=0
-. "$SRC/tests/tools/identity_cases.sh"
 
 # check NAME TAG ARGS...: runs plans/NAME with each thread count (outputs, report, trace in
 # r/NAME.TAG.T/), compares with --threads=1.

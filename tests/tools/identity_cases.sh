@@ -3,7 +3,8 @@
 # bytes against one thread, made in the current directory's plans/ and each run through the
 # caller's `check NAME TAG ARGS...`: shift and broadcast GEMMs on odd meshes (in data and timing
 # mode, and a run stopped by --max-cycles half way), the 2D allreduce and the Reduce paper's
-# tree, and an MLP through the compiler. Needs SRC, G (tests/fidelity/collectives.py) and fail.
+# tree, and an MLP through the compiler. Needs SRC and fail (tests/tools/plan_run.sh); sets G.
+G=$SRC/tests/fidelity/collectives.py
 # settle R RC: what the run into R/ leaves for the comparison: its exit code, and its stdout
 # without the lines that name files or say how kernels ran (paths differ by run directory)
 settle() {

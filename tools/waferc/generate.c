@@ -476,9 +476,8 @@ static char *extra_shared(const char *extra, const weight_move *sh, int n) {
  * phase beside the other's weights; else with the weights both plans hold the same way held
  * once; else, when --gemm-algo did not choose, the same with the prefill compiled with SUMMA
  * into psumma (*made: 1 when it is there, -1 when it did not compile, 0 not yet; compiled once
- * for all the calls). Returns 0 (how:
- * 0, 1 or 2, the step that fits; *sh, *n the shared weights, to be freed), WF_EXIT_NOFIT (*b
- * the plain budgets), or another exit code. */
+ * for all the calls). Returns 0 (how: 0, 1 or 2, the step that fits; *sh, *n the shared
+ * weights, to be freed), WF_EXIT_NOFIT (*b the plain budgets), or another exit code. */
 static int one_region_fits(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *pdir,
                            const char *psumma, int *made, const char *ddir, int *how, weight_move **sh, int *n,
                            pe_budget *b) {
