@@ -23,23 +23,16 @@ MPIRUN=(mpirun -q --oversubscribe)
 cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
 
-# check NAME TAG ARGS...: runs plans/NAME with --threads=1 and under mpirun with 2 and 3 ranks
-# (outputs, report, trace, heatmaps in r/NAME.TAG.R/), compares them.
-check() {
-  local name=$1 tag=$2
-  shift 2
-  local np
-  for np in 1 ${NP:-2 3}; do
-    local r=r/$name.$tag.$np rc=0 out=() run=(waferrun --threads=1)
-    mkdir -p "$r"
-    case $tag in timing | stopped) ;; *) out=(--output-dir "$r/out" --heatmap "$r/heat") ;; esac
-    [ "$np" != 1 ] && run=("${MPIRUN[@]}" -np "$np" waferrun)
-    "${run[@]}" "plans/$name" "$@" "${out[@]}" --report "$r/report.json" --trace "$r/trace.json" \
-      >"$r/stdout" 2>"$r/stderr" || rc=$?
-    settle "$r" "$rc"
-    [ "$np" = 1 ] || same_as_first "$name" "$tag" "$np" "mpirun -np $np differs from one process"
-  done
-  n=$((n + 1))
+# the runs check (identity_cases.sh) compares: one process (--threads=1), then mpirun with 2
+# and 3 ranks; outputs and heatmaps unless the run is timing-only
+COUNTS="1 ${NP:-2 3}"
+WHAT="mpirun -np %s differs from one process"
+launch() {
+  local k=$1 r=$2 tag=$3 out=() run=(waferrun --threads=1)
+  shift 3
+  case $tag in timing | stopped) ;; *) out=(--output-dir "$r/out" --heatmap "$r/heat") ;; esac
+  [ "$k" != 1 ] && run=("${MPIRUN[@]}" -np "$k" waferrun)
+  "${run[@]}" "$@" "${out[@]}"
 }
 
 identity_cases
@@ -71,7 +64,7 @@ grep -q "reaches past the end" r/mlp-pe.data.1/stderr && grep -q "which has no r
   fail "the run-time errors were not made"
 
 # more ranks than rows: one band a row, the fifth rank idle; a one-row plan: rank 0 alone
-NP=5 check mlp many --input x="$SRC/examples/mlp_softmax_x.npy"
+COUNTS="1 5" check mlp many --input x="$SRC/examples/mlp_softmax_x.npy"
 python3 "$G" gen chain 12 1 9 2 plans/chain1 && python3 "$G" input 12 1 9 in_chain1.npy
 check chain1 data --input a=in_chain1.npy
 

@@ -13,22 +13,14 @@ SRC=${WAFERC_SOURCE_DIR:?}
 cd "$TMP" # the report names the plan directory: keep it relative
 mkdir plans r
 
-# check NAME TAG ARGS...: runs plans/NAME with each thread count (outputs, report, trace in
-# r/NAME.TAG.T/), compares with --threads=1.
-check() {
-  local name=$1 tag=$2
-  shift 2
-  local t
-  for t in 1 2 3 7; do
-    local r=r/$name.$tag.$t rc=0 out=()
-    mkdir -p "$r"
-    [ "$tag" = data ] && out=(--output-dir "$r/out")
-    waferrun "plans/$name" "$@" "${out[@]}" --threads=$t --report "$r/report.json" --trace "$r/trace.json" \
-      >"$r/stdout" 2>"$r/stderr" || rc=$?
-    settle "$r" "$rc"
-    [ "$t" = 1 ] || same_as_first "$name" "$tag" "$t" "--threads=$t differs from --threads=1"
-  done
-  n=$((n + 1))
+# the runs check (identity_cases.sh) compares: 1, 2, 3 and 7 threads, outputs for `data`
+COUNTS="1 2 3 7"
+WHAT="--threads=%s differs from --threads=1"
+launch() {
+  local k=$1 r=$2 tag=$3 out=()
+  shift 3
+  [ "$tag" = data ] && out=(--output-dir "$r/out")
+  waferrun "$@" "${out[@]}" --threads="$k"
 }
 
 identity_cases

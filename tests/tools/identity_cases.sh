@@ -1,7 +1,7 @@
 # Sourced by tests/scripts/sim_threads.sh and sim_mpi.sh: settle and same_as_first, the
 # comparison both make, and the plans both check for identical
 # bytes against one thread, made in the current directory's plans/ and each run through the
-# caller's `check NAME TAG ARGS...`: shift and broadcast GEMMs on odd meshes (in data and timing
+# `check NAME TAG ARGS...` below: shift and broadcast GEMMs on odd meshes (in data and timing
 # mode, and a run stopped by --max-cycles half way), the 2D allreduce and the Reduce paper's
 # tree, and an MLP through the compiler. Needs SRC and fail (tests/tools/plan_run.sh); sets G.
 G=$SRC/tests/fidelity/collectives.py
@@ -20,6 +20,25 @@ same_as_first() {
     diff -r "r/$1.$2.1" "r/$1.$2.$3" | head -20 >&2
     fail "$1: $4"
   }
+}
+
+# check NAME TAG ARGS...: runs plans/NAME once per K of $COUNTS (the first K is 1, the
+# reference) through the caller's `launch K R TAG PLAN ARGS...`, which runs waferrun on PLAN
+# with ARGS and, when TAG's runs have outputs, writes them into R/ (the report and the trace
+# go there too); then compares every run with the first ("NAME: " and $WHAT with %s the K).
+check() {
+  local name=$1 tag=$2 k
+  shift 2
+  for k in $COUNTS; do
+    local r=r/$name.$tag.$k rc=0
+    mkdir -p "$r"
+    launch "$k" "$r" "$tag" "plans/$name" "$@" --report "$r/report.json" --trace "$r/trace.json" \
+      >"$r/stdout" 2>"$r/stderr" || rc=$?
+    settle "$r" "$rc"
+    # shellcheck disable=SC2059 # WHAT is the caller's format
+    [ "$k" = 1 ] || same_as_first "$name" "$tag" "$k" "$(printf "$WHAT" "$k")"
+  done
+  n=$((n + 1))
 }
 
 identity_cases() {
