@@ -38,7 +38,8 @@
 static const wf_pass_option partition_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH of the region to partition over (default: the target's mesh)"},
     {"tie-heads", WF_OPT_BOOL, "true",
-     "an LM head whose weight is the embedding table transposed multiplies by the table (one copy, dist.gemm_t)"},
+     "an LM head whose weight is the embedding table transposed multiplies by the table (one copy: dist.gemm_t, "
+     "or dist.gemv_t in a decode step)"},
 };
 static const char *const partition_stats[] = {"values-partitioned", "tied-heads"};
 
@@ -391,7 +392,11 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   int64_t n = 0;
   char what[128];
   if (wf_partition_is_decode(f)) { /* the token's row on alternating axes (partition_decode.c) */
-    if ((rc = wf_partition_decode(m, f, c.region, c.w, c.h, wf_pass_target(ctx)->sram_bytes, &n)) != 0) return rc;
+    int64_t tied = 0;
+    if ((rc = wf_partition_decode(m, f, c.region, c.w, c.h, wf_pass_target(ctx)->sram_bytes,
+                                  wf_pass_opt_bool(ctx, "tie-heads"), &n, &tied)) != 0)
+      return rc;
+    wf_pass_stat_add(ctx, "tied-heads", tied);
     goto laid;
   }
   int64_t sram = wf_pass_target(ctx)->sram_bytes;

@@ -15,12 +15,19 @@
  * Constants follow the value they meet: a bias or a norm's scale [N] is {N_a}, a gather's table
  * [V, E] is {V, E_a} (every PE holds all V rows of its columns) or, when that slice is large,
  * {V_b, E_a} (table_layout), a weight as above. A constant
- * two ops need in different layouts is cloned. */
+ * two ops need in different layouts is cloned.
+ *
+ * An LM head tied to the embedding (matmul(x, C), C the table T transposed bit for bit, as
+ * torch exports it) reads T as stored: x {E_a} and T {V_b, E_a}, the table's layout when its
+ * rows are split, are MeshGEMV's operands with W transposed (dist.gemv_t), so the step holds
+ * the vocabulary once, as a prefill does (partition_table.c). It needs the embedding's E on
+ * x's axis (so in a transformer: the residual stream's) and more than one PE along the other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes/partition_decode.h"
+#include "passes/partition_table.h"
 #include "waferc/diag.h"
 
 typedef struct {
@@ -134,14 +141,47 @@ int wf_partition_is_decode(const wf_func *f) {
  * takes at most 1/16 of its SRAM; past that (a vocabulary's embedding, position tables for long
  * generation) its rows are split along the other axis too, {V_a, E_b}, and the lookup sums the
  * one PE's row along a (lower_index.c): memory first. */
-static wf_layout table_layout(dctx *c, const wf_type *t, int b) {
+static int gemv_t_reads(const wf_func *f, int global) {
+  wf_func_foreach_op(f, op) if (op->code == WF_OP_DIST_GEMV_T && f->values[op->operands[1]].kind == WF_VAL_GLOBAL &&
+                                f->values[op->operands[1]].index == global) return 1;
+  return 0;
+}
+
+/* A tied table (read by a dist.gemv_t) has its rows split too. */
+static wf_layout table_layout(dctx *c, const wf_type *t, int b, int tied) {
   int a = other(b);
   int64_t pb = b == WF_AXIS_X ? c->w : c->h, pa = a == WF_AXIS_X ? c->w : c->h;
   int64_t bytes = t->dims[0] * ((t->dims[1] + pb - 1) / pb) * 4;
-  return mat_layout(c, t, pa > 1 && t->dims[0] > 1 && bytes * 16 > c->sram ? a : WF_AXIS_NONE, b);
+  return mat_layout(c, t, pa > 1 && t->dims[0] > 1 && (tied || bytes * 16 > c->sram) ? a : WF_AXIS_NONE, b);
 }
 
-int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int64_t sram_bytes, int64_t *n_laid) {
+/* The gather of f whose table is global g, or NULL. */
+static const wf_op *gather_of(const wf_func *f, int g) {
+  wf_func_foreach_op(f, op) if (op->code == WF_OP_GATHER && f->values[op->operands[0]].kind == WF_VAL_GLOBAL &&
+                                f->values[op->operands[0]].index == g) return op;
+  return NULL;
+}
+
+/* Every matmul(x, C) whose C is a gather table T transposed, with the gather's result on x's
+ * axis and more than one PE along the other, becomes dist.gemv_t(x, T). Returns how many. */
+static int64_t tie_heads(dctx *c) {
+  int64_t n = 0;
+  wf_func_foreach_op(c->f, op) {
+    if (op->code != WF_OP_MATMUL || !is_const(c->f, op->operands[1])) continue;
+    int t = wf_partition_tied_table(c->m, c->f, c->f->values[op->operands[1]].index);
+    const wf_op *g = t >= 0 ? gather_of(c->f, t) : NULL;
+    int a = axis_of(c, op->operands[0]);
+    if (!g || axis_of(c, g->results[0]) != a || (a == WF_AXIS_X ? c->h : c->w) < 2 || c->m->globals[t].type.dims[0] < 2)
+      continue;
+    op->code = WF_OP_DIST_GEMV_T;
+    wf_op_set_operand(c->f, op, 1, wf_func_global_value(c->f, t));
+    n++;
+  }
+  return n;
+}
+
+int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int64_t sram_bytes, int tie,
+                        int64_t *n_laid, int64_t *n_tied) {
   dctx c = {m, f, region, w, h, sram_bytes, NULL, NULL, NULL};
   int n = f->n_values;
   c.parent = malloc((size_t)n * sizeof *c.parent);
@@ -180,6 +220,7 @@ int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int6
       return WF_EXIT_UNSUPPORTED;
     }
   }
+  *n_tied = tie ? tie_heads(&c) : 0;
   /* The layouts. */
   int64_t laid = 0;
   for (int i = 0; i < f->n_args; i++) {
@@ -225,7 +266,9 @@ int wf_partition_decode(wf_module *m, wf_func *f, int region, int w, int h, int6
         int a = axis_of(&c, op->operands[0]);
         l = mat_layout(&c, ct, a, other(a));
       } else if (op->code == WF_OP_GATHER) {
-        l = table_layout(&c, ct, axis_of(&c, op->results[0]));
+        l = table_layout(&c, ct, axis_of(&c, op->results[0]), gemv_t_reads(f, f->values[op->operands[i]].index));
+      } else if (op->code == WF_OP_DIST_GEMV_T) { /* the table as its gather lays it out */
+        l = table_layout(&c, ct, axis_of(&c, op->operands[0]), 1);
       } else {
         l = row_layout(&c, ct, axis_of(&c, op->results[0]));
       }

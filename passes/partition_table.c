@@ -47,8 +47,7 @@ static int is_transpose_of(wf_module *m, int c, int t) {
   return same;
 }
 
-/* The gather table (a global) of f that global c [E, V] is the transpose of, or -1. */
-static int tied_table(wf_module *m, wf_func *f, int c) {
+int wf_partition_tied_table(wf_module *m, const wf_func *f, int c) {
   wf_func_foreach_op(f, op) {
     if (op->code != WF_OP_GATHER || f->values[op->operands[0]].kind != WF_VAL_GLOBAL) continue;
     int t = f->values[op->operands[0]].index;
@@ -64,7 +63,7 @@ int wf_partition_tie_heads(wf_module *m, wf_func *f) {
     wf_value b = op->operands[1];
     const wf_type *at = wf_value_type(f, op->operands[0]), *bt = wf_value_type(f, b);
     if (f->values[b].kind != WF_VAL_GLOBAL || at->rank < 2 || bt->rank != 2) continue;
-    int t = tied_table(m, f, f->values[b].index);
+    int t = wf_partition_tied_table(m, f, f->values[b].index);
     if (t < 0) continue;
     wf_value tv = wf_func_global_value(f, t);
     wf_type rt;

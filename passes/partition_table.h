@@ -8,6 +8,9 @@
 /* Every matmul(x, C) of f whose constant C [E, V] is a gather table T [V, E] of f transposed
  * (bit for bit) becomes matmul(x, transpose(T)); returns how many. Runs before layouts. */
 int wf_partition_tie_heads(wf_module *m, wf_func *f);
+/* The gather table (a global) of f that global c [E, V] holds the transpose of, bit for bit,
+ * or -1. */
+int wf_partition_tied_table(wf_module *m, const wf_func *f, int c);
 /* 1 when global `global` is a gather's table in f and its only other uses are transposes
  * feeding matmuls' B (a tied head). */
 int wf_partition_table_tied(const wf_func *f, int global);

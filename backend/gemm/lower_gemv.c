@@ -8,7 +8,10 @@
  *             groups), root in the middle, then a flooding broadcast back;
  *   pipeline  the baseline: a chain reduce to the row's end, then a flooding broadcast;
  *   auto      the lower predicted cycles of the two.
- * Every row runs the same program at once (one class for the region). */
+ * Every row runs the same program at once (one class for the region).
+ *
+ * dist.gemv_t is the same with W kept transposed, W[N, K] {N_y, K_x}: the local product reads
+ * the block as stored (x . Wᵀ), the decode step's LM head tied to the embedding table. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +33,27 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_func *f = L->f;
   wf_value xv = op->operands[0], wv = op->operands[1], yv = op->results[0];
   const wf_type *tx = wf_value_type(f, xv), *tw = wf_value_type(f, wv), *ty = wf_value_type(f, yv);
+  int tr = op->code == WF_OP_DIST_GEMV_T, dk = tr ? 1 : 0, dn = 1 - dk; /* W's K and N dims */
   int lead_ok = tx->rank >= 1 && ty->rank == tx->rank;
   for (int d = 0; lead_ok && d + 1 < tx->rank; d++)
     lead_ok = tx->dims[d] == 1 && ty->dims[d] == 1;
   int ax = lead_ok ? tx->layout.dims[tx->rank - 1].split : WF_AXIS_NONE;
-  if (ax == WF_AXIS_NONE && lead_ok && tx->dims[tx->rank - 1] == 1) ax = tw->layout.dims[0].split; /* K = 1 */
+  if (ax == WF_AXIS_NONE && lead_ok && tx->dims[tx->rank - 1] == 1 && tw->rank == 2)
+    ax = tw->layout.dims[dk].split; /* K = 1 */
   int oy = ax == WF_AXIS_X ? WF_AXIS_Y : WF_AXIS_X;
-  if (!lead_ok || tw->rank != 2 || (ax != WF_AXIS_X && ax != WF_AXIS_Y) || tw->layout.dims[0].split != ax ||
-      (tw->layout.dims[1].split != oy && tw->layout.dims[1].split != WF_AXIS_NONE) ||
-      ty->layout.dims[ty->rank - 1].split != tw->layout.dims[1].split) {
-    wf_error(op->loc, "dist.gemv needs x[K]{K_x}, W[K,N]{K_x, N_y} and y[N]{N_y} (N may be "
-                      "unsplit), or the same with x and y swapped, and x, y [1, .., K]; got other layouts");
+  if (!lead_ok || tw->rank != 2 || (ax != WF_AXIS_X && ax != WF_AXIS_Y) || tw->layout.dims[dk].split != ax ||
+      (tw->layout.dims[dn].split != oy && tw->layout.dims[dn].split != WF_AXIS_NONE) ||
+      ty->layout.dims[ty->rank - 1].split != tw->layout.dims[dn].split) {
+    wf_error(op->loc, "%s needs x[K]{K_x}, W%s and y[N]{N_y} (N may be unsplit), or the same with x and y "
+                      "swapped, and x, y [1, .., K]; got other layouts",
+             wf_opinfos[op->code].name, tr ? "[N,K]{N_y, K_x}" : "[K,N]{K_x, N_y}");
     return WF_EXIT_UNSUPPORTED;
   }
   int P = ax == WF_AXIS_X ? L->w : L->h; /* the PEs of one allreduce line */
   int64_t r, k, kb, n, yr, yc;
   wf_lower_block(L, xv, &r, &k);
-  wf_lower_block(L, wv, &kb, &n);
+  if (tr) wf_lower_block(L, wv, &n, &kb);
+  else wf_lower_block(L, wv, &kb, &n);
   wf_lower_block(L, yv, &yr, &yc);
   WF_ASSERT(k == kb && yr * yc == n);
   const char *how = wf_op_str(f, op, "allreduce", "auto");
@@ -67,7 +74,7 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int64_t *lens = NULL;
     int nl = 0, cap = 0;
     wf_func_foreach_op(f, o2) {
-      if (o2->code != WF_OP_DIST_GEMV) continue;
+      if (o2->code != WF_OP_DIST_GEMV && o2->code != WF_OP_DIST_GEMV_T) continue;
       const wf_type *x2 = wf_value_type(f, o2->operands[0]);
       if (x2->rank < 1 || x2->layout.rank != x2->rank || x2->layout.dims[x2->rank - 1].split != ax) continue;
       if (nl == cap) {
@@ -75,7 +82,8 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
         WF_ASSERT(lens);
       }
       int64_t kb2;
-      wf_lower_block(L, o2->operands[1], &kb2, &lens[nl++]);
+      if (o2->code == WF_OP_DIST_GEMV_T) wf_lower_block(L, o2->operands[1], &lens[nl++], &kb2);
+      else wf_lower_block(L, o2->operands[1], &kb2, &lens[nl++]);
     }
     wf_gemv_ktree_tune(P, lens, nl, &p, &K, &groups);
     free(lens);
@@ -92,7 +100,7 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int use_ring = !strcmp(chosen, "ring"), use_ktree = !strcmp(chosen, "ktree");
   int sx = wf_lower_sym(L, xv), sw = wf_lower_sym(L, wv), sy = wf_lower_sym(L, yv);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_int(n)});
-  wf_emit(L, NULL, WF_PEOP_MATMUL,
+  wf_emit(L, NULL, tr ? WF_PEOP_MATMUL_T : WF_PEOP_MATMUL,
           (wf_pe_arg[]){wf_arg_sym(sy), wf_arg_sym(sx), wf_arg_sym(sw), wf_arg_int(1), wf_arg_int(k),
                         wf_arg_int(n)});
   int64_t local = n + (k * n + L->t->fmac_per_cycle - 1) / L->t->fmac_per_cycle;

@@ -126,7 +126,7 @@ static int lower_func(wf_lower *L) {
     else if (op->code == WF_OP_DIST_REDUCE || op->code == WF_OP_DIST_ALLREDUCE ||
              op->code == WF_OP_DIST_BROADCAST)
       rc = wf_lower_dist_coll(L, op, lo);
-    else if (op->code == WF_OP_DIST_GEMV) rc = wf_lower_gemv(L, op, lo);
+    else if (op->code == WF_OP_DIST_GEMV || op->code == WF_OP_DIST_GEMV_T) rc = wf_lower_gemv(L, op, lo);
     else if (op->code == WF_OP_SOFTMAX) rc = wf_lower_softmax(L, op, lo);
     else if (op->code == WF_OP_ATTENTION) rc = wf_lower_attention(L, op, lo);
     else if (op->code == WF_OP_DECODE_ATTENTION) rc = wf_lower_decode_attention(L, op, lo);

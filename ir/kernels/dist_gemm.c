@@ -1,4 +1,4 @@
-/* Reference kernels of dist.gemm and dist.gemm_t: numerically a rank-2 matmul (with B
+/* Reference kernels of dist.gemm, dist.gemm_t and dist.gemv_t: numerically a rank-2 matmul (with B
  * transposed for gemm_t) whatever the algorithm (the algorithm only decides how the blocks
  * travel over the fabric). */
 #include "ir/kernels/kernels.h"
@@ -20,3 +20,5 @@ int wf_kern_DIST_GEMM_T(const wf_kctx *k) {
     }
   return 0;
 }
+
+int wf_kern_DIST_GEMV_T(const wf_kctx *k) { return wf_kern_DIST_GEMM_T(k); }

@@ -5,7 +5,8 @@
 # the concat cache, and `waferrun --generate=8` must give torch's own greedy tokens exactly:
 #  - out/tokens.npy is int64 [1, 8] and equal to M_tokens.npy (atol 0, rtol 0);
 #  - the decode plan has no fabric transpose and no relayout, and every matmul of the step is a
-#    MeshGEMV (dist.gemv); the prefill plan none either;
+#    MeshGEMV (dist.gemv); the prefill plan none either; gpt2_tied's decode step reads the
+#    embedding table as its head's weight (dist.gemv_t) and holds no weight beside its transpose;
 #  - the caches waferrun writes after the last step hold, row by row, the token counts of the
 #    cache policy computed here independently (a slot holds a token when its K is not all
 #    zero): under shift no two rows differ by more than one once the prefill's padding rows have
@@ -44,6 +45,7 @@ run_one() { # MODEL MESH POLICY
   wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 >/dev/null ||
     fail "$m on $mesh ($pol): the mesh's tokens differ from torch's: $(wafer-npycmp "$d/out/tokens.npy" "$G/${m}_tokens.npy" --atol 0 --rtol 0 | tail -1)"
   queue layouts "$m on $mesh ($pol): a plan moves data to change a layout" "$d"
+  [ "$m" = gpt2_tied ] && queue tied "$m on $mesh ($pol): the decode step holds the vocabulary twice" "$d"
   queue occupancy "$m on $mesh ($pol): the cache's occupancy is wrong" "$d" "$d/out" "$pol"
   n=$((n + 1))
 }
@@ -203,6 +205,19 @@ def layouts(d):
         if sub and not any(o["op"] == "dist.gemv" for o in m["ops"]):
             sys.exit("the decode step has no dist.gemv")
 
+def tied(d):
+    """The tied head reads the embedding table as stored (dist.gemv_t): the decode step holds
+    no weight whose shape is the table's transposed."""
+    m = json.load(open(d + "/decode/manifest.json"))
+    if not any(o["op"] == "dist.gemv_t" for o in m["ops"]):
+        sys.exit("the decode step's head is not a dist.gemv_t")
+    table = [w["shape"] for w in m["weights"]["tensors"] if w["name"] == "wte.weight"]
+    if len(table) != 1:
+        sys.exit("the decode step holds %d copies of wte.weight" % len(table))
+    head = [w["name"] for w in m["weights"]["tensors"] if w["shape"] == table[0][::-1]]
+    if head:
+        sys.exit("the decode step holds %s, the table's shape transposed" % head)
+
 def memceiling(d):
     mib = []
     for sub in ("", "/decode"):
@@ -243,7 +258,7 @@ def shared(d):
     assert pm + dw <= sram and dm + pw <= sram, (pm, dw, dm, pw)
     assert pm + most(q, "w", ()) > sram or dm + most(p, "w", ()) > sram, "fits without sharing"
 
-kinds = {"layouts": layouts, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
+kinds = {"layouts": layouts, "tied": tied, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
          "memceiling": memceiling, "shared": shared}
 bad = 0
 for line in open(sys.argv[2]):
