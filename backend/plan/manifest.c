@@ -128,7 +128,11 @@ static int all_digits(const char *s) {
 static int digest_file(cJSON *obj, const char *dir, const char *rel) {
   if (!rel || cJSON_GetObjectItemCaseSensitive(obj, rel)) return 0;
   char path[4400], hex[65];
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, rel) >= sizeof path) {
+    wf_error_at(dir, "the path of the plan's file '%s' is too long to digest (at most %zu bytes)", rel,
+                sizeof path - 1);
+    return WF_EXIT_IO;
+  }
   if (wf_sha256_file(path, hex)) {
     wf_error_at(path, "cannot read a file of the plan to digest it: %s", strerror(errno));
     return WF_EXIT_IO;

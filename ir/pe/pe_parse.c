@@ -388,7 +388,7 @@ done:
 
 static void parse_directive(pstate *ps, const char *p, const wf_pe_guard *g, const char *gstart) {
   char tok[128];
-  const char *st;
+  const char *st = NULL; /* next_tok sets it when it finds a token */
   p = next_tok(p, tok, sizeof tok, &st);
   const char *dir_at = st;
   if (g->n && strcmp(tok, ".route")) {
@@ -554,7 +554,7 @@ static int task_ref(pstate *ps, const char *name) {
 
 static void parse_instr(pstate *ps, const char *p, const wf_pe_guard *g) {
   char tok[128];
-  const char *st;
+  const char *st = NULL; /* next_tok sets it when it finds a token */
   p = next_tok(p, tok, sizeof tok, &st);
   wf_peop op;
   if (!p) {
