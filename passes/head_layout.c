@@ -413,7 +413,7 @@ static int64_t kv_cost(const hl *c, const hl_side *q, const hl_side *k, const wf
   if (g < 0) return -1;
   int64_t proj = nb * (g + (k->p.b >= 0 ? sb * ckb : 0)), rot = k->rope != ROPE_NONE ? 4 * nb * sb * ckb : 0;
   wf_attn_shape as = {rows, nb, sb, cb, ckb, hd, 0, wf_op_int(c->f, att, "causal", 0) != 0, s, gm, gparts,
-                      gm && c->w % gm != 0};
+                      gm && c->w % gm != 0, NULL};
   int64_t at = wf_attention_predict(c->t, &as);
   return at < 0 ? -1 : 2 * proj + rot + at;
 }

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "backend/resources/row_skew.h"
 #include "waferc/collectives.h"
 #include "waferc/target.h"
 
@@ -53,6 +54,12 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
  * copied back on W x H; 0 on a square region); they add up to the return value. */
 int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
                              int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3]);
+/* The same with each row starting when rs->start says and the rows' ends in rs->end
+ * (row_skew.h; rs may be NULL). The start is taken, and the ends given, only when the model
+ * follows every row (it samples rows on large meshes): the prediction is then the cycles from
+ * the op before's end to this one's. */
+int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                            int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3], wf_row_skew *rs);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or

@@ -238,6 +238,12 @@ int64_t wf_gemm_shift_cost(const wf_target *t, int meshgemm, int w, int h, int64
 
 int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
                              int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3]) {
+  return wf_gemm_shift_sched(t, meshgemm, w, h, m, ka, kb, n, preskew, nbuf, align, phases, NULL);
+}
+
+int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
+                            int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3], wf_row_skew *rs) {
+  if (rs) rs->have_end = 0;
   if (w < 1 || h < 1 || m < 1 || ka < 1 || kb < 1 || n < 1 || w * h == 1) return -1;
   if (nbuf == 1 && w != h) return -1; /* no one-buffer lowering on the lcm grid */
   int one = nbuf == 1;
@@ -287,7 +293,9 @@ int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int
   if (n < vx * nt || kb < vy * kt) pro += (cannon_rename ? bf.sy : vy) * vx * b;
   /* a square region (lower_gemm_shift.c: one tile per PE, L = N) zeroes C first */
   if (w == h) pro += m * n;
-  for (int p = 0; p < P; p++) T[p] = pro;
+  /* every row followed: each starts when the op before let it (row_skew.h) */
+  int all_rows = r.nrows == h;
+  for (int p = 0; p < P; p++) T[p] = pro + (all_rows && rs && rs->start ? rs->start[p / w] : 0);
   /* Alignment rounds (u, o): A's line o (virtual row v_y y + o) and B's (column v_x x + o)
    * shift when shifts_at says; a shift sends the axis' tiles of one line (none on a 1-PE
    * axis) and copies the others (renaming Cannon: none); extras: line o + 1's gathers in
@@ -376,6 +384,13 @@ int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int
   }
   int64_t end = 0;
   for (int p = 0; p < P; p++) end = max64(end, T[p]);
+  if (all_rows && rs && rs->end) { /* the rows' ends, relative to the latest (C's copy back on each) */
+    for (int y = 0; y < h; y++) {
+      rs->end[y] = INT64_MIN;
+      for (int x = 0; x < w; x++) rs->end[y] = max64(rs->end[y], T[y * w + x] - end);
+    }
+    rs->have_end = 1;
+  }
   free(T);
   free(r.rows);
   /* C's tiles copied back into its block unless it accumulated in place */

@@ -125,6 +125,10 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_alias(L, sub->operands[1], sym[1]);
   wf_lower_alias(L, sub->results[0], sym[2]);
 
+  /* One matrix takes and gives the rows' skew as a rank-2 GEMM does (row_skew.h); a batch of
+   * several starts together and gives none, so that its prediction stays the sum the
+   * chooser lists for it (gemm_choose.c prices each algorithm alone, rows together). */
+  if (count > 1) L->skew_in_ok = 0;
   int64_t idx[WF_MAX_RANK] = {0}, predicted = 0;
   wf_lowered_op step;
   memset(&step, 0, sizeof step);
@@ -144,6 +148,7 @@ int wf_lower_gemm_batched(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     predicted += step.predicted;
     for (int d = nb - 1; d >= 0 && ++idx[d] == tc->dims[d]; d--) idx[d] = 0;
   }
+  if (count > 1) L->skew_out_ok = 0;
   snprintf(out->text, sizeof out->text, "%s x%lld", step.lowering ? step.lowering : "gemm",
            (long long)count);
   out->lowering = out->text;

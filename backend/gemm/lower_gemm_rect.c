@@ -659,8 +659,13 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   WF_ASSERT(!((preskew & WF_PRESKEW_A) && ksa >= 0) && !((preskew & WF_PRESKEW_B) && ksb >= 0));
   int sa = ksa >= 0 ? ksa : wf_lower_sym(L, va), sb = ksb >= 0 ? ksb : wf_lower_sym(L, vb), sc = wf_lower_sym(L, vc);
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
-  out->predicted = wf_gemm_shift_phases(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL, out->phase_predicted) +
-                   kcycles; /* the K re-cut is setup: the loop's (wf_gemm_phase) */
+  /* the K re-cut is setup, the loop's (wf_gemm_phase); its transfers sync the rows, so a
+   * re-cut GEMM starts them together */
+  wf_row_skew rs = wf_lower_gemm_skew(L);
+  if (kcycles) rs.start = NULL;
+  out->predicted = wf_gemm_shift_sched(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL, out->phase_predicted, &rs) +
+                   kcycles;
+  L->skew_out_ok = rs.have_end;
   out->has_phases = L->gemm_phases;
 
   rect_axis ax = (rect_axis){.v = vx, .len = W, .vo = vy, .tile = za, .coord = wf_term(WF_TERM_X, 0), .col = {-1, -1}};

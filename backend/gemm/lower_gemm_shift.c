@@ -133,9 +133,11 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
   if (N > 1 && nbuf == 1) /* the manifest names the schedule */
     out->lowering = algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave-1buf" : "cannon-ring-1buf";
+  wf_row_skew rs = wf_lower_gemm_skew(L);
   out->predicted = N == 1 ? wf_gemm_predict(L->t, algo, N, N, m, k, n)
-                          : wf_gemm_shift_phases(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf,
-                                                 NULL, out->phase_predicted);
+                          : wf_gemm_shift_sched(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf,
+                                                NULL, out->phase_predicted, &rs);
+  L->skew_out_ok = rs.have_end;
   out->has_phases = N > 1 && L->gemm_phases;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {

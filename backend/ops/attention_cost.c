@@ -72,7 +72,10 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
   int64_t diag = a->causal ? sb * tb : 0;
   int64_t *T = malloc((size_t)rows * 2 * sizeof *T), *nt = T ? T + rows : NULL;
   WF_ASSERT(T); /* out of host memory: exit 7 */
-  for (int y = 0; y < rows; y++) T[y] = pre + (nbias && ((int64_t)y + 1) * tb > a->len ? tb : 0);
+  wf_row_skew *rs = a->skew;
+  if (rs) rs->have_end = 0;
+  for (int y = 0; y < rows; y++)
+    T[y] = (rs && rs->start ? rs->start[y] : 0) + pre + (nbias && ((int64_t)y + 1) * tb > a->len ? tb : 0);
   for (int r = 0; r < rows; r++) {
     for (int y = 0; y < rows; y++) {
       int live = !a->causal || wf_attention_ring_live(rows, y, r);
@@ -89,8 +92,12 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
     }
     memcpy(T, nt, (size_t)rows * sizeof *T);
   }
-  int64_t end = 0;
+  int64_t end = T[0];
   for (int y = 0; y < rows; y++) end = T[y] > end ? T[y] : end;
+  if (rs && rs->end) {
+    for (int y = 0; y < rows; y++) rs->end[y] = T[y] - end;
+    rs->have_end = 1;
+  }
   free(T);
   return end + blk * (dc + 1);
 }

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "backend/resources/row_skew.h"
 #include "waferc/target.h"
 
 /* The sum of a head's g partial products inside its group of columns (a chain east, a flood
@@ -30,6 +31,9 @@ typedef struct wf_attn_shape {
    * 0 = not gathered */
   int64_t gather_m, gather_parts;
   int gather_zero;
+  /* rows starting apart and the rows' ends (row_skew.h; NULL: together, not wanted): `rows`
+   * entries each, the start taken only when rows > 1 */
+  wf_row_skew *skew;
 } wf_attn_shape;
 int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a);
 /* The K/V ring of prefill attention (lower_attention.c): in round r of `rows`, row y holds the

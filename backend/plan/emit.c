@@ -110,7 +110,9 @@ static int lower_func(wf_lower *L) {
   int n_ops = 0;
   wf_func_foreach_op(f, op) if (op->code != WF_OP_RETURN) n_ops++;
   L->ops = calloc((size_t)n_ops + 1, sizeof *L->ops);
-  WF_ASSERT(L->ops);
+  L->skew_in = calloc((size_t)L->h * 2, sizeof *L->skew_in);
+  WF_ASSERT(L->ops && L->skew_in);
+  L->skew_out = L->skew_in + L->h;
   int errors = 0;
   wf_func_foreach_op(f, op) {
     if (op->code == WF_OP_RETURN) continue;
@@ -119,6 +121,12 @@ static int lower_func(wf_lower *L) {
     wf_lower_value_name(L, op->results[0], lo->result, sizeof lo->result);
     wf_emit(L, NULL, WF_PEOP_OP, (wf_pe_arg[]){wf_arg_int(L->n_ops)});
     L->move_bits = 0;
+    /* the op before's rows' ends, if its lowering gave them, are this one's rows' starts */
+    if ((L->skew_in_ok = L->skew_out_ok)) {
+      int64_t *t = L->skew_in;
+      L->skew_in = L->skew_out, L->skew_out = t;
+    }
+    L->skew_out_ok = 0;
     int rc;
     if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
@@ -152,6 +160,14 @@ static int lower_func(wf_lower *L) {
       rc = WF_EXIT_UNSUPPORTED;
     }
     if (rc && !errors) errors = rc; /* keep going: report every unsupported op at once */
+    /* An op that does the same work on every PE with nothing over the fabric but, at most, a
+     * statistic's allreduce along each row ends each row as late as it started it: the rows'
+     * skew passes through it to the next op (row_skew.h). */
+    if (!rc && L->skew_in_ok && !L->skew_out_ok && lo->lowering && !L->move_bits &&
+        (!strcmp(lo->lowering, "local") || !strcmp(lo->lowering, "local+allreduce-x"))) {
+      memcpy(L->skew_out, L->skew_in, (size_t)L->h * sizeof *L->skew_out);
+      L->skew_out_ok = 1;
+    }
     lo->fabric_move = L->move_bits;
     /* Past the color budget a collective was serialized or relayed: its swsets and relay
      * hops join the op's prediction, and the explain says so (nothing when colors sufficed). */
@@ -357,6 +373,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(w.bytes);
   wf_coll_cache_free(&L);
   free(L.ops);
+  free(L.skew_in < L.skew_out ? L.skew_in : L.skew_out);
   free(L.sym_of);
   free(L.consts);
   wf_value_names_free(L.names);

@@ -117,6 +117,11 @@ typedef struct wf_lower {
                             every caller is counted); emit.c files them in its wf_lowered_op */
   int gemm_phases;       /* lowering a rank-2 dist.gemm: its lowering marks its phases
                             (wf_gemm_phase); 0 for a batched one's matrices */
+  /* The rows' skew between ops (row_skew.h): skew_in[y] where row y ended the op before, when
+   * skew_in_ok (that op's lowering gave its rows' ends); the op being lowered may give its own
+   * in skew_out and set skew_out_ok. emit.c passes them on from op to op (h entries each). */
+  int64_t *skew_in, *skew_out;
+  int skew_in_ok, skew_out_ok;
 } wf_lower;
 
 /* Symbol text of a value, as the IR dumps print it (%name, %N or @global; L->names), so the
