@@ -11,10 +11,7 @@
 #include "wf_test.h"
 
 int main(void) {
-  const char *src = getenv("WAFERC_SOURCE_DIR");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/targets", src ? src : "../..");
-  setenv("WAFERC_TARGET_PATH", dir, 1);
+  wf_test_targets();
   wf_target t;
   CHECK(wf_target_load("wse2", &t) == 0, "wse2 does not load");
   if (g_failures) return wf_test_result("test_gemm_cost");

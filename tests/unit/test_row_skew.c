@@ -51,10 +51,7 @@ static int64_t attn(const wf_target *t, const int64_t *start, int64_t *end, int 
 }
 
 int main(void) {
-  const char *src = getenv("WAFERC_SOURCE_DIR");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/targets", src ? src : "../..");
-  setenv("WAFERC_TARGET_PATH", dir, 1);
+  wf_test_targets();
   wf_target t;
   CHECK(wf_target_load("wse2", &t) == 0, "wse2 does not load");
   if (g_failures) return wf_test_result("test_row_skew");

@@ -34,10 +34,7 @@ static const char *write_tmp(const char *text) {
 }
 
 int main(void) {
-  const char *src = getenv("WAFERC_SOURCE_DIR");
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/targets", src ? src : "../..");
-  setenv("WAFERC_TARGET_PATH", dir, 1);
+  wf_test_targets();
 
   wf_target t;
   CHECK(wf_target_load("wse2", &t) == 0, "wse2 does not load");
@@ -64,7 +61,9 @@ int main(void) {
 
   /* Unknown key and bad value, located. */
   char text[4096];
-  FILE *f = fopen(strcat(dir, "/test4x4.target"), "r");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/test4x4.target", getenv("WAFERC_TARGET_PATH"));
+  FILE *f = fopen(path, "r");
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[n] = 0;
@@ -91,7 +90,7 @@ int main(void) {
 
   /* wf_target_parse: the text of a file, parsed as the file is, messages naming the name given. */
   wf_target u;
-  CHECK(wf_target_load(dir, &t) == 0 && wf_target_parse(text, n, "mem.target", &u) == 0 &&
+  CHECK(wf_target_load(path, &t) == 0 && wf_target_parse(text, n, "mem.target", &u) == 0 &&
             !memcmp(&t, &u, sizeof t),
         "test4x4.target from memory differs from the file");
   last_msg[0] = 0;
