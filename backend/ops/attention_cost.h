@@ -32,7 +32,7 @@ typedef struct wf_attn_shape {
   int64_t gather_m, gather_parts;
   int gather_zero;
   /* rows starting apart and the rows' ends (row_skew.h; NULL: together, not wanted): `rows`
-   * entries each, the start taken only when rows > 1 */
+   * entries each */
   wf_row_skew *skew;
 } wf_attn_shape;
 int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a);

@@ -373,7 +373,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(w.bytes);
   wf_coll_cache_free(&L);
   free(L.ops);
-  free(L.skew_in < L.skew_out ? L.skew_in : L.skew_out);
+  free(L.skew_in < L.skew_out ? L.skew_in : L.skew_out); /* one allocation holds both */
   free(L.sym_of);
   free(L.consts);
   wf_value_names_free(L.names);
