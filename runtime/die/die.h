@@ -3,8 +3,9 @@
  * The second level of the device model (DESIGN.md, "Two levels of simulation"): each die is
  * a host with compute and HBM; neighbouring dies are joined by one link per direction with a
  * bandwidth and a latency; dies on different wafers share the border's bandwidth. Messages
- * follow X-Y routes, so concurrent messages share links and SimGrid's flow-level model shares
- * their bandwidth (max-min fair). waferc writes the platform XML from a die target file
+ * follow X-Y routes (shortest detours around dead links, when the system has any), so
+ * concurrent messages share links and SimGrid's flow-level model shares their bandwidth
+ * (max-min fair). waferc writes the platform XML from a die target file
  * (targets/dies/NAME.target, docs/moe.md) and runs phases of concurrent flows on it.
  *
  *   wf_die_target t;
@@ -59,6 +60,9 @@ typedef struct wf_die_system {
   int wafers_w, wafers_h; /* wafer grid */
   int w, h;               /* global mesh in dies: wafers_w*dies_w x wafers_h*dies_h */
   int n;                  /* dies */
+  /* NULL (wf_die_system_init), or n*4 flags by directed link index: dead links, which routes
+   * avoid. The caller owns the array; it must outlive the system and its engine. */
+  const unsigned char *link_dead;
 } wf_die_system;
 
 void wf_die_system_init(wf_die_system *s, const wf_die_target *t, int wafers_w, int wafers_h);
@@ -72,7 +76,9 @@ int wf_die_link(const wf_die_system *s, int d, int dir);
 int wf_die_link_crosses_wafer(const wf_die_system *s, int link);
 double wf_die_link_bw(const wf_die_system *s, int link);
 double wf_die_link_latency(const wf_die_system *s, int link);
-/* The X-Y route a -> b: writes up to cap link indices into out, returns the hop count. */
+/* The route a -> b: writes up to cap link indices into out, returns the hop count. X-Y when no
+ * link on it is dead, else a shortest path over healthy links (deterministic: the same faults
+ * give the same route), which may be up to n - 1 hops; -1 when no healthy path joins a to b. */
 int wf_die_route(const wf_die_system *s, int a, int b, int *out, int cap);
 
 /* ---- flows: what a phase sends (flows.c) -------------------------------------------------- */
@@ -92,7 +98,7 @@ typedef struct wf_die_flows {
 void wf_die_flows_add(wf_die_flows *f, int src, int dst, double bytes, int step);
 void wf_die_flows_append(wf_die_flows *f, const wf_die_flows *g, int step_offset);
 void wf_die_flows_free(wf_die_flows *f);
-/* Bytes per directed link summed over the flows' X-Y routes (loads has s->n*4 entries). */
+/* Bytes per directed link summed over the flows' routes (loads has s->n*4 entries). */
 void wf_die_flows_link_bytes(const wf_die_system *s, const wf_die_flows *f, double *loads);
 /* Volume-weighted mean X-Y hops of the flows that move (src != dst). */
 double wf_die_flows_mean_hops(const wf_die_system *s, const wf_die_flows *f);

@@ -143,7 +143,8 @@ static sg_actor_t spawn(sg_host_t host, void (*code)(int, char **), void *data) 
 /* Posts flows (of one step, or every flow when step < 0) into per-die parties. */
 static int collect(const wf_die_system *s, const wf_die_flows *f, int step, party *tx, party *rx,
                    const char *prefix) {
-  int k = 0, route[1024];
+  int k = 0, *route = malloc(sizeof(int) * (size_t)s->n);
+  WF_ASSERT(route != NULL);
   for (size_t i = 0; i < f->n; i++) {
     const wf_die_flow *fl = &f->v[i];
     if ((step >= 0 && fl->step != step) || fl->src == fl->dst) continue;
@@ -151,11 +152,12 @@ static int collect(const wf_die_system *s, const wf_die_flows *f, int step, part
     snprintf(name, sizeof name, "%s%d", prefix, k++);
     sg_mailbox_t mb = sg_mailbox_by_name(name);
     double lat = 0;
-    int h = wf_die_route(s, fl->src, fl->dst, route, 1024);
-    for (int j = 0; j < h && j < 1024; j++) lat += wf_die_link_latency(s, route[j]);
+    int h = wf_die_route(s, fl->src, fl->dst, route, s->n);
+    for (int j = 0; j < h; j++) lat += wf_die_link_latency(s, route[j]);
     party_add(&tx[fl->src], mb, fl->bytes, lat);
     party_add(&rx[fl->dst], mb, fl->bytes, 0);
   }
+  free(route);
   return k;
 }
 

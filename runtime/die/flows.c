@@ -27,11 +27,12 @@ void wf_die_flows_free(wf_die_flows *f) {
 }
 
 void wf_die_flows_link_bytes(const wf_die_system *s, const wf_die_flows *f, double *loads) {
-  int *route = malloc(sizeof(int) * (size_t)(s->w + s->h));
+  int *route = malloc(sizeof(int) * (size_t)s->n);
   WF_ASSERT(route != NULL);
   memset(loads, 0, sizeof(double) * (size_t)s->n * 4);
   for (size_t i = 0; i < f->n; i++) {
-    int h = wf_die_route(s, f->v[i].src, f->v[i].dst, route, s->w + s->h);
+    int h = wf_die_route(s, f->v[i].src, f->v[i].dst, route, s->n);
+    WF_ASSERT(h >= 0 && "a flow between dies no healthy path joins");
     for (int k = 0; k < h; k++) loads[route[k]] += f->v[i].bytes;
   }
   free(route);

@@ -1,5 +1,7 @@
-/* The global mesh of dies: coordinates, wafers, directed links and X-Y routes. */
+/* The global mesh of dies: coordinates, wafers, directed links and routes (X-Y, or around
+ * dead links). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/die/die.h"
 #include "waferc/diag.h"
@@ -11,6 +13,7 @@ void wf_die_system_init(wf_die_system *s, const wf_die_target *t, int wafers_w, 
   s->w = wafers_w * t->dies_w;
   s->h = wafers_h * t->dies_h;
   s->n = s->w * s->h;
+  s->link_dead = NULL;
 }
 
 int wf_die_wafer(const wf_die_system *s, int d) {
@@ -55,15 +58,54 @@ double wf_die_link_latency(const wf_die_system *s, int link) {
   return wf_die_link_crosses_wafer(s, link) ? s->t.border_latency : s->t.link_latency;
 }
 
-int wf_die_route(const wf_die_system *s, int a, int b, int *out, int cap) {
-  int n = 0, cur = a;
-  int bx = wf_die_x(s, b), by = wf_die_y(s, b);
-  while (cur != b) {
-    int x = wf_die_x(s, cur), y = wf_die_y(s, cur);
-    int dir = x < bx ? WF_DIE_E : x > bx ? WF_DIE_W : y < by ? WF_DIE_S : WF_DIE_N;
-    if (n < cap) out[n] = cur * 4 + dir;
+static int xy_dir(const wf_die_system *s, int cur, int b) {
+  int x = wf_die_x(s, cur), y = wf_die_y(s, cur), bx = wf_die_x(s, b), by = wf_die_y(s, b);
+  return x < bx ? WF_DIE_E : x > bx ? WF_DIE_W : y < by ? WF_DIE_S : WF_DIE_N;
+}
+
+static int xy_route(const wf_die_system *s, int a, int b, int *out, int cap, int *dead) {
+  int n = 0;
+  *dead = 0;
+  for (int cur = a; cur != b; cur = neighbour(s, cur, xy_dir(s, cur, b))) {
+    int l = cur * 4 + xy_dir(s, cur, b);
+    if (s->link_dead && s->link_dead[l]) *dead = 1;
+    if (n < cap) out[n] = l;
     n++;
-    cur = neighbour(s, cur, dir);
   }
   return n;
+}
+
+/* A shortest path over healthy links: BFS from b backwards gives every die's hops to b, then
+ * the walk from a takes, at each die, a link one hop closer, trying X-Y's direction first and
+ * then E, W, N, S, so the same faults always give the same route. */
+static int detour(const wf_die_system *s, int a, int b, int *out, int cap) {
+  int *left = malloc(sizeof(int) * (size_t)s->n), *q = malloc(sizeof(int) * (size_t)s->n);
+  WF_ASSERT(left && q);
+  memset(left, -1, sizeof(int) * (size_t)s->n);
+  int head = 0, tail = 0;
+  q[tail++] = b, left[b] = 0;
+  while (head < tail && left[a] < 0) {
+    int v = q[head++];
+    for (int dir = 0; dir < 4; dir++) {
+      int u = neighbour(s, v, dir); /* u reaches v by the opposite direction: E<->W, N<->S */
+      if (u >= 0 && left[u] < 0 && !s->link_dead[u * 4 + (dir ^ 1)]) left[u] = left[v] + 1, q[tail++] = u;
+    }
+  }
+  int n = left[a];
+  for (int cur = a, k = 0; n > 0 && cur != b; k++) {
+    int pick = -1;
+    for (int i = -1; i < 4 && pick < 0; i++) {
+      int dir = i < 0 ? xy_dir(s, cur, b) : i, v = neighbour(s, cur, dir);
+      if (v >= 0 && !s->link_dead[cur * 4 + dir] && left[v] == left[cur] - 1) pick = dir;
+    }
+    if (k < cap) out[k] = cur * 4 + pick;
+    cur = neighbour(s, cur, pick);
+  }
+  free(left), free(q);
+  return n;
+}
+
+int wf_die_route(const wf_die_system *s, int a, int b, int *out, int cap) {
+  int dead, n = xy_route(s, a, b, out, cap, &dead);
+  return dead ? detour(s, a, b, out, cap) : n;
 }

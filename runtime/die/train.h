@@ -186,7 +186,8 @@ void wf_train_ga(const wf_die_system *s, const wf_train_work *w, const wf_train_
  * 0 when every die's memory holds. */
 int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_plan *p);
 
-/* The faults dist() avoids (wf_train_search sets them; tests may too). */
+/* The faults the schedulers' routes avoid (wf_train_search sets them; tests may too): call it
+ * again after changing them. A plan no healthy path holds together is infeasible. */
 void wf_train_set_faults(const wf_train_faults *f);
 
 /* ---- evaluators (train_eval.c, train_sim.c) ------------------------------------------------ */

@@ -305,44 +305,40 @@ static int center(const wf_die_system *s, const wf_train_plan *p, int stage) {
   return wf_die_id(s, p->slot_x[sl] + (p->shape_w - 1) / 2, p->slot_y[sl] + (p->shape_h - 1) / 2);
 }
 
-/* Hops between two dies avoiding dead links (BFS); X-Y distance on a healthy wafer. */
-static int dist(const wf_die_system *s, const wf_train_faults *f, int a, int b) {
-  if (!f || !f->any) return wf_die_hops(s, a, b);
-  static int q[WF_MAX_DIES], d[WF_MAX_DIES];
-  for (int i = 0; i < s->n; i++) d[i] = -1;
-  int h = 0, t = 0;
-  q[t++] = a, d[a] = 0;
-  while (h < t) {
-    int u = q[h++];
-    if (u == b) return d[u];
-    for (int dir = 0; dir < 4; dir++) {
-      int l = wf_die_link(s, u, dir);
-      if (l < 0 || f->link_dead[l]) continue;
-      int x = wf_die_x(s, u) + (dir == WF_DIE_E) - (dir == WF_DIE_W), y = wf_die_y(s, u) + (dir == WF_DIE_S) - (dir == WF_DIE_N);
-      int v = wf_die_id(s, x, y);
-      if (d[v] < 0) d[v] = d[u] + 1, q[t++] = v;
-    }
-  }
-  return s->w + s->h; /* cut off: as far as the wafer is wide */
-}
+static const wf_train_faults *g_faults; /* the search's faults: routes avoid its dead links */
 
-static const wf_train_faults *g_faults; /* the search's faults, for dist() */
+/* Routes over the healthy links (wf_die_route), cached per mesh and faults: placement evaluates
+ * the same pairs many times. rc_at[a * n + b] is the route's offset in rc_pool, -1 until asked;
+ * rc_w = 0 forgets them all. */
+static int rc_w, rc_h, *rc_at, *rc_len, *rc_pool;
+static size_t rc_used, rc_cap;
 
-/* X-Y routes, cached per mesh: placement evaluates the same pairs many times. */
-static int rc_w, rc_h, *rc_len, *rc_links;
-enum { RC_MAX = 64 };
+/* Returns the hops, or -1 when no healthy path joins a to b; *links stays valid until the next
+ * call. */
 static int route(const wf_die_system *s, int a, int b, const int **links) {
-  if (rc_w != s->w || rc_h != s->h || !rc_len) {
-    free(rc_len), free(rc_links);
+  if (rc_w != s->w || rc_h != s->h || !rc_at) {
+    free(rc_at), free(rc_len), free(rc_pool);
+    rc_at = malloc(sizeof(int) * (size_t)s->n * s->n);
     rc_len = malloc(sizeof(int) * (size_t)s->n * s->n);
-    rc_links = malloc(sizeof(int) * (size_t)s->n * s->n * RC_MAX);
-    WF_ASSERT(rc_len && rc_links && s->w + s->h <= RC_MAX);
-    for (int i = 0; i < s->n * s->n; i++) rc_len[i] = -1;
+    WF_ASSERT(rc_at && rc_len);
+    for (int i = 0; i < s->n * s->n; i++) rc_at[i] = -1;
+    rc_pool = NULL, rc_used = rc_cap = 0;
     rc_w = s->w, rc_h = s->h;
   }
   size_t k = (size_t)a * s->n + b;
-  if (rc_len[k] < 0) rc_len[k] = wf_die_route(s, a, b, rc_links + k * RC_MAX, RC_MAX);
-  *links = rc_links + k * RC_MAX;
+  if (rc_at[k] < 0) {
+    if (rc_used + (size_t)s->n > rc_cap) {
+      rc_cap = 2 * (rc_cap + (size_t)s->n);
+      rc_pool = realloc(rc_pool, sizeof(int) * rc_cap);
+      WF_ASSERT(rc_pool != NULL);
+    }
+    wf_die_system f = *s;
+    f.link_dead = g_faults ? g_faults->link_dead : NULL;
+    rc_len[k] = wf_die_route(&f, a, b, rc_pool + rc_used, s->n);
+    rc_at[k] = (int)rc_used;
+    if (rc_len[k] > 0) rc_used += (size_t)rc_len[k];
+  }
+  *links = rc_pool + rc_at[k];
   return rc_len[k];
 }
 
@@ -357,14 +353,14 @@ static void pipeline_links(const wf_die_system *s, const wf_train_plan *p, unsig
 }
 
 /* Eq. 2's second term per byte for a Sender and Helper: distance x (1 + gamma), gamma the links
- * its route shares with the pipeline's. */
+ * its route shares with the pipeline's; infinite when no healthy path joins them. */
 static double pair_cost(const wf_die_system *s, const wf_train_plan *p, const unsigned char *used, int a, int b,
                         double gamma_w) {
   const int *r;
   int ca = center(s, p, a), cb = center(s, p, b);
   int h = route(s, ca, cb, &r), gamma = 0;
   for (int k = 0; k < h; k++) gamma += used[r[k]];
-  return dist(s, g_faults, ca, cb) * (1 + gamma_w * gamma);
+  return h < 0 ? INFINITY : h * (1 + gamma_w * gamma);
 }
 
 double wf_train_global_cost(const wf_die_system *s, const wf_train_plan *p, const wf_train_work *w, double gamma_w) {
@@ -372,7 +368,11 @@ double wf_train_global_cost(const wf_die_system *s, const wf_train_plan *p, cons
   static unsigned char used[WF_MAX_DIES * 4];
   if (p->nalloc) pipeline_links(s, p, used);
   double cost = 0;
-  for (int i = 0; i + 1 < p->pp; i++) cost += dist(s, g_faults, center(s, p, i), center(s, p, i + 1)) * p->act_bytes;
+  const int *r;
+  for (int i = 0; i + 1 < p->pp; i++) {
+    int h = route(s, center(s, p, i), center(s, p, i + 1), &r);
+    cost += h < 0 ? INFINITY : h * p->act_bytes; /* stages cut apart: no placement at all */
+  }
   for (int i = 0; i < p->nalloc; i++) {
     const wf_train_alloc *A = &p->alloc[i];
     cost += pair_cost(s, p, used, A->sender, A->helper, gamma_w) * A->bytes / p->st[A->sender].inflight;
@@ -400,6 +400,7 @@ static void place_exhaustive(const wf_die_system *s, wf_train_plan *p, const wf_
 
 void wf_train_place_opt(const wf_die_system *s, wf_train_plan *p, const wf_train_work *w, double gamma_w) {
   int best_slot[WF_MAX_STAGES];
+  memcpy(best_slot, p->slot, sizeof(int) * p->pp); /* kept when every placement cuts stages apart */
   double best;
   double perms = 1;
   for (int i = 0; i < p->pp; i++) perms *= p->slots - i;
@@ -488,13 +489,20 @@ void wf_train_memsched(const wf_die_system *s, wf_train_plan *p, const wf_train_
 int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_plan *p) {
   const wf_die_target *t = &s->t;
   int pp = p->pp, ok = 1;
+  const int *rl;
+  /* Every pair the plan uses (rings, hand-offs, Mem_pairs) needs a healthy path: it has one
+   * when all the plan's dies reach the first and the first reaches them. */
+  for (int i = 0, d0 = wf_train_stage_die(s, p, 0, 0); i < pp; i++)
+    for (int r = 0; r < p->tp; r++) {
+      int d = wf_train_stage_die(s, p, i, r);
+      if (route(s, d0, d, &rl) < 0 || route(s, d, d0, &rl) < 0) ok = 0;
+    }
   double out[WF_MAX_STAGES] = {0}, in[WF_MAX_STAGES] = {0};
   for (int i = 0; i < p->nalloc; i++) out[p->alloc[i].sender] += p->alloc[i].bytes, in[p->alloc[i].helper] += p->alloc[i].bytes;
   /* Link loads per micro-batch of the pipeline and offload flows, for the PP engine's penalty
    * on occupied links. */
   static double load[WF_MAX_DIES * 4];
   memset(load, 0, sizeof(double) * (size_t)s->n * 4);
-  const int *rl;
   for (int i = 0; i + 1 < pp; i++)
     for (int r = 0; r < p->tp; r++) {
       int h = route(s, wf_train_stage_die(s, p, i, r), wf_train_stage_die(s, p, i + 1, r), &rl);
@@ -535,7 +543,7 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
         int da = wf_train_stage_die(s, p, i, r), db = wf_train_stage_die(s, p, A->helper, r);
         int h = route(s, da, db, &rl);
         for (int k = 0; k < h; k++) worst = fmax(worst, load[rl[k]]);
-        lat = fmax(lat, dist(s, g_faults, da, db) * t->link_latency);
+        lat = fmax(lat, h * t->link_latency);
       }
       S->off_s += lat + worst / t->link_bw;
       p->st[A->helper].help_s += 2 * A->bytes / S->inflight / p->tp / t->hbm_bw; /* write + read */
@@ -549,7 +557,7 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
         int da = wf_train_stage_die(s, p, i, r), db = wf_train_stage_die(s, p, i + 1, r);
         int h = route(s, da, db, &rl);
         for (int k = 0; k < h; k++) worst = fmax(worst, load[rl[k]]);
-        lat = fmax(lat, dist(s, g_faults, da, db) * t->link_latency);
+        lat = fmax(lat, h * t->link_latency);
       }
     S->xfer = i + 1 < pp ? lat + worst / t->link_bw : 0;
     f[i] = fmax(S->F, S->off_s) + S->help_s / 2;
@@ -606,7 +614,7 @@ static int schedule(const wf_die_system *s, const wf_train_work *w, const wf_tra
 }
 
 int wf_train_search(const wf_die_system *s, const wf_train_work *w, const wf_train_search_opts *o, wf_train_plan *best) {
-  g_faults = o->faults;
+  wf_train_set_faults(o->faults);
   const wf_die_target *t = &s->t;
   double modelp = 16 * wf_train_model_params(w->m);
   int healthy = s->n;
@@ -646,4 +654,7 @@ int wf_train_search(const wf_die_system *s, const wf_train_work *w, const wf_tra
   return 0;
 }
 
-void wf_train_set_faults(const wf_train_faults *f) { g_faults = f; }
+void wf_train_set_faults(const wf_train_faults *f) {
+  g_faults = f;
+  rc_w = 0; /* the cached routes were for the previous faults */
+}

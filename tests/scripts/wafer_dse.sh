@@ -5,7 +5,9 @@
 #     (baseline, +R, +M, +GA), baselines (megatron, cerebras, analytic) and search_s; the
 #     ranking is ordered by iteration time; every chosen plan uses at most the wafer's dies; the
 #     ablation never falls; --heatmap writes compute, DRAM and D2D maps (PNG + CSV);
-#  2. faults: the robust scheduler is no slower than the non-robust one;
+#  2. faults: the robust scheduler is no slower than the non-robust one (alpha-beta); with
+#     SimGrid the fault results come from SimGrid (the platform's routes go round dead links),
+#     alongside alpha-beta's, and the same seed gives the same results;
 #  3. the same seed gives the same answer; --enumerate lists candidates under the area, and a
 #     candidate's name is a wafer;
 #  4. bad command lines exit 2 naming the problem, a target without a core array exits 1.
@@ -17,6 +19,8 @@ wafer-dse --models=llama2-30b --wafers=config3,config1 --ga-steps=40 --heatmap "
 wafer-dse --models=llama2-30b --wafers=config3,config1 --ga-steps=40 --no-sim > "$out/b.json"
 wafer-dse --models=llama2-30b --wafers=config3,config1 --ga-steps=40 --no-sim > "$out/b2.json"
 wafer-dse --models=llama2-30b --wafers=config3 --ga-steps=20 --no-sim --faults=links:0.1,dies:0.1 --seed=3 > "$out/f.json"
+wafer-dse --models=llama2-30b --wafers=config3 --ga-steps=20 --faults=links:0.15 --seed=3 > "$out/fs.json"
+wafer-dse --models=llama2-30b --wafers=config3 --ga-steps=20 --faults=links:0.15 --seed=3 > "$out/fs2.json"
 wafer-dse --enumerate > "$out/e.json"
 wafer-dse --models=llama2-30b --wafers=enum-c18-k5 --ga-steps=10 --no-sim > "$out/en.json"
 python3 - "$out" <<'PY'
@@ -56,6 +60,12 @@ assert f["dead_dies"] > 0, f
 rob = f["robust"]["iteration_s"]
 non = f["non_robust"]["iteration_s"]
 assert rob is not None and (non is None or non >= rob * 0.999), f
+fs = json.load(open(d + "/fs.json"))["faults"][m]["config3"]
+assert fs["dead_links"] > 0 and fs["iteration_source"] == "simgrid-1f1b", fs
+for k in ("robust", "non_robust"):
+    t, ab = fs[k]["iteration_s"], fs[k]["iteration_ab_s"]
+    assert t > 0 and t != ab and abs(t - ab) / ab < 0.2, (k, fs)
+assert fs == json.load(open(d + "/fs2.json"))["faults"][m]["config3"], "same seed, same fault results"
 e = json.load(open(d + "/e.json"))["candidates"]
 assert len(e) >= 8 and all(c["dram_gb_per_die"] > 0 for c in e)
 en = json.load(open(d + "/en.json"))

@@ -320,28 +320,25 @@ static void faults_make(const wf_die_system *s, const opts *o, wf_train_faults *
     }
 }
 
-/* The non-robust scheduler: its healthy-wafer plan, with stages on dead dies moved to the
- * first free healthy slots in serpentine order, evaluated on the faulty wafer. */
 /* The non-robust scheduler: it keeps its healthy-wafer TP and split, and only drops the slots
  * with a dead die (serpentine placement, naive recomputation, no rebalancing, dead links ignored
- * when planning); the plan is then evaluated on the faulty wafer. */
-static double non_robust(const wf_die_system *s, const wf_train_work *w, const wf_train_plan *healthy,
-                         const wf_train_faults *f, const wf_train_search_opts *base) {
+ * when planning); the plan is then evaluated on the faulty wafer. 1 when p is feasible there. */
+static int non_robust(const wf_die_system *s, const wf_train_work *w, const wf_train_plan *healthy,
+                      const wf_train_faults *f, const wf_train_search_opts *base, wf_train_plan *p) {
   wf_train_search_opts o = *base;
   o.fixed_tp = healthy->tp, o.hk_only = healthy->strategy == WF_TP_HK;
   o.gcmr = o.memsched = o.ga = 0, o.naive_recompute = o.serpentine = 1;
   wf_train_faults dies_only = *f;
   memset(dies_only.link_dead, 0, sizeof dies_only.link_dead);
   o.faults = &dies_only;
-  static wf_train_plan p;
-  if (wf_train_search(s, w, &o, &p)) return INFINITY;
+  if (wf_train_search(s, w, &o, p)) return 0;
   wf_train_set_faults(f); /* what the links really are */
-  wf_train_evaluate(s, w, &p);
+  wf_train_evaluate(s, w, p);
   wf_train_set_faults(NULL);
-  return p.feasible ? p.iter_s : INFINITY;
+  return p->feasible;
 }
 
-static void add_time(cJSON *o, const char *key, double secs, double flops) {
+static cJSON *add_time(cJSON *o, const char *key, double secs, double flops) {
   cJSON *x = cJSON_AddObjectToObject(o, key);
   if (isfinite(secs)) {
     cJSON_AddNumberToObject(x, "iteration_s", secs);
@@ -350,6 +347,7 @@ static void add_time(cJSON *o, const char *key, double secs, double flops) {
     cJSON_AddNullToObject(x, "iteration_s");
     cJSON_AddStringToObject(x, "note", "does not fit");
   }
+  return x;
 }
 
 static int write_heatmaps(const opts *o, const wf_die_system *s, const char *model, const char *wafer,
@@ -374,8 +372,96 @@ static int write_heatmaps(const opts *o, const wf_die_system *s, const char *mod
   return rc;
 }
 
+static void platform_path(char *xml, size_t cap) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(xml, cap, "%s/wafer-dse.%d.xml", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+}
+
+/* Runs work(arg) in a child process, which hands its JSON back through a pipe: SimGrid holds
+ * one platform per process, so each platform gets a process of its own. NULL after reporting
+ * (`what` names the wafer), *rc the exit code. */
+static cJSON *in_child(cJSON *(*work)(void *), void *arg, const char *what, int *rc) {
+  int fd[2];
+  if (pipe(fd)) {
+    wf_error_at("wafer-dse", "pipe: %s", strerror(errno));
+    return *rc = WF_EXIT_IO, NULL;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    wf_error_at("wafer-dse", "fork: %s", strerror(errno));
+    return *rc = WF_EXIT_IO, NULL;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    cJSON *j = work(arg);
+    if (!j) _exit(WF_EXIT_IO);
+    char *text = cJSON_PrintUnformatted(j);
+    if (!text) _exit(WF_EXIT_NOMEM); /* out of host memory in the child */
+    size_t len = strlen(text), off = 0;
+    while (off < len) {
+      ssize_t k = write(fd[1], text + off, len - off);
+      if (k <= 0) _exit(WF_EXIT_IO);
+      off += (size_t)k;
+    }
+    _exit(0);
+  }
+  close(fd[1]);
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  for (ssize_t k; buf && (k = read(fd[0], buf + len, cap - len - 1)) > 0;) {
+    len += (size_t)k;
+    if (len + 1 == cap) buf = realloc(buf, cap *= 2);
+  }
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!buf || !WIFEXITED(status) || WEXITSTATUS(status)) {
+    wf_error_at(what, "exploring this wafer failed (exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    free(buf);
+    return *rc = WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : WF_EXIT_IO, NULL;
+  }
+  buf[len] = 0;
+  cJSON *j = cJSON_Parse(buf);
+  free(buf);
+  WF_ASSERT(j != NULL);
+  return j;
+}
+
+enum { F_ROBUST, F_NON_ROBUST, F_N };
+
+/* The faulty wafer's plans on a platform of its own, whose routes avoid its dead links (a
+ * child's work: the healthy plans' platform is another). */
+typedef struct fault_job {
+  const opts *o;
+  const wf_die_system *s; /* with the dead links */
+  const wf_die_flows *pairs;
+  wf_train_plan (*plans)[F_N];
+  int (*ok)[F_N];
+} fault_job;
+
+static cJSON *simulate_faulty(void *arg) {
+  const fault_job *j = arg;
+  char xml[4096];
+  platform_path(xml, sizeof xml);
+  wf_die_engine *e = wf_die_engine_open(j->s, j->pairs, 1, xml);
+  cJSON *out = e ? cJSON_CreateObject() : NULL;
+  for (int mi = 0; e && mi < j->o->nmodels; mi++) {
+    wf_train_work w;
+    wf_train_work_init(&w, wf_train_model_find(j->o->models[mi]), &j->o->cfg);
+    cJSON *a = cJSON_AddArrayToObject(out, j->o->models[mi]);
+    for (int k = 0; k < F_N; k++)
+      cJSON_AddItemToArray(a, j->ok[mi][k] ? cJSON_CreateNumber(wf_train_simulate(e, j->s, &w, &j->plans[mi][k], NULL, NULL, NULL))
+                                            : cJSON_CreateNull());
+  }
+  wf_die_engine_close(e);
+  unlink(xml);
+  return out;
+}
+
 /* One wafer, every model: the child process's work. First every search (host time), then one
- * SimGrid platform for all the plans found, then their simulations. */
+ * SimGrid platform for all the plans found, then their simulations; with faults, the faulty
+ * wafer's plans first, on a platform of their own in a child. */
 enum { P_BEST, P_MEGATRON, P_R, P_M, P_GA, P_N };
 static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *wname, double *ga_s, int *ga_runs) {
   wf_die_system s;
@@ -385,6 +471,12 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   faults_make(&s, o, &faults);
   wf_train_plan(*plans)[P_N] = calloc((size_t)o->nmodels, sizeof *plans);
   int(*ok)[P_N] = calloc((size_t)o->nmodels, sizeof *ok);
+  wf_train_plan(*fplans)[F_N] = calloc((size_t)o->nmodels, sizeof *fplans);
+  int(*fok)[F_N] = calloc((size_t)o->nmodels, sizeof *fok);
+  WF_ASSERT(fplans && fok);
+  wf_die_system fs = s; /* the faulty wafer */
+  fs.link_dead = faults.link_dead;
+  wf_die_flows fpairs = {0};
   double *secs = calloc((size_t)o->nmodels, sizeof *secs), *gas = calloc((size_t)o->nmodels, sizeof *gas);
   WF_ASSERT(plans && ok && secs && gas);
   wf_die_flows pairs = {0};
@@ -419,12 +511,27 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
     }
     for (int k = 0; k < P_N; k++)
       if (ok[mi][k]) wf_train_sim_flows(&s, &plans[mi][k], &pairs);
+    if (faults.any && ok[mi][P_BEST]) {
+      /* The robust scheduler re-runs the whole search knowing the faults. */
+      wf_train_search_opts r = so;
+      r.faults = &faults;
+      fok[mi][F_ROBUST] = !wf_train_search(&s, &w, &r, &fplans[mi][F_ROBUST]);
+      wf_train_set_faults(NULL);
+      fok[mi][F_NON_ROBUST] = non_robust(&s, &w, &plans[mi][P_BEST], &faults, &r, &fplans[mi][F_NON_ROBUST]);
+      for (int k = 0; k < F_N; k++)
+        if (fok[mi][k]) wf_train_sim_flows(&fs, &fplans[mi][k], &fpairs);
+    }
   }
+  cJSON *fsim = NULL;
+  if (o->simulate && fpairs.n) {
+    int rc;
+    if (!(fsim = in_child(simulate_faulty, &(fault_job){o, &fs, &fpairs, fplans, fok}, wname, &rc))) return NULL;
+  }
+  wf_die_flows_free(&fpairs);
   wf_die_engine *e = NULL;
   char xml[4096] = "";
   if (o->simulate && pairs.n) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(xml, sizeof xml, "%s/wafer-dse.%d.xml", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    platform_path(xml, sizeof xml);
     e = wf_die_engine_open(&s, &pairs, 1, xml);
     if (!e) return NULL;
   }
@@ -471,22 +578,39 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
       for (int l = 0; l < s.n * 4; l++) cut += faults.link_dead[l];
       cJSON_AddNumberToObject(f, "dead_dies", dead);
       cJSON_AddNumberToObject(f, "dead_links", cut / 2);
-      wf_train_search_opts r = WF_TRAIN_SEARCH_DEFAULT;
-      r.recompute = o->recompute, r.seed = o->seed, r.ga_steps = o->ga_steps, r.ga_elite = o->elite;
-      r.faults = &faults;
-      static wf_train_plan rob;
-      double tr = wf_train_search(&s, &w, &r, &rob) ? INFINITY : rob.iter_s;
-      wf_train_set_faults(NULL);
-      double tn = non_robust(&s, &w, &plans[mi][P_BEST], &faults, &r);
-      add_time(f, "robust", tr, w.model_flops);
-      add_time(f, "non_robust", tn, w.model_flops);
-      if (isfinite(tr) && isfinite(tn)) cJSON_AddNumberToObject(f, "gain", tn / tr);
-      cJSON_AddStringToObject(f, "iteration_source", "alpha-beta-1f1b");
+      /* SimGrid's times on the faulty wafer's platform, or alpha-beta's under --no-sim. */
+      cJSON *sim = fsim ? cJSON_GetObjectItem(fsim, o->models[mi]) : NULL;
+      static const char *const key[F_N] = {"robust", "non_robust"};
+      double t[F_N];
+      for (int k = 0; k < F_N; k++) {
+        double ab = fok[mi][k] ? fplans[mi][k].iter_s : INFINITY;
+        t[k] = sim && fok[mi][k] ? cJSON_GetArrayItem(sim, k)->valuedouble : ab;
+        cJSON *x = add_time(f, key[k], t[k], w.model_flops);
+        if (isfinite(ab)) cJSON_AddNumberToObject(x, "iteration_ab_s", ab);
+      }
+      if (isfinite(t[F_ROBUST]) && isfinite(t[F_NON_ROBUST])) cJSON_AddNumberToObject(f, "gain", t[F_NON_ROBUST] / t[F_ROBUST]);
+      cJSON_AddStringToObject(f, "iteration_source", sim ? "simgrid-1f1b" : "alpha-beta-1f1b");
     }
   }
   wf_die_engine_close(e);
   if (*xml) unlink(xml);
-  free(plans), free(ok), free(secs), free(gas);
+  cJSON_Delete(fsim);
+  free(plans), free(ok), free(secs), free(gas), free(fplans), free(fok);
+  return out;
+}
+
+typedef struct wafer_job {
+  const opts *o;
+  const wf_die_target *t;
+  const char *name;
+} wafer_job;
+
+static cJSON *explore_job(void *arg) {
+  const wafer_job *j = arg;
+  double gs = 0;
+  int gr = 0;
+  cJSON *out = explore_wafer(j->o, j->t, j->name, &gs, &gr);
+  if (out) cJSON_AddNumberToObject(out, "_search_host_s", gs);
   return out;
 }
 
@@ -566,53 +690,8 @@ int main(int argc, char **argv) {
   cJSON *per[MAX_LIST] = {0};
   for (int i = 0; i < o.nwafers; i++) {
     progress(i, o.nwafers, o.wafer_names[i]);
-    int fd[2];
-    if (pipe(fd)) {
-      wf_error_at("wafer-dse", "pipe: %s", strerror(errno));
-      return WF_EXIT_IO;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-      wf_error_at("wafer-dse", "fork: %s", strerror(errno));
-      return WF_EXIT_IO;
-    }
-    if (pid == 0) {
-      close(fd[0]);
-      double gs = 0;
-      int gr = 0;
-      cJSON *j = explore_wafer(&o, &targets[i], o.wafer_names[i], &gs, &gr);
-      if (!j) _exit(WF_EXIT_IO);
-      cJSON_AddNumberToObject(j, "_search_host_s", gs);
-      char *text = cJSON_PrintUnformatted(j);
-      if (!text) _exit(WF_EXIT_NOMEM); /* out of host memory in the search's child */
-      size_t len = strlen(text), off = 0;
-      while (off < len) {
-        ssize_t k = write(fd[1], text + off, len - off);
-        if (k <= 0) _exit(WF_EXIT_IO);
-        off += (size_t)k;
-      }
-      _exit(0);
-    }
-    close(fd[1]);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    for (ssize_t k; buf && (k = read(fd[0], buf + len, cap - len - 1)) > 0;) {
-      len += (size_t)k;
-      if (len + 1 == cap) buf = realloc(buf, cap *= 2);
-    }
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!buf || !WIFEXITED(status) || WEXITSTATUS(status)) {
-      wf_error_at(o.wafer_names[i], "exploring this wafer failed (exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-      free(buf);
-      return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : WF_EXIT_IO;
-    }
-    buf[len] = 0;
-    per[i] = cJSON_Parse(buf);
-    free(buf);
-    WF_ASSERT(per[i] != NULL);
+    per[i] = in_child(explore_job, &(wafer_job){&o, &targets[i], o.wafer_names[i]}, o.wafer_names[i], &rc);
+    if (!per[i]) return rc;
     cJSON *gs = cJSON_GetObjectItem(per[i], "_search_host_s");
     if (gs) ga_s += gs->valuedouble;
     for (int mi = 0; mi < o.nmodels; mi++) {
