@@ -1,5 +1,5 @@
-/* Importers of Trilu, TopK, ScatterElements and GatherElements (IR ops trilu, topk,
- * scatter_elements, gather_elements). */
+/* Importers of Trilu, TopK, ScatterElements, GatherElements (IR ops trilu, topk,
+ * scatter_elements, gather_elements) and OneHot (compares and wheres). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,4 +88,74 @@ int ox_imp_gather_elements(ox_nctx *n) {
   if (n->failed) return WF_EXIT_INPUT;
   ox_val *r = ox_emit1(n, WF_OP_GATHER_ELEMENTS, 2, ins, 1, &at, NULL);
   return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
+}
+
+/* Element i of the vector v, rank 0: a constant bit for bit (an i64 past 2^53 too) when v is
+ * one, else a gather. */
+static ox_val *element(ox_nctx *n, ox_val *v, int64_t i) {
+  if (!v->k) {
+    ox_val *ins[2] = {v, ox_scalar(n, WF_I64, (double)i)};
+    return ox_emit1(n, WF_OP_GATHER, 2, ins, 0, NULL, NULL);
+  }
+  wf_tensor *e = wf_tensor_new(v->k->dtype, 0, NULL);
+  size_t sz = wf_dtype_size(v->k->dtype);
+  memcpy(e->data, (const char *)v->k->data + (size_t)i * sz, sz);
+  return ox_const_new(n->cx, e);
+}
+
+/* OneHot(indices, depth, values) {axis}: the output has a new dim of `depth` at axis, holding
+ * values[1] where the index is the position j along it, or j - depth (a negative index counts
+ * from the end), and values[0] elsewhere (an index outside [-depth, depth) matches nothing).
+ * Emitted as the indices (as i64, the new dim of 1 inserted) compared with the constants
+ * 0..depth-1 and -depth..-1 laid along axis, and two wheres; depth is a constant. */
+int ox_imp_onehot(ox_nctx *n) {
+  ox_val *idx = ox_in(n, 0), *dep = ox_in(n, 1), *val = ox_in(n, 2);
+  if (!idx || !dep || !val) return WF_EXIT_INPUT;
+  if (!dep->k) return ox_unsupported(n, "depth must be a constant once shapes are known");
+  if (wf_tensor_numel(dep->k) != 1 || dep->k->dtype == WF_BOOL) {
+    ox_err(n, "depth must be one number, got %s", ox_shape_str(&dep->type));
+    return WF_EXIT_INPUT;
+  }
+  if (val->type.rank != 1 || val->type.dims[0] != 2) {
+    ox_err(n, "values must be [off_value, on_value], got %s", ox_shape_str(&val->type));
+    return WF_EXIT_INPUT;
+  }
+  if (idx->type.dtype == WF_BOOL) {
+    ox_err(n, "indices must be numbers, got bool");
+    return WF_EXIT_INPUT;
+  }
+  double dd = wf_tensor_get(dep->k, 0); /* a non-integer depth is cast to int64 (truncated) */
+  int r = idx->type.rank;
+  int64_t axis = ox_attr_int(n, "axis", -1);
+  if (n->failed) return WF_EXIT_INPUT;
+  if (!(dd >= 1 && dd <= (double)OX_HOST_BYTES_MAX)) {
+    ox_err(n, "depth must be at least 1 and at most %lld, got %g", (long long)OX_HOST_BYTES_MAX, dd);
+    return WF_EXIT_INPUT;
+  }
+  if (axis < -r - 1 || axis > r) {
+    ox_err(n, "axis %lld is outside [%d, %d] for indices of rank %d", (long long)axis, -r - 1, r, r);
+    return WF_EXIT_INPUT;
+  }
+  if (r + 1 > WF_MAX_RANK) return ox_unsupported(n, "the output's rank would be %d (the IR has at most %d)", r + 1, WF_MAX_RANK);
+  int64_t depth = (int64_t)dd, a = axis < 0 ? axis + r + 1 : axis, ud[WF_MAX_RANK], pd[WF_MAX_RANK];
+  if (ox_host_budget(n->cx, 2 * depth * (int64_t)sizeof(int64_t))) {
+    ox_err(n, "a depth of %lld is past what the importer makes on the host (" OX_HOST_BUDGET_TEXT " over the import)",
+           (long long)depth);
+    return WF_EXIT_INPUT;
+  }
+  for (int d = 0; d <= r; d++) {
+    ud[d] = d == a ? 1 : idx->type.dims[d < a ? d : d - 1];
+    pd[d] = d == a ? depth : 1;
+  }
+  ox_val *u = ox_reshape(n, ox_cast(n, idx, WF_I64), r + 1, ud);
+  wf_tensor *kp = wf_tensor_new(WF_I64, r + 1, pd), *kn = wf_tensor_new(WF_I64, r + 1, pd);
+  for (int64_t j = 0; j < depth; j++) ((int64_t *)kp->data)[j] = j, ((int64_t *)kn->data)[j] = j - depth;
+  ox_val *pos = ox_const_new(n->cx, kp), *neg = ox_const_new(n->cx, kn);
+  ox_val *off = element(n, val, 0), *on = element(n, val, 1);
+  if (!u || !off || !on) return WF_EXIT_INPUT;
+  ox_val *e1 = ox_emit1(n, WF_OP_EQUAL, 2, (ox_val *[]){u, pos}, 0, NULL, NULL);
+  ox_val *e2 = e1 ? ox_emit1(n, WF_OP_EQUAL, 2, (ox_val *[]){u, neg}, 0, NULL, NULL) : NULL;
+  ox_val *w2 = e2 ? ox_emit1(n, WF_OP_WHERE, 3, (ox_val *[]){e2, on, off}, 0, NULL, NULL) : NULL;
+  ox_val *w1 = w2 ? ox_emit1(n, WF_OP_WHERE, 3, (ox_val *[]){e1, on, w2}, 0, NULL, NULL) : NULL;
+  return w1 ? ox_set_out(n, 0, w1) : WF_EXIT_INPUT;
 }
