@@ -59,10 +59,6 @@ int wf_lower_gemm_matrix(wf_lower *L, const wf_op *op, wf_lowered_op *out, int p
  * phases are measured; nothing otherwise (gemm_phase.c). */
 enum { WF_GEMM_PHASE_ALIGN, WF_GEMM_PHASE_LOOP, WF_GEMM_PHASE_DRAIN };
 void wf_gemm_phase(wf_lower *L, int n);
-/* The rows' skew a GEMM's model starts from (the op before's rows' ends, when given) and gives
- * its own in (L->skew_out; row_skew.h). The lowering sets L->skew_out_ok from the model's
- * have_end. */
-wf_row_skew wf_lower_gemm_skew(const wf_lower *L);
 
 int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const wf_ring *ring,
                         wf_gemm_algo algo, int preskew);

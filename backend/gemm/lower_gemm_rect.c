@@ -661,7 +661,7 @@ int wf_lower_gemm_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, wf_gemm
   out->lowering = meshgemm ? "meshgemm-interleave-lcm" : "cannon-ring-lcm";
   /* the K re-cut is setup, the loop's (wf_gemm_phase); its transfers sync the rows, so a
    * re-cut GEMM starts them together */
-  wf_row_skew rs = wf_lower_gemm_skew(L);
+  wf_row_skew rs = wf_lower_row_skew(L);
   if (kcycles) rs.start = NULL;
   out->predicted = wf_gemm_shift_sched(L->t, meshgemm, W, H, m, ka, kb, n, preskew, 2, NULL, out->phase_predicted, &rs) +
                    kcycles;

@@ -133,7 +133,7 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
   if (N > 1 && nbuf == 1) /* the manifest names the schedule */
     out->lowering = algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave-1buf" : "cannon-ring-1buf";
-  wf_row_skew rs = wf_lower_gemm_skew(L);
+  wf_row_skew rs = wf_lower_row_skew(L);
   out->predicted = N == 1 ? wf_gemm_predict(L->t, algo, N, N, m, k, n)
                           : wf_gemm_shift_sched(L->t, algo == WF_GEMM_MESHGEMM, N, N, m, k, k, n, preskew, nbuf,
                                                 NULL, out->phase_predicted, &rs);

@@ -472,12 +472,12 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       copy2d(L, NULL, wf_arg_at(so, b * sb * cb + k * ds), wf_arg_at(acc, slot * sb * ds), sb, ds, cb, ds);
     }
   /* rows start when the op before left them (row_skew.h), and give their ends to the next */
-  wf_row_skew skew = {L->skew_in_ok ? L->skew_in : NULL, L->skew_out, 0};
+  wf_row_skew skew = wf_lower_row_skew(L);
   wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len,
                       gat ? ga.m : 0, gat ? ga.parts : 0, gat && L->w % ga.m != 0, rows == L->h ? &skew : NULL};
   out->predicted = wf_attention_predict(L->t, &sh);
   WF_ASSERT(out->predicted >= 0);
-  L->skew_out_ok = skew.have_end && L->skew_out;
+  L->skew_out_ok = skew.have_end;
   snprintf(out->text, sizeof out->text, "heads-%s%s%s-online", g > 1 ? "split" : "whole", gat ? "-kvgather" : "",
            split ? "-interleave-ring" : "");
   out->lowering = out->text;

@@ -3,6 +3,7 @@
 #ifndef WAFERC_BACKEND_LOWER_H
 #define WAFERC_BACKEND_LOWER_H
 
+#include "backend/resources/row_skew.h"
 #include "ir/pe/pe_program.h"
 #include "waferc/ir.h"
 #include "waferc/target.h"
@@ -123,6 +124,11 @@ typedef struct wf_lower {
   int64_t *skew_in, *skew_out;
   int skew_in_ok, skew_out_ok;
 } wf_lower;
+
+/* The rows' skew for the model of the op being lowered: it starts from the op before's rows'
+ * ends (when given) and gives its own in L->skew_out; the lowering then sets L->skew_out_ok
+ * from the model's have_end. */
+wf_row_skew wf_lower_row_skew(const wf_lower *L);
 
 /* Symbol text of a value, as the IR dumps print it (%name, %N or @global; L->names), so the
  * manifest, waferrun's summary and trace and the dumps say the same; shortened past 63 bytes. */

@@ -364,3 +364,8 @@ void wf_lower_close_tasks(wf_lower *L) {
       need = 1;
   if (need) wf_pe_class_add_task(c, "stream_done", WF_TASK_LOCAL, -1, 0, 0);
 }
+
+wf_row_skew wf_lower_row_skew(const wf_lower *L) {
+  wf_row_skew rs = {L->skew_in_ok ? L->skew_in : NULL, L->skew_out, 0};
+  return rs;
+}

@@ -147,7 +147,7 @@ int ox_imp_onehot(ox_nctx *n) {
     ud[d] = d == a ? 1 : idx->type.dims[d < a ? d : d - 1];
     pd[d] = d == a ? depth : 1;
   }
-  ox_val *u = ox_reshape(n, ox_cast(n, idx, WF_I64), r + 1, ud);
+  ox_val *i64 = ox_cast(n, idx, WF_I64), *u = i64 ? ox_reshape(n, i64, r + 1, ud) : NULL;
   wf_tensor *kp = wf_tensor_new(WF_I64, r + 1, pd), *kn = wf_tensor_new(WF_I64, r + 1, pd);
   for (int64_t j = 0; j < depth; j++) ((int64_t *)kp->data)[j] = j, ((int64_t *)kn->data)[j] = j - depth;
   ox_val *pos = ox_const_new(n->cx, kp), *neg = ox_const_new(n->cx, kn);
