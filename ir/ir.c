@@ -165,6 +165,21 @@ wf_func *wf_module_find_func(const wf_module *m, const char *name) {
   return NULL;
 }
 
+void wf_module_keep_func(wf_module *m, wf_func *f) {
+  int kept = 0;
+  for (int i = 0; i < m->n_funcs; i++) {
+    if (m->funcs[i] == f) {
+      kept = 1;
+      continue;
+    }
+    free(m->funcs[i]->values);
+    free(m->funcs[i]->global_values);
+  }
+  WF_ASSERT(kept);
+  m->funcs[0] = f;
+  m->n_funcs = 1;
+}
+
 static void attr_list_set(wf_module *m, wf_attr_list *l, wf_attr a) {
   (void)m;
   for (int i = 0; i < l->n; i++)

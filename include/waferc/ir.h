@@ -247,6 +247,9 @@ int wf_module_find_global(const wf_module *m, const char *name);
  * build at compile time. */
 int wf_module_add_data_global(wf_module *m, const char *base, wf_type type, const void *data);
 wf_func *wf_module_find_func(const wf_module *m, const char *name);
+/* Drops every function but f (a plan is compiled from one function; the passes that lay out
+ * or lower a function take the module's only one). */
+void wf_module_keep_func(wf_module *m, wf_func *f);
 /* Loads a FILE global's data (relative to base_dir); 0 on success, else reports an error and
  * returns WF_EXIT_IO when the file cannot be opened, nonzero otherwise. */
 int wf_global_load(wf_module *m, int global);

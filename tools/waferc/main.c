@@ -587,7 +587,14 @@ static wf_module *load_module(wf_cli *c, options *o, wf_pipeline *pipeline, int 
   } else {
     m = wf_cli_read_module(o->input, &rc); /* sets rc when it fails */
   }
-  if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : wf_pipeline_run(pipeline, m, &c->pm);
+  if (m) rc = wf_verify_module(m) != 0 ? WF_EXIT_INPUT : WF_EXIT_OK; /* (rc is set only when reading failed) */
+  int plan = !o->interpret && !(o->emit && strcmp(o->emit, "ir") == 0);
+  if (m && rc == WF_EXIT_OK && plan && o->func) { /* the plan's function alone goes down the pipeline */
+    wf_func *f = pick_func(m, o->func);
+    if (f) wf_module_keep_func(m, f);
+    else rc = WF_EXIT_USAGE;
+  }
+  if (m && rc == WF_EXIT_OK) rc = wf_pipeline_run(pipeline, m, &c->pm);
   *rcp = rc;
   return m;
 }
