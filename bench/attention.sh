@@ -38,8 +38,9 @@ PY
 }
 
 # The transposed chain is compiled without raise and head-layout: raise would make it the
-# attention op again (it raises [H, S, D] chains too), which head-layout packs only when q, k
-# and v are projections, and here they are the function's arguments.
+# attention op again (it raises [H, S, D] chains too), and head-layout, which packs it only when
+# q, k and v are projections (here they are the function's arguments), would write it back as
+# the same chain between reshapes to [1, H, S, D] (docs/attention.md).
 PLAIN="canonicalize,cse,dce,partition,lower-gemm,symbol-dce"
 run() { # NAME MESH: "cycles predicted lowering-of-the-biggest-op"
   local d=$tmp/$1 pipe=()

@@ -53,7 +53,7 @@ static const wf_pass_option hl_opts[] = {
      "gathered inside attention) or auto (the cost model's choice)"},
 };
 static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "gqa-shared",
-                                       "conv1d-folded", "gqa-gathered"};
+                                       "conv1d-folded", "gqa-gathered", "attention-unpacked"};
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
@@ -570,6 +570,91 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
   return ok;
 }
 
+/* An attention head-layout cannot pack, written back as the chain it computes, for partition and
+ * lower-gemm to compile as they compile any batched matmul (the heads stay an axis of the
+ * tensors, laid out as partition chooses; the key transpose moves data):
+ *   s = matmul(q, transpose(k)) * scale [+ causal] [+ mask];  y = matmul(softmax(s), v)
+ * The causal mask is a constant [S, T] (-1e30 where key j > i + T - S, bottom-right aligned).
+ * Only what the chain can say without repeating heads: every query head has its own kv head,
+ * f32, and an additive mask if any (why: the reason it cannot, for the error). */
+/* k^T without a transpose when k is one (raise writes k = transpose(k^T), reshaped to rank 4 from
+ * a rank-3 chain): the value k^T, or WF_NO_VALUE. */
+static int swaps_last_two(const hl *c, const wf_op *tr) {
+  const wf_attr *a = wf_op_attr(c->f, tr, "perm");
+  if (!a || a->kind != WF_ATTR_INTS || a->u.ints.n < 2) return 0;
+  int64_t n = a->u.ints.n;
+  const int64_t *perm = a->u.ints.v;
+  for (int64_t i = 0; i < n - 2; i++)
+    if (perm[i] != i) return 0;
+  return perm[n - 2] == n - 1 && perm[n - 1] == n - 2;
+}
+
+static wf_value untransposed(const hl *c, wf_value k) {
+  wf_op *rs = def(c, k, WF_OP_RESHAPE);
+  wf_op *tr = def(c, rs ? rs->operands[0] : k, WF_OP_TRANSPOSE);
+  if (!tr || !swaps_last_two(c, tr)) return WF_NO_VALUE;
+  const wf_type *src = wf_value_type(c->f, tr->operands[0]), *kt = wf_value_type(c->f, k);
+  /* a reshape only adds leading 1s here: the last two axes must be the same */
+  if (rs && (src->rank < 2 || src->dims[src->rank - 1] != kt->dims[2] || src->dims[src->rank - 2] != kt->dims[3]))
+    return WF_NO_VALUE;
+  return tr->operands[0];
+}
+
+static int expand_chain(hl *c, wf_op *att, const char **why) {
+  const wf_type *qt = wf_value_type(c->f, att->operands[0]), *kt = wf_value_type(c->f, att->operands[1]),
+                *vt = wf_value_type(c->f, att->operands[2]);
+  if (qt->rank != 4 || kt->rank != 4 || vt->rank != 4 || qt->dtype != WF_F32)
+    return *why = "it is not f32 over [B, H, S, D]", 0;
+  if (kt->dims[1] != qt->dims[1]) return *why = "its query heads share kv heads (the chain would repeat them)", 0;
+  if (att->n_operands > 3 && wf_value_type(c->f, att->operands[3])->dtype != WF_F32)
+    return *why = "its mask is not additive", 0;
+  int64_t b = qt->dims[0], h = qt->dims[1], s = qt->dims[2], t = kt->dims[2], d = qt->dims[3];
+  wf_loc loc = att->loc;
+  wf_value ops[2] = {att->operands[1]};
+  wf_type ktt = wf_type_make(WF_F32, 4, (int64_t[]){b, h, d, t});
+  wf_value ktr = untransposed(c, att->operands[1]);
+  if (ktr == WF_NO_VALUE) {
+    ktr = insert(c, att, WF_OP_TRANSPOSE, 1, ops, ktt, loc);
+    wf_op_set_ints(c->f, wf_value_get(c->f, ktr)->def, "perm", 4, (int64_t[]){0, 1, 3, 2});
+  } else if (wf_value_type(c->f, ktr)->rank != 4) {
+    ops[0] = ktr;
+    ktr = insert(c, att, WF_OP_RESHAPE, 1, ops, ktt, loc);
+  }
+  wf_type st = wf_type_make(WF_F32, 4, (int64_t[]){b, h, s, t});
+  ops[0] = att->operands[0], ops[1] = ktr;
+  wf_value sc = insert(c, att, WF_OP_MATMUL, 2, ops, st, loc);
+  const char *base = wf_str(c->m, wf_value_get(c->f, att->results[0])->name);
+  if (!*base) base = "attention";
+  double scale = wf_op_float(c->f, att, "scale", 1.0);
+  if (scale != 1.0) {
+    float k = (float)scale;
+    ops[0] = sc, ops[1] = wf_func_global_value(c->f, new_global(c, base, "scale", 1, (int64_t[]){1}, &k));
+    sc = insert(c, att, WF_OP_MUL, 2, ops, st, loc);
+  }
+  if (wf_op_int(c->f, att, "causal", 0)) {
+    float *m = malloc((size_t)(s * t) * sizeof *m);
+    WF_ASSERT(m);
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < t; j++) m[i * t + j] = j > i + t - s ? -1e30f : 0.0f;
+    ops[0] = sc, ops[1] = wf_func_global_value(c->f, new_global(c, base, "causal", 2, (int64_t[]){s, t}, m));
+    free(m);
+    sc = insert(c, att, WF_OP_ADD, 2, ops, st, loc);
+  }
+  if (att->n_operands > 3) {
+    ops[0] = sc, ops[1] = att->operands[3];
+    sc = insert(c, att, WF_OP_ADD, 2, ops, st, loc);
+  }
+  ops[0] = sc;
+  wf_value p = insert(c, att, WF_OP_SOFTMAX, 1, ops, st, loc);
+  wf_op_set_int(c->f, wf_value_get(c->f, p)->def, "axis", -1);
+  ops[0] = p, ops[1] = att->operands[2];
+  wf_value y = insert(c, att, WF_OP_MATMUL, 2, ops, *wf_value_type(c->f, att->results[0]), loc);
+  wf_value_replace_uses(c->f, att->results[0], y);
+  wf_value_get(c->f, y)->name = wf_value_get(c->f, att->results[0])->name; /* an output keeps its name */
+  wf_value_get(c->f, att->results[0])->name = 0;
+  return 1;
+}
+
 /* Hugging Face's Conv1D over [B, S, E] is exported as reshape -> gemm -> reshape back; as a
  * rank-3 matmul (+ bias) it keeps the activation layout {B, S_y, E_x} instead of flattening
  * B·S into the split rows, which no reshape of a partitioned value can do in place. */
@@ -632,8 +717,17 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
         changed = 1;
         continue;
       }
-      wf_error(op->loc, "head-layout: this attention's heads cannot be laid out on the mesh columns: %s "
-                        "(waferc --interpret runs it; docs/attention.md lists the chains it packs)", c.why);
+      const char *why_not = NULL;
+      if (expand_chain(&c, op, &why_not)) {
+        wf_warning(op->loc, "head-layout: this attention's heads cannot be laid out on the mesh columns: %s; "
+                            "it is compiled as its matmul/softmax chain instead, heads unpacked (docs/attention.md)", c.why);
+        wf_pass_stat_add(ctx, "attention-unpacked", 1);
+        changed = 1;
+        continue;
+      }
+      wf_error(op->loc, "head-layout: this attention's heads cannot be laid out on the mesh columns: %s, and "
+                        "it cannot be compiled as its chain: %s "
+                        "(waferc --interpret runs it; docs/attention.md lists the chains it packs)", c.why, why_not);
       bad++;
     }
     if (changed) wf_func_remove_dead_ops(c.f);
@@ -645,4 +739,4 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
 const wf_pass_info wf_pass_head_layout = {
     "head-layout",
     "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
-    hl_opts, 2, hl_stats, 6, run};
+    hl_opts, 2, hl_stats, 7, run};
