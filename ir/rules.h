@@ -120,8 +120,16 @@ int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64
 int wf_unary_allows_int(wf_opcode code);
 
 /* Whether `topk` is an MoE router: a scatter_elements or gather_elements of f reads its indices
- * (results[1]) as its own indices, the experts over the gate matrix's last axis
+ * (results[1]) as its own indices, or an equal compares them (through reshapes) with the
+ * expert numbers (a one-hot), the experts over the gate matrix's last axis
  * (passes/moe_routes.c, docs/moe-plans.md). */
 int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
+
+/* Whether v, an integer or bool tensor, may live on the mesh: the PEs hold integers and bools
+ * as f32 words, exact up to 2^24, so only values that stay so: a bool, a function argument
+ * (waferrun refuses larger values), a constant of such integers, an argmax's or topk's
+ * indices, and a where of such values, a cast from an integer or bool, or data movement
+ * (reshape, transpose, slice, split, concat) of them. Arithmetic on integers is not. */
+int wf_int_words_ok(const wf_module *m, const wf_func *f, wf_value v);
 
 #endif

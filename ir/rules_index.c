@@ -1,9 +1,11 @@
 /* Shape rules, operand checks and costs of the indexing-style data-movement ops the ONNX
  * frontend needs: expand (numpy broadcast to a declared shape), trilu (triangle mask),
  * topk (values + i64 indices), scatter_elements, gather_elements. */
+#include <math.h>
 #include <string.h>
 
 #include "ir/rules.h"
+#include "waferc/tensor.h"
 
 #define TS(t) wf_rule_type_str(f, (t))
 
@@ -184,9 +186,66 @@ int wf_rule_argmax(wf_func *f, const wf_op *op, wf_type *out) {
 /* one comparison per element */
 int64_t wf_cost_argmax(const wf_func *f, const wf_op *op) { return wf_type_numel(wf_rule_in(f, op, 0)); }
 
+/* v, or what v is a reshape (of a reshape...) of */
+static wf_value unreshaped(const wf_func *f, wf_value v) {
+  for (int i = 0; i < 8; i++) {
+    const wf_value_info *vi = &f->values[v];
+    if (vi->kind != WF_VAL_RESULT || !vi->def || vi->def->code != WF_OP_RESHAPE) break;
+    v = vi->def->operands[0];
+  }
+  return v;
+}
+
 int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk) {
   if (topk->code != WF_OP_TOPK || topk->n_results != 2) return 0;
-  wf_func_foreach_op(f, op) if ((op->code == WF_OP_SCATTER_ELEMENTS || op->code == WF_OP_GATHER_ELEMENTS) &&
-                                op->n_operands > 1 && op->operands[1] == topk->results[1]) return 1;
+  wf_func_foreach_op(f, op) {
+    if ((op->code == WF_OP_SCATTER_ELEMENTS || op->code == WF_OP_GATHER_ELEMENTS) && op->n_operands > 1 &&
+        op->operands[1] == topk->results[1])
+      return 1;
+    /* a one-hot of the indices: equal(reshape(indices) [.., k, 1], the expert numbers) */
+    if (op->code == WF_OP_EQUAL && (unreshaped(f, op->operands[0]) == topk->results[1] ||
+                                    unreshaped(f, op->operands[1]) == topk->results[1]))
+      return 1;
+  }
   return 0;
 }
+
+/* A constant whose every element is an integer held exactly. */
+static int exact_constant(const wf_module *m, const wf_value_info *vi) {
+  wf_tensor *t = vi->index >= 0 ? wf_global_tensor((wf_module *)m, vi->index) : NULL;
+  if (!t) return 0;
+  int ok = 1;
+  for (int64_t i = 0, n = wf_tensor_numel(t); ok && i < n; i++) ok = fabs(wf_tensor_get(t, i)) <= (1 << 24);
+  wf_tensor_free(t);
+  return ok;
+}
+
+static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
+  const wf_value_info *vi = &f->values[v];
+  if (depth > 64) return 0;
+  wf_dtype dt = wf_value_type(f, v)->dtype;
+  if (dt == WF_BOOL) return 1;
+  if (dt != WF_I64 && dt != WF_I32) return 0; /* (a float constant's data is never read here) */
+  if (vi->kind == WF_VAL_ARG) return 1; /* the host converts it and refuses |x| > 2^24 (runtime/sim_io.c) */
+  if (vi->kind == WF_VAL_GLOBAL) return exact_constant(m, vi);
+  if (vi->kind != WF_VAL_RESULT || !vi->def) return 0;
+  const wf_op *d = vi->def;
+  switch (d->code) {
+    case WF_OP_ARGMAX: return 1;                  /* below its axis' length */
+    case WF_OP_TOPK: return d->results[1] == v;   /* the indices */
+    case WF_OP_WHERE: return int_ok(m, f, d->operands[1], depth + 1) && int_ok(m, f, d->operands[2], depth + 1);
+    case WF_OP_CAST: {                            /* from f32 it would truncate: not lowered */
+      wf_dtype from = wf_value_type(f, d->operands[0])->dtype;
+      return from != WF_F32 && int_ok(m, f, d->operands[0], depth + 1);
+    }
+    case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: /* words moved as they are */
+      return int_ok(m, f, d->operands[0], depth + 1);
+    case WF_OP_CONCAT:
+      for (int i = 0; i < d->n_operands; i++)
+        if (!int_ok(m, f, d->operands[i], depth + 1)) return 0;
+      return 1;
+    default: return 0; /* arithmetic could leave the exact range */
+  }
+}
+
+int wf_int_words_ok(const wf_module *m, const wf_func *f, wf_value v) { return int_ok(m, f, v, 0); }

@@ -2,7 +2,8 @@
  * report how many tokens went to each expert (docs/moe-plans.md, "Tokens per expert").
  *
  * A router is a `topk` whose indices (its second result) a `scatter_elements` or
- * `gather_elements` reads as its indices: the k experts each token goes to, over the last
+ * `gather_elements` reads as its indices, or a one-hot compares (`equal` of the indices
+ * reshaped, ir/rules.h): the k experts each token goes to, over the last
  * axis of the gate matrix ([.., N]: N experts). Those indices are appended to the return, in
  * program order and named moe_route_<i>, unless the function already returns them. The plan's
  * emitter lists them in the manifest's `moe` (backend/plan/manifest.c), and waferrun counts

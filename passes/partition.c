@@ -18,16 +18,18 @@
  * the mesh side does not divide is padded (blocks of ceil(D/p), partition_pad.c checks no
  * padding leaks into results); scalar constants and arguments become [1] tensors
  * (widen_scalar_args), and so do scalars computed inside the graph (widen_computed_scalars:
- * a reduction over every axis keeps its dims). Integer tensors are rejected except at the
- * two places that hold indices (integer_ok): the token ids of a gather, a function argument
- * laid out like the gather's rows ({B, L_y}, held by every PE of a row), and the i64 result
- * of an argmax (and topk's i64 indices, laid out by the rule like its values: lower_topk.c);
+ * a reduction over every axis keeps its dims). Integer and bool tensors are f32 words on the
+ * PEs, allowed where they stay exact (wf_int_words_ok, ir/rules.h); they take the rule's
+ * layout, but the token ids of a gather, a function argument laid out like the gather's rows
+ * ({B, L_y}, held by every PE of a row; gather_ids). An argmax's i64 result and topk's i64
+ * indices are laid out by the rule like its values (lower_topk.c);
  * its table, a constant [V, E], is held as {V, E_x} (E split like the
  * activations, every row of PEs holds all V rows), or {V_y, E_x} when it is tied to an LM head
  * or too large for that, with the ids then whole on every PE (partition_table.c). */
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/rules.h"
 #include "passes/decompose.h"
 #include "passes/partition.h"
 #include "passes/partition_decode.h"
@@ -63,9 +65,9 @@ int wf_pass_mesh(wf_pass_ctx *ctx, const char *pass, int *w, int *h) {
 /* The layout for a type under the rule above, or an error at loc. int_ok: an integer
  * tensor is allowed here (integer_ok). */
 static int layout_for_dt(pctx *c, wf_type *t, wf_loc loc, const char *what, int int_ok) {
-  if (t->dtype != WF_F32 && !(int_ok && (t->dtype == WF_I64 || t->dtype == WF_I32))) {
-    wf_error(loc, "partition: %s has dtype %s; only f32 tensors are supported", what,
-             wf_dtype_name(t->dtype));
+  if (t->dtype != WF_F32 && !(int_ok && (t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL))) {
+    wf_error(loc, "partition: %s has dtype %s; the mesh holds f32, and integers and bools only where they "
+                  "stay exact f32 words (ir/rules.h, wf_int_words_ok)", what, wf_dtype_name(t->dtype));
     return -1;
   }
   if (t->rank < 1) {
@@ -91,18 +93,11 @@ static int layout_for_dt(pctx *c, wf_type *t, wf_loc loc, const char *what, int 
   return 0;
 }
 
-static int layout_for(pctx *c, wf_type *t, wf_loc loc, const char *what) {
-  return layout_for_dt(c, t, loc, what, 0);
-}
-
-/* Integer values the backend lowers (backend/ops/lower_index.c): an argmax's result, and a
- * function argument used only as the indices of gathers (the token ids), whose PEs hold
- * them as f32 row numbers (the host converts them when it loads the plan's inputs). */
-static int integer_ok(const wf_func *f, wf_value v) {
+/* A function argument used only as the indices of gathers (the token ids): laid out like the
+ * gathers' rows (ids_layout), its PEs hold them as f32 row numbers (the host converts them
+ * when it loads the plan's inputs). */
+static int gather_ids(const wf_func *f, wf_value v) {
   const wf_value_info *vi = &f->values[v];
-  if (vi->kind == WF_VAL_RESULT) {
-    return vi->def && (vi->def->code == WF_OP_ARGMAX || (vi->def->code == WF_OP_TOPK && vi->def->results[1] == v));
-  }
   if (vi->kind != WF_VAL_ARG) return 0;
   int uses = 0;
   wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
@@ -295,6 +290,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_GEMM: /* wf_decompose_gemm turns it into the ops below */
     case WF_OP_MATMUL: case WF_OP_DIST_GEMM: case WF_OP_DIST_GEMM_T: case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_DIV:
     case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG: case WF_OP_EXP: case WF_OP_LOG:
+    case WF_OP_EQUAL: case WF_OP_LESS: case WF_OP_WHERE: case WF_OP_NOT: case WF_OP_CAST: /* as f32 words */
     case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
     case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
     case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:
@@ -404,8 +400,8 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   for (int i = 0; i < f->n_args; i++) {
     snprintf(what, sizeof what, "argument %%%s", wf_str(m, wf_value_get(f, f->args[i])->name));
     wf_type *at = wf_value_type(f, f->args[i]);
-    int ids = at->dtype != WF_F32 && integer_ok(f, f->args[i]);
-    if (layout_for_dt(&c, at, f->loc, what, ids)) return WF_EXIT_UNSUPPORTED;
+    int ids = at->dtype != WF_F32 && gather_ids(f, f->args[i]);
+    if (layout_for_dt(&c, at, f->loc, what, wf_int_words_ok(m, f, f->args[i]))) return WF_EXIT_UNSUPPORTED;
     if (ids) ids_layout(m, at, wf_partition_ids_whole(m, f, f->args[i], c.w, c.h, sram));
     n++;
   }
@@ -416,9 +412,9 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       if (vi->kind != WF_VAL_GLOBAL) continue;
       /* The constant itself carries the layout, so it survives a dump and re-parse. */
       wf_global *g = &m->globals[vi->index];
-      /* A scalar constant (ONNX's epsilon, a scale) becomes a one-element [1] tensor: it
-       * broadcasts as the scalar did, and every PE holds it. */
-      if (g->type.rank == 0 && g->type.dtype == WF_F32) {
+      /* A scalar constant (ONNX's epsilon, a scale, a one-hot's on / off value) becomes a
+       * one-element [1] tensor: it broadcasts as the scalar did, and every PE holds it. */
+      if (g->type.rank == 0) {
         g->type.rank = 1;
         g->type.dims[0] = 1;
       }
@@ -428,7 +424,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
       }
       snprintf(what, sizeof what, "constant @%s", wf_str(m, g->name));
       if (g->type.layout.rank == 0) {
-        if (layout_for(&c, &g->type, g->loc, what)) return WF_EXIT_UNSUPPORTED;
+        if (layout_for_dt(&c, &g->type, g->loc, what, wf_int_words_ok(m, f, op->operands[i]))) return WF_EXIT_UNSUPPORTED;
         if (op->code == WF_OP_GATHER && i == 0 && !wf_partition_table_rows_split(m, f, vi->index, c.w, c.h, sram))
           g->type.layout.dims[0].split = WF_AXIS_NONE;
         n++;
@@ -438,7 +434,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     }
     for (int i = 0; i < op->n_results; i++) {
       snprintf(what, sizeof what, "result of '%s'", wf_opinfos[op->code].name);
-      if (layout_for_dt(&c, wf_value_type(f, op->results[i]), op->loc, what, integer_ok(f, op->results[i])))
+      if (layout_for_dt(&c, wf_value_type(f, op->results[i]), op->loc, what, wf_int_words_ok(m, f, op->results[i])))
         return WF_EXIT_UNSUPPORTED;
       if (op->code == WF_OP_REDUCE_SUM || op->code == WF_OP_REDUCE_MEAN || op->code == WF_OP_REDUCE_MAX ||
           op->code == WF_OP_ARGMAX)
@@ -453,7 +449,7 @@ laid:;
   const wf_op *ret = wf_func_return(f);
   for (int i = 0; i < f->n_results; i++) {
     snprintf(what, sizeof what, "result %d of @%s", i, wf_str(m, f->name));
-    int ints = ret && i < ret->n_operands && integer_ok(f, ret->operands[i]);
+    int ints = ret && i < ret->n_operands && wf_int_words_ok(m, f, ret->operands[i]);
     if (layout_for_dt(&c, &f->result_types[i], f->loc, what, ints)) return WF_EXIT_UNSUPPORTED;
     /* A returned value's layout is the function's (a reduction may have kept a split). */
     if (ret && i < ret->n_operands)

@@ -244,11 +244,11 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
   if (bad) return -1;
   const cJSON *lay = cJSON_GetObjectItemCaseSensitive(o, "layout"); /* optional, for messages */
   if (cJSON_IsString(lay)) snprintf(t->layout, sizeof t->layout, "%s", lay->valuestring);
-  /* Integers (a gather's ids, an argmax's index) are f32 words on the PEs; the host converts
-   * them at the interface, so only inputs and outputs may be i64 or i32. */
+  /* Integers (a gather's ids, an argmax's index) and bools are f32 words on the PEs; the host
+   * converts them at the interface, so only inputs and outputs may be i64, i32 or bool. */
   if (wf_dtype_parse(dtype, &t->dtype) ||
-      (t->dtype != WF_F32 && (is_weight || (t->dtype != WF_I64 && t->dtype != WF_I32)))) {
-    lerr(c, "%s.dtype: '%s' is not supported by this runtime (f32; i64 and i32 for inputs and "
+      (t->dtype != WF_F32 && (is_weight || (t->dtype != WF_I64 && t->dtype != WF_I32 && t->dtype != WF_BOOL)))) {
+    lerr(c, "%s.dtype: '%s' is not supported by this runtime (f32; i64, i32 and bool for inputs and "
             "outputs)", where, dtype);
     return -1;
   }

@@ -64,6 +64,9 @@ static float binary(wf_peop op, float a, float b) {
     case WF_PEOP_DIV: return a / b;
     case WF_PEOP_MAX: return a > b ? a : b;
     case WF_PEOP_MIN: return a < b ? a : b;
+    case WF_PEOP_EQ: return a == b ? 1.0f : 0.0f;
+    case WF_PEOP_LT: return a < b ? 1.0f : 0.0f;
+    case WF_PEOP_SEL: return a != 0.0f ? b : 0.0f;
     default: WF_UNREACHABLE("not a binary PE op");
   }
 }

@@ -133,13 +133,22 @@ int wf_sim_set_input(wf_sim *s, const char *name, const wf_tensor *x) {
       wf_sim_scatter(s, t, (const float *)x->data);
       return 0;
     }
-    /* Integers (ids) travel as f32 words: exact below 2^24, and larger ones stay out of any
-     * table's range (V <= 2^24), so a gather still reports them. */
+    /* Integers and bools travel as f32 words, exact below 2^24. A gather's ids (index_bound
+     * set) may be larger: they stay out of any table's range (V <= 2^24), so the gather still
+     * reports them; any other integer input must be exact. */
     int64_t n = wf_tensor_numel(x);
     float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
     WF_ASSERT(f);
-    for (int64_t k = 0; k < n; k++)
-      f[k] = x->dtype == WF_I64 ? (float)((const int64_t *)x->data)[k] : (float)((const int32_t *)x->data)[k];
+    for (int64_t k = 0; k < n; k++) {
+      double v = wf_tensor_get(x, k);
+      if (!t->index_bound && fabs(v) > (double)(1 << 24)) {
+        wf_error_at(name, "element %lld is %.0f: integers are f32 words on the PEs, exact only up to 2^24 "
+                          "in magnitude", (long long)k, v);
+        free(f);
+        return -1;
+      }
+      f[k] = (float)v;
+    }
     wf_sim_scatter(s, t, f);
     free(f);
     return 0;
@@ -160,7 +169,7 @@ wf_tensor *wf_sim_output(wf_sim *s, int i) {
     for_each_block(s, t, (float *)out->data, 0);
     return out;
   }
-  /* An integer result (an argmax's index) is an f32 word on the PEs. */
+  /* An integer result (an argmax's index) or a bool is an f32 word on the PEs. */
   int64_t n = wf_tensor_numel(out);
   float *f = calloc((size_t)(n ? n : 1), sizeof *f);
   WF_ASSERT(f);
@@ -168,6 +177,7 @@ wf_tensor *wf_sim_output(wf_sim *s, int i) {
   for (int64_t k = 0; k < n; k++) {
     double v = isfinite(f[k]) ? (double)f[k] : -1; /* no index found (a row of NaN): -1 */
     if (t->dtype == WF_I64) ((int64_t *)out->data)[k] = (int64_t)v;
+    else if (t->dtype == WF_BOOL) ((uint8_t *)out->data)[k] = f[k] != 0.0f;
     else ((int32_t *)out->data)[k] = (int32_t)v;
   }
   free(f);

@@ -2,7 +2,10 @@
  * that needs them (the partition replicates size-1 dims): a bias [N] {N_x} against
  * [M, N] {M_y, N_x} is one row of the PE's columns, a statistic [M, 1] one column of its
  * rows, a scale [1] one value, a statistic [1, M, N] or [B, 1, N] of a reduction over
- * another axis one slab per leading index — so broadcasting costs no communication. */
+ * another axis one slab per leading index — so broadcasting costs no communication. When
+ * both operands of a binary op broadcast, the first is written out in the result first.
+ * Bools and integers are f32 words (0 / 1; exact below 2^24): equal and less write 1 or 0
+ * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests. */
 #include <string.h>
 
 #include "backend/resources/lower.h"
@@ -38,6 +41,8 @@ static int binary_peop(wf_opcode code, wf_peop *out, int *commutes) {
     case WF_OP_MINIMUM: *out = WF_PEOP_MIN; return 0;
     case WF_OP_SUB: *out = WF_PEOP_SUB; *commutes = 0; return 0;
     case WF_OP_DIV: *out = WF_PEOP_DIV; *commutes = 0; return 0;
+    case WF_OP_EQUAL: *out = WF_PEOP_EQ; return 0;
+    case WF_OP_LESS: *out = WF_PEOP_LT; *commutes = 0; return 0;
     default: return -1;
   }
 }
@@ -130,6 +135,63 @@ static void emit_fit(wf_lower *L, wf_peop pop, int d, int a, int b, int how, int
                         wf_arg_int(mode)});
 }
 
+/* d = a[fit] over r's block, for an operand that broadcasts: d = 0, then d = d + a[fit]. */
+static void materialize(wf_lower *L, int d, int a, int how, int64_t m, int64_t n, wf_value av, wf_value r) {
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_int(m * n)});
+  emit_fit(L, WF_PEOP_ADD, d, d, a, how, m, n, av, r);
+}
+
+/* d = (a == 0) over n words (1 where a is 0). */
+static void is_zero(wf_lower *L, int d, int a, int64_t n) {
+  wf_emit(L, NULL, WF_PEOP_EQ, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(wf_lower_scalar(L, 0.0f)),
+                                             wf_arg_int(1), wf_arg_int(n), wf_arg_int(WF_BMODE_I)});
+}
+
+static int is_int(wf_dtype t) { return t == WF_I64 || t == WF_I32 || t == WF_BOOL; }
+
+/* cast: integers and bools are f32 words on the PEs (exact below 2^24), so a cast between them
+ * or to f32 copies; to bool it is (x != 0), i.e. (x == 0) == 0. From f32 to an integer type it
+ * truncates, which no PE instruction does. Returns the predicted cycles, or -1. */
+static int64_t lower_cast(wf_lower *L, const wf_op *op, int d, int a, int64_t mn) {
+  wf_dtype from = wf_value_type(L->f, op->operands[0])->dtype, to = wf_value_type(L->f, op->results[0])->dtype;
+  if (to == WF_BOOL && (from == WF_F32 || is_int(from))) {
+    is_zero(L, d, a, mn);
+    is_zero(L, d, d, mn);
+    return 2 * mn;
+  }
+  if ((to == WF_F32 && (from == WF_F32 || is_int(from))) || (is_int(to) && is_int(from))) {
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_int(mn)});
+    return mn;
+  }
+  wf_error(op->loc, "'cast' from %s to %s has no mesh lowering (the PEs hold integers as f32 words; a cast "
+                    "from f32 to an integer truncates, which no PE instruction does)",
+           wf_dtype_name(from), wf_dtype_name(to));
+  return -1;
+}
+
+/* where(c, x, y) with c 0 or 1: d = sel(c, x) + sel(c == 0, y), sel(c, v) = c != 0 ? v : 0, so
+ * an infinite or NaN value on the side not taken never reaches the result. A broadcast c is
+ * first written out in d. Returns the predicted cycles, or -1 when a layout does not line up. */
+static int64_t lower_where(wf_lower *L, const wf_op *op, int d, int64_t m, int64_t n) {
+  wf_value r = op->results[0], c = op->operands[0], x = op->operands[1], y = op->operands[2];
+  int fc = fit(L, c, r), fx = fit(L, x, r), fy = fit(L, y, r);
+  if (fc == FIT_NONE || fx == FIT_NONE || fy == FIT_NONE) return -1;
+  int64_t mn = m * n, cycles = 4 * mn;
+  int sc = wf_lower_sym(L, c), sx = wf_lower_sym(L, x), sy = wf_lower_sym(L, y);
+  if (fc != FIT_SAME) {
+    materialize(L, d, sc, fc, m, n, c, r);
+    sc = d;
+    cycles += 2 * mn;
+  }
+  int t = wf_lower_temp(L, "$where_other", mn * 4);
+  is_zero(L, t, sc, mn);
+  emit_fit(L, WF_PEOP_SEL, t, t, sy, fy, m, n, y, r);
+  emit_fit(L, WF_PEOP_SEL, d, sc, sx, fx, m, n, x, r);
+  wf_emit(L, NULL, WF_PEOP_ADD, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(d), wf_arg_sym(t), wf_arg_int(m), wf_arg_int(n),
+                                              wf_arg_int(WF_BMODE_IJ)});
+  return cycles;
+}
+
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value r = op->results[0];
   int64_t m, n;
@@ -137,6 +199,25 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sr = wf_lower_sym(L, r);
   wf_peop pop;
   out->lowering = "local";
+  if (op->code == WF_OP_WHERE) {
+    int64_t cyc = lower_where(L, op, sr, m, n);
+    if (cyc < 0) goto layouts;
+    out->predicted = cyc;
+    return 0;
+  }
+  if (op->n_operands == 1 && (op->code == WF_OP_NOT || op->code == WF_OP_CAST)) {
+    if (fit(L, op->operands[0], r) != FIT_SAME) goto layouts;
+    int sa = wf_lower_sym(L, op->operands[0]);
+    if (op->code == WF_OP_NOT) { /* bools are 0 or 1 */
+      is_zero(L, sr, sa, m * n);
+      out->predicted = m * n;
+      return 0;
+    }
+    int64_t cyc = lower_cast(L, op, sr, sa, m * n);
+    if (cyc < 0) return WF_EXIT_UNSUPPORTED;
+    out->predicted = cyc;
+    return 0;
+  }
   if (op->n_operands == 1) {
     if (unary_peop(L, op, &pop)) goto unsupported;
     if (fit(L, op->operands[0], r) != FIT_SAME) goto layouts;
@@ -149,10 +230,15 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (op->n_operands != 2 || binary_peop(op->code, &pop, &commutes)) goto unsupported;
   wf_value a = op->operands[0], b = op->operands[1];
   int fa = fit(L, a, r), fb = fit(L, b, r);
-  if (fa == FIT_NONE || fb == FIT_NONE || (fa != FIT_SAME && fb != FIT_SAME)) goto layouts;
+  if (fa == FIT_NONE || fb == FIT_NONE) goto layouts;
   int sa = wf_lower_sym(L, a), sb = wf_lower_sym(L, b);
   out->predicted = m * n * wf_lower_elem_cost(L->t, pop);
-  if (fa == FIT_SAME) {
+  if ((fa != FIT_SAME && fb != FIT_SAME) || (fa != FIT_SAME && pop == WF_PEOP_LT)) {
+    /* both operands broadcast (or a < b with a broadcast): a written out first */
+    materialize(L, sr, sa, fa, m, n, a, r);
+    emit_fit(L, pop, sr, sr, sb, fb, m, n, b, r);
+    out->predicted += 2 * m * n;
+  } else if (fa == FIT_SAME) {
     emit_fit(L, pop, sr, sa, sb, fb, m, n, b, r);
   } else if (commutes) {
     emit_fit(L, pop, sr, sb, sa, fa, m, n, a, r);

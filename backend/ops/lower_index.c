@@ -29,26 +29,14 @@
 #include <stdio.h>
 
 #include "backend/resources/lower.h"
+#include "ir/rules.h"
 #include "waferc/diag.h"
 
 #define MAX_EXACT_INT (1 << 24) /* f32 holds every integer up to here */
 
 static int is_int(wf_dtype d) { return d == WF_I64 || d == WF_I32; }
 
-int wf_lower_int_ok(const wf_lower *L, wf_value v) {
-  const wf_func *f = L->f;
-  const wf_value_info *vi = &f->values[v];
-  if (vi->kind == WF_VAL_RESULT) /* an argmax's index, topk's indices (lower_topk.c) */
-    return vi->def && (vi->def->code == WF_OP_ARGMAX || (vi->def->code == WF_OP_TOPK && vi->def->results[1] == v));
-  if (vi->kind != WF_VAL_ARG) return 0;
-  int uses = 0;
-  wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) {
-    if (op->operands[i] != v || op->code == WF_OP_RETURN) continue;
-    if (op->code != WF_OP_GATHER || i != 1) return 0;
-    uses++;
-  }
-  return uses > 0;
-}
+int wf_lower_int_ok(const wf_lower *L, wf_value v) { return wf_int_words_ok(L->m, L->f, v); }
 
 int64_t wf_lower_index_bound(const wf_lower *L, wf_value v) {
   int64_t bound = 0;

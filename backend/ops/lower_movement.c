@@ -6,7 +6,9 @@
  * local block transpose when neither dim is split (a 1x1 mesh, or dims the partition left
  * whole); a transpose of a split matrix is a relayout over the fabric (lower_transpose.c);
  * a vector (one dim longer than 1) whose split moves to another axis is gathered and
- * sliced (vector_resplit); other permutations and any other reshape are rejected by name. */
+ * sliced (vector_resplit); a reshape that regroups rows is lower_reshape_rows.c's, any other
+ * of a small tensor is gathered whole and cut (lower_reshape_whole.c); other permutations
+ * and larger reshapes are rejected by name. */
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
@@ -149,7 +151,11 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   }
   int rows = wf_lower_reshape_rows(L, op, out); /* rows regrouped, the last dim kept */
   if (rows >= 0) return rows;
+  int whole = wf_lower_reshape_whole(L, op, out); /* small: gathered whole, cut again */
+  if (whole >= 0) return whole;
   wf_error(op->loc, "'reshape' that changes how the partitioned dims are blocked is not "
-                    "supported: only reshapes that add or drop dims of size 1 are lowered");
+                    "supported for a tensor this large: only reshapes that add or drop dims of size 1, "
+                    "regroup rows keeping the last dim, or move at most 4096 words (gathered whole) "
+                    "are lowered");
   return WF_EXIT_UNSUPPORTED;
 }

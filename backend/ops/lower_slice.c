@@ -262,12 +262,16 @@ static wf_axis_view view(const wf_lower *L, const wf_type *t, int axis) {
 
 /* Operand and result must agree off the axis (same dims, same splits), as partition makes
  * them; anything else is a layout this lowering does not know. */
-static int same_off_axis(const wf_lower *L, const wf_op *op, const wf_type *a, const wf_type *b, int axis) {
+static int off_axis_ok(const wf_type *a, const wf_type *b, int axis) {
   int ok = a->rank == b->rank && a->layout.rank == a->rank && b->layout.rank == b->rank;
   for (int d = 0; ok && d < a->rank; d++)
     ok = d == axis || (a->dims[d] == b->dims[d] && a->layout.dims[d].split == b->layout.dims[d].split);
-  int axis_ok = ok && (a->layout.dims[axis].split == b->layout.dims[axis].split ||
-                       a->layout.dims[axis].split == WF_AXIS_NONE || b->layout.dims[axis].split == WF_AXIS_NONE);
+  return ok && (a->layout.dims[axis].split == b->layout.dims[axis].split ||
+                a->layout.dims[axis].split == WF_AXIS_NONE || b->layout.dims[axis].split == WF_AXIS_NONE);
+}
+
+static int same_off_axis(const wf_lower *L, const wf_op *op, const wf_type *a, const wf_type *b, int axis) {
+  int axis_ok = off_axis_ok(a, b, axis);
   if (!axis_ok)
     wf_error(op->loc, "'%s' on the %dx%d mesh: operand and result are laid out differently off axis %d "
                       "(lowered for the layouts the partition pass gives)",
@@ -365,6 +369,40 @@ static int lower_slice1(wf_lower *L, const wf_op *op, wf_lowered_op *out, unsign
     wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_sym(sx), wf_arg_int(words)});
     out->predicted = words;
     return 0;
+  }
+  /* Operand and result laid out differently off the cut axes (a reduction's result that kept its
+   * operand's splits, read by a slice laid out by the rule): a small tensor is made whole on
+   * every PE, sliced there and cut to the result's blocks (lower_reshape_whole.c). */
+  int lines_up = 1, steps1 = 1;
+  wf_type c0 = *xt;
+  for (int k = 0; k < nc; k++) {
+    wf_type nx = c0;
+    nx.dims[cut_axis[k]] = count[k];
+    if (count[k] == 1) nx.layout.dims[cut_axis[k]].split = WF_AXIS_NONE;
+    if (k == nc - 1) nx = *rt;
+    lines_up &= off_axis_ok(&c0, &nx, cut_axis[k]);
+    steps1 &= step[k] == 1;
+    c0 = nx;
+  }
+  if (!lines_up && steps1) {
+    wf_whole w;
+    int64_t cyc = 0;
+    int wrc = wf_lower_whole_gather(L, op, op->operands[0], 0, &w, &cyc);
+    if (wrc > 0) return wrc;
+    if (wrc == 0) {
+      wf_type whole = *xt;
+      for (int k = 0; k < nc; k++) {
+        wf_lower_whole_slice(L, &w, &whole, cut_axis[k], first[k], count[k], &cyc);
+        whole.dims[cut_axis[k]] = count[k];
+      }
+      wrc = wf_lower_whole_cut(L, &w, op->results[0], &cyc);
+      if (wrc > 0) return wrc;
+      if (wrc == 0) {
+        out->predicted = cyc;
+        *fabric = 1u << WF_AXIS_X | 1u << WF_AXIS_Y;
+        return 0;
+      }
+    }
   }
   wf_type cur = *xt;
   int src = sx, rc = 0;

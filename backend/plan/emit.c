@@ -59,9 +59,11 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
-  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32) && wf_lower_int_ok(L, v))) {
-    wf_error(loc, "%s has dtype %s: the mesh computes in f32 only, but for a gather's ids and an "
-                  "argmax's or topk's indices (the reference interpreter, waferc --interpret, runs other dtypes)",
+  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL) && wf_lower_int_ok(L, v))) {
+    wf_error(loc, "%s has dtype %s: the mesh computes in f32; integers and bools are held as f32 words, "
+                  "exact below 2^24, only where they stay so (inputs, constants, indices, compares, where, "
+                  "casts and data movement; docs/ops.md) (the reference interpreter, waferc --interpret, "
+                  "runs other dtypes)",
              name, wf_dtype_name(t->dtype));
     return -2;
   }
@@ -273,7 +275,17 @@ static int write_weights(wf_lower *L, const char *dir, wf_manifest_weights *w) {
     if (pad) fwrite(zeros, 1, (size_t)pad, out);
     off += pad;
     size_t bytes = wf_tensor_bytes(t);
-    if (fwrite(t->data, 1, bytes, out) != bytes) rc = WF_EXIT_IO;
+    if (t->dtype != WF_F32) { /* integers and bools are f32 words on the PEs (check_layout: exact) */
+      int64_t n = wf_tensor_numel(t);
+      float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+      WF_ASSERT(f);
+      for (int64_t k = 0; k < n; k++) f[k] = (float)wf_tensor_get(t, k);
+      bytes = (size_t)n * sizeof *f;
+      if (fwrite(f, 1, bytes, out) != bytes) rc = WF_EXIT_IO;
+      free(f);
+    } else if (fwrite(t->data, 1, bytes, out) != bytes) {
+      rc = WF_EXIT_IO;
+    }
     w->values[w->n] = v;
     w->offset[w->n] = off;
     w->bytes[w->n] = (int64_t)bytes;

@@ -303,6 +303,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   for (int i = 0; i < w->n; i++) {
     const wf_value_info *vi = &L->f->values[w->values[i]];
     cJSON *o = tensor_json(L, w->values[i], wf_str(L->m, L->m->globals[vi->index].name), 0);
+    /* an integer or bool constant is written as f32 words (emit.c) */
+    cJSON_ReplaceItemInObjectCaseSensitive(o, "dtype", cJSON_CreateString("f32"));
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
     /* a MeshGEMM / Cannon operand the host writes already aligned (gemm_preskew.c) */

@@ -259,6 +259,21 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out); /* resh
 /* lower_reshape_rows.c: a reshape that regroups the rows ([B, T, E] <-> [B*T, E]) and keeps the
  * last dim, by an allgather of the rows along y; -1 (nothing emitted) when it is not one. */
 int wf_lower_reshape_rows(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_reshape_whole.c: a small tensor (at most 4096 words, padded) made whole on every PE
+ * (allreduces along x and y, padding dropped: row-major in w->src), changed there, and cut to
+ * a result's blocks (padding zero). wf_lower_reshape_whole: any reshape so; -1 when the
+ * operand is too large (or, for each, laid out with two dims on one mesh axis). cap: the
+ * words the buffers must hold beyond the operand's (0: none). */
+typedef struct wf_whole {
+  int buf[2]; /* scratch $rw_a, $rw_b */
+  int src;    /* where the data is now: the operand's block, or one of buf */
+} wf_whole;
+int wf_lower_whole_gather(wf_lower *L, const wf_op *op, wf_value v, int64_t cap, wf_whole *w, int64_t *cycles);
+/* the whole tensor of dims t->dims sliced along axis to [first, first + count) (step 1) */
+void wf_lower_whole_slice(wf_lower *L, wf_whole *w, const wf_type *t, int axis, int64_t first, int64_t count,
+                          int64_t *cycles);
+int wf_lower_whole_cut(wf_lower *L, wf_whole *w, wf_value r, int64_t *cycles);
+int wf_lower_reshape_whole(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_attention.c: packed attention (head-layout) and rotate_pairs, both on {B, S_y, E_x}. */
 int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_rotate_pairs(wf_lower *L, const wf_op *op, wf_lowered_op *out);
@@ -286,8 +301,10 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
  * over the last axis. Integers live on the PEs as f32 (exact below 2^24). */
 int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
-/* 1 when v may be an integer tensor on the mesh: an argmax's result, or a function argument
- * used only as the ids of gathers. */
+/* 1 when v may be an integer or bool tensor on the mesh (f32 words, exact below 2^24): a bool,
+ * a function argument (waferrun refuses larger values), a constant of exact integers, an
+ * argmax's or topk's indices, and a where, cast from an integer or bool, or data movement of
+ * such values. */
 int wf_lower_int_ok(const wf_lower *L, wf_value v);
 /* The rows of the smallest table the gathers index with v (the ids' valid range is [0, it)),
  * or 0 when no gather reads v. */

@@ -147,6 +147,12 @@ static LLVMValueRef binary_elem(kgen *g, wf_peop op, LLVMValueRef a, LLVMValueRe
     case WF_PEOP_DIV: return LLVMBuildFDiv(g->b, a, v, "r");
     case WF_PEOP_MAX: return select_cmp(g, LLVMRealOGT, a, v, "r");
     case WF_PEOP_MIN: return select_cmp(g, LLVMRealOLT, a, v, "r");
+    case WF_PEOP_EQ: /* C's == and < are ordered (false on NaN), != unordered (true on NaN) */
+      return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOEQ, a, v, ""), fconst(g, 1.0f), fconst(g, 0.0f), "r");
+    case WF_PEOP_LT:
+      return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealOLT, a, v, ""), fconst(g, 1.0f), fconst(g, 0.0f), "r");
+    case WF_PEOP_SEL:
+      return LLVMBuildSelect(g->b, LLVMBuildFCmp(g->b, LLVMRealUNE, a, fconst(g, 0.0f), ""), v, fconst(g, 0.0f), "r");
     default: WF_UNREACHABLE("not a binary PE op");
   }
 }

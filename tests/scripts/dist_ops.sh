@@ -36,11 +36,13 @@ PY
   done
 done
 
-# A reshape that re-blocks a split dim moves data between PEs: rejected by name, located.
+# A reshape that re-blocks a split dim moves data between PEs: a small tensor is gathered whole
+# (lower_reshape_whole.c; tests/lit/partition/reshape_whole.wir), a larger one (8192 words here)
+# rejected by name, located.
 cat > "$TMP/bad.wir" <<'EOF2'
 module @bad {
-  func @main(%x: f32[8, 16]) -> f32[16, 8] {
-    %y = reshape(%x) : f32[16, 8]
+  func @main(%x: f32[64, 128]) -> f32[128, 64] {
+    %y = reshape(%x) : f32[128, 64]
     return %y
   }
 }

@@ -4,7 +4,8 @@
  *   --input x=x.npy         the file's data (shape and dtype must match the plan's)
  *   --input x=random:SEED   uniform in [-1, 1), deterministic in SEED (below); an integer
  *                           input (token ids) uniform over [0, index_bound), the rows of
- *                           the table it indexes (the manifest's index_bound)
+ *                           the table it indexes (the manifest's index_bound), else
+ *                           [0, 2^24); a bool input 0 or 1 with equal odds
  *   --input x=splat:V       every element V (an integer for an integer input)
  */
 #include <errno.h>
@@ -162,6 +163,10 @@ wf_tensor *wf_run_make_input(const wf_plan_tensor *t, const char *spec, int *rc)
       if (t->dtype == WF_I64) ((int64_t *)x->data)[i] = id;
       else ((int32_t *)x->data)[i] = (int32_t)id;
     }
+    return x;
+  }
+  if (t->dtype == WF_BOOL) { /* random: one bit each; splat: V != 0 */
+    for (int64_t i = 0; i < n; i++) ((uint8_t *)x->data)[i] = is_random ? (uint8_t)(splitmix64(&state) >> 63) : v != 0.0;
     return x;
   }
   for (int64_t i = 0; i < n; i++) {
