@@ -8,6 +8,7 @@ summed. Each block is
     w, idx = topk(probs, K, -1)            # TopK
     w      = w / w.sum(-1, keepdim=True)   # renormalised (top-2); top-1 gives 1.0
     gates  = zeros_like(probs).scatter(-1, idx, w)   # ScatterElements -> [T, N]
+             (or one_hot(idx, N) * w[..., None] summed over k: OneHot)
     y      = sum_e gates[:, e:e+1] * expert_e(x)      # or a stacked [T, N, E] combine
 
 with SwiGLU (w2(silu(w1 x) * w3 x)) or GELU (fc2(gelu(fc1 x))) experts. Files per block M:
@@ -74,6 +75,9 @@ class DenseMoE(nn.Module):
             w, idx = torch.topk(probs, self.k, dim=-1)
         if self.renorm:
             w = w / w.sum(dim=-1, keepdim=True)
+        if self.weights == "onehot":  # one_hot(idx) [T, K, N] weighted by w, summed over K (OneHot)
+            hot = F.one_hot(idx, probs.shape[-1]).to(w.dtype)
+            return self.combine_experts(x, (hot * w.unsqueeze(-1)).sum(dim=-2))
         return self.combine_experts(x, torch.zeros_like(probs).scatter(-1, idx, w))
 
     def combine_experts(self, x, gates):
@@ -103,6 +107,7 @@ BLOCKS = {
     "moe_b2_e8_k2_flat": dict(seed=109, t=(2, 6), e=16, f=16, n=8, k=2, expert="swiglu", combine="stack", flat=True),
     "moe_e5_k2_einsum": dict(seed=110, t=8, e=16, f=16, n=5, k=2, expert="swiglu", combine="einsum"),
     "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
+    "moe_e4_k2_onehot": dict(seed=111, t=8, e=16, f=24, n=4, k=2, expert="swiglu", combine="slice", weights="onehot"),
 }
 
 

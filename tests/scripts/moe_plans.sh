@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Dense Mixture-of-Experts blocks exported by torch (examples/models/export_moe.py: gate Linear,
 # softmax, TopK, renormalised gate weights scattered by ScatterElements into a [T, N] matrix,
-# or read by GatherElements, or a softmax of the top-k logits scattered with reduction add;
+# or read by GatherElements, or a softmax of the top-k logits scattered with reduction add,
+# or a OneHot of the indices weighted and summed over k (compares, wheres, a cast and the
+# indices' reshape gathered whole on the mesh);
 # SwiGLU or GELU experts, the weighted sum), 4 to 16 experts, top-1 and top-2:
 #  - the reference interpreter reproduces torch's output (max abs error 1e-4, rtol 0);
 #  - topk and scatter_elements alone (backend/ops/lower_topk.c) as plans against the
@@ -22,8 +24,8 @@ set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
-BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
