@@ -199,6 +199,11 @@ double wf_train_1f1b(int pp, int n, const double *f, const double *b, const doub
 double wf_train_eq1(double alpha, double bw, int tp, double bytes);
 /* The die a stage's rank r sits on, and every die of the plan (for the SimGrid platform). */
 int wf_train_stage_die(const wf_die_system *s, const wf_train_plan *p, int stage, int r);
+/* A stage's dies in its TP ring's order (a cycle round the shape when it has one, 2 x k, else
+ * a line); returns how many. */
+int wf_train_ring_of(const wf_die_system *s, const wf_train_plan *p, int stage, int *ring);
+/* Hops of the route a -> b round the search's dead links (wf_train_set_faults), -1 when none. */
+int wf_train_route_hops(const wf_die_system *s, int a, int b);
 /* The plan's 1F1B on SimGrid: TP rings and offload flows with contention, compute and DRAM per
  * die. Needs the engine open with wf_train_sim_flows' pairs. Returns seconds. */
 double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_train_work *w, wf_train_plan *p,

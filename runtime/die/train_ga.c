@@ -64,14 +64,14 @@ static void op4(const wf_die_system *s, wf_train_plan *p, unsigned *st) {
   wf_train_alloc *A = &p->alloc[a];
   double in[WF_MAX_STAGES] = {0};
   for (int i = 0; i < p->nalloc; i++) in[p->alloc[i].helper] += p->alloc[i].bytes;
-  /* the cheapest Helper (fewest hops from the Sender) with room */
+  /* the cheapest Helper (fewest hops from the Sender, round dead links) with room */
   int best = -1, bh = 1 << 30;
   for (int h = 0; h < p->pp; h++) {
     if (h == A->sender) continue;
     double room = p->st[h].cap - p->st[h].mem - in[h];
     if (room <= 0) continue;
-    int d = wf_die_hops(s, wf_train_stage_die(s, p, A->sender, 0), wf_train_stage_die(s, p, h, 0));
-    if (d < bh) bh = d, best = h;
+    int d = wf_train_route_hops(s, wf_train_stage_die(s, p, A->sender, 0), wf_train_stage_die(s, p, h, 0));
+    if (d >= 0 && d < bh) bh = d, best = h;
   }
   if (best < 0 || best == A->helper) return;
   double room = p->st[best].cap - p->st[best].mem - in[best];

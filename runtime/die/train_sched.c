@@ -300,6 +300,24 @@ int wf_train_stage_die(const wf_die_system *s, const wf_train_plan *p, int stage
   return wf_die_id(s, p->slot_x[sl] + r % p->shape_w, p->slot_y[sl] + r / p->shape_w);
 }
 
+/* The dies of a stage in ring order: a cycle round the shape when it has one (2 x k). */
+int wf_train_ring_of(const wf_die_system *s, const wf_train_plan *p, int stage, int *ring) {
+  int sw = p->shape_w, sh = p->shape_h, n = 0, sl = p->slot[stage];
+  int x0 = p->slot_x[sl], y0 = p->slot_y[sl];
+  if (sw >= 2 && sh >= 2 && sh % 2 == 0) {
+    for (int y = 0; y < sh; y++) ring[n++] = wf_die_id(s, x0, y0 + y);
+    for (int y = sh - 1; y >= 0; y--)
+      for (int i = 1; i < sw; i++) ring[n++] = wf_die_id(s, x0 + (y % 2 == (sh - 1) % 2 ? i : sw - i), y0 + y);
+  } else if (sw >= 2 && sh >= 2) {
+    for (int x = 0; x < sw; x++) ring[n++] = wf_die_id(s, x0 + x, y0);
+    for (int x = sw - 1; x >= 0; x--)
+      for (int j = 1; j < sh; j++) ring[n++] = wf_die_id(s, x0 + x, y0 + (x % 2 == (sw - 1) % 2 ? j : sh - j));
+  } else {
+    for (int k = 0; k < sw * sh; k++) ring[n++] = wf_die_id(s, x0 + k % sw, y0 + k / sw);
+  }
+  return n;
+}
+
 static int center(const wf_die_system *s, const wf_train_plan *p, int stage) {
   int sl = p->slot[stage];
   return wf_die_id(s, p->slot_x[sl] + (p->shape_w - 1) / 2, p->slot_y[sl] + (p->shape_h - 1) / 2);
@@ -340,6 +358,40 @@ static int route(const wf_die_system *s, int a, int b, const int **links) {
   }
   *links = rc_pool + rc_at[k];
   return rc_len[k];
+}
+
+int wf_train_route_hops(const wf_die_system *s, int a, int b) {
+  const int *rl;
+  return route(s, a, b, &rl);
+}
+
+/* Eq. 1 for stage st's TP ring as its steps' routes run (dead = the links they avoid, or NULL):
+ * each step waits for the longest route between ring neighbours, and a link that k steps'
+ * routes cross gives each of them 1/k of its bandwidth. */
+static double ring_eq1(const wf_die_system *s, const wf_train_plan *p, int st, const unsigned char *dead) {
+  int ring[64], n = wf_train_ring_of(s, p, st, ring), links[WF_MAX_DIES];
+  static unsigned char cnt[WF_MAX_DIES * 4];
+  memset(cnt, 0, (size_t)s->n * 4);
+  wf_die_system f = *s;
+  f.link_dead = dead;
+  int hmax = 1, lmax = 1;
+  for (int i = 0; n > 1 && i < n; i++) {
+    int h = wf_die_route(&f, ring[i], ring[(i + 1) % n], links, WF_MAX_DIES);
+    if (h < 0) return INFINITY;
+    if (h > hmax) hmax = h;
+    for (int k = 0; k < h; k++)
+      if (++cnt[links[k]] > lmax) lmax = cnt[links[k]];
+  }
+  double alpha = 2.0 * (p->tp - 1) * s->t.link_latency * hmax;
+  return wf_train_eq1(alpha, ring_bw(&s->t, p->shape_w, p->shape_h) / lmax, p->tp, p->act_bytes);
+}
+
+/* What dead links add to one of stage st's TP allreduces (0 without faults): its ring with the
+ * detours against the same ring on healthy links. SimGrid's evaluation sees the detours by
+ * itself (train_sim.c). */
+static double ring_detour_s(const wf_die_system *s, const wf_train_plan *p, int st) {
+  if (p->tp < 2 || p->strategy == WF_TP_B || !g_faults || !g_faults->any) return 0;
+  return fmax(0, ring_eq1(s, p, st, g_faults->link_dead) - ring_eq1(s, p, st, NULL));
 }
 
 /* The links of the pipeline's routes (between consecutive stage centres). */
@@ -560,8 +612,10 @@ int wf_train_evaluate(const wf_die_system *s, const wf_train_work *w, wf_train_p
         lat = fmax(lat, h * t->link_latency);
       }
     S->xfer = i + 1 < pp ? lat + worst / t->link_bw : 0;
-    f[i] = fmax(S->F, S->off_s) + S->help_s / 2;
-    b[i] = fmax(S->B, S->off_s) + S->help_s / 2 + S->recomp_s;
+    /* two TP allreduces per layer forward, two backward (Megatron's f and g) */
+    double detour = 2 * (S->kind_layers[0] + S->kind_layers[1]) * ring_detour_s(s, p, i);
+    f[i] = fmax(S->F + detour, S->off_s) + S->help_s / 2;
+    b[i] = fmax(S->B + detour, S->off_s) + S->help_s / 2 + S->recomp_s;
     x[i] = S->xfer;
     if (f[i] + b[i] > p->t_max) p->t_max = f[i] + b[i];
   }

@@ -135,28 +135,10 @@ static void stage_rank(int argc, char **argv) {
   free(q.v), free(fin), free(bin);
 }
 
-/* The dies of a stage in ring order: a cycle round the shape when it has one (2 x k). */
-static int ring_of(const wf_die_system *s, const wf_train_plan *p, int stage, int *ring) {
-  int sw = p->shape_w, sh = p->shape_h, n = 0, sl = p->slot[stage];
-  int x0 = p->slot_x[sl], y0 = p->slot_y[sl];
-  if (sw >= 2 && sh >= 2 && sh % 2 == 0) {
-    for (int y = 0; y < sh; y++) ring[n++] = wf_die_id(s, x0, y0 + y);
-    for (int y = sh - 1; y >= 0; y--)
-      for (int i = 1; i < sw; i++) ring[n++] = wf_die_id(s, x0 + (y % 2 == (sh - 1) % 2 ? i : sw - i), y0 + y);
-  } else if (sw >= 2 && sh >= 2) {
-    for (int x = 0; x < sw; x++) ring[n++] = wf_die_id(s, x0 + x, y0);
-    for (int x = sw - 1; x >= 0; x--)
-      for (int j = 1; j < sh; j++) ring[n++] = wf_die_id(s, x0 + x, y0 + (x % 2 == (sw - 1) % 2 ? j : sh - j));
-  } else {
-    for (int k = 0; k < sw * sh; k++) ring[n++] = wf_die_id(s, x0 + k % sw, y0 + k / sw);
-  }
-  return n;
-}
-
 void wf_train_sim_flows(const wf_die_system *s, const wf_train_plan *p, wf_die_flows *f) {
   int ring[64];
   for (int st = 0; st < p->pp; st++) {
-    int n = ring_of(s, p, st, ring);
+    int n = wf_train_ring_of(s, p, st, ring);
     for (int i = 0; n > 1 && i < n; i++) {
       wf_die_flows_add(f, ring[i], ring[(i + 1) % n], 1, 0);
       wf_die_flows_add(f, ring[(i + 1) % n], ring[i], 1, 0);
@@ -184,7 +166,7 @@ double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_trai
   if (p->tp > 1 && p->strategy != WF_TP_B) {
     int ring[64];
     for (int st = 0; st < p->pp; st++) {
-      int n = ring_of(s, p, st, ring);
+      int n = wf_train_ring_of(s, p, st, ring);
       wf_die_ring_allreduce(&tpf, ring, n, p->act_bytes, 1, 1, 0);
     }
     t_ar = wf_die_engine_run(e, &tpf);
@@ -236,7 +218,7 @@ double wf_train_simulate(wf_die_engine *e, const wf_die_system *s, const wf_trai
     int ring[64];
     /* The TP collectives of an iteration: four per layer and micro-batch (Megatron's f and g). */
     for (int st = 0; p->tp > 1 && p->strategy != WF_TP_B && st < p->pp; st++) {
-      int n = ring_of(s, p, st, ring), layers = p->st[st].kind_layers[0] + p->st[st].kind_layers[1];
+      int n = wf_train_ring_of(s, p, st, ring), layers = p->st[st].kind_layers[0] + p->st[st].kind_layers[1];
       wf_die_ring_allreduce(&all, ring, n, p->act_bytes * 4.0 * layers * p->micro_batches, 1, 1, 0);
     }
     for (int st = 0; st < p->pp; st++)

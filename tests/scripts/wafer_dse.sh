@@ -7,7 +7,8 @@
 #     ablation never falls; --heatmap writes compute, DRAM and D2D maps (PNG + CSV);
 #  2. faults: the robust scheduler is no slower than the non-robust one (alpha-beta); with
 #     SimGrid the fault results come from SimGrid (the platform's routes go round dead links),
-#     alongside alpha-beta's, and the same seed gives the same results;
+#     alongside alpha-beta's, which charges the TP rings' detours round dead links too, and
+#     the same seed gives the same results;
 #  3. the same seed gives the same answer; --enumerate lists candidates under the area, and a
 #     candidate's name is a wafer;
 #  4. bad command lines exit 2 naming the problem, a target without a core array exits 1.
@@ -66,6 +67,10 @@ for k in ("robust", "non_robust"):
     t, ab = fs[k]["iteration_s"], fs[k]["iteration_ab_s"]
     assert t > 0 and t != ab and abs(t - ab) / ab < 0.2, (k, fs)
 assert fs == json.load(open(d + "/fs2.json"))["faults"][m]["config3"], "same seed, same fault results"
+# the non-robust plan is the healthy wafer's (no die is dead here) on links some of which are
+# dead inside its TP rings: alpha-beta charges the rings' detours (train_sched.c, ring_eq1)
+healthy_ab = json.load(open(d + "/fs.json"))["best"][m]["config3"]["iteration_ab_s"]
+assert fs["non_robust"]["iteration_ab_s"] > healthy_ab * 1.001, (healthy_ab, fs)
 e = json.load(open(d + "/e.json"))["candidates"]
 assert len(e) >= 8 and all(c["dram_gb_per_die"] > 0 for c in e)
 en = json.load(open(d + "/en.json"))
