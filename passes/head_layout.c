@@ -574,9 +574,10 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
  * lower-gemm to compile as they compile any batched matmul (the heads stay an axis of the
  * tensors, laid out as partition chooses; the key transpose moves data):
  *   s = matmul(q, transpose(k)) * scale [+ causal] [+ mask];  y = matmul(softmax(s), v)
- * The causal mask is a constant [S, T] (-1e30 where key j > i + T - S, bottom-right aligned).
- * Only what the chain can say without repeating heads: every query head has its own kv head,
- * f32, and an additive mask if any (why: the reason it cannot, for the error). */
+ * The causal mask is a constant [S, T] (-1e30 where key j > i + T - S, bottom-right aligned); a
+ * bool mask operand is where(mask, s, -inf), an f32 one added. Only what the chain can say
+ * without repeating heads: every query head has its own kv head, f32 (why: the reason it
+ * cannot, for the error). */
 /* k^T without a transpose when k is one (raise writes k = transpose(k^T), reshaped to rank 4 from
  * a rank-3 chain): the value k^T, or WF_NO_VALUE. */
 static int swaps_last_two(const hl *c, const wf_op *tr) {
@@ -606,8 +607,8 @@ static int expand_chain(hl *c, wf_op *att, const char **why) {
   if (qt->rank != 4 || kt->rank != 4 || vt->rank != 4 || qt->dtype != WF_F32)
     return *why = "it is not f32 over [B, H, S, D]", 0;
   if (kt->dims[1] != qt->dims[1]) return *why = "its query heads share kv heads (the chain would repeat them)", 0;
-  if (att->n_operands > 3 && wf_value_type(c->f, att->operands[3])->dtype != WF_F32)
-    return *why = "its mask is not additive", 0;
+  wf_dtype mdt = att->n_operands > 3 ? wf_value_type(c->f, att->operands[3])->dtype : WF_F32;
+  if (mdt != WF_F32 && mdt != WF_BOOL) return *why = "its mask is neither additive (f32) nor bool", 0;
   int64_t b = qt->dims[0], h = qt->dims[1], s = qt->dims[2], t = kt->dims[2], d = qt->dims[3];
   wf_loc loc = att->loc;
   wf_value ops[2] = {att->operands[1]};
@@ -640,9 +641,15 @@ static int expand_chain(hl *c, wf_op *att, const char **why) {
     free(m);
     sc = insert(c, att, WF_OP_ADD, 2, ops, st, loc);
   }
-  if (att->n_operands > 3) {
+  if (att->n_operands > 3 && mdt == WF_F32) {
     ops[0] = sc, ops[1] = att->operands[3];
     sc = insert(c, att, WF_OP_ADD, 2, ops, st, loc);
+  } else if (att->n_operands > 3) { /* bool: keep where true, -inf elsewhere */
+    float ninf = -INFINITY;
+    wf_value w3[3] = {att->operands[3], sc, wf_func_global_value(c->f, new_global(c, base, "masked", 1, (int64_t[]){1}, &ninf))};
+    wf_op *wh = wf_op_new(c->f, WF_OP_WHERE, 3, w3, 1, &st, loc);
+    wf_op_insert_before(c->f, att, wh);
+    sc = wh->results[0];
   }
   ops[0] = sc;
   wf_value p = insert(c, att, WF_OP_SOFTMAX, 1, ops, st, loc);
