@@ -5,11 +5,14 @@
  * another axis one slab per leading index — so broadcasting costs no communication. When
  * both operands of a binary op broadcast, the first is written out in the result first.
  * Bools and integers are f32 words (0 / 1; exact below 2^24): equal and less write 1 or 0
- * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests. */
+ * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests.
+ * pow takes a constant exponent (lower_pow). */
+#include <math.h>
 #include <string.h>
 
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
+#include "waferc/tensor.h"
 
 static int unary_peop(const wf_lower *L, const wf_op *op, wf_peop *out) {
   switch (op->code) {
@@ -192,6 +195,63 @@ static int64_t lower_where(wf_lower *L, const wf_op *op, int d, int64_t m, int64
   return cycles;
 }
 
+/* d = a op b elementwise over n words (b: the same n, or a one-word scalar with mode i). */
+static int64_t elem2(wf_lower *L, wf_peop pop, int d, int a, int b, int64_t n, int scalar) {
+  wf_emit(L, NULL, pop, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(1), wf_arg_int(n),
+                                      wf_arg_int(scalar ? WF_BMODE_I : WF_BMODE_IJ)});
+  return n * wf_lower_elem_cost(L->t, pop);
+}
+
+static int64_t elem1(wf_lower *L, wf_peop pop, int d, int a, int64_t n) {
+  wf_emit(L, NULL, pop, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_int(n)});
+  return n * wf_lower_elem_cost(L->t, pop);
+}
+
+/* The value of a one-element constant, or 0 when v is none. */
+static int const_scalar(const wf_lower *L, wf_value v, double *c) {
+  const wf_value_info *vi = &L->f->values[v];
+  if (vi->kind != WF_VAL_GLOBAL || vi->index < 0 || wf_type_numel(&vi->type) != 1) return 0;
+  wf_tensor *t = wf_global_tensor(L->m, vi->index);
+  if (!t) return 0;
+  *c = wf_tensor_get(t, 0);
+  wf_tensor_free(t);
+  return 1;
+}
+
+/* pow(a, c) for a constant c over n words: 1 for c = 0 (as C's pow, NaN and 0 included),
+ * sqrt / rsqrt for +-1/2, an integer c by repeated squaring (exact in sign for a negative
+ * base; 1/x^|c| for c < 0), any other c as exp(c log a) (NaN for a < 0, as pow gives). */
+static int64_t lower_pow(wf_lower *L, int d, int a, int64_t n, double c) {
+  if (c == 0) {
+    int64_t cyc = n;
+    wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_int(n)});
+    return cyc + elem2(L, WF_PEOP_ADD, d, d, wf_lower_scalar(L, 1.0f), n, 1);
+  }
+  if (c == 0.5) return elem1(L, WF_PEOP_SQRT, d, a, n);
+  if (c == -0.5) return elem1(L, WF_PEOP_RSQRT, d, a, n);
+  if (c != floor(c) || fabs(c) > (double)(1 << 24)) {
+    int64_t cyc = elem1(L, WF_PEOP_LOG, d, a, n);
+    cyc += elem2(L, WF_PEOP_MUL, d, d, wf_lower_scalar(L, (float)c), n, 1);
+    return cyc + elem1(L, WF_PEOP_EXP, d, d, n);
+  }
+  int64_t e = (int64_t)fabs(c), cyc = 0;
+  int base = a, first = 1, t = -1;
+  while (e) {
+    if (e & 1) {
+      cyc += first ? elem1(L, WF_PEOP_COPY, d, base, n) : elem2(L, WF_PEOP_MUL, d, d, base, n, 0);
+      first = 0;
+    }
+    e >>= 1;
+    if (e) {
+      if (t < 0) t = wf_lower_temp(L, "$pow_base", n * 4);
+      cyc += elem2(L, WF_PEOP_MUL, t, base, base, n, 0);
+      base = t;
+    }
+  }
+  if (c < 0) cyc += elem1(L, WF_PEOP_RECIP, d, d, n);
+  return cyc;
+}
+
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value r = op->results[0];
   int64_t m, n;
@@ -199,6 +259,17 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sr = wf_lower_sym(L, r);
   wf_peop pop;
   out->lowering = "local";
+  if (op->code == WF_OP_POW) {
+    double c;
+    if (!const_scalar(L, op->operands[1], &c) || fit(L, op->operands[0], r) != FIT_SAME) {
+      wf_error(op->loc, "'pow' on the mesh takes a constant one-element exponent (x^2, x^0.5, x^-1, ...); a "
+                        "tensor exponent has no mesh lowering (waferc --interpret runs it)");
+      return WF_EXIT_UNSUPPORTED;
+    }
+    wf_lower_sym(L, op->operands[1]); /* the exponent is a weight of the plan: held, not read */
+    out->predicted = lower_pow(L, sr, wf_lower_sym(L, op->operands[0]), m * n, c);
+    return 0;
+  }
   if (op->code == WF_OP_WHERE) {
     int64_t cyc = lower_where(L, op, sr, m, n);
     if (cyc < 0) goto layouts;
