@@ -6,7 +6,7 @@
  * both operands of a binary op broadcast, the first is written out in the result first.
  * Bools and integers are f32 words (0 / 1; exact below 2^24): equal and less write 1 or 0
  * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests.
- * pow takes a constant exponent (lower_pow). */
+ * pow takes a constant exponent (lower_pow); expand is the broadcast written out. */
 #include <math.h>
 #include <string.h>
 
@@ -268,6 +268,13 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     }
     wf_lower_sym(L, op->operands[1]); /* the exponent is a weight of the plan: held, not read */
     out->predicted = lower_pow(L, sr, wf_lower_sym(L, op->operands[0]), m * n, c);
+    return 0;
+  }
+  if (op->code == WF_OP_EXPAND) { /* 0 + x broadcast: its size-1 dims held by every PE that needs them */
+    int how = fit(L, op->operands[0], r);
+    if (how == FIT_NONE) goto layouts;
+    materialize(L, sr, wf_lower_sym(L, op->operands[0]), how, m, n, op->operands[0], r);
+    out->predicted = 2 * m * n;
     return 0;
   }
   if (op->code == WF_OP_WHERE) {
