@@ -19,16 +19,22 @@
  * Both run after head-layout, on the packed [B, S, E''] form, so the decode step's k/v columns
  * are the prefill's: the cache a prefill leaves on a PE is the cache the decode step reads
  * there (the same mesh: same columns per PE). */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "waferc/diag.h"
 #include "waferc/pass.h"
+#include "waferc/tensor.h"
 
 static const wf_pass_option ds_opts[] = {
     {"capacity", WF_OPT_INT, "0", "cache slots C of each decode_attention (required, > 0)"},
+    {"rope", WF_OPT_STRING, "held",
+     "RoPE's rows at the position: gathered from the tables the step holds (held) or computed by cos and "
+     "sin of position x angle (computed: no table grows with the sequence; the tables must be such)"},
 };
-static const char *const ds_stats[] = {"attention-decoded", "position-gathers"};
+static const char *const ds_stats[] = {"attention-decoded", "position-gathers", "rope-computed"};
 
 static wf_func *main_func(wf_module *m) {
   wf_func *f = wf_module_find_func(m, "main");
@@ -171,12 +177,115 @@ static wf_value gather_row(wf_module *m, wf_func *f, wf_op *op, wf_value c, wf_v
   return ga->results[0];
 }
 
+/* RoPE's packed tables at the token's position, computed instead of read (so a step holds no
+ * table that grows with the sequence): c[p, j] = m_j cos(p t_j), s[p, j] = g_j sin(p t_j), with
+ * m_j in {0, 1} (0: a padding column) and g_j in {-1, 0, 1} (head-layout's signs). t_j is the f32
+ * angle that reproduces both tables best, from atan2 of row 1 and its neighbours 4 ulps either
+ * way (an exporter's f32 inverse frequency, found back); the tables must then hold, in every
+ * row, what cosf / sinf of the f32 product p t_j give, within 1e-5, else the gather stays.
+ * Writes [1, X] constants t, m, g and returns 1 when they fit. */
+static int rope_angles(wf_module *m, int cg, int sg, float *t, float *mk, float *sg_out) {
+  wf_tensor *C = wf_global_tensor(m, cg), *S = wf_global_tensor(m, sg);
+  int ok = C && S && C->rank == 2 && S->rank == 2 && C->dims[0] == S->dims[0] && C->dims[1] == S->dims[1] &&
+           C->dims[0] >= 2;
+  int64_t T = ok ? C->dims[0] : 0, X = ok ? C->dims[1] : 0;
+  for (int64_t j = 0; ok && j < X; j++) {
+    double c0 = wf_tensor_get(C, j), s0 = wf_tensor_get(S, j), c1 = wf_tensor_get(C, X + j), s1 = wf_tensor_get(S, X + j);
+    mk[j] = c0 != 0 ? 1.0f : 0.0f;
+    sg_out[j] = s1 < 0 ? -1.0f : s1 > 0 ? 1.0f : 0.0f;
+    if (s0 != 0 || (c0 != 0 && c0 != 1)) ok = 0; /* row 0 is cos 0 = 1 (or a padding 0), sin 0 = 0 */
+    float th = (float)atan2(fabs(s1), c1), best = th;
+    double best_err = INFINITY;
+    for (int k = -4; k <= 4 && ok; k++) {
+      float cand = th;
+      for (int u = 0; u < (k < 0 ? -k : k); u++) cand = nextafterf(cand, k < 0 ? -INFINITY : INFINITY);
+      double err = 0;
+      for (int64_t p = 0; p < T && err <= 1e-5; p++) {
+        float a = (float)p * cand;
+        err = fmax(err, fabs(wf_tensor_get(C, p * X + j) - mk[j] * cosf(a)));
+        err = fmax(err, fabs(wf_tensor_get(S, p * X + j) - sg_out[j] * sinf(a)));
+      }
+      if (err < best_err) best_err = err, best = cand;
+    }
+    t[j] = best;
+    if (!(best_err <= 1e-5)) ok = 0;
+  }
+  wf_tensor_free(C);
+  wf_tensor_free(S);
+  return ok;
+}
+
+static wf_value insert_op(wf_func *f, wf_op *before, wf_opcode code, int n, const wf_value *ops, wf_type t) {
+  wf_op *o = wf_op_new(f, code, n, ops, 1, &t, before->loc);
+  wf_op_insert_before(f, before, o);
+  return o->results[0];
+}
+
+/* The rows computed so far, per pair of tables: every rotate_pairs of the same tables reads them. */
+typedef struct rope_memo {
+  int n;
+  int cg[16], sg[16];
+  wf_value c[16], s[16];
+} rope_memo;
+
+/* rotate_pairs(x, C, S) with C, S RoPE tables [T, X] (rope_angles): their rows at pos computed,
+ * before op (or taken from the memo); 0 when the tables are not so (the caller gathers). */
+static int rope_rows(wf_module *m, wf_func *f, wf_op *op, wf_value pos, int64_t T, rope_memo *mm) {
+  const wf_value_info *cv = &f->values[op->operands[1]], *sv = &f->values[op->operands[2]];
+  if (cv->kind != WF_VAL_GLOBAL || sv->kind != WF_VAL_GLOBAL) return 0;
+  for (int i = 0; i < mm->n; i++)
+    if (mm->cg[i] == cv->index && mm->sg[i] == sv->index) {
+      wf_value c = mm->c[i], s = mm->s[i];
+      wf_op_set_operand(f, op, 1, c);
+      wf_op_set_operand(f, op, 2, s);
+      return 1;
+    }
+  int cgi = cv->index, sgi = sv->index;
+  const wf_type *ct = &m->globals[cv->index].type;
+  if (ct->rank != 2 || ct->dims[0] != T || ct->dtype != WF_F32) return 0;
+  int64_t X = ct->dims[1], one = 1, rd[2] = {1, X};
+  float *t = malloc((size_t)X * sizeof *t), *mk = malloc((size_t)X * sizeof *mk), *g = malloc((size_t)X * sizeof *g);
+  WF_ASSERT(t && mk && g);
+  int ok = rope_angles(m, cv->index, sv->index, t, mk, g);
+  if (ok) {
+    char name[256];
+    const char *base = wf_str(m, m->globals[cv->index].name);
+    wf_type row = wf_type_make(WF_F32, 2, rd);
+    snprintf(name, sizeof name, "%s.angles", base);
+    wf_value tv = wf_func_global_value(f, wf_module_add_data_global(m, name, row, t));
+    snprintf(name, sizeof name, "%s.mask", base);
+    wf_value mv = wf_func_global_value(f, wf_module_add_data_global(m, name, row, mk));
+    snprintf(name, sizeof name, "%s.signs", base);
+    wf_value gv = wf_func_global_value(f, wf_module_add_data_global(m, name, row, g));
+    wf_value pf = insert_op(f, op, WF_OP_CAST, 1, &pos, wf_type_make(WF_F32, 1, &one));
+    wf_op_set_ident(f, f->values[pf].def, "to", "f32");
+    wf_value ops[2] = {pf, tv};
+    wf_value ang = insert_op(f, op, WF_OP_MUL, 2, ops, row);
+    wf_value c = insert_op(f, op, WF_OP_COS, 1, &ang, row), s = insert_op(f, op, WF_OP_SIN, 1, &ang, row);
+    ops[0] = c, ops[1] = mv;
+    c = insert_op(f, op, WF_OP_MUL, 2, ops, row);
+    ops[0] = s, ops[1] = gv;
+    s = insert_op(f, op, WF_OP_MUL, 2, ops, row);
+    wf_op_set_operand(f, op, 1, c);
+    wf_op_set_operand(f, op, 2, s);
+    if (mm->n < 16) mm->cg[mm->n] = cgi, mm->sg[mm->n] = sgi, mm->c[mm->n] = c, mm->s[mm->n++] = s;
+  }
+  free(t), free(mk), free(g);
+  return ok;
+}
+
 static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
   int64_t cap = wf_pass_opt_int(ctx, "capacity");
   if (cap <= 0) {
     wf_error_at("decode-step", "needs capacity=C > 0 (the cache slots), got %lld", (long long)cap);
     return WF_EXIT_USAGE;
   }
+  const char *rope = wf_pass_opt_str(ctx, "rope");
+  if (strcmp(rope, "held") && strcmp(rope, "computed")) {
+    wf_error_at("decode-step", "rope=%s is not one of held, computed", rope);
+    return WF_EXIT_USAGE;
+  }
+  int compute_rope = !strcmp(rope, "computed");
   wf_func *f = main_func(m);
   if (!f) return 0;
   int ia = ids_arg(f);
@@ -197,7 +306,8 @@ static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
   it->dims[1] = 1;
   int64_t one = 1;
   wf_value pos = wf_func_add_arg(f, wf_type_make(WF_I64, 1, &one), "position");
-  int layer = 0, gathers = 0;
+  int layer = 0, gathers = 0, computed = 0;
+  rope_memo memo = {0};
   wf_value caches[64];
   for (wf_op *op = f->first; op; op = op->next) {
     if (op->code == WF_OP_RETURN) break;
@@ -206,6 +316,7 @@ static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
       const wf_value_info *vi = &f->values[op->operands[i]];
       act |= vi->kind != WF_VAL_GLOBAL && vi->type.rank == 3 && vi->type.dims[1] == 1;
     }
+    if (act && compute_rope && op->code == WF_OP_ROTATE_PAIRS && rope_rows(m, f, op, pos, T, &memo)) computed++;
     if (act && (op->code == WF_OP_ROTATE_PAIRS || (wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE)))
       for (int i = 0; i < op->n_operands; i++)
         if (positional(m, f, op->operands[i], T)) {
@@ -266,6 +377,7 @@ static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
   wf_module_remove_unused_globals(m);
   wf_pass_stat_add(ctx, "attention-decoded", layer);
   wf_pass_stat_add(ctx, "position-gathers", gathers);
+  wf_pass_stat_add(ctx, "rope-computed", computed);
   wf_pass_set_changed(ctx);
   return 0;
 }
@@ -278,4 +390,4 @@ const wf_pass_info wf_pass_generate_prefill = {
 const wf_pass_info wf_pass_decode_step = {
     "decode-step",
     "Turn the packed graph into one decode step: token + position in, caches updated in place, next_ids out",
-    ds_opts, 1, ds_stats, 2, run_decode};
+    ds_opts, 2, ds_stats, 3, run_decode};

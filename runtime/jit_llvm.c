@@ -91,7 +91,7 @@ static LLVMTargetMachineRef host_machine(char *why, size_t cap) {
 /* The only external symbols a generated kernel calls (ir/pe/kernel_gen.c, libm()): the libm
  * functions the interpreter calls too. LLVM intrinsics (llvm.memset) are not symbols of the
  * process. Anything else a kernel declares (system, fopen, ...) is refused. */
-static const char *const kernel_symbols[] = {"expf", "logf", "tanhf", "erff", "sqrtf"};
+static const char *const kernel_symbols[] = {"expf", "logf", "tanhf", "erff", "sqrtf", "cosf", "sinf"};
 
 static int allowed_symbol(const char *name) {
   for (size_t i = 0; i < sizeof kernel_symbols / sizeof kernel_symbols[0]; i++)

@@ -33,11 +33,11 @@ G=$SRC/examples/models/generate
 : >"$TMP/checks"
 queue() { local IFS=$'\t'; printf '%s\n' "$*" >>"$TMP/checks"; }
 
-run_one() { # MODEL MESH POLICY
-  local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3" L
+run_one() { # MODEL MESH POLICY [WAFERC-FLAG]
+  local m=$1 mesh=$2 pol=$3 d="$TMP/$1.$2.$3${4:+.${4#--}}" L
   L=$(prompt_len "$G/${m}_prompt.npy")
   waferc "$G/$m.onnx" -o "$d" --target=wse2 --mesh="$mesh" --input-shape "input_ids=1x$L" --generate=8 \
-    --kv-cache="$pol" -q 2>"$TMP/err" || fail "$m on $mesh ($pol): waferc exited $?: $(head -3 "$TMP/err")"
+    --kv-cache="$pol" ${4:-} -q 2>"$TMP/err" || fail "$m on $mesh ($pol ${4:-}): waferc exited $?: $(head -3 "$TMP/err")"
   cp "$TMP/err" "$d.cerr" # waferc's notes
   waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/out" 2>"$TMP/err" ||
     fail "$m on $mesh ($pol): waferrun exited $?: $(head -3 "$TMP/err")"
@@ -57,6 +57,22 @@ for m in llama_mha_halfrope llama_gqa_interleaved llama_mqa_halfrope gpt2_tied g
 done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
+# RoPE's rows computed at the token's position (--rope=computed): both RoPE forms, square and
+# not, both caches; the decode step holds the angles and no table of the sequence's length
+for c in "llama_mha_halfrope 6x4 shift" "llama_gqa_interleaved 9x3 concat" "llama_mqa_halfrope 4x4 shift"; do
+  set -- $c
+  run_one "$1" "$2" "$3" --rope=computed
+  d="$TMP/$1.$2.$3.rope=computed"
+  grep -q '\.angles"' "$d/decode/manifest.json" || fail "$1 on $2 (--rope=computed): the decode step holds no angles"
+  python3 - "$d" <<'PY' || fail "$1 on $2 (--rope=computed): the decode step still holds a table as long as the sequence"
+import json, sys
+q = json.load(open(sys.argv[1] + "/decode/manifest.json"))
+T = json.load(open(sys.argv[1] + "/manifest.json"))["generate"]["prompt_length"] + 8
+long = [t["name"] for t in q["weights"]["tensors"] if len(t["shape"]) == 2 and t["shape"][0] == T]  # held: [L + N, X]
+sys.exit(1 if long else 0)
+PY
+done
+set --
 # one region where the phases fit only with the weights both plans hold the same way held once
 # (docs/generation.md, "One region"): the prefill with SUMMA, the shared weights in its manifest
 run_one gpt2_untied 3x3 shift

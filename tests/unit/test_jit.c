@@ -26,6 +26,8 @@ static float ref_unary(wf_peop op, float v) {
     case WF_PEOP_EXP: return expf(v);
     case WF_PEOP_LOG: return logf(v);
     case WF_PEOP_TANH: return tanhf(v);
+    case WF_PEOP_COS: return cosf(v);
+    case WF_PEOP_SIN: return sinf(v);
     case WF_PEOP_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case WF_PEOP_SILU: return v / (1.0f + expf(-v));
     case WF_PEOP_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));

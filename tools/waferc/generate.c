@@ -141,7 +141,8 @@ static int compile_decode(wf_cli *c, const wf_gen_compile *g, const char *name, 
   int pw = c->target.mesh_w, ph = c->target.mesh_h, dw, dh;
   dec_mesh(c, g, &dw, &dh);
   snprintf(shape, sizeof shape, "%s=1x%lld", name, (long long)(L + n));
-  snprintf(late, sizeof late, "decode-step{capacity=%lld}", (long long)(cap * dh));
+  snprintf(late, sizeof late, "decode-step{capacity=%lld,rope=%s}", (long long)(cap * dh),
+           g->rope_computed ? "computed" : "held");
   set_mesh(c, dw, dh);
   int rc = compile_one(c, g, shape, late, dir, NULL, layers, lp);
   set_mesh(c, pw, ph);

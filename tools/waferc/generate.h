@@ -21,6 +21,7 @@ typedef struct wf_gen_compile {
   int autotune;                     /* --autotune: the mesh from the cost model's candidates */
   int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
   int switch_weights;               /* --switch-weights: WF_SW_AUTO (the default), _MOVE or _RESIDENT */
+  int rope_computed;                /* --rope=computed: decode steps compute RoPE's rows, hold no table */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the

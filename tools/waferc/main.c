@@ -56,6 +56,7 @@ typedef struct options {
   int auto_region;             /* --auto-region: a larger mesh when SRAM is over budget */
   int generate;                /* --generate=N: tokens to generate (0: none) */
   const char *kv_cache;        /* --kv-cache=shift|concat (with --generate) */
+  int rope_computed;           /* --rope=held|computed (with --generate) */
   int autotune;                /* --autotune (with --generate): the mesh from the cost model */
   int dec_w, dec_h;            /* --decode-mesh=WxH (with --generate): the decode region */
   int switch_weights;          /* --switch-weights=auto|move|resident (with --decode-mesh) */
@@ -114,6 +115,9 @@ static void usage(FILE *out) {
         "                             the largest N that fits); with --interpret: greedy\n"
         "                             generation recomputing the whole sequence each step\n"
         "  --kv-cache=shift|concat    the cache's policy with --generate (default shift)\n"
+        "  --rope=held|computed       with --generate: a decode step reads RoPE's rows from the\n"
+        "                             tables it holds (held, the default), or computes them at\n"
+        "                             the token's position (cos, sin; no table grows with N)\n"
         "  --switch-weights=W         with --decode-mesh: the switch moves the decode step's\n"
         "                             matrix weights onto its region over the fabric (move),\n"
         "                             both phases keep theirs resident (resident), or auto\n"
@@ -498,6 +502,13 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       }
       o->kv_cache = v;
     })
+    VALUE("--rope", {
+      if (strcmp(v, "held") && strcmp(v, "computed")) {
+        wf_error(WF_LOC_NONE, "--rope expects held or computed, got '%s'", v);
+        return WF_EXIT_USAGE;
+      }
+      o->rope_computed = !strcmp(v, "computed");
+    })
     VALUE("--decode-mesh", {
       char tail;
       if (sscanf(v, "%dx%d%c", &o->dec_w, &o->dec_h, &tail) != 2 || o->dec_w < 1 || o->dec_h < 1) {
@@ -547,7 +558,7 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
-                                        "--decode-mesh", "--switch-weights", "--pipeline"};
+                                        "--decode-mesh", "--switch-weights", "--pipeline", "--rope"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -885,7 +896,7 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
                         o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
-                        o.dec_w, o.dec_h, o.switch_weights};
+                        o.dec_w, o.dec_h, o.switch_weights, o.rope_computed};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
