@@ -25,7 +25,14 @@ typedef struct rec {
   void *obj;       /* wf_router (NEW_RT, PUSH, WAKE, POP: the consumer) or wf_pe (NEW_PE) */
   wf_wv w;         /* PUSH */
   uint8_t kind, lc, rx;
+  int16_t to;      /* threads: the band that applies it (obj's band) */
 } rec;
+
+/* Threads: a phase's records of one band, in key order. */
+typedef struct recbuf {
+  rec *r;
+  int n, cap;
+} recbuf;
 
 typedef struct evrec {
   int64_t key;
@@ -65,6 +72,17 @@ typedef struct wf_band {
   double cpu;                      /* CPU seconds of its thread stepping (WF_SIM_THREAD_STATS) */
   int64_t n_points, n_waits;
   wf_jump_state j;
+  /* Threads: each band commits, after each phase, the records addressed to it (its own and
+   * its neighbours'), with keys from the records' places in the merged order of every band's
+   * (sim_threads.c); the two phases keep their records apart, since a band reads the PE
+   * phase's while its neighbour may already step its routers. */
+  int k;                           /* its index */
+  int ph;                          /* 0: PE phase, 1: router phase */
+  recbuf rb[2];
+  int n_full;                      /* buffers across its edges that it pops and that are full:
+                                      while none is, a cycle has no meeting point */
+  double bar_wait;                 /* host seconds waiting at the barriers inside a cycle */
+  double seg_cpu[3];               /* this cycle's CPU per part (WF_SIM_THREAD_STATS) */
   _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
   char pad_[56];
 } wf_band;
@@ -101,6 +119,12 @@ typedef struct wf_threads {
   _Atomic int fin_sleepers;        /* 1 while band 0 is blocked on finished */
   int phase;
   wf_sim *s;
+  _Alignas(64) _Atomic int bar_gen;  /* barriers inside a cycle (sim_threads.c) */
+  _Atomic int bar_sleepers;
+  _Alignas(64) _Atomic int bar_n;
+  _Alignas(64) int points;         /* this cycle has full buffers across band edges */
+  int pe_failed;                   /* a run-time error in this cycle's PE phase */
+  double crit_cpu;                 /* stats: sum over cycles and parts of the slowest band */
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
   int stats;                       /* WF_SIM_THREAD_STATS is set */
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
