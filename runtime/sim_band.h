@@ -82,7 +82,7 @@ typedef struct wf_band {
   int n_full;                      /* buffers across its edges that it pops and that are full:
                                       while none is, a cycle has no meeting point */
   double bar_wait;                 /* host seconds waiting at the barriers inside a cycle */
-  double seg_cpu[3];               /* this cycle's CPU per part (WF_SIM_THREAD_STATS) */
+  double seg_cpu[3], seg_sum[3];   /* this cycle's CPU per part, and the sums (stats) */
   _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
   char pad_[56];
 } wf_band;
@@ -124,7 +124,7 @@ typedef struct wf_threads {
   _Alignas(64) _Atomic int bar_n;
   _Alignas(64) int points;         /* this cycle has full buffers across band edges */
   int pe_failed;                   /* a run-time error in this cycle's PE phase */
-  double crit_cpu;                 /* stats: sum over cycles and parts of the slowest band */
+  double crit_cpu, crit_seg[3], crit_fused;    /* stats: sums over cycles of the slowest band's part */
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
   int stats;                       /* WF_SIM_THREAD_STATS is set */
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):

@@ -782,10 +782,19 @@ static int threads_cycle(wf_threads *T) {
   if (T->stats)
     for (int i = 0; i < 3; i++) {
       double m = 0;
-      for (int k = 0; k < T->nb; k++)
+      for (int k = 0; k < T->nb; k++) {
         if (T->b[k]->seg_cpu[i] > m) m = T->b[k]->seg_cpu[i];
+        T->b[k]->seg_sum[i] += T->b[k]->seg_cpu[i];
+      }
       T->crit_cpu += m;
+      T->crit_seg[i] += m;
     }
+  if (T->stats) { /* what a cycle without the barrier after the PE phase would take */
+    double m = 0;
+    for (int k = 0; k < T->nb; k++)
+      if (T->b[k]->seg_cpu[0] + T->b[k]->seg_cpu[1] > m) m = T->b[k]->seg_cpu[0] + T->b[k]->seg_cpu[1];
+    T->crit_fused += m;
+  }
   return 0;
 }
 
@@ -913,7 +922,11 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
               "barriers (%.3f s at %lld of %lld meeting points)\n",
               k, b->sim.y0, b->sim.y1 - 1, b->busy - b->bar_wait - b->wait, b->cpu, b->bar_wait,
               b->wait, (long long)b->n_waits, (long long)b->n_points);
+      fprintf(stderr, "    CPU per part: PE phase %.3f s, commit and router phase %.3f s, commit and compaction %.3f s\n",
+              b->seg_sum[0], b->seg_sum[1], b->seg_sum[2]);
     }
+    fprintf(stderr, "  the slowest band per part: %.3f s, %.3f s, %.3f s (the first two as one: %.3f s)\n",
+            T->crit_seg[0], T->crit_seg[1], T->crit_seg[2], T->crit_fused);
   }
   wf_threads_gather(T);
   if (rc >= 0) return rc;
