@@ -56,7 +56,7 @@ int wf_sim_cores_idle(void) {
   return n > 1 ? n : 1;
 }
 
-enum { PH_CYCLE, PH_QUIT };
+enum { PH_CYCLE, PH_COUNT, PH_MOVE, PH_QUIT };
 
 void *wf_band_grow(void *p, int *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 256;
@@ -279,9 +279,19 @@ void wf_band_rt_phase(wf_band *b) {
 
 static void band_cycle(wf_threads *T, wf_band *b);
 
+static void barrier(wf_threads *T, wf_band *b);
+
 static void do_phase(wf_threads *T, wf_band *b) {
   double t0 = host_seconds();
-  band_cycle(T, b);
+  if (T->phase == PH_CYCLE) {
+    band_cycle(T, b);
+  } else if (T->phase == PH_COUNT) {
+    wf_split_count(T, b);
+  } else {
+    wf_split_leave(T, b);
+    barrier(T, b);
+    wf_split_join(T, b);
+  }
   b->busy += host_seconds() - t0;
 }
 
@@ -674,6 +684,7 @@ wf_threads *wf_threads_setup(wf_sim *s, int nb) {
     bs->y1 = (int)((int64_t)(k + 1) * s->h / nb);
     for (int y = bs->y0; y < bs->y1; y++) T->row_band[y] = k;
     size_t cap = (size_t)(bs->y1 - bs->y0) * (size_t)s->w + 1;
+    b->cap = cap;
     bs->act_pe = calloc(cap, sizeof *bs->act_pe);
     bs->soft_woken = calloc(cap, sizeof *bs->soft_woken);
     bs->timers = calloc(cap, sizeof *bs->timers);
@@ -789,6 +800,20 @@ static int threads_cycle(wf_threads *T) {
       T->crit_cpu += m;
       T->crit_seg[i] += m;
     }
+  if (T->split_every && ++T->since_split >= T->split_every) { /* sim_split.c */
+    T->since_split = 0;
+    run_phase(T, PH_COUNT);
+    if (wf_split_plan(T)) {
+      for (int k = 0; k < T->nb; k++) {
+        int d = T->ny[k] - T->b[k]->sim.y0;
+        T->rows_moved += d < 0 ? -d : d;
+      }
+      run_phase(T, PH_MOVE);
+      for (int k = 0; k < T->nb; k++)
+        for (int y = T->ny[k]; y < T->ny[k + 1]; y++) T->row_band[y] = k;
+      T->n_splits++;
+    }
+  }
   if (T->stats) { /* what a cycle without the barrier after the PE phase would take */
     double m = 0;
     for (int k = 0; k < T->nb; k++)
@@ -899,6 +924,9 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   s->ran = 1;
   wf_threads *T = wf_threads_setup(s, nb);
   T->spin = nb > wf_sim_cores() ? 0 : 500;
+  const char *se = getenv("WF_SIM_SPLIT_EVERY"); /* tests and measurements: 0 keeps the cut */
+  T->split_every = se && *se ? atoi(se) : 16;
+  wf_split_init(T);
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
   /* WF_SIM_THREAD_STATS=1: where the host time went (for BENCHMARKS.md, never in a result) */
@@ -925,6 +953,8 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
       fprintf(stderr, "    CPU per part: PE phase %.3f s, commit and router phase %.3f s, commit and compaction %.3f s\n",
               b->seg_sum[0], b->seg_sum[1], b->seg_sum[2]);
     }
+    fprintf(stderr, "  the cut moved %lld times, %lld rows in all\n", (long long)T->n_splits,
+            (long long)T->rows_moved);
     fprintf(stderr, "  the slowest band per part: %.3f s, %.3f s, %.3f s (the first two as one: %.3f s)\n",
             T->crit_seg[0], T->crit_seg[1], T->crit_seg[2], T->crit_fused);
   }
@@ -936,6 +966,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
 void wf_sim_threads_free(wf_sim *s) {
   wf_threads *T = s->thr;
   if (!T || s->band) return;
+  wf_split_free(T);
   for (int k = 0; k < T->nb; k++) {
     wf_band *b = T->b[k];
     wf_sim *bs = &b->sim;
