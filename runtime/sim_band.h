@@ -133,6 +133,7 @@ typedef struct wf_threads {
   /* sim_split.c: where the bands are cut, moved as the work moves */
   int split_every;                 /* cycles between two looks (0: never; WF_SIM_SPLIT_EVERY) */
   int since_split;
+  int count_now;                   /* the bands count their rows' work as this cycle ends */
   char **row_addr;                 /* [h + 1] the slab address where row y starts */
   int *bucket_row;                 /* row of each 2^bshift bytes of the slab */
   int bshift;

@@ -56,7 +56,7 @@ int wf_sim_cores_idle(void) {
   return n > 1 ? n : 1;
 }
 
-enum { PH_CYCLE, PH_COUNT, PH_MOVE, PH_QUIT };
+enum { PH_CYCLE, PH_MOVE, PH_QUIT };
 
 void *wf_band_grow(void *p, int *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 256;
@@ -285,8 +285,6 @@ static void do_phase(wf_threads *T, wf_band *b) {
   double t0 = host_seconds();
   if (T->phase == PH_CYCLE) {
     band_cycle(T, b);
-  } else if (T->phase == PH_COUNT) {
-    wf_split_count(T, b);
   } else {
     wf_split_leave(T, b);
     barrier(T, b);
@@ -649,6 +647,7 @@ static void band_cycle(wf_threads *T, wf_band *b) {
   s->rt_cur_key = INT64_MAX;
   commit_band(T, b, 1);
   wf_sim_compact(s, &b->j, b->n, b->n_slept, b->n_emptied);
+  if (T->count_now) wf_split_count(T, b); /* a look at where to cut, after this cycle */
   seg_end(T, b, 2, c);
 }
 
@@ -782,6 +781,7 @@ static int threads_cycle(wf_threads *T) {
   for (int k = 0; k < T->nb; k++) full += T->b[k]->n_full;
   T->points = full > 0;
   T->pe_failed = 0;
+  T->count_now = T->split_every && ++T->since_split >= T->split_every;
   run_phase(T, PH_CYCLE);
   if (T->pe_failed) return wf_threads_failed(T, 1);
   if (s->ev_fn) wf_threads_replay_events(T, INT64_MAX); /* only PEs make events */
@@ -800,9 +800,8 @@ static int threads_cycle(wf_threads *T) {
       T->crit_cpu += m;
       T->crit_seg[i] += m;
     }
-  if (T->split_every && ++T->since_split >= T->split_every) { /* sim_split.c */
+  if (T->count_now) { /* sim_split.c */
     T->since_split = 0;
-    run_phase(T, PH_COUNT);
     if (wf_split_plan(T)) {
       for (int k = 0; k < T->nb; k++) {
         int d = T->ny[k] - T->b[k]->sim.y0;
