@@ -140,7 +140,8 @@ typedef struct wf_threads {
   int *ny;                         /* [nb + 1] the new cut */
   int64_t *work, *work_prev;       /* [h] the bands' counts, merged: carried forward, and as
                                       they were at the last look */
-  int64_t n_splits, rows_moved;    /* statistics */    /* stats: sums over cycles of the slowest band's part */
+  int64_t n_splits, rows_moved;    /* statistics */
+  int64_t n_recs, n_cycles;        /* statistics: records committed, cycles stepped */    /* stats: sums over cycles of the slowest band's part */
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
   int stats;                       /* WF_SIM_THREAD_STATS is set */
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):

@@ -790,6 +790,8 @@ static int threads_cycle(wf_threads *T) {
   for (int k = 0; k < T->nb; k++) n += T->b[k]->rb[0].n + T->b[k]->rb[1].n;
   s->next_key += n;
   s->next_rt_key += n;
+  T->n_recs += n;
+  T->n_cycles++;
   if (T->stats)
     for (int i = 0; i < 3; i++) {
       double m = 0;
@@ -952,8 +954,9 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
       fprintf(stderr, "    CPU per part: PE phase %.3f s, commit and router phase %.3f s, commit and compaction %.3f s\n",
               b->seg_sum[0], b->seg_sum[1], b->seg_sum[2]);
     }
-    fprintf(stderr, "  the cut moved %lld times, %lld rows in all\n", (long long)T->n_splits,
-            (long long)T->rows_moved);
+    fprintf(stderr, "  the cut moved %lld times, %lld rows in all; %lld records in %lld cycles\n",
+            (long long)T->n_splits, (long long)T->rows_moved, (long long)T->n_recs,
+            (long long)T->n_cycles);
     fprintf(stderr, "  the slowest band per part: %.3f s, %.3f s, %.3f s (the first two as one: %.3f s)\n",
             T->crit_seg[0], T->crit_seg[1], T->crit_seg[2], T->crit_fused);
   }
