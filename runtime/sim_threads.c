@@ -25,6 +25,12 @@
  * one with its own lists, timers, counters and per-op statistics, merged when the run ends:
  * sums, minima and maxima, which do not depend on order).
  *
+ * With threads, each band applies the records addressed to it on its own thread
+ * (commit_band), a key a record hands out being its place in the merged order of all bands'
+ * records; a cycle is one task per thread (band_cycle) with barriers after the PE and the
+ * router phase, and where the bands are cut moves with the work (sim_split.c). Ranks commit
+ * with wf_threads_commit.
+ *
  * The bands, their steps, the commit and the run loop's decisions are shared with MPI ranks
  * (sim_band.h, sim_mpi.c): a rank steps one band, and what differs (how a cycle's phases are
  * run and committed, a meeting point, the sums, a deadlock's message) is in wf_band_ops. */
