@@ -488,24 +488,6 @@ int wf_sim_run_local(wf_sim *s) {
   return wf_sim_finish(s);
 }
 
-void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied) {
-  int stuck = wf_router_step(s, r) && !s->rt_poll;
-  if (stuck) {
-    r->asleep = 1;
-    r->sl_from = s->now + 1;
-    s->n_rt_sleep++;
-  }
-  if (li >= 0) {
-    /* only its own step pops its buffers */
-    if (stuck || !r->buffered) s->emptied[(*n_emptied)++] = li;
-  } else if (stuck) {
-    r->where = WF_RT_NONE;
-  } else {
-    r->where = WF_RT_JOIN;
-    s->rt_join[s->n_rt_join++] = r;
-  }
-}
-
 int wf_sim_finish(wf_sim *s) {
   /* Everything is asleep and nothing is in flight: finished, unless someone still waits. */
   size_t cells = (size_t)s->w * (size_t)s->h;

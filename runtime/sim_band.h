@@ -25,7 +25,14 @@ typedef struct rec {
   void *obj;       /* wf_router (NEW_RT, PUSH, WAKE, POP: the consumer) or wf_pe (NEW_PE) */
   wf_wv w;         /* PUSH */
   uint8_t kind, lc, rx;
+  int16_t to;      /* threads: the band that applies it (obj's band) */
 } rec;
+
+/* Threads: a phase's records of one band, in key order. */
+typedef struct recbuf {
+  rec *r;
+  int n, cap;
+} recbuf;
 
 typedef struct evrec {
   int64_t key;
@@ -65,6 +72,22 @@ typedef struct wf_band {
   double cpu;                      /* CPU seconds of its thread stepping (WF_SIM_THREAD_STATS) */
   int64_t n_points, n_waits;
   wf_jump_state j;
+  /* Threads: each band commits, after each phase, the records addressed to it (its own and
+   * its neighbours'), with keys from the records' places in the merged order of every band's
+   * (sim_threads.c); the two phases keep their records apart, since a band reads the PE
+   * phase's while its neighbour may already step its routers. */
+  int k;                           /* its index */
+  int ph;                          /* 0: PE phase, 1: router phase */
+  recbuf rb[2];
+  int n_full;                      /* buffers across its edges that it pops and that are full:
+                                      while none is, a cycle has no meeting point */
+  double bar_wait;                 /* host seconds waiting at the barriers inside a cycle */
+  size_t cap;                      /* entries its list arrays hold (its rows' PEs, plus one) */
+  int64_t *hist;                   /* [h] sim_split.c: its awake PEs and busy routers per row */
+  wf_pe **mv_pe, **mv_tm;          /* sim_split.c: what leaves its rows (active, timers) */
+  wf_router **mv_rt;
+  int n_mv_pe, n_mv_tm, n_mv_rt, cap_mv_pe, cap_mv_tm, cap_mv_rt;
+  double seg_cpu[3], seg_sum[3];   /* this cycle's CPU per part, and the sums (stats) */
   _Alignas(64) _Atomic int64_t done; /* every router with a key below it has been stepped */
   char pad_[56];
 } wf_band;
@@ -101,6 +124,24 @@ typedef struct wf_threads {
   _Atomic int fin_sleepers;        /* 1 while band 0 is blocked on finished */
   int phase;
   wf_sim *s;
+  _Alignas(64) _Atomic int bar_gen;  /* barriers inside a cycle (sim_threads.c) */
+  _Atomic int bar_sleepers;
+  _Alignas(64) _Atomic int bar_n;
+  _Alignas(64) int points;         /* this cycle has full buffers across band edges */
+  int pe_failed;                   /* a run-time error in this cycle's PE phase */
+  double crit_cpu, crit_seg[3], crit_fused;
+  /* sim_split.c: where the bands are cut, moved as the work moves */
+  int split_every;                 /* cycles between two looks (0: never; WF_SIM_SPLIT_EVERY) */
+  int since_split;
+  int count_now;                   /* the bands count their rows' work as this cycle ends */
+  char **row_addr;                 /* [h + 1] the slab address where row y starts */
+  int *bucket_row;                 /* row of each 2^bshift bytes of the slab */
+  int bshift;
+  int *ny;                         /* [nb + 1] the new cut */
+  int64_t *work, *work_prev;       /* [h] the bands' counts, merged: carried forward, and as
+                                      they were at the last look */
+  int64_t n_splits, rows_moved;    /* statistics */
+  int64_t n_recs, n_cycles;        /* statistics: records committed, cycles stepped */    /* stats: sums over cycles of the slowest band's part */
   double join_wait;                /* host seconds band 0 waited for the others (stats) */
   int stats;                       /* WF_SIM_THREAD_STATS is set */
   int spin;                        /* pauses before a wait blocks (0 with more bands than cores):
@@ -124,5 +165,12 @@ WF_SIM_HIDDEN int wf_threads_failed(wf_threads *T, int replay);
 WF_SIM_HIDDEN void wf_threads_gather(wf_threads *T);
 WF_SIM_HIDDEN int wf_threads_loop(wf_sim *s, wf_threads *T);
 WF_SIM_HIDDEN void *wf_band_grow(void *p, int *cap, size_t elem);
+/* sim_split.c: moving rows between the threads' bands */
+WF_SIM_HIDDEN void wf_split_init(wf_threads *T);
+WF_SIM_HIDDEN void wf_split_free(wf_threads *T);
+WF_SIM_HIDDEN void wf_split_count(wf_threads *T, wf_band *b);
+WF_SIM_HIDDEN int wf_split_plan(wf_threads *T);
+WF_SIM_HIDDEN void wf_split_leave(wf_threads *T, wf_band *b);
+WF_SIM_HIDDEN void wf_split_join(wf_threads *T, wf_band *b);
 
 #endif

@@ -368,10 +368,27 @@ WF_SIM_HIDDEN void wf_sim_settle(wf_sim *s);
 int wf_sim_finish(wf_sim *s);
 /* Counts each MoE route's indices per expert into s->route_counts (functional mode). */
 void wf_sim_count_routes(wf_sim *s);
-/* sim.c: steps router r (li: its index in the active list, -1 when it came from the woken
- * ones) and puts it to sleep when it is stuck, or lists it to join the active ones; an active
- * router whose buffers emptied is noted in s->emptied (*n_emptied counts them). */
-WF_SIM_HIDDEN void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied);
+/* Both cycle loops (sim.c, sim_threads.c), inlined in them: steps router r (li: its index in
+ * the active list, -1 when it came from the woken ones) and puts it to sleep when it is
+ * stuck, or lists it to join the active ones; an active router whose buffers emptied is
+ * noted in s->emptied (*n_emptied counts them). */
+static inline void wf_sim_router_stepped(wf_sim *s, wf_router *r, int li, int *n_emptied) {
+  int stuck = wf_router_step(s, r) && !s->rt_poll;
+  if (stuck) {
+    r->asleep = 1;
+    r->sl_from = s->now + 1;
+    s->n_rt_sleep++;
+  }
+  if (li >= 0) {
+    /* only its own step pops its buffers */
+    if (stuck || !r->buffered) s->emptied[(*n_emptied)++] = li;
+  } else if (stuck) {
+    r->where = WF_RT_NONE;
+  } else {
+    r->where = WF_RT_JOIN;
+    s->rt_join[s->n_rt_join++] = r;
+  }
+}
 /* sim_threads.c: wf_sim_run for more than one band; frees the bands. */
 int wf_sim_run_threads(wf_sim *s, int bands);
 void wf_sim_threads_free(wf_sim *s);

@@ -25,6 +25,12 @@
  * one with its own lists, timers, counters and per-op statistics, merged when the run ends:
  * sums, minima and maxima, which do not depend on order).
  *
+ * With threads, each band applies the records addressed to it on its own thread
+ * (commit_band), a key a record hands out being its place in the merged order of all bands'
+ * records; a cycle is one task per thread (band_cycle) with barriers after the PE and the
+ * router phase, and where the bands are cut moves with the work (sim_split.c). Ranks commit
+ * with wf_threads_commit.
+ *
  * The bands, their steps, the commit and the run loop's decisions are shared with MPI ranks
  * (sim_band.h, sim_mpi.c): a rank steps one band, and what differs (how a cycle's phases are
  * run and committed, a meeting point, the sums, a deadlock's message) is in wf_band_ops. */
@@ -56,7 +62,7 @@ int wf_sim_cores_idle(void) {
   return n > 1 ? n : 1;
 }
 
-enum { PH_PE, PH_RT, PH_COMPACT, PH_QUIT };
+enum { PH_CYCLE, PH_MOVE, PH_QUIT };
 
 void *wf_band_grow(void *p, int *cap, size_t elem) {
   *cap = *cap ? 2 * *cap : 256;
@@ -65,31 +71,43 @@ void *wf_band_grow(void *p, int *cap, size_t elem) {
   return p;
 }
 
-static rec *add_rec(wf_band *b, int kind, void *obj) {
-  if (b->n_recs == b->cap_recs) {
-    int cap = b->cap_recs;
-    b->recs = wf_band_grow(b->recs, &b->cap_recs, sizeof *b->recs);
-    if (b->sim.thr->me >= 0) b->nkey = wf_band_grow(b->nkey, &cap, sizeof *b->nkey);
+static rec *add_rec(wf_band *b, int kind, void *obj, int to) {
+  rec *r;
+  if (b->sim.thr->me < 0) { /* threads: the phase's own list */
+    recbuf *q = &b->rb[b->ph];
+    if (q->n == q->cap) q->r = wf_band_grow(q->r, &q->cap, sizeof *q->r);
+    r = &q->r[q->n++];
+  } else {
+    if (b->n_recs == b->cap_recs) {
+      int cap = b->cap_recs;
+      b->recs = wf_band_grow(b->recs, &b->cap_recs, sizeof *b->recs);
+      b->nkey = wf_band_grow(b->nkey, &cap, sizeof *b->nkey);
+    }
+    r = &b->recs[b->n_recs++];
   }
-  rec *r = &b->recs[b->n_recs++];
   r->key = b->cur;
   r->kind = (uint8_t)kind;
   r->obj = obj;
+  r->to = (int16_t)to;
   return r;
+}
+
+/* The band across from router r's port N or S (the neighbour nb is r->nb[N] or r->nb[S]). */
+static int band_across(const wf_band *b, const wf_router *r, const wf_router *nb) {
+  return nb == r->nb[WF_DIR_N] ? b->k - 1 : b->k + 1;
 }
 
 /* ---- the hooks the steps call when s->band is set (sim_sched.h) ------------------------ */
 
 void wf_band_new_router(wf_sim *s, wf_router *r) {
   r->where = WF_RT_PENDING;
-  add_rec(s->band, REC_NEW_RT, r);
+  add_rec(s->band, REC_NEW_RT, r, s->band->k);
 }
 
-void wf_band_new_pe(wf_sim *s, wf_pe *p) { add_rec(s->band, REC_NEW_PE, p); }
+void wf_band_new_pe(wf_sim *s, wf_pe *p) { add_rec(s->band, REC_NEW_PE, p, s->band->k); }
 
 void wf_band_push(wf_sim *s, const wf_router *from, wf_router *to, int lc, int rx, wf_wv w) {
-  (void)from;
-  rec *r = add_rec(s->band, REC_PUSH, to);
+  rec *r = add_rec(s->band, REC_PUSH, to, band_across(s->band, from, to));
   r->w = w;
   r->lc = (uint8_t)lc;
   r->rx = (uint8_t)rx;
@@ -101,7 +119,7 @@ static void popped_across(wf_band *b, wf_fifo *f, const wf_router *cons) {
   for (int i = 0; i < b->n_pts; i++)
     if (b->pts[i].kind == PT_NOTIFY && b->pts[i].f == f) return;
   int c = (int)(((const char *)f - (const char *)cons->rc) / (ptrdiff_t)sizeof *cons->rc);
-  rec *r = add_rec(b, REC_POP, (void *)cons);
+  rec *r = add_rec(b, REC_POP, (void *)cons, -1);
   r->lc = (uint8_t)c;
   r->rx = (uint8_t)(f - cons->rc[c].in);
 }
@@ -115,9 +133,10 @@ void wf_band_drained(wf_sim *s, wf_fifo *f, wf_router *prod, const wf_router *co
     popped_across(s->band, f, cons);
     return;
   }
+  if (f->count == s->depth - 1) s->band->n_full--; /* it was full */
   if (!f->full_seen) return;
   f->full_seen = 0;
-  if (prod && prod->key < cons->key) add_rec(s->band, REC_WAKE, prod);
+  if (prod && prod->key < cons->key) add_rec(s->band, REC_WAKE, prod, band_across(s->band, cons, prod));
 }
 
 void wf_band_error(wf_sim *s, const char *where, const char *msg) {
@@ -140,6 +159,8 @@ void wf_band_event(const wf_sim_event *ev, void *user) {
 
 void wf_band_pe_phase(wf_band *b) {
   wf_sim *s = &b->sim;
+  b->ph = 0;
+  b->rb[0].n = 0;
   wf_sim_cycle_begin(s);
   b->j.all_compute = 1;
   b->j.next_busy = INT64_MAX;
@@ -188,6 +209,20 @@ static void wake(_Atomic int *a, _Atomic int *sleepers) {
   if (atomic_load(sleepers)) syscall(SYS_futex, (int *)a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* All bands meet inside a cycle (spinning, then blocking as wait_change does). */
+static void barrier(wf_threads *T, wf_band *b) {
+  double t0 = T->stats ? host_seconds() : 0;
+  int g = atomic_load(&T->bar_gen);
+  if (atomic_fetch_add(&T->bar_n, 1) == T->nb - 1) {
+    atomic_store(&T->bar_n, 0);
+    atomic_fetch_add(&T->bar_gen, 1);
+    wake(&T->bar_gen, &T->bar_sleepers);
+  } else {
+    wait_change(&T->bar_gen, g, &T->bar_sleepers, T->spin);
+  }
+  if (T->stats) b->bar_wait += host_seconds() - t0;
+}
+
 static void spin(int *k, int spin_limit) {
   if (++*k < spin_limit / 4) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -219,6 +254,8 @@ static void meet_threads(wf_band *b, point *pt) {
  * step_cycle in sim.c, stopping at each meeting point (T->ops->meet). */
 void wf_band_rt_phase(wf_band *b) {
   wf_sim *s = &b->sim;
+  b->ph = 1;
+  b->rb[1].n = 0;
   int nr = s->n_act_rt, n_emptied = 0, pi = 0;
   for (int i = 0; !s->failed;) {
     int64_t next = INT64_MAX;
@@ -246,13 +283,20 @@ void wf_band_rt_phase(wf_band *b) {
   atomic_store_explicit(&b->done, INT64_MAX, memory_order_release);
 }
 
+static void band_cycle(wf_threads *T, wf_band *b);
+
+static void barrier(wf_threads *T, wf_band *b);
+
 static void do_phase(wf_threads *T, wf_band *b) {
-  double t0 = host_seconds(), c0 = T->stats ? thread_cpu_seconds() : 0;
-  if (T->phase == PH_PE) wf_band_pe_phase(b);
-  else if (T->phase == PH_RT) wf_band_rt_phase(b);
-  else wf_sim_compact(&b->sim, &b->j, b->n, b->n_slept, b->n_emptied);
+  double t0 = host_seconds();
+  if (T->phase == PH_CYCLE) {
+    band_cycle(T, b);
+  } else {
+    wf_split_leave(T, b);
+    barrier(T, b);
+    wf_split_join(T, b);
+  }
   b->busy += host_seconds() - t0;
-  if (T->stats) b->cpu += thread_cpu_seconds() - c0;
 }
 
 static void *worker(void *arg) {
@@ -429,30 +473,188 @@ static int by_at(const void *a, const void *b) {
 }
 
 /* The meeting points of this cycle's router phase: buffers across an edge that are full,
- * between two routers that hold keys (a full buffer's consumer always does). */
+ * between two routers that hold keys (a full buffer's consumer always does). Every full one
+ * is counted: the bands' n_full must have said how many. */
 static void find_points(wf_threads *T) {
   wf_sim *s = T->s;
-  for (int k = 0; k < T->nb; k++) T->b[k]->n_pts = 0;
+  int full = 0, counted = 0;
+  for (int k = 0; k < T->nb; k++) {
+    T->b[k]->n_pts = 0;
+    counted += T->b[k]->n_full;
+  }
   for (int k = 0; k + 1 < T->nb; k++) {
     int ya = T->b[k]->sim.y1 - 1, yb = ya + 1;
     for (int x = 0; x < s->w; x++) {
       wf_router *u = s->routers[(size_t)ya * s->w + x], *d = s->routers[(size_t)yb * s->w + x];
-      if (!u || !d || !u->active || !d->active || !(u->buffered | d->buffered)) continue;
+      if (!u || !d || !(u->buffered | d->buffered)) continue;
+      int both = u->active && d->active;
       for (int c = 0; c < u->nlc; c++) {
         wf_fifo *f = wf_router_out(u, c, WF_DIR_S);
-        if (f && f->count >= s->depth) add_point(T, u, d, f);
+        if (!f || f->count < s->depth) continue;
+        full++;
+        if (both) add_point(T, u, d, f);
       }
       for (int c = 0; c < d->nlc; c++) {
         wf_fifo *f = wf_router_out(d, c, WF_DIR_N);
-        if (f && f->count >= s->depth) add_point(T, d, u, f);
+        if (!f || f->count < s->depth) continue;
+        full++;
+        if (both) add_point(T, d, u, f);
       }
     }
   }
+  WF_ASSERT(full == counted);
   for (int k = 0; k < T->nb; k++) {
     wf_band *b = T->b[k];
     if (b->n_pts > 1) qsort(b->pts, (size_t)b->n_pts, sizeof *b->pts, by_at);
     atomic_store_explicit(&b->done, INT64_MIN, memory_order_relaxed);
   }
+}
+
+/* ---- threads: the commits, each band its own (the ranks' is wf_threads_commit) ---------- */
+
+static void join_band(wf_sim *bs, wf_router *r, int64_t key) {
+  r->key = key;
+  r->where = WF_RT_LIST;
+  bs->act_rt[bs->n_act_rt++] = r;
+}
+
+/* apply() for the band that holds x's PE or router; a key it hands out is rt_key or pe_key. */
+static void apply_band(wf_sim *bs, const rec *x, int64_t rt_key, int64_t pe_key) {
+  switch (x->kind) {
+    case REC_NEW_RT: {
+      wf_router *r = x->obj;
+      if (r->where == WF_RT_PENDING) join_band(bs, r, rt_key); /* no push came first */
+      break;
+    }
+    case REC_NEW_PE: {
+      wf_pe *p = x->obj;
+      p->key = pe_key;
+      bs->act_pe[bs->n_act_pe++] = p;
+      break;
+    }
+    case REC_PUSH: { /* wf_router_push_at, after the phase: a sleeper's place has passed */
+      wf_router *r = x->obj;
+      wf_fifo *f = &r->rc[x->lc].in[x->rx];
+      int was_empty = !f->count;
+      wf_fifo_push(bs, f, x->w);
+      if (f->count == bs->depth) bs->band->n_full++;
+      int i = x->lc * WF_DIR_COUNT + x->rx;
+      r->ne[i >> 6] |= 1ull << (i & 63);
+      r->buffered++;
+      if (!r->active) {
+        r->active = 1;
+        join_band(bs, r, rt_key);
+      } else if (r->where == WF_RT_PENDING) {
+        join_band(bs, r, rt_key);
+      } else if (r->asleep && was_empty) {
+        wf_sim_wake_sleeper(bs, r);
+      }
+      break;
+    }
+    case REC_WAKE: {
+      wf_router *r = x->obj;
+      if (r->asleep) wf_sim_wake_sleeper(bs, r);
+      break;
+    }
+  }
+}
+
+/* Applies, in key order, phase ph's records addressed to band b: its own and, after the
+ * router phase, its neighbours' pushes and wake-ups across its edges. Every record takes the
+ * place it has in the merged order of all bands' records (what the serial merge counts) as
+ * the key it may hand out, so keys keep the one-thread order; a record that hands out none
+ * leaves a gap, as the ranks' keys do (keys only order). The other bands' lists are only
+ * read: a band may already step its routers while its neighbour still commits. */
+static void commit_band(wf_threads *T, wf_band *b, int ph) {
+  const wf_sim *s = T->s;
+  int nb = T->nb, k = b->k;
+  int lo = ph && k > 0 ? k - 1 : k, hi = ph && k + 1 < nb ? k + 1 : k;
+  int c[WF_SIM_THREADS_MAX], n[WF_SIM_THREADS_MAX];
+  const rec *L[WF_SIM_THREADS_MAX];
+  int64_t base = 0;
+  for (int i = 0; i < nb; i++) {
+    const wf_band *o = T->b[i];
+    L[i] = o->rb[ph].r;
+    n[i] = o->rb[ph].n;
+    c[i] = 0;
+    if (ph) base += o->rb[0].n; /* the PE phase's places come first */
+  }
+  int64_t rt_base = s->next_rt_key + base, pe_base = s->next_key + base;
+  for (;;) {
+    int j = -1;
+    int64_t K = INT64_MAX;
+    for (int i = lo; i <= hi; i++)
+      if (c[i] < n[i] && L[i][c[i]].key < K) {
+        K = L[i][c[i]].key;
+        j = i;
+      }
+    if (j < 0) break;
+    const rec *x = &L[j][c[j]];
+    if (x->to == k) {
+      /* its place: the records of every band before it (keys of two bands never meet) */
+      int64_t pos = 0;
+      for (int i = 0; i < nb; i++) {
+        if (i < lo || i > hi)
+          while (c[i] < n[i] && L[i][c[i]].key < K) c[i]++;
+        pos += c[i];
+      }
+      apply_band(&b->sim, x, rt_base + pos, pe_base + pos);
+    }
+    c[j]++;
+  }
+}
+
+static int any_error(const wf_threads *T) {
+  for (int k = 0; k < T->nb; k++)
+    if (T->b[k]->err_msg) return 1;
+  return 0;
+}
+
+static double seg_end(wf_threads *T, wf_band *b, int seg, double c0) {
+  if (!T->stats) return 0;
+  double c = thread_cpu_seconds();
+  b->seg_cpu[seg] += c - c0;
+  b->cpu += c - c0;
+  return c;
+}
+
+/* One cycle of band b, on its thread: the PE phase; once every band is through it, the
+ * commit of its records (keys for the routers its PEs woke), then the router phase; once every
+ * band is through that, the commit of the records addressed to it and the compaction of its
+ * lists (step_cycle's end). Only a cycle that starts with a full buffer across a band edge
+ * has meeting points: then every band waits for the keys of all before they are found. */
+static void band_cycle(wf_threads *T, wf_band *b) {
+  wf_sim *s = &b->sim;
+  double c = T->stats ? thread_cpu_seconds() : 0;
+  for (int i = 0; i < 3; i++) b->seg_cpu[i] = 0;
+  wf_band_pe_phase(b);
+  seg_end(T, b, 0, c);
+  barrier(T, b);
+  if (any_error(T)) { /* every band sees it: none goes on */
+    if (!b->k) T->pe_failed = 1;
+    return;
+  }
+  c = T->stats ? thread_cpu_seconds() : 0;
+  commit_band(T, b, 0);
+  if (T->points) {
+    seg_end(T, b, 1, c);
+    barrier(T, b);
+    if (!b->k) find_points(T);
+    barrier(T, b);
+    c = T->stats ? thread_cpu_seconds() : 0;
+  } else {
+    b->n_pts = 0;
+  }
+  wf_band_rt_phase(b);
+  seg_end(T, b, 1, c);
+  barrier(T, b);
+  if (any_error(T)) return;
+  c = T->stats ? thread_cpu_seconds() : 0;
+  s->rt_cur_key = INT64_MAX;
+  commit_band(T, b, 1);
+  wf_sim_compact(s, &b->j, b->n, b->n_slept, b->n_emptied);
+  if (T->count_now) wf_split_count(T, b); /* a look at where to cut, after this cycle */
+  seg_end(T, b, 2, c);
 }
 
 /* ---- set-up, the run loop, and the end -------------------------------------------------- */
@@ -477,6 +679,7 @@ wf_threads *wf_threads_setup(wf_sim *s, int nb) {
     wf_band *b = aligned_alloc(64, (sizeof(wf_band) + 63) & ~(size_t)63);
     WF_ASSERT(b != NULL);
     memset(b, 0, sizeof *b);
+    b->k = k;
     T->b[k] = b;
     wf_sim *bs = &b->sim;
     *bs = *s;
@@ -486,6 +689,7 @@ wf_threads *wf_threads_setup(wf_sim *s, int nb) {
     bs->y1 = (int)((int64_t)(k + 1) * s->h / nb);
     for (int y = bs->y0; y < bs->y1; y++) T->row_band[y] = k;
     size_t cap = (size_t)(bs->y1 - bs->y0) * (size_t)s->w + 1;
+    b->cap = cap;
     bs->act_pe = calloc(cap, sizeof *bs->act_pe);
     bs->soft_woken = calloc(cap, sizeof *bs->soft_woken);
     bs->timers = calloc(cap, sizeof *bs->timers);
@@ -579,16 +783,50 @@ static void threads_totals(wf_threads *T, wf_totals *t, int expired) {
 
 static int threads_cycle(wf_threads *T) {
   wf_sim *s = T->s;
-  run_phase(T, PH_PE);
-  if (wf_threads_failed(T, 1)) return -1;
-  if (s->ev_fn) wf_threads_replay_events(T, INT64_MAX);
-  wf_threads_commit(T);
-  find_points(T);
-  run_phase(T, PH_RT);
+  int full = 0;
+  for (int k = 0; k < T->nb; k++) full += T->b[k]->n_full;
+  T->points = full > 0;
+  T->pe_failed = 0;
+  T->count_now = T->split_every && ++T->since_split >= T->split_every;
+  run_phase(T, PH_CYCLE);
+  if (T->pe_failed) return wf_threads_failed(T, 1);
+  if (s->ev_fn) wf_threads_replay_events(T, INT64_MAX); /* only PEs make events */
   if (wf_threads_failed(T, 0)) return -1;
-  for (int k = 0; k < T->nb; k++) T->b[k]->sim.rt_cur_key = INT64_MAX;
-  wf_threads_commit(T);
-  run_phase(T, PH_COMPACT); /* each band's lists, as step_cycle ends */
+  int64_t n = 0; /* the places the commits handed out */
+  for (int k = 0; k < T->nb; k++) n += T->b[k]->rb[0].n + T->b[k]->rb[1].n;
+  s->next_key += n;
+  s->next_rt_key += n;
+  T->n_recs += n;
+  T->n_cycles++;
+  if (T->stats)
+    for (int i = 0; i < 3; i++) {
+      double m = 0;
+      for (int k = 0; k < T->nb; k++) {
+        if (T->b[k]->seg_cpu[i] > m) m = T->b[k]->seg_cpu[i];
+        T->b[k]->seg_sum[i] += T->b[k]->seg_cpu[i];
+      }
+      T->crit_cpu += m;
+      T->crit_seg[i] += m;
+    }
+  if (T->count_now) { /* sim_split.c */
+    T->since_split = 0;
+    if (wf_split_plan(T)) {
+      for (int k = 0; k < T->nb; k++) {
+        int d = T->ny[k] - T->b[k]->sim.y0;
+        T->rows_moved += d < 0 ? -d : d;
+      }
+      run_phase(T, PH_MOVE);
+      for (int k = 0; k < T->nb; k++)
+        for (int y = T->ny[k]; y < T->ny[k + 1]; y++) T->row_band[y] = k;
+      T->n_splits++;
+    }
+  }
+  if (T->stats) { /* what a cycle without the barrier after the PE phase would take */
+    double m = 0;
+    for (int k = 0; k < T->nb; k++)
+      if (T->b[k]->seg_cpu[0] + T->b[k]->seg_cpu[1] > m) m = T->b[k]->seg_cpu[0] + T->b[k]->seg_cpu[1];
+    T->crit_fused += m;
+  }
   return 0;
 }
 
@@ -693,6 +931,9 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   s->ran = 1;
   wf_threads *T = wf_threads_setup(s, nb);
   T->spin = nb > wf_sim_cores() ? 0 : 500;
+  const char *se = getenv("WF_SIM_SPLIT_EVERY"); /* tests and measurements: 0 keeps the cut */
+  T->split_every = se && *se ? atoi(se) : 16;
+  wf_split_init(T);
   for (int k = 1; k < nb; k++)
     if (pthread_create(&T->tid[k], NULL, worker, T->b[k])) WF_UNREACHABLE("pthread_create failed");
   /* WF_SIM_THREAD_STATS=1: where the host time went (for BENCHMARKS.md, never in a result) */
@@ -705,17 +946,25 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
   if (T->stats) {
     double wall = host_seconds() - t0;
     fprintf(stderr,
-            "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between phases "
-            "(%.3f s CPU)\n",
-            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy, c1 - c0 - T->b[0]->cpu);
+            "threads: %d bands, %.3f s in the run loop, %.3f s of it joining, %.3f s between cycles "
+            "(%.3f s CPU); the slowest band's CPU summed over the parts of each cycle: %.3f s\n",
+            nb, wall, T->join_wait, wall - T->join_wait - T->b[0]->busy, c1 - c0 - T->b[0]->cpu,
+            T->crit_cpu);
     for (int k = 0; k < nb; k++) {
       wf_band *b = T->b[k];
       fprintf(stderr,
-              "  band %d rows %d..%d: %.3f s stepping, %.3f s CPU (%.3f s at %lld of %lld meeting "
-              "points)\n",
-              k, b->sim.y0, b->sim.y1 - 1, b->busy, b->cpu, b->wait, (long long)b->n_waits,
-              (long long)b->n_points);
+              "  band %d rows %d..%d: %.3f s stepping and committing, %.3f s CPU, %.3f s at "
+              "barriers (%.3f s at %lld of %lld meeting points)\n",
+              k, b->sim.y0, b->sim.y1 - 1, b->busy - b->bar_wait - b->wait, b->cpu, b->bar_wait,
+              b->wait, (long long)b->n_waits, (long long)b->n_points);
+      fprintf(stderr, "    CPU per part: PE phase %.3f s, commit and router phase %.3f s, commit and compaction %.3f s\n",
+              b->seg_sum[0], b->seg_sum[1], b->seg_sum[2]);
     }
+    fprintf(stderr, "  the cut moved %lld times, %lld rows in all; %lld records in %lld cycles\n",
+            (long long)T->n_splits, (long long)T->rows_moved, (long long)T->n_recs,
+            (long long)T->n_cycles);
+    fprintf(stderr, "  the slowest band per part: %.3f s, %.3f s, %.3f s (the first two as one: %.3f s)\n",
+            T->crit_seg[0], T->crit_seg[1], T->crit_seg[2], T->crit_fused);
   }
   wf_threads_gather(T);
   if (rc >= 0) return rc;
@@ -725,6 +974,7 @@ int wf_sim_run_threads(wf_sim *s, int nb) {
 void wf_sim_threads_free(wf_sim *s) {
   wf_threads *T = s->thr;
   if (!T || s->band) return;
+  wf_split_free(T);
   for (int k = 0; k < T->nb; k++) {
     wf_band *b = T->b[k];
     wf_sim *bs = &b->sim;
@@ -750,6 +1000,8 @@ void wf_sim_threads_free(wf_sim *s) {
     free(bs->ops);
     free(bs->colls);
     free(b->recs);
+    free(b->rb[0].r);
+    free(b->rb[1].r);
     free(b->nkey);
     free(b->evs);
     free(b->pts);
