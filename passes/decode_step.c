@@ -180,8 +180,8 @@ static wf_value gather_row(wf_module *m, wf_func *f, wf_op *op, wf_value c, wf_v
 /* RoPE's packed tables at the token's position, computed instead of read (so a step holds no
  * table that grows with the sequence): c[p, j] = m_j cos(p t_j), s[p, j] = g_j sin(p t_j), with
  * m_j in {0, 1} (0: a padding column) and g_j in {-1, 0, 1} (head-layout's signs). t_j is the f32
- * angle that reproduces both tables best, from atan2 of row 1 and its neighbours 4 ulps either
- * way (an exporter's f32 inverse frequency, found back); the tables must then hold, in every
+ * angle that reproduces both tables best (to 1e-6 it is taken at once), from atan2 of row 1 and
+ * its neighbours 4 ulps either way (an exporter's f32 inverse frequency, found back); the tables must then hold, in every
  * row, what cosf / sinf of the f32 product p t_j give, within 1e-5, else the gather stays.
  * Writes [1, X] constants t, m, g and returns 1 when they fit. */
 static int rope_angles(wf_module *m, int cg, int sg, float *t, float *mk, float *sg_out) {
@@ -196,7 +196,10 @@ static int rope_angles(wf_module *m, int cg, int sg, float *t, float *mk, float 
     if (s0 != 0 || (c0 != 0 && c0 != 1)) ok = 0; /* row 0 is cos 0 = 1 (or a padding 0), sin 0 = 0 */
     float th = (float)atan2(fabs(s1), c1), best = th;
     double best_err = INFINITY;
-    for (int k = -4; k <= 4 && ok; k++) {
+    /* atan2's own angle first, then its neighbours, until one reproduces the tables to 1e-6 */
+    static const int order[9] = {0, -1, 1, -2, 2, -3, 3, -4, 4};
+    for (int o = 0; o < 9 && ok && !(best_err <= 1e-6); o++) {
+      int k = order[o];
       float cand = th;
       for (int u = 0; u < (k < 0 ? -k : k); u++) cand = nextafterf(cand, k < 0 ? -INFINITY : INFINITY);
       double err = 0;

@@ -666,7 +666,7 @@ static int expand_chain(hl *c, wf_op *att, const char **why) {
  * rank-3 matmul (+ bias) it keeps the activation layout {B, S_y, E_x} instead of flattening
  * B·S into the split rows, which no reshape of a partitioned value can do in place. */
 static int fold_conv1d(hl *c, wf_op *gm) {
-  wf_op *in = def(c, gm->operands[0], WF_OP_RESHAPE), *back[1];
+  wf_op *in = def(c, gm->operands[0], WF_OP_RESHAPE), *back[1] = {NULL};
   if (!in || !plain_gemm(c, gm) || wf_value_type(c->f, in->operands[0])->rank != 3) return 0;
   if (uses_of(c, gm->results[0], back, 1) != 1 || back[0]->code != WF_OP_RESHAPE) return 0;
   const wf_type *xt = wf_value_type(c->f, in->operands[0]), *rt = wf_value_type(c->f, back[0]->results[0]);

@@ -21,7 +21,9 @@
  * Every copy is one copy2d instruction (rows of the dims before the dim, runs of the dim and
  * those after it), so a PE's program has a fixed number of instructions whatever the mesh. The
  * traffic is two allreduces of the whole tensor; the cost model charges them as
- * wf_lower_allreduce predicts, and the copies one cycle per word. */
+ * wf_lower_allreduce predicts, and the copies one cycle per word. A slice whose operand is laid
+ * out otherwise than its result (lower_slice.c) takes the same steps with a local slice of the
+ * whole between 2 and 3 (wf_lower_whole_slice). */
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
