@@ -29,14 +29,11 @@
 #include <stdio.h>
 
 #include "backend/resources/lower.h"
-#include "ir/rules.h"
 #include "waferc/diag.h"
 
 #define MAX_EXACT_INT (1 << 24) /* f32 holds every integer up to here */
 
 static int is_int(wf_dtype d) { return d == WF_I64 || d == WF_I32; }
-
-int wf_lower_int_ok(const wf_lower *L, wf_value v) { return wf_int_words_ok(L->m, L->f, v); }
 
 int64_t wf_lower_index_bound(const wf_lower *L, wf_value v) {
   int64_t bound = 0;

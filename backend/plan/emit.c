@@ -14,6 +14,7 @@
 #include "backend/gemm/gemm_kcut.h"
 #include "backend/plan/manifest.h"
 #include "ir/pe/pe_routes.h"
+#include "ir/rules.h"
 #include "waferc/backend.h"
 #include "waferc/collectives.h"
 #include "waferc/diag.h"
@@ -59,7 +60,7 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
-  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL) && wf_lower_int_ok(L, v))) {
+  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL) && wf_int_words_ok(L->m, L->f, v))) {
     wf_error(loc, "%s has dtype %s: the mesh computes in f32; integers and bools are held as f32 words, "
                   "exact below 2^24, only where they stay so (inputs, constants, indices, compares, where, "
                   "casts and data movement; docs/ops.md) (the reference interpreter, waferc --interpret, "

@@ -301,11 +301,6 @@ int wf_lower_gemv(wf_lower *L, const wf_op *op, wf_lowered_op *out);
  * over the last axis. Integers live on the PEs as f32 (exact below 2^24). */
 int wf_lower_gather(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_argmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);
-/* 1 when v may be an integer or bool tensor on the mesh (f32 words, exact below 2^24): a bool,
- * a function argument (waferrun refuses larger values), a constant of exact integers, an
- * argmax's or topk's indices, and a where, cast from an integer or bool, or data movement of
- * such values. */
-int wf_lower_int_ok(const wf_lower *L, wf_value v);
 /* The rows of the smallest table the gathers index with v (the ids' valid range is [0, it)),
  * or 0 when no gather reads v. */
 int64_t wf_lower_index_bound(const wf_lower *L, wf_value v);
