@@ -295,6 +295,13 @@ wf_op *wf_op_append(wf_func *f, wf_opcode code, int n_operands, const wf_value *
   return op;
 }
 
+wf_value wf_op_insert_new(wf_func *f, wf_op *pos, wf_opcode code, int n_operands, const wf_value *operands,
+                          wf_type result, wf_loc loc) {
+  wf_op *op = wf_op_new(f, code, n_operands, operands, 1, &result, loc);
+  wf_op_insert_before(f, pos, op);
+  return op->results[0];
+}
+
 void wf_op_insert_before(wf_func *f, wf_op *pos, wf_op *op) {
   if (!pos) { /* append */
     op->prev = f->last;

@@ -71,6 +71,8 @@ int wf_broadcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *
                        int64_t *out);
 /* Normalises a possibly negative axis for rank; -1 if out of range. */
 int wf_norm_axis(int64_t axis, int rank);
+/* Whether transpose `tr` of a rank-`rank` operand swaps its last two dims and keeps the others. */
+int wf_perm_swaps_last_two(const wf_func *f, const wf_op *tr, int rank);
 
 /* Attribute accessors that accept what the parser produces (an INT where a float is wanted,
  * an empty list of either kind). *n = -1 when the attribute is absent. */

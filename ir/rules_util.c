@@ -45,6 +45,14 @@ int wf_broadcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int *
   return 0;
 }
 
+int wf_perm_swaps_last_two(const wf_func *f, const wf_op *tr, int rank) {
+  const wf_attr *a = wf_op_attr(f, tr, "perm");
+  if (!a || a->kind != WF_ATTR_INTS || a->u.ints.n != rank || rank < 2) return 0;
+  for (int d = 0; d < rank; d++)
+    if (a->u.ints.v[d] != (d == rank - 2 ? rank - 1 : d == rank - 1 ? rank - 2 : d)) return 0;
+  return 1;
+}
+
 int wf_norm_axis(int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) return -1;
   return (int)(axis < 0 ? axis + rank : axis);

@@ -27,14 +27,6 @@ static wf_value scalar_const(wf_module *m, wf_func *f, const char *base, float v
   return wf_func_global_value(f, g);
 }
 
-static wf_value emit_before(wf_func *f, wf_op *pos, wf_opcode code, int n, const wf_value *ops,
-                            const wf_type *rt, wf_loc loc, wf_op **out) {
-  wf_op *o = wf_op_new(f, code, n, ops, 1, rt, loc);
-  wf_op_insert_before(f, pos, o);
-  if (out) *out = o;
-  return o->results[0];
-}
-
 static wf_type plain(const wf_type *t, int64_t d0, int64_t d1) {
   wf_type r;
   memset(&r, 0, sizeof r);
@@ -79,10 +71,9 @@ static wf_value transposed(wf_func *f, wf_op *pos, wf_value v, wf_loc loc) {
     if (c) return c;
   }
   wf_type rt = plain(t, t->dims[1], t->dims[0]);
-  wf_op *o;
-  wf_value r = emit_before(f, pos, WF_OP_TRANSPOSE, 1, &v, &rt, loc, &o);
+  wf_value r = wf_op_insert_new(f, pos, WF_OP_TRANSPOSE, 1, &v, rt, loc);
   int64_t perm[2] = {1, 0};
-  wf_op_set_ints(f, o, "perm", 2, perm);
+  wf_op_set_ints(f, f->values[r].def, "perm", 2, perm);
   return r;
 }
 
@@ -100,10 +91,10 @@ int wf_decompose_gemm(wf_module *m, wf_func *f) {
     if (wf_op_int(f, op, "trans_b", 0)) b = transposed(f, op, b, loc);
     wf_type rt = plain(yt, yt->dims[0], yt->dims[1]);
     wf_value ab[2] = {a, b};
-    wf_value y = emit_before(f, op, WF_OP_MATMUL, 2, ab, &rt, loc, NULL);
+    wf_value y = wf_op_insert_new(f, op, WF_OP_MATMUL, 2, ab, rt, loc);
     if (alpha != 1.0) {
       wf_value x[2] = {y, scalar_const(m, f, "gemm_alpha", (float)alpha, loc)};
-      y = emit_before(f, op, WF_OP_MUL, 2, x, &rt, loc, NULL);
+      y = wf_op_insert_new(f, op, WF_OP_MUL, 2, x, rt, loc);
     }
     if (op->n_operands > 2 && beta != 0.0) {
       wf_value c = op->operands[2];
@@ -111,10 +102,10 @@ int wf_decompose_gemm(wf_module *m, wf_func *f) {
         wf_value x[2] = {c, scalar_const(m, f, "gemm_beta", (float)beta, loc)};
         wf_type ct = *wf_value_type(f, c);
         memset(&ct.layout, 0, sizeof ct.layout);
-        c = emit_before(f, op, WF_OP_MUL, 2, x, &ct, loc, NULL);
+        c = wf_op_insert_new(f, op, WF_OP_MUL, 2, x, ct, loc);
       }
       wf_value x[2] = {y, c};
-      y = emit_before(f, op, WF_OP_ADD, 2, x, &rt, loc, NULL);
+      y = wf_op_insert_new(f, op, WF_OP_ADD, 2, x, rt, loc);
     }
     wf_value old = op->results[0];
     wf_value_replace_uses(f, old, y);

@@ -39,6 +39,7 @@
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/ops/attention_cost.h"
+#include "ir/rules.h"
 #include "passes/head_layout.h"
 #include "passes/head_view.h"
 #include "passes/partition.h"
@@ -288,9 +289,7 @@ static void pack_rope(hl *c, const hl_side *s, const hl_map *mp, int *cg, int *s
 }
 
 static wf_value insert(hl *c, wf_op *before, wf_opcode code, int n, const wf_value *ops, wf_type t, wf_loc loc) {
-  wf_op *op = wf_op_new(c->f, code, n, ops, 1, &t, loc);
-  wf_op_insert_before(c->f, before, op);
-  return op->results[0];
+  return wf_op_insert_new(c->f, before, code, n, ops, t, loc);
 }
 
 static void name_like(hl *c, wf_value v, wf_value like, const char *suffix) {
@@ -580,20 +579,10 @@ static int pack_one(hl *c, wf_op *att, wf_pass_ctx *ctx) {
  * cannot, for the error). */
 /* k^T without a transpose when k is one (raise writes k = transpose(k^T), reshaped to rank 4 from
  * a rank-3 chain): the value k^T, or WF_NO_VALUE. */
-static int swaps_last_two(const hl *c, const wf_op *tr) {
-  const wf_attr *a = wf_op_attr(c->f, tr, "perm");
-  if (!a || a->kind != WF_ATTR_INTS || a->u.ints.n < 2) return 0;
-  int64_t n = a->u.ints.n;
-  const int64_t *perm = a->u.ints.v;
-  for (int64_t i = 0; i < n - 2; i++)
-    if (perm[i] != i) return 0;
-  return perm[n - 2] == n - 1 && perm[n - 1] == n - 2;
-}
-
 static wf_value untransposed(const hl *c, wf_value k) {
   wf_op *rs = def(c, k, WF_OP_RESHAPE);
   wf_op *tr = def(c, rs ? rs->operands[0] : k, WF_OP_TRANSPOSE);
-  if (!tr || !swaps_last_two(c, tr)) return WF_NO_VALUE;
+  if (!tr || !wf_perm_swaps_last_two(c->f, tr, wf_value_type(c->f, tr->operands[0])->rank)) return WF_NO_VALUE;
   const wf_type *src = wf_value_type(c->f, tr->operands[0]), *kt = wf_value_type(c->f, k);
   /* a reshape only adds leading 1s here: the last two axes must be the same */
   if (rs && (src->rank < 2 || src->dims[src->rank - 1] != kt->dims[2] || src->dims[src->rank - 2] != kt->dims[3]))
@@ -647,9 +636,7 @@ static int expand_chain(hl *c, wf_op *att, const char **why) {
   } else if (att->n_operands > 3) { /* bool: keep where true, -inf elsewhere */
     float ninf = -INFINITY;
     wf_value w3[3] = {att->operands[3], sc, wf_func_global_value(c->f, new_global(c, base, "masked", 1, (int64_t[]){1}, &ninf))};
-    wf_op *wh = wf_op_new(c->f, WF_OP_WHERE, 3, w3, 1, &st, loc);
-    wf_op_insert_before(c->f, att, wh);
-    sc = wh->results[0];
+    sc = insert(c, att, WF_OP_WHERE, 3, w3, st, loc);
   }
   ops[0] = sc;
   wf_value p = insert(c, att, WF_OP_SOFTMAX, 1, ops, st, loc);

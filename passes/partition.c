@@ -62,10 +62,10 @@ int wf_pass_mesh(wf_pass_ctx *ctx, const char *pass, int *w, int *h) {
   return WF_EXIT_USAGE;
 }
 
-/* The layout for a type under the rule above, or an error at loc. int_ok: an integer
- * tensor is allowed here (integer_ok). */
+/* The layout for a type under the rule above, or an error at loc. int_ok: an integer or bool
+ * tensor is allowed here (wf_int_words_ok, which is 0 for any other dtype). */
 static int layout_for_dt(pctx *c, wf_type *t, wf_loc loc, const char *what, int int_ok) {
-  if (t->dtype != WF_F32 && !(int_ok && (t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL))) {
+  if (t->dtype != WF_F32 && !int_ok) {
     wf_error(loc, "partition: %s has dtype %s; the mesh holds f32, and integers and bools only where they "
                   "stay exact f32 words (ir/rules.h, wf_int_words_ok)", what, wf_dtype_name(t->dtype));
     return -1;

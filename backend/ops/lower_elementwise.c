@@ -147,10 +147,7 @@ static void materialize(wf_lower *L, int d, int a, int how, int64_t m, int64_t n
 }
 
 /* d = (a == 0) over n words (1 where a is 0). */
-static void is_zero(wf_lower *L, int d, int a, int64_t n) {
-  wf_emit(L, NULL, WF_PEOP_EQ, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(wf_lower_scalar(L, 0.0f)),
-                                             wf_arg_int(1), wf_arg_int(n), wf_arg_int(WF_BMODE_I)});
-}
+static void is_zero(wf_lower *L, int d, int a, int64_t n) { wf_emit_scal(L, WF_PEOP_EQ, d, a, 0.0f, n); }
 
 static int is_int(wf_dtype t) { return t == WF_I64 || t == WF_I32 || t == WF_BOOL; }
 
@@ -192,15 +189,19 @@ static int64_t lower_where(wf_lower *L, const wf_op *op, int d, int64_t m, int64
   is_zero(L, t, sc, mn);
   emit_fit(L, WF_PEOP_SEL, t, t, sy, fy, m, n, y, r);
   emit_fit(L, WF_PEOP_SEL, d, sc, sx, fx, m, n, x, r);
-  wf_emit(L, NULL, WF_PEOP_ADD, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(d), wf_arg_sym(t), wf_arg_int(m), wf_arg_int(n),
-                                              wf_arg_int(WF_BMODE_IJ)});
+  wf_emit_bin(L, WF_PEOP_ADD, d, d, t, m, n, WF_BMODE_IJ);
   return cycles;
 }
 
-/* d = a op b elementwise over n words (b: the same n, or a one-word scalar with mode i). */
-static int64_t elem2(wf_lower *L, wf_peop pop, int d, int a, int b, int64_t n, int scalar) {
-  wf_emit(L, NULL, pop, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(1), wf_arg_int(n),
-                                      wf_arg_int(scalar ? WF_BMODE_I : WF_BMODE_IJ)});
+/* d = a op b over n words (wf_emit_bin), its predicted cycles. */
+static int64_t elem2(wf_lower *L, wf_peop pop, int d, int a, int b, int64_t n) {
+  wf_emit_bin(L, pop, d, a, b, 1, n, WF_BMODE_IJ);
+  return n * wf_lower_elem_cost(L->t, pop);
+}
+
+/* d = a op c, c a constant (wf_emit_scal), its predicted cycles. */
+static int64_t elem2c(wf_lower *L, wf_peop pop, int d, int a, float c, int64_t n) {
+  wf_emit_scal(L, pop, d, a, c, n);
   return n * wf_lower_elem_cost(L->t, pop);
 }
 
@@ -227,26 +228,26 @@ static int64_t lower_pow(wf_lower *L, int d, int a, int64_t n, double c) {
   if (c == 0) {
     int64_t cyc = n;
     wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_int(n)});
-    return cyc + elem2(L, WF_PEOP_ADD, d, d, wf_lower_scalar(L, 1.0f), n, 1);
+    return cyc + elem2c(L, WF_PEOP_ADD, d, d, 1.0f, n);
   }
   if (c == 0.5) return elem1(L, WF_PEOP_SQRT, d, a, n);
   if (c == -0.5) return elem1(L, WF_PEOP_RSQRT, d, a, n);
   if (c != floor(c) || fabs(c) > (double)(1 << 24)) {
     int64_t cyc = elem1(L, WF_PEOP_LOG, d, a, n);
-    cyc += elem2(L, WF_PEOP_MUL, d, d, wf_lower_scalar(L, (float)c), n, 1);
+    cyc += elem2c(L, WF_PEOP_MUL, d, d, (float)c, n);
     return cyc + elem1(L, WF_PEOP_EXP, d, d, n);
   }
   int64_t e = (int64_t)fabs(c), cyc = 0;
   int base = a, first = 1, t = -1;
   while (e) {
     if (e & 1) {
-      cyc += first ? elem1(L, WF_PEOP_COPY, d, base, n) : elem2(L, WF_PEOP_MUL, d, d, base, n, 0);
+      cyc += first ? elem1(L, WF_PEOP_COPY, d, base, n) : elem2(L, WF_PEOP_MUL, d, d, base, n);
       first = 0;
     }
     e >>= 1;
     if (e) {
       if (t < 0) t = wf_lower_temp(L, "$pow_base", n * 4);
-      cyc += elem2(L, WF_PEOP_MUL, t, base, base, n, 0);
+      cyc += elem2(L, WF_PEOP_MUL, t, base, base, n);
       base = t;
     }
   }

@@ -57,11 +57,6 @@ static int split_of(const wf_type *t, int d) {
 
 /* ---- gather -------------------------------------------------------------------------- */
 
-static void bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode) {
-  wf_emit(L, NULL, op,
-          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
-}
-
 /* A table whose rows are split along a ({V_a, E_b}) and ids every PE holds: each PE looks up the
  * ids that fall in its block of rows and zeros the others; summed along a (exactly one PE of
  * the line holds each id), the rows are the lookup. Per id i, with base = Vb a the PE's first
@@ -89,23 +84,23 @@ static int64_t masked_lookup(wf_lower *L, const wf_op *op, int dst, int64_t n, i
   wf_emit(L, NULL, WF_PEOP_RFIND, (wf_pe_arg[]){wf_arg_sym(base), wf_arg_sym(one), wf_arg_sym(one), wf_arg_int(1),
                                                 wf_arg_int(1), wf_arg_term(coord)});
   /* keep = 1 - min(1, max(0, id + 1)): 1 for a negative id; loc = id + V keep - base */
-  bin(L, WF_PEOP_ADD, keep, si, one, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MAX, keep, keep, zero, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MUL, loc, keep, vs, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_ADD, loc, loc, si, 1, n, WF_BMODE_IJ);
-  bin(L, WF_PEOP_SUB, loc, loc, base, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MAX, idx, loc, zero, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MIN, idx, idx, vmax, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_ADD, keep, si, one, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MAX, keep, keep, zero, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MUL, loc, keep, vs, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_ADD, loc, loc, si, 1, n, WF_BMODE_IJ);
+  wf_emit_bin(L, WF_PEOP_SUB, loc, loc, base, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MAX, idx, loc, zero, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MIN, idx, idx, vmax, 1, n, WF_BMODE_I);
   /* keep = 1 - min(1, |loc - idx|) */
-  bin(L, WF_PEOP_SUB, keep, loc, idx, 1, n, WF_BMODE_IJ);
-  bin(L, WF_PEOP_MUL, loc, keep, mone, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MAX, keep, keep, loc, 1, n, WF_BMODE_IJ);
-  bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
-  bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_SUB, keep, loc, idx, 1, n, WF_BMODE_IJ);
+  wf_emit_bin(L, WF_PEOP_MUL, loc, keep, mone, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MAX, keep, keep, loc, 1, n, WF_BMODE_IJ);
+  wf_emit_bin(L, WF_PEOP_MIN, keep, keep, one, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MUL, keep, keep, mone, 1, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_ADD, keep, keep, one, 1, n, WF_BMODE_I);
   int64_t run = n / parts;
   for (int64_t p = 0; p < parts; p++) {
     wf_pe_arg d = wf_arg_sym(dst), ix = wf_arg_sym(idx), kp = wf_arg_sym(keep);

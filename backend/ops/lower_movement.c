@@ -10,6 +10,7 @@
  * of a small tensor is gathered whole and cut (lower_reshape_whole.c); other permutations
  * and larger reshapes are rejected by name. */
 #include "backend/resources/lower.h"
+#include "ir/rules.h"
 #include "waferc/diag.h"
 
 /* The non-1 dims of t and their splits. */
@@ -122,12 +123,7 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       return vector_resplit(L, op, da[0], sa[0], sb[0], out);
   }
   if (op->code == WF_OP_TRANSPOSE) {
-    const wf_attr *perm = wf_op_attr(L->f, op, "perm");
-    int r = xt->rank, swaps_last_two = perm && perm->u.ints.n == r && r >= 2;
-    for (int d = 0; swaps_last_two && d < r; d++) {
-      int64_t want = d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d;
-      swaps_last_two = perm->u.ints.v[d] == want;
-    }
+    int r = xt->rank, swaps_last_two = wf_perm_swaps_last_two(L->f, op, r);
     int lead1 = 1;
     for (int d = 0; d < r - 2; d++) lead1 &= xt->dims[d] == 1;
     /* Both sides whole: an operand every PE holds whole whose result is split ([16, 1]

@@ -13,12 +13,6 @@
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
-static void emit_bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode) {
-  wf_emit(L, NULL, op,
-          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(m), wf_arg_int(n),
-                        wf_arg_int(mode)});
-}
-
 /* The broadcast mode of an affine parameter (scale, bias) against the m x n block. */
 static int param_mode(wf_lower *L, const wf_op *op, wf_value p, int64_t m, int64_t n, int *mode) {
   const wf_type *pt = wf_value_type(L->f, p), *xt = wf_value_type(L->f, op->operands[0]);
@@ -63,19 +57,19 @@ int wf_lower_norm(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int centered = sx;
   if (layer) {
     if ((rc = wf_lower_axis_stat(L, stat, sx, &v, 0, op->loc, &cyc))) return rc;
-    emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
-    emit_bin(L, WF_PEOP_SUB, sy, sx, stat, m, n, WF_BMODE_I);
+    wf_emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
+    wf_emit_bin(L, WF_PEOP_SUB, sy, sx, stat, m, n, WF_BMODE_I);
     centered = sy;
     cyc += m + m * n;
   }
-  emit_bin(L, WF_PEOP_MUL, sq, centered, centered, m, n, WF_BMODE_IJ);
+  wf_emit_bin(L, WF_PEOP_MUL, sq, centered, centered, m, n, WF_BMODE_IJ);
   if ((rc = wf_lower_axis_stat(L, stat, sq, &v, 0, op->loc, &cyc))) return rc;
-  emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
-  emit_bin(L, WF_PEOP_ADD, stat, stat, ke, m, 1, WF_BMODE_J);
+  wf_emit_bin(L, WF_PEOP_MUL, stat, stat, kn, m, 1, WF_BMODE_J);
+  wf_emit_bin(L, WF_PEOP_ADD, stat, stat, ke, m, 1, WF_BMODE_J);
   wf_emit(L, NULL, WF_PEOP_RSQRT, (wf_pe_arg[]){wf_arg_sym(stat), wf_arg_sym(stat), wf_arg_int(m)});
-  emit_bin(L, WF_PEOP_MUL, sy, centered, stat, m, n, WF_BMODE_I);
-  emit_bin(L, WF_PEOP_MUL, sy, sy, ss, m, n, smode);
-  if (layer) emit_bin(L, WF_PEOP_ADD, sy, sy, sb, m, n, bmode);
+  wf_emit_bin(L, WF_PEOP_MUL, sy, centered, stat, m, n, WF_BMODE_I);
+  wf_emit_bin(L, WF_PEOP_MUL, sy, sy, ss, m, n, smode);
+  if (layer) wf_emit_bin(L, WF_PEOP_ADD, sy, sy, sb, m, n, bmode);
   cyc += m * n * (3 + layer) + m * (2 + L->t->div_cycles);
   /* A padded axis split along x (or y, a decode step's token): the PEs holding padding columns zero them (times a 1/0 mask
    * of their block's columns), so the result's padding is 0 whatever the scale, shift and

@@ -335,6 +335,36 @@ static int lower_split(wf_lower *L, const wf_op *op, wf_lowered_op *out, unsigne
   return rc;
 }
 
+/* The type after cut k of a slice (of nc) from cur: axis ax down to count (whole when 1); the
+ * last cut gives the result's type rt. */
+static wf_type cut_type(const wf_type *cur, const wf_type *rt, int ax, int64_t count, int last) {
+  wf_type next = *cur;
+  next.dims[ax] = count;
+  if (count == 1) next.layout.dims[ax].split = WF_AXIS_NONE;
+  return last ? *rt : next;
+}
+
+/* Operand and result laid out differently off the cut axes (a reduction's result that kept its
+ * operand's splits, read by a slice laid out by the rule): a small tensor is made whole on
+ * every PE, sliced there (step 1) and cut to the result's blocks (lower_reshape_whole.c).
+ * 0 done, -1 when it does not apply (too large), else an exit code. */
+static int slice_whole(wf_lower *L, const wf_op *op, int nc, const int *cut_axis, const int64_t *first,
+                       const int64_t *count, wf_lowered_op *out, unsigned *fabric) {
+  wf_whole w;
+  int64_t cyc = 0;
+  int rc = wf_lower_whole_gather(L, op, op->operands[0], 0, &w, &cyc);
+  if (rc) return rc;
+  wf_type whole = *wf_value_type(L->f, op->operands[0]);
+  for (int k = 0; k < nc; k++) {
+    wf_lower_whole_slice(L, &w, &whole, cut_axis[k], first[k], count[k], &cyc);
+    whole.dims[cut_axis[k]] = count[k];
+  }
+  if ((rc = wf_lower_whole_cut(L, &w, op->results[0], &cyc)) != 0) return rc;
+  out->predicted = cyc;
+  *fabric = 1u << WF_AXIS_X | 1u << WF_AXIS_Y;
+  return 0;
+}
+
 /* A slice cuts its axes one at a time, each a move from the previous one's result (scratch
  * `$sl_t0` / `$sl_t1`) to the next; the last writes the result. Axes it keeps whole are
  * skipped; a slice that keeps every axis whole is a copy. */
@@ -370,48 +400,23 @@ static int lower_slice1(wf_lower *L, const wf_op *op, wf_lowered_op *out, unsign
     out->predicted = words;
     return 0;
   }
-  /* Operand and result laid out differently off the cut axes (a reduction's result that kept its
-   * operand's splits, read by a slice laid out by the rule): a small tensor is made whole on
-   * every PE, sliced there and cut to the result's blocks (lower_reshape_whole.c). */
   int lines_up = 1, steps1 = 1;
   wf_type c0 = *xt;
   for (int k = 0; k < nc; k++) {
-    wf_type nx = c0;
-    nx.dims[cut_axis[k]] = count[k];
-    if (count[k] == 1) nx.layout.dims[cut_axis[k]].split = WF_AXIS_NONE;
-    if (k == nc - 1) nx = *rt;
+    wf_type nx = cut_type(&c0, rt, cut_axis[k], count[k], k == nc - 1);
     lines_up &= off_axis_ok(&c0, &nx, cut_axis[k]);
     steps1 &= step[k] == 1;
     c0 = nx;
   }
   if (!lines_up && steps1) {
-    wf_whole w;
-    int64_t cyc = 0;
-    int wrc = wf_lower_whole_gather(L, op, op->operands[0], 0, &w, &cyc);
-    if (wrc > 0) return wrc;
-    if (wrc == 0) {
-      wf_type whole = *xt;
-      for (int k = 0; k < nc; k++) {
-        wf_lower_whole_slice(L, &w, &whole, cut_axis[k], first[k], count[k], &cyc);
-        whole.dims[cut_axis[k]] = count[k];
-      }
-      wrc = wf_lower_whole_cut(L, &w, op->results[0], &cyc);
-      if (wrc > 0) return wrc;
-      if (wrc == 0) {
-        out->predicted = cyc;
-        *fabric = 1u << WF_AXIS_X | 1u << WF_AXIS_Y;
-        return 0;
-      }
-    }
+    int wrc = slice_whole(L, op, nc, cut_axis, first, count, out, fabric);
+    if (wrc >= 0) return wrc;
   }
   wf_type cur = *xt;
   int src = sx, rc = 0;
   for (int k = 0; k < nc && !rc; k++) {
     int ax = cut_axis[k];
-    wf_type next = cur;
-    next.dims[ax] = count[k];
-    if (count[k] == 1) next.layout.dims[ax].split = WF_AXIS_NONE;
-    if (k == nc - 1) next = *rt;
+    wf_type next = cut_type(&cur, rt, ax, count[k], k == nc - 1);
     if (!same_off_axis(L, op, &cur, &next, ax)) return WF_EXIT_UNSUPPORTED;
     int dst = sr;
     if (k < nc - 1) {

@@ -58,11 +58,6 @@ static void bin(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf_p
   wf_emit(L, g, op, (wf_pe_arg[]){d, a, b, wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
 }
 
-/* d[n] = s * scalar c, elementwise with a one-word constant. */
-static void scal(wf_lower *L, wf_peop op, int d, int s, float c, int64_t n) {
-  bin(L, NULL, op, wf_arg_sym(d), wf_arg_sym(s), wf_arg_sym(wf_lower_scalar(L, c)), 1, n, WF_BMODE_I);
-}
-
 /* The last axis of t as the lowering sees it: its block [o][len], the mesh axis it is split
  * along (WF_AXIS_NONE when whole here) and the PEs it is split over. */
 typedef struct last_axis {
@@ -107,18 +102,18 @@ static int64_t match(wf_lower *L, int eq, int g, int idx, int tmp, int64_t o, in
   bin(L, NULL, WF_PEOP_SUB, wf_arg_sym(eq), wf_arg_sym(eq), wf_arg_sym(idx), o, len, WF_BMODE_I);
   wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_sym(eq), wf_arg_int(n)});
   bin(L, NULL, WF_PEOP_MAX, wf_arg_sym(eq), wf_arg_sym(eq), wf_arg_sym(tmp), 1, n, WF_BMODE_IJ);
-  scal(L, WF_PEOP_MIN, eq, eq, 1.0f, n);
-  scal(L, WF_PEOP_MUL, eq, eq, -1.0f, n);
-  scal(L, WF_PEOP_ADD, eq, eq, 1.0f, n);
+  wf_emit_scal(L, WF_PEOP_MIN, eq, eq, 1.0f, n);
+  wf_emit_scal(L, WF_PEOP_MUL, eq, eq, -1.0f, n);
+  wf_emit_scal(L, WF_PEOP_ADD, eq, eq, 1.0f, n);
   return 8 * n;
 }
 
 /* pm[n] = +inf where b[i] == 0, -inf where b[i] == 1 (b holds 0 or 1): (1 - 2b) * FLT_MAX * 2. */
 static int64_t pm_inf(wf_lower *L, int pm, int b, int64_t n) {
-  scal(L, WF_PEOP_MUL, pm, b, -2.0f, n);
-  scal(L, WF_PEOP_ADD, pm, pm, 1.0f, n);
-  scal(L, WF_PEOP_MUL, pm, pm, FLT_MAX, n);
-  scal(L, WF_PEOP_MUL, pm, pm, 2.0f, n);
+  wf_emit_scal(L, WF_PEOP_MUL, pm, b, -2.0f, n);
+  wf_emit_scal(L, WF_PEOP_ADD, pm, pm, 1.0f, n);
+  wf_emit_scal(L, WF_PEOP_MUL, pm, pm, FLT_MAX, n);
+  wf_emit_scal(L, WF_PEOP_MUL, pm, pm, 2.0f, n);
   return 4 * n;
 }
 
@@ -171,11 +166,11 @@ static int allgather_last(wf_lower *L, const wf_op *op, const int *src, int n, c
 
 /* i[o] += D where i < 0 (a negative index counts from the end): D * (1 - min(1, max(0, i + 1))). */
 static int64_t wrap_negative(wf_lower *L, int ci, int neg, int64_t o, int64_t D) {
-  scal(L, WF_PEOP_ADD, neg, ci, 1.0f, o);
-  scal(L, WF_PEOP_MAX, neg, neg, 0.0f, o);
-  scal(L, WF_PEOP_MIN, neg, neg, 1.0f, o);
-  scal(L, WF_PEOP_MUL, neg, neg, (float)-D, o);
-  scal(L, WF_PEOP_ADD, neg, neg, (float)D, o);
+  wf_emit_scal(L, WF_PEOP_ADD, neg, ci, 1.0f, o);
+  wf_emit_scal(L, WF_PEOP_MAX, neg, neg, 0.0f, o);
+  wf_emit_scal(L, WF_PEOP_MIN, neg, neg, 1.0f, o);
+  wf_emit_scal(L, WF_PEOP_MUL, neg, neg, (float)-D, o);
+  wf_emit_scal(L, WF_PEOP_ADD, neg, neg, (float)D, o);
   bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(ci), wf_arg_sym(ci), wf_arg_sym(neg), 1, o, WF_BMODE_IJ);
   return 6 * o;
 }
@@ -218,10 +213,10 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int padded = a.split != WF_AXIS_NONE && a.full < a.len * a.parts;
   if (padded) { /* columns at or past the axis' end: -inf, never chosen */
     int v = wf_lower_temp(L, "$tk_pad", len * 4), pm = wf_lower_temp(L, "$tk_pm", len * 4);
-    scal(L, WF_PEOP_SUB, v, g, (float)a.full, len); /* g - full: >= 0 on padding */
-    scal(L, WF_PEOP_ADD, v, v, 1.0f, len);
-    scal(L, WF_PEOP_MAX, v, v, 0.0f, len);
-    scal(L, WF_PEOP_MIN, v, v, 1.0f, len); /* 1 on padding, 0 on real columns */
+    wf_emit_scal(L, WF_PEOP_SUB, v, g, (float)a.full, len); /* g - full: >= 0 on padding */
+    wf_emit_scal(L, WF_PEOP_ADD, v, v, 1.0f, len);
+    wf_emit_scal(L, WF_PEOP_MAX, v, v, 0.0f, len);
+    wf_emit_scal(L, WF_PEOP_MIN, v, v, 1.0f, len); /* 1 on padding, 0 on real columns */
     cyc += 4 * len + pm_inf(L, pm, v, len);
     bin(L, NULL, WF_PEOP_MIN, wf_arg_sym(work), wf_arg_sym(work), wf_arg_sym(pm), o, len, WF_BMODE_J);
     cyc += n;
@@ -331,7 +326,7 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     } else { /* out *= 1 + eq * (u - 1) */
       bin(L, NULL, WF_PEOP_MUL, wf_arg_sym(tmp), wf_arg_sym(eq), wf_arg_sym(cu), o, len, WF_BMODE_I);
       bin(L, NULL, WF_PEOP_SUB, wf_arg_sym(tmp), wf_arg_sym(tmp), wf_arg_sym(eq), 1, n, WF_BMODE_IJ);
-      scal(L, WF_PEOP_ADD, tmp, tmp, 1.0f, n);
+      wf_emit_scal(L, WF_PEOP_ADD, tmp, tmp, 1.0f, n);
       bin(L, NULL, WF_PEOP_MUL, wf_arg_sym(sr), wf_arg_sym(sr), wf_arg_sym(tmp), 1, n, WF_BMODE_IJ);
       cyc += 4 * n;
     }

@@ -60,10 +60,10 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
-  if (t->dtype != WF_F32 && !((t->dtype == WF_I64 || t->dtype == WF_I32 || t->dtype == WF_BOOL) && wf_int_words_ok(L->m, L->f, v))) {
+  if (t->dtype != WF_F32 && !wf_int_words_ok(L->m, L->f, v)) {
     wf_error(loc, "%s has dtype %s: the mesh computes in f32; integers and bools are held as f32 words, "
                   "exact below 2^24, only where they stay so (inputs, constants, indices, compares, where, "
-                  "casts and data movement; docs/ops.md) (the reference interpreter, waferc --interpret, "
+                  "casts and data movement; docs/partition.md) (the reference interpreter, waferc --interpret, "
                   "runs other dtypes)",
              name, wf_dtype_name(t->dtype));
     return -2;

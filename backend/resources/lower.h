@@ -158,6 +158,11 @@ void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols)
 void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col);
 /* Instruction helpers: guard may be NULL. */
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
+/* d = a <op> b over an m x n block, b broadcast by mode (WF_BMODE_*): a binary instruction of
+ * whole symbols. */
+void wf_emit_bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode);
+/* d[0..n) = a[0..n) <op> c, c a one-word constant (wf_lower_scalar). */
+void wf_emit_scal(wf_lower *L, wf_peop op, int d, int a, float c, int64_t n);
 wf_pe_arg wf_arg_sym(int sym);
 /* sym plus a constant offset of `off` words. */
 wf_pe_arg wf_arg_at(int sym, int64_t off);

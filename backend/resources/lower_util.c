@@ -145,6 +145,15 @@ int wf_lower_const_block(wf_lower *L, const float *data, int64_t n) {
 
 int wf_lower_scalar(wf_lower *L, float v) { return wf_lower_const_block(L, &v, 1); }
 
+void wf_emit_bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode) {
+  wf_emit(L, NULL, op,
+          (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_sym(b), wf_arg_int(m), wf_arg_int(n), wf_arg_int(mode)});
+}
+
+void wf_emit_scal(wf_lower *L, wf_peop op, int d, int a, float c, int64_t n) {
+  wf_emit_bin(L, op, d, a, wf_lower_scalar(L, c), 1, n, WF_BMODE_I);
+}
+
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   int s = wf_pe_class_find_sym(L->cls, name);
   if (s < 0) return wf_pe_class_add_sym(L->cls, name, bytes);

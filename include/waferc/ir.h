@@ -276,6 +276,9 @@ wf_op *wf_op_new(wf_func *f, wf_opcode code, int n_operands, const wf_value *ope
 wf_op *wf_op_append(wf_func *f, wf_opcode code, int n_operands, const wf_value *operands,
                     int n_results, const wf_type *result_types, wf_loc loc);
 void wf_op_insert_before(wf_func *f, wf_op *pos, wf_op *op); /* pos NULL = append */
+/* A new op of one result inserted before pos (wf_op_new, wf_op_insert_before): its result. */
+wf_value wf_op_insert_new(wf_func *f, wf_op *pos, wf_opcode code, int n_operands, const wf_value *operands,
+                          wf_type result, wf_loc loc);
 void wf_op_insert_after(wf_func *f, wf_op *pos, wf_op *op);  /* pos NULL = prepend */
 void wf_op_unlink(wf_func *f, wf_op *op);                    /* memory stays in the arena */
 void wf_op_set_operand(wf_func *f, wf_op *op, int i, wf_value v);
