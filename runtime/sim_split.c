@@ -160,24 +160,29 @@ static void count_sleepers(wf_threads *T, wf_sim *bs, int y0, int y1, int sign) 
     }
 }
 
+/* Keeps in v[0..n) the PEs of rows [y0, y1), in order, and appends the others to *out; returns
+ * how many stay (the active PEs' list and the timers' alike). */
+static int leave_pes(const wf_threads *T, wf_pe **v, int n, int y0, int y1, wf_pe ***out, int *cap, int *n_out) {
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (in_rows(T, v[i], y0, y1)) {
+      v[m++] = v[i];
+    } else {
+      *out = (wf_pe **)grow_ptrs((void **)*out, cap, *n_out + 1);
+      (*out)[(*n_out)++] = v[i];
+    }
+  }
+  return m;
+}
+
 /* Step 1 of a move, each band on its thread: what leaves its rows leaves its lists. */
 void wf_split_leave(wf_threads *T, wf_band *b) {
   wf_sim *bs = &b->sim;
   int ny0 = T->ny[b->k], ny1 = T->ny[b->k + 1];
   WF_ASSERT(!bs->n_soft_woken && !bs->n_rt_now && !bs->n_rt_join);
   b->n_mv_pe = b->n_mv_rt = b->n_mv_tm = 0;
+  bs->n_act_pe = leave_pes(T, bs->act_pe, bs->n_act_pe, ny0, ny1, &b->mv_pe, &b->cap_mv_pe, &b->n_mv_pe);
   int m = 0;
-  for (int i = 0; i < bs->n_act_pe; i++) {
-    wf_pe *p = bs->act_pe[i];
-    if (in_rows(T, p, ny0, ny1)) {
-      bs->act_pe[m++] = p;
-    } else {
-      b->mv_pe = (wf_pe **)grow_ptrs((void **)b->mv_pe, &b->cap_mv_pe, b->n_mv_pe + 1);
-      b->mv_pe[b->n_mv_pe++] = p;
-    }
-  }
-  bs->n_act_pe = m;
-  m = 0;
   for (int i = 0; i < bs->n_act_rt; i++) {
     wf_router *r = bs->act_rt[i];
     if (in_rows(T, r, ny0, ny1)) {
@@ -188,17 +193,8 @@ void wf_split_leave(wf_threads *T, wf_band *b) {
     }
   }
   bs->n_act_rt = m;
-  m = 0; /* the heap is rebuilt in wf_split_join */
-  for (int i = 0; i < bs->n_timers; i++) {
-    wf_pe *p = bs->timers[i];
-    if (in_rows(T, p, ny0, ny1)) {
-      bs->timers[m++] = p;
-    } else {
-      b->mv_tm = (wf_pe **)grow_ptrs((void **)b->mv_tm, &b->cap_mv_tm, b->n_mv_tm + 1);
-      b->mv_tm[b->n_mv_tm++] = p;
-    }
-  }
-  bs->n_timers = m;
+  /* the heap is rebuilt in wf_split_join */
+  bs->n_timers = leave_pes(T, bs->timers, bs->n_timers, ny0, ny1, &b->mv_tm, &b->cap_mv_tm, &b->n_mv_tm);
   /* the rows it loses: their sleepers are counted by the band that gains them */
   int y0 = bs->y0, y1 = bs->y1;
   if (ny0 > y0) count_sleepers(T, bs, y0, ny0 < y1 ? ny0 : y1, -1);
