@@ -365,18 +365,20 @@ int wf_train_route_hops(const wf_die_system *s, int a, int b) {
   return route(s, a, b, &rl);
 }
 
-/* Eq. 1 for stage st's TP ring as its steps' routes run (dead = the links they avoid, or NULL):
- * each step waits for the longest route between ring neighbours, and a link that k steps'
- * routes cross gives each of them 1/k of its bandwidth. */
-static double ring_eq1(const wf_die_system *s, const wf_train_plan *p, int st, const unsigned char *dead) {
-  int ring[64], n = wf_train_ring_of(s, p, st, ring), links[WF_MAX_DIES];
+/* Eq. 1 for stage st's TP ring as its steps' routes run (round the search's dead links, or on
+ * healthy ones, X-Y): each step waits for the longest route between ring neighbours, and a
+ * link that k steps' routes cross gives each of them 1/k of its bandwidth. */
+static double ring_eq1(const wf_die_system *s, const wf_train_plan *p, int st, int faulty) {
+  int ring[64], n = wf_train_ring_of(s, p, st, ring), xy[WF_MAX_DIES];
   static unsigned char cnt[WF_MAX_DIES * 4];
   memset(cnt, 0, (size_t)s->n * 4);
-  wf_die_system f = *s;
-  f.link_dead = dead;
+  wf_die_system healthy = *s;
+  healthy.link_dead = NULL;
   int hmax = 1, lmax = 1;
   for (int i = 0; n > 1 && i < n; i++) {
-    int h = wf_die_route(&f, ring[i], ring[(i + 1) % n], links, WF_MAX_DIES);
+    const int *links = xy;
+    int h = faulty ? route(s, ring[i], ring[(i + 1) % n], &links)
+                   : wf_die_route(&healthy, ring[i], ring[(i + 1) % n], xy, WF_MAX_DIES);
     if (h < 0) return INFINITY;
     if (h > hmax) hmax = h;
     for (int k = 0; k < h; k++)
@@ -391,7 +393,7 @@ static double ring_eq1(const wf_die_system *s, const wf_train_plan *p, int st, c
  * itself (train_sim.c). */
 static double ring_detour_s(const wf_die_system *s, const wf_train_plan *p, int st) {
   if (p->tp < 2 || p->strategy == WF_TP_B || !g_faults || !g_faults->any) return 0;
-  return fmax(0, ring_eq1(s, p, st, g_faults->link_dead) - ring_eq1(s, p, st, NULL));
+  return fmax(0, ring_eq1(s, p, st, 1) - ring_eq1(s, p, st, 0));
 }
 
 /* The links of the pipeline's routes (between consecutive stage centres). */
