@@ -8,10 +8,17 @@
 # rows computed at each step's position (--rope=computed: no table grows with N).
 #   bench/kv_capacity.sh                       # the models and meshes below
 #   MODELS="llama_mha_halfrope" MESHES="8 16" BIG=6000 bench/kv_capacity.sh
+# Then the full-size models of Table 5 (FULL="model:decode-mesh ...", PROMPTS), from
+# `wafer-bench llm --no-sim`'s kv_capacity: the planner's layout of one layer's decode step
+# (compiled, not run), the layers spread over the wafer's decode-sized regions, weights and
+# caches in f32 (as waferc's plans hold them) and in f16, beside the paper's figures.
 set -euo pipefail
 MODELS=${MODELS:-"llama_mha_halfrope llama_gqa_interleaved"}
 MESHES=${MESHES:-"4 8 16"}
 BIG=${BIG:-6000}
+FULL=${FULL:-"llama3-8b:360 llama2-13b:375 llama3-8b:375x497 llama2-13b:375x497"}
+PROMPTS=${PROMPTS:-"4096 128"}
+bench=${WAFER_BENCH:-wafer-bench}
 . "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 G=$here/examples/models/generate
 
@@ -36,5 +43,27 @@ for m in $MODELS; do
     c2=$(most "$m" "$n" concat --rope=computed)
     printf '| %s | %sx%s | %s | %s | %s | %s | %s | %s | %s |\n' "$m" "$n" "$n" "$n" "$s" "$c" "$(ratio "$s" "$c")" \
       "$s2" "$c2" "$(ratio "$s2" "$c2")"
+  done
+done
+
+# Table 5 at full size (no fit: "-")
+printf '\n| model | decode region | regions | layers on the fullest | prompt | f32: shift | concat | f16: shift | concat | shift / concat | rows | WaferLLM: shift | concat |\n'
+printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+for f in $FULL; do
+  for P in $PROMPTS; do
+    "$bench" llm --model="${f%%:*}" --decode-mesh="${f#*:}" --prompt="$P" --no-sim >"$tmp/llm.json" 2>/dev/null
+    python3 - "$tmp/llm.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+kv = d["kv_capacity"]
+paper = {"llama3-8b": (137548, 382), "llama2-13b": (6168, 16)}.get(d["model"], ("", ""))
+n = lambda v: "-" if v is None or v < 0 else str(v)
+r = kv["f16"]["shift_over_concat"]
+print("| %s | %dx%d | %d | %d | %d | %s | %s | %s | %s | %s | %d | %s | %s |" % (
+    d["model"], kv["region"][0], kv["region"][1], kv["regions_with_layers"], kv["max_layers_per_region"],
+    d["prompt"], n(kv["f32"]["shift_max_new_tokens"]), n(kv["f32"]["concat_max_new_tokens"]),
+    n(kv["f16"]["shift_max_new_tokens"]), n(kv["f16"]["concat_max_new_tokens"]), "-" if r is None else "%.1f" % r,
+    kv["region"][1], paper[0], paper[1]))
+PY
   done
 done

@@ -14,6 +14,12 @@ wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --promp
   --sample-mesh=8 > "$out/b.json"
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim \
   > "$out/c.json"
+# one decode region on the wafer (376x498 of wse2's 750x994): both layers and the head share it
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=376x498 --prompt=64 --no-sim > "$out/d.json"
+# one layer's decode step over a PE's SRAM: no capacity, said on stderr, the cost model still printed
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=1x1 --prompt=64 --no-sim > "$out/e.json" \
+  2> "$out/e.err"
+grep -q "kv_capacity: null" "$out/e.err" || { echo "no word of the null capacity"; cat "$out/e.err"; exit 1; }
 python3 - "$out" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -73,6 +79,34 @@ bs = b["simulated"]["prefill_sample"]
 assert bs["mesh"] == [8, 8] and bs["step_scale"] == 2
 assert b["simulated"]["prefill_layer_cycles"] > bs["cycles"]
 assert b["cost_model"] == a["cost_model"]
+# the KV cache's capacity (Table 5) from the planner's layout of the decode sample: the cache
+# slot is k and v's blocks (kv_width over 8 columns, f32); test-tiny's two layers take two
+# 8x8 regions of the wafer, one each, so a row's slots are what one layer leaves of the SRAM
+kv = a["kv_capacity"]
+pb = kv["planner_bytes_per_pe"]
+assert kv["region"] == [8, 8] and kv["regions_with_layers"] == 2 and kv["max_layers_per_region"] == 1, kv
+assert pb["cache_per_slot"] == 2 * -(-a["layout"]["decode"]["kv_width"] // 8) * 4, pb
+assert pb["layer_weights"] > 0 and pb["beside"] > 0 and pb["head_weights"] > 0, pb
+sram = a["memory_per_pe"]["sram_bytes"]
+for dt, elem in (("f32", 4), ("f16", 2)):
+    f = kv[dt]
+    slot = pb["cache_per_slot"] // 4 * elem
+    assert f["cache_slots_per_row"] == (sram - pb["beside"] - pb["layer_weights"] // 4 * elem) // slot, (dt, f)
+    # shift fills the 8 rows; concat only the last, which the 64-token prompt left 8 tokens in
+    assert f["shift_max_new_tokens"] == f["cache_slots_per_row"] * 8 - 64, (dt, f)
+    assert f["concat_max_new_tokens"] == f["cache_slots_per_row"] - 8, (dt, f)
+    assert abs(f["shift_over_concat"] - 8) < 1e-3, f
+assert kv["f16"]["cache_slots_per_row"] > 2 * kv["f32"]["cache_slots_per_row"], kv
+assert c["kv_capacity"] == kv and b["kv_capacity"] == kv
+d = json.load(open(sys.argv[1] + "/d.json"))
+kd = d["kv_capacity"]
+pd = kd["planner_bytes_per_pe"]
+assert kd["regions_with_layers"] == 1 and kd["max_layers_per_region"] == 2, kd
+free = sram - max(pd["beside"], pd["head_beside"]) - 2 * pd["layer_weights"] - 2 * pd["head_weights"]
+assert kd["f32"]["cache_slots_per_row"] == free // (2 * pd["cache_per_slot"]), kd
+assert kd["f32"]["shift_max_new_tokens"] == kd["f32"]["cache_slots_per_row"] * 498 - 64, kd
+e = json.load(open(sys.argv[1] + "/e.json"))
+assert e["kv_capacity"] is None and e["cost_model"]["decode_step_cycles"] > 0, e["kv_capacity"]
 # 3. the cost model alone
 assert c["simulated"] is None and c["cost_model"] == a["cost_model"]
 print("ok: cost model prefill %.0f tok/s, decode %.0f tok/s; simulated %.0f / %.0f" % (

@@ -11,6 +11,10 @@
  *               mesh-stepped op (MeshGEMM, attention: one step or round per PE of a line)
  *               scaled by W / S, the local ops as simulated; the final norm and LM head
  *               sampled the same way, the embedding gather the cost model's.
+ * and, with or without --no-sim, `kv_capacity` (WaferLLM's Table 5): the most tokens the shift
+ * and the concat cache let one request generate, from the memory planner's layout of the decode
+ * sample (compiled, not run) and the layers spread over the wafer's decode-sized regions
+ * (kv_capacity below), with weights and caches in f32 and in f16.
  * Exit codes: 2 bad command line, 3 a mesh the cost model cannot predict, 4 a mesh that does
  * not fit the target, 5 a simulation that fails. */
 #include <stdio.h>
@@ -42,8 +46,12 @@ typedef struct sim_op {
   int64_t cycles, predicted; /* simulated extent; the plan's own prediction */
 } sim_op;
 
-static int simulate(const char *ir, const char *pipeline, const wf_target *t, const char *keep, int64_t *total,
-                    sim_op *ops, int *n_ops, int cap, int64_t step_count) {
+/* Compiles IR text (after `pipeline`, when given) into a plan in `dir` (keep, or a temporary
+ * directory the caller removes) and loads it. */
+static int compile_plan(const char *ir, const char *pipeline, const wf_target *t, const char *keep, char *dir,
+                        size_t dir_size, wf_plan **out) {
+  *out = NULL;
+  dir[0] = 0;
   wf_module *m = wf_parse_string(ir, "wafer-bench-llm.wir");
   if (!m) return WF_EXIT_INPUT;
   int rc = wf_verify_module(m) ? WF_EXIT_INPUT : 0;
@@ -56,8 +64,7 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
     rc = p ? wf_pipeline_run(p, m, &o) : WF_EXIT_USAGE;
     wf_pipeline_free(p);
   }
-  char dir[4096];
-  if (keep) snprintf(dir, sizeof dir, "%s", keep);
+  if (keep) snprintf(dir, dir_size, "%s", keep);
   else if (wf_bench_tmpdir(dir, "wafer-bench-llm")) {
     wf_module_free(m);
     return WF_EXIT_IO;
@@ -67,8 +74,15 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
   po.quiet = 1;
   if (!rc) rc = wf_backend_emit_plan(m, t, dir, &po);
   wf_module_free(m);
-  wf_plan *p = rc ? NULL : wf_plan_load(dir);
-  if (!rc && !p) rc = WF_EXIT_INPUT;
+  if (!rc && !(*out = wf_plan_load(dir))) rc = WF_EXIT_INPUT;
+  return rc;
+}
+
+static int simulate(const char *ir, const char *pipeline, const wf_target *t, const char *keep, int64_t *total,
+                    sim_op *ops, int *n_ops, int cap, int64_t step_count) {
+  char dir[4096];
+  wf_plan *p = NULL;
+  int rc = compile_plan(ir, pipeline, t, keep, dir, sizeof dir, &p);
   *n_ops = 0;
   for (int i = 0; !rc && i < p->n_ops && i < cap; i++, (*n_ops)++) {
     memset(&ops[i], 0, sizeof ops[i]);
@@ -99,7 +113,7 @@ static int simulate(const char *ir, const char *pipeline, const wf_target *t, co
     if (s) wf_sim_free(s);
   }
   if (p) wf_plan_free(p);
-  if (!keep) wf_bench_rmplan(dir);
+  if (!keep && dir[0]) wf_bench_rmplan(dir);
   return rc;
 }
 
@@ -130,6 +144,107 @@ static void print_sim_ops(const sim_op *ops, int n, double scale_steps, int scal
            (long long)ops[i].predicted, stepped ? scale_steps : 1.0);
   }
   printf("]");
+}
+
+/* What the memory planner gave a compiled sample's PEs, the most over its classes: the bytes of
+ * the symbols named in `weights` and in `caches`, and of the rest (activations, scratch: what a
+ * PE holds beside them). */
+typedef struct plan_mem {
+  int64_t weights, caches, other;
+} plan_mem;
+
+/* The memory sample's compile says only what stops it (errors and their notes): its color
+ * warnings are the timing sample's to give. */
+static void errors_only(wf_severity sev, wf_loc loc, const char *msg, void *user) {
+  int *shown = user;
+  if (sev == WF_SEV_WARNING || (sev == WF_SEV_NOTE && !*shown)) return;
+  *shown = 1;
+  fprintf(stderr, "wafer-bench llm: decode sample, line %u: %s: %s\n", loc.line, sev == WF_SEV_ERROR ? "error" : "note",
+          msg);
+}
+
+static int named(const char *name, const char *const *list) {
+  for (; *list; list++)
+    if (!strcmp(name, *list)) return 1;
+  return 0;
+}
+
+static void plan_memory(const wf_plan *p, const char *const *weights, const char *const *caches, plan_mem *m) {
+  memset(m, 0, sizeof *m);
+  for (int c = 0; c < p->n_classes; c++) {
+    const wf_pe_class *k = p->classes[c];
+    int64_t w = 0, kv = 0;
+    for (int i = 0; i < k->n_syms; i++) {
+      if (named(k->syms[i].name, weights)) w += k->syms[i].bytes;
+      else if (named(k->syms[i].name, caches)) kv += k->syms[i].bytes;
+    }
+    if (w > m->weights) m->weights = w;
+    if (kv > m->caches) m->caches = kv;
+    if (k->mem_bytes - w - kv > m->other) m->other = k->mem_bytes - w - kv;
+  }
+}
+
+/* WaferLLM's Table 5, from the memory planner: the most tokens one request can generate after a
+ * prompt of P, with the shift and the concat cache. The decode step's layers are spread over as
+ * many dw x dh regions as the target's program rectangle holds (the embedding table, final norm
+ * and LM head on the first, each layer then on the region whose PEs hold the fewest weight
+ * bytes); a region of k layers holds k layers' weights and caches and, once, what the planner
+ * put beside them (a layer's activations and scratch, reused layer after layer). Weights and
+ * caches take `elem` bytes per element (4: as waferc's plans hold them; 2: fp16), the rest as
+ * planned. Every row of a region holds the same number of cache slots (the planner's
+ * reservation); shift fills all rows, concat appends on the last one, after the prompt's
+ * tokens the prefill left there (each row takes ceil(P / dh) of the prompt's, at most). */
+typedef struct kv_fit {
+  int regions, max_layers; /* regions holding layers; the most layers on one */
+  int64_t slots;           /* cache slots per row, on the tightest region (< 0: the weights alone do not fit) */
+  int64_t shift, concat;   /* the most new tokens (-1: none fits) */
+} kv_fit;
+
+static kv_fit kv_capacity(const wf_llm_model *m, const wf_target *t, int dw, int dh, int64_t P, const plan_mem *layer,
+                          int64_t cap, const plan_mem *once, int elem) {
+  kv_fit f = {0, 0, -1, -1, -1};
+  int R = (t->program_w / dw) * (t->program_h / dh);
+  if (R < 1 || layer->caches <= 0 || cap <= 0) return f;
+  int64_t *wb = calloc((size_t)R, sizeof *wb);
+  int *k = calloc((size_t)R, sizeof *k);
+  WF_ASSERT(wb && k); /* out of host memory: exit 7, said (ir/diag.c) */
+  /* the planner's f32 words at `elem` bytes; the embedding table is a block like the head's */
+  int64_t lw = layer->weights / 4 * elem, slot = (layer->caches + cap - 1) / cap / 4 * elem;
+  wb[0] = (once->weights + once->weights) / 4 * elem;
+  for (int64_t l = 0; l < m->layers; l++) {
+    int r = 0;
+    for (int i = 1; i < R; i++)
+      if (wb[i] < wb[r]) r = i;
+    wb[r] += lw, k[r]++;
+  }
+  int64_t c = INT64_MAX;
+  for (int r = 0; r < R; r++) {
+    if (!k[r]) continue;
+    f.regions++;
+    if (k[r] > f.max_layers) f.max_layers = k[r];
+    int64_t other = r == 0 && once->other > layer->other ? once->other : layer->other;
+    int64_t free_b = t->sram_bytes - other - wb[r];
+    int64_t cr = free_b < 0 ? -1 : free_b / (k[r] * slot);
+    if (cr < c) c = cr;
+  }
+  free(wb);
+  free(k);
+  f.slots = c;
+  if (c < 0 || (P + dh - 1) / dh > c) return f; /* the weights, or the prompt's rows, do not fit */
+  int64_t lb = (P + dh - 1) / dh, last = P - (int64_t)(dh - 1) * lb; /* the prompt's tokens on the last row */
+  if (last < 0) last = 0;
+  if (last > lb) last = lb;
+  f.shift = c * dh - P >= 0 ? c * dh - P : -1;
+  f.concat = c - last >= 0 ? c - last : -1;
+  return f;
+}
+
+static void print_fit(const char *key, const kv_fit *f) {
+  printf("\"%s\": {\"cache_slots_per_row\": %lld, \"shift_max_new_tokens\": %lld, \"concat_max_new_tokens\": %lld, "
+         "\"shift_over_concat\": ",
+         key, (long long)f->slots, (long long)f->shift, (long long)f->concat);
+  if (f->shift >= 0 && f->concat > 0) printf("%.4g}", (double)f->shift / (double)f->concat);
+  else printf("null}");
 }
 
 int wf_bench_llm(int argc, char **argv) {
@@ -189,6 +304,43 @@ int wf_bench_llm(int argc, char **argv) {
   double hz = t.clock_hz > 0 ? t.clock_hz : 1e9;
   int64_t pre_cm = pc.layer_cycles * m->layers + pc.model_cycles;
   int64_t dec_cm = dc.layer_cycles * m->layers + dc.model_cycles;
+
+  /* ---- the KV cache's capacity (Table 5): the decode sample as the memory planner lays it out ---- */
+  static const char *const layer_w[] = {"%wn", "%wq", "%wk", "%wv", "%wo", "%wg", "%wu", "%wd", NULL};
+  static const char *const layer_kv[] = {"%kc", "%vc", NULL};
+  static const char *const once_w[] = {"%wn", "%wlm", NULL};
+  static const char *const none[] = {NULL};
+  plan_mem lmem = {0}, omem = {0};
+  int kv_null = 0; /* one layer's sample alone is over a PE's SRAM (the compile said where) */
+  {
+    wf_target dt = t;
+    snprintf(mesh, sizeof mesh, "%dx%d", dw, dh);
+    wf_target_set_mesh(&dt, mesh);
+    for (int i = 0; i < 2; i++) {
+      char *ir = i ? wf_llm_once_ir(m, &ds, 0, 1) : wf_llm_decode_ir(m, &ds);
+      char dir[4096];
+      wf_plan *p = NULL;
+      void *was_user;
+      wf_diag_sink was = wf_diag_get_sink(&was_user);
+      int shown = 0;
+      wf_diag_set_sink(errors_only, &shown);
+      int rc = compile_plan(ir, NULL, &dt, NULL, dir, sizeof dir, &p);
+      wf_diag_set_sink(was, was_user);
+      free(ir);
+      if (!rc) plan_memory(p, i ? once_w : layer_w, i ? none : layer_kv, i ? &omem : &lmem);
+      if (p) wf_plan_free(p);
+      if (dir[0]) wf_bench_rmplan(dir);
+      if (rc == WF_EXIT_NOFIT && !kv_null)
+        fprintf(stderr, "wafer-bench llm: kv_capacity: null (the decode sample does not fit this mesh, said above)\n");
+      if (rc == WF_EXIT_NOFIT) kv_null = 1;
+      else if (rc) return rc;
+    }
+  }
+  kv_fit fit32 = {0}, fit16 = {0};
+  if (!kv_null) {
+    fit32 = kv_capacity(m, &t, dw, dh, P, &lmem, ds.cap, &omem, 4);
+    fit16 = kv_capacity(m, &t, dw, dh, P, &lmem, ds.cap, &omem, 2);
+  }
 
   /* ---- simulated samples ---- */
   int64_t pre_sim = -1, dec_sim = -1, pre_sample = 0, dec_sample = 0;
@@ -278,6 +430,19 @@ int wf_bench_llm(int argc, char **argv) {
          (long long)t.sram_bytes, (long long)pwb, (long long)(pwb * m->layers), (long long)dwb,
          (long long)(dwb * m->layers), (long long)kvb,
          (dwb + kvb) * m->layers <= t.sram_bytes ? "true" : "false");
+  if (kv_null) printf(" \"kv_capacity\": null,\n");
+  else {
+    printf(" \"kv_capacity\": {\"regions_with_layers\": %d, \"region\": [%d, %d], \"max_layers_per_region\": %d, "
+           "\"planner_bytes_per_pe\": {\"layer_weights\": %lld, \"cache_per_slot\": %lld, \"beside\": %lld, "
+           "\"head_weights\": %lld, \"head_beside\": %lld},\n  ",
+           fit32.regions, dw, dh, fit32.max_layers, (long long)lmem.weights,
+           (long long)((lmem.caches + ds.cap - 1) / ds.cap), (long long)lmem.other, (long long)omem.weights,
+           (long long)omem.other);
+    print_fit("f32", &fit32);
+    printf(",\n  ");
+    print_fit("f16", &fit16);
+    printf("},\n");
+  }
   printf(" \"cost_model\": {\"prefill_cycles\": %lld, \"prefill_layer_cycles\": %lld, \"prefill_once_cycles\": %lld, "
          "\"time_to_first_token_s\": %.6g, \"prefill_tokens_per_s\": %.6g, \"decode_step_cycles\": %lld, "
          "\"decode_layer_cycles\": %lld, \"decode_once_cycles\": %lld, \"decode_time_per_token_s\": %.6g, "
