@@ -17,4 +17,11 @@ int wf_decompose_matvec(wf_module *m, wf_func *f);
  * slice(gates, i) * e_i (passes/partition_moe.c). Returns the number rewritten. */
 int wf_partition_moe_combine(wf_module *m, wf_func *f);
 
+/* Rewrites indexing by computed positions (a sparse MoE block's dispatch and combine) into
+ * what the mesh lowers: a gather of a rank-0 constant index into a slice, a gather of a
+ * computed [T, E]'s rows into gather_elements on its transpose, a scatter_elements along axis
+ * 0 of a matrix into one along the last axis of the transposes (passes/partition_dispatch.c).
+ * Returns the number rewritten. */
+int wf_partition_dispatch(wf_module *m, wf_func *f);
+
 #endif

@@ -352,6 +352,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
     }
   }
 
+  wf_partition_dispatch(m, f); /* a sparse MoE block's indexing (partition_dispatch.c) */
   widen_scalar_args(m, f);
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);

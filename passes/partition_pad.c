@@ -230,9 +230,18 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         break;
       case WF_OP_TOPK: case WF_OP_GATHER_ELEMENTS: case WF_OP_SCATTER_ELEMENTS: {
         /* backend/ops/lower_topk.c: topk's and gather_elements' results are zero past the
-         * last axis' end; a scatter never updates data's padding columns */
-        unsigned last = 1u << (rt->rank - 1);
-        m = all_padded(rt, w, h) & ~last;
+         * last axis' end; a scatter never updates data's padding columns. A row of padding
+         * (a dim before the last) of gather_elements sums data's row times 0 or 1, and a
+         * scatter's mixes data's and the updates' rows so: zero when theirs are (topk's
+         * rows are -inf statistics, never zero) */
+        unsigned last = 1u << (rt->rank - 1), rows = all_padded(rt, w, h) & ~last;
+        m = rows;
+        if (op->code != WF_OP_TOPK && in->rank == rt->rank) {
+          m = dirty[op->operands[0]] & rows;
+          if (op->code == WF_OP_SCATTER_ELEMENTS && wf_value_type(f, op->operands[2])->rank == rt->rank)
+            m |= dirty[op->operands[2]] & rows;
+          else if (op->code == WF_OP_SCATTER_ELEMENTS) m = rows;
+        }
         if (op->code == WF_OP_SCATTER_ELEMENTS) m |= dirty[op->operands[0]] & last & all_padded(rt, w, h);
         break;
       }

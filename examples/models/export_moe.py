@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Exports small Mixture-of-Experts blocks in the DENSE style into examples/models/moe/: every
-expert computes on every token, and the outputs are weighted by a gate-weight matrix and
-summed. Each block is
+"""Exports small Mixture-of-Experts blocks into examples/models/moe/, in two styles.
+
+DENSE (moe_e*, moe_b2_*): every expert computes on every token, and the outputs are weighted
+by a gate-weight matrix and summed. Each block is
 
     logits = gate(x)                       # Linear E -> N experts, no bias
     probs  = softmax(logits, -1)
@@ -10,6 +11,16 @@ summed. Each block is
     gates  = zeros_like(probs).scatter(-1, idx, w)   # ScatterElements -> [T, N]
              (or one_hot(idx, N) * w[..., None] summed over k: OneHot)
     y      = sum_e gates[:, e:e+1] * expert_e(x)      # or a stacked [T, N, E] combine
+
+SPARSE (moe_ec_*, moe_cap_*): tokens are dispatched, each expert computes on C tokens only,
+its rows gathered by computed ids, and its outputs are added back into their rows
+(index_add: ONNX Gather and ScatterElements along the token axis):
+
+    expert choice (ec):   w, idx = topk(probs.t(), C)          # each expert's C best tokens
+    capacity (cap):       gates as above (top-k, renormalised, scattered into [T, N]);
+                          w_i, idx_i = topk(gates[:, i], C)    # expert i's C heaviest tokens
+                          (a token past an expert's capacity is dropped by it; C = T drops none)
+    y = sum_i index_add(0, idx_i, expert_i(x[idx_i]) * w_i[:, None])
 
 with SwiGLU (w2(silu(w1 x) * w3 x)) or GELU (fc2(gelu(fc1 x))) experts. Files per block M:
 M.onnx, M_input.npy (x) and M_ref.npy (torch's y). Seeded: a rerun with the same torch writes
@@ -93,6 +104,31 @@ class DenseMoE(nn.Module):
         return y
 
 
+class SparseMoE(nn.Module):
+    def __init__(self, e, f, n, k, c, expert="swiglu", dispatch="ec"):
+        super().__init__()
+        self.k, self.c, self.dispatch = k, c, dispatch
+        self.gate = nn.Linear(e, n, bias=False)
+        mk = SwiGLU if expert == "swiglu" else GeluMLP
+        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
+
+    def forward(self, x):
+        probs = F.softmax(self.gate(x), dim=-1)
+        if self.dispatch == "ec":
+            w, idx = torch.topk(probs.t(), self.c, dim=-1)  # [N, C]
+        else:
+            v, top = torch.topk(probs, self.k, dim=-1)
+            gates = torch.zeros_like(probs).scatter(-1, top, v / v.sum(dim=-1, keepdim=True))
+        y = torch.zeros_like(x)
+        for i, ex in enumerate(self.experts):
+            if self.dispatch == "ec":
+                wi, ti = w[i], idx[i]
+            else:
+                wi, ti = torch.topk(gates[:, i], self.c)
+            y = y.index_add(0, ti, ex(x[ti]) * wi.unsqueeze(-1))
+        return y
+
+
 # name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
 # where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
 BLOCKS = {
@@ -109,12 +145,23 @@ BLOCKS = {
     "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
     "moe_e4_k2_onehot": dict(seed=111, t=8, e=16, f=24, n=4, k=2, expert="swiglu", combine="slice", weights="onehot"),
 }
+# sparse blocks: C tokens per expert, dispatch "ec" (expert choice) or "cap" (top-k with capacity)
+SPARSE = {
+    "moe_ec_e4_c4": dict(seed=120, t=8, e=16, f=24, n=4, k=0, c=4, expert="swiglu", dispatch="ec"),
+    "moe_ec_e8_c3_gelu": dict(seed=121, t=12, e=24, f=32, n=8, k=0, c=3, expert="gelu", dispatch="ec"),
+    "moe_cap_e4_k2_c8": dict(seed=122, t=8, e=16, f=24, n=4, k=2, c=8, expert="swiglu", dispatch="cap"),
+    "moe_cap_e6_k1_c3": dict(seed=123, t=10, e=20, f=16, n=6, k=1, c=3, expert="swiglu", dispatch="cap"),
+    "moe_cap_e16_k2_c2": dict(seed=124, t=8, e=16, f=16, n=16, k=2, c=2, expert="swiglu", dispatch="cap"),
+}
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk"),
-                     flat=c.get("flat", False)).eval()
+    if "dispatch" in c:
+        model = SparseMoE(c["e"], c["f"], c["n"], c["k"], c["c"], c["expert"], c["dispatch"]).eval()
+    else:
+        model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk"),
+                         flat=c.get("flat", False)).eval()
     t = c["t"] if isinstance(c["t"], tuple) else (c["t"],)
     x = torch.randn(*t, c["e"])
     with torch.no_grad():
@@ -131,7 +178,7 @@ def main():
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, c in sorted(BLOCKS.items()):
+    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items())):
         if a.k in name:
             export(name, c, a.out, c["seed"])
             print(name)

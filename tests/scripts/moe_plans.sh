@@ -16,16 +16,24 @@
 #    on 1x1 for the blocks whose experts' weights fit one PE (the stacked combine through
 #    partition's rewrite, passes/partition_moe.c; a batch's tokens flattened and restored
 #    through backend/ops/lower_reshape_rows.c);
+#  - the sparse blocks (moe_ec_*: expert choice, moe_cap_*: top-k with a capacity of C tokens
+#    per expert): each expert's C tokens gathered by computed ids, its outputs added back into
+#    their rows (index_add: Gather and ScatterElements along the token axis, rewritten by
+#    passes/partition_dispatch.c into gather_elements / scatter_elements on the transposes),
+#    as plans against torch on the same meshes;
 #  - each block's router (passes/moe_routes.c): the plan's moe_route_0 equals the
 #    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
 #    expert, assignments and max/avg are the interpreter's indices counted (timing mode: not
-#    counted).
+#    counted). An expert-choice block has no token-to-expert router (each expert picks its
+#    tokens): none is listed.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
 BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
+BLOCKS="$BLOCKS $SPARSE"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
@@ -126,6 +134,48 @@ for f, path, what in ((m4x4, sys.argv[1], "topk: the 4x4 manifest"), (m1x1, sys.
 sys.exit(1 if bad else 0)
 PY
 
+# ---- a sparse block's indexing alone (passes/partition_dispatch.c) ------------------------------
+# an expert's row of topk's token indices by a rank-0 constant, its tokens' rows of x and
+# elements of a vector g, and the rows added back into zeros (reduction add), against the
+# interpreter exactly
+python3 "$NPY" "$TMP/dx.npy" 8,16 5 1.0
+python3 "$NPY" "$TMP/dg.npy" 8 6 1.0
+python3 "$NPY" "$TMP/dp.npy" 8,3 7 1.0
+cat >"$TMP/dispatch.wir" <<EOF
+module @dispatch {
+  const @z : f32[8, 16] = dense<0.0>
+  const @k : i64[] = dense<2>
+  func @main(%x: f32[8, 16], %g: f32[8], %p: f32[8, 3]) -> (f32[8, 16], f32[4], f32[4, 16]) {
+    %pt = transpose(%p) {perm = [1, 0]} : f32[3, 8]
+    %tv, %ti = topk(%pt) {k = 4} : f32[3, 4], i64[3, 4]
+    %i = gather(%ti, @k) {axis = 0} : i64[4]
+    %xi = gather(%x, %i) {axis = 0} : f32[4, 16]
+    %gi = gather(%g, %i) {axis = 0} : f32[4]
+    %iu = reshape(%i) : i64[4, 1]
+    %ie = expand(%iu) : i64[4, 16]
+    %y = scatter_elements(@z, %ie, %xi) {axis = 0, reduction = add} : f32[8, 16]
+    return %y, %gi, %xi
+  }
+}
+EOF
+ins=(--input "x=$TMP/dx.npy" --input "g=$TMP/dg.npy" --input "p=$TMP/dp.npy")
+waferc "$TMP/dispatch.wir" --interpret "${ins[@]}" --output-dir "$TMP/dispatch.ref" 2>"$TMP/err" ||
+  fail "dispatch: the interpreter failed: $(head -3 "$TMP/err")"
+for mesh in 1x1 2x2 5x3; do
+  d=$TMP/dispatch.$mesh
+  waferc "$TMP/dispatch.wir" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
+    fail "dispatch $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
+  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" 2>"$TMP/err" ||
+    fail "dispatch $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
+  i=0
+  for b in y gi xi; do
+    wafer-npycmp "$d/out/output_$i.npy" "$TMP/dispatch.ref/$b.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
+      fail "dispatch $mesh: $b differs from the interpreter: $(head -1 "$TMP/cmp")"
+    i=$((i + 1))
+  done
+  n=$((n + 1))
+done
+
 # ---- the blocks as plans against torch -------------------------------------------------------
 # The routers' choices (passes/moe_routes.c) from the interpreter: the graph with the router's
 # indices returned as moe_route_<i>, interpreted.
@@ -136,7 +186,11 @@ for b in $PLANS; do
   waferc "$TMP/$b.routes.wir" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.routes" -q \
     2>"$TMP/err" || fail "$b: the routes' interpreter exited $?: $(head -1 "$TMP/err")"
   meshes="2x2 3x2 4x4 5x3"
-  case $b in moe_e4_* | moe_b2_e8_k2_flat) meshes="1x1 $meshes" ;; esac
+  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_*) meshes="1x1 $meshes" ;; esac
+  routed=1
+  case $b in moe_ec_*) routed=0 ;; esac
+  [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
+  [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
     d=$TMP/$b.$mesh
     waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=$mesh -q 2>"$TMP/err" ||
@@ -145,10 +199,15 @@ for b in $PLANS; do
       fail "$b $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
     wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "$b $mesh: the plan differs from torch: $(head -1 "$TMP/cmp")"
+    case $b in moe_ec_* | moe_cap_*) # the dispatch went through the rewrite, no row gather left
+      grep -Eq '"op":[[:space:]]*"gather_elements"' "$d/manifest.json" && ! grep -Eq '"op":[[:space:]]*"gather"' "$d/manifest.json" ||
+        fail "$b $mesh: the dispatch is not gather_elements on the mesh" ;;
+    esac
+    n=$((n + 1))
+    [ $routed = 1 ] || continue
     wafer-npycmp "$d/out/moe_route_0.npy" "$TMP/$b.routes/moe_route_0.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "$b $mesh: the router's choices differ from the interpreter's: $(head -1 "$TMP/cmp")"
     printf '%s\t%s\n' "$d" "$TMP/$b.routes/moe_route_0.npy" >>"$TMP/routes"
-    n=$((n + 1))
   done
 done
 # tokens per expert: the manifest's "moe" and the report's counts against the interpreter's
