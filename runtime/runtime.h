@@ -219,7 +219,14 @@ int wf_sim_cores_idle(void);
  * (1 outside a job); wf_sim_mpi_finalize leaves it. */
 int wf_sim_mpi_init(int *argc, char ***argv);
 int wf_sim_mpi_ranks(void);
+int wf_sim_mpi_rank(void); /* this process's rank, 0 outside a job */
 void wf_sim_mpi_finalize(void);
+/* After a run under mpirun only rank 0's wf_sim_output is right (it holds the state). A host
+ * loop that feeds one run's outputs to the next (waferrun --generate, a pipeline's stages)
+ * reads each output on every rank and calls this, which gives every rank rank 0's elements
+ * (collective: every rank calls it, in the same order; the shapes are the plan's). NULL (a
+ * timing run's output) and one process: nothing to do. */
+void wf_sim_mpi_share(wf_tensor *t);
 #define WF_SIM_OPTS_DEFAULT ((wf_sim_opts){.max_cycles = 0, .deadlock_cycles = 10000, .mode = WF_SIM_FUNCTIONAL})
 
 typedef struct wf_sim wf_sim;

@@ -45,6 +45,14 @@ int wf_sim_mpi_init(int *argc, char ***argv) {
 }
 
 int wf_sim_mpi_ranks(void) { return g_size; }
+int wf_sim_mpi_rank(void) { return g_rank; }
+
+void wf_sim_mpi_share(wf_tensor *t) {
+  if (!g_init || g_size < 2 || !t) return;
+  size_t n = wf_tensor_bytes(t), chunk = (size_t)1 << 30;
+  for (size_t off = 0; off < n; off += chunk)
+    MPI_Bcast((char *)t->data + off, (int)(n - off < chunk ? n - off : chunk), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
 
 void wf_sim_mpi_finalize(void) {
   if (g_init) MPI_Finalize();

@@ -1026,7 +1026,9 @@ int wf_sim_mpi_init(int *argc, char ***argv) {
   return 0;
 }
 int wf_sim_mpi_ranks(void) { return 1; }
+int wf_sim_mpi_rank(void) { return 0; }
 void wf_sim_mpi_finalize(void) {}
+void wf_sim_mpi_share(wf_tensor *t) { (void)t; }
 int wf_sim_run_mpi(wf_sim *s) {
   (void)s;
   WF_UNREACHABLE("wf_sim_run_mpi without MPI");

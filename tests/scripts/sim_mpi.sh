@@ -4,7 +4,8 @@
 # rank edges: meeting points), the 2D allreduce and the Reduce paper's tree, an MLP through
 # the compiler, a run stopped by --max-cycles half way, two deadlocks and two run-time errors,
 # each with 2 and 3 ranks against --threads=1: stdout, stderr, the exit code, the report, the trace,
-# the heatmaps and every output must be byte-identical. Skipped (77) without mpirun or when
+# the heatmaps and every output must be byte-identical; so must --generate (with and without a
+# switch plan) and a pipelined plan, many simulations fed one from another. Skipped (77) without mpirun or when
 # waferrun was built without MPI.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -67,6 +68,50 @@ grep -q "reaches past the end" r/mlp-pe.data.1/stderr && grep -q "which has no r
 COUNTS="1 5" check mlp many --input x="$SRC/examples/mlp_softmax_x.npy"
 python3 "$G" gen chain 12 1 9 2 plans/chain1 && python3 "$G" input 12 1 9 in_chain1.npy
 check chain1 data --input a=in_chain1.npy
+
+# Many simulations in a row (the host feeds one run's outputs to the next; rank 0's are shared,
+# wf_sim_mpi_share): --generate (prefill, decode steps, and a switch plan onto a smaller
+# decode region) and a pipelined plan's stages and transfers, against one process: the
+# tokens, the caches, the outputs, the report, stdout and the exit code
+GEN=$SRC/examples/models/generate
+L=$(python3 -c "import sys; h=open(sys.argv[1],'rb').read(256).decode('latin1'); print(h.split('(1, ')[1].split(')')[0])" \
+  "$GEN/llama_gqa_interleaved_prompt.npy")
+Lm=$(python3 -c "import sys; h=open(sys.argv[1],'rb').read(256).decode('latin1'); print(h.split('(1, ')[1].split(')')[0])" \
+  "$GEN/llama_mha_halfrope_prompt.npy")
+waferc "$GEN/llama_gqa_interleaved.onnx" -o plans/gen --target=wse2 --mesh=6x4 --input-shape "input_ids=1x$L" \
+  --generate=4 -q || fail "waferc --generate=4"
+waferc "$GEN/llama_mha_halfrope.onnx" -o plans/genswitch --target=wse2 --mesh=8x6 --decode-mesh=6x4 \
+  --input-shape "input_ids=1x$Lm" --generate=3 --kv-cache=concat -q || fail "waferc --decode-mesh"
+waferc "$SRC/examples/models/tiny_llama.onnx" -o plans/pipe --input-shape input_ids=1x8 --target=wse2 --mesh=4x4 \
+  --pipeline=2 -q || fail "waferc --pipeline=2"
+many() { # NAME ARGS...: one process, then 2 and 3 ranks, the same bytes
+  local name=$1 k
+  shift
+  for k in 1 2 3; do
+    local r=r/$name.many.$k rc=0 run=(waferrun --threads=1)
+    mkdir -p "$r"
+    [ "$k" != 1 ] && run=("${MPIRUN[@]}" -np "$k" waferrun)
+    "${run[@]}" "plans/$name" "$@" --output-dir "$r/out" --report "$r/report.json" >"$r/stdout" 2>"$r/stderr" || rc=$?
+    settle "$r" "$rc"
+    [ "$k" = 1 ] && { [ "$rc" = 0 ] || fail "$name: one process exited $rc: $(head -3 "$r/stderr")"; }
+    [ "$k" = 1 ] || same_as_first "$name" many "$k" "mpirun -np $k differs from one process"
+  done
+  n=$((n + 1))
+}
+many gen --generate=4 --input "input_ids=$GEN/llama_gqa_interleaved_prompt.npy"
+many genswitch --generate=3 --input "input_ids=$GEN/llama_mha_halfrope_prompt.npy"
+wafer-npycmp r/gen.many.3/out/tokens.npy "$GEN/llama_gqa_interleaved_tokens.npy" --atol 0 --rtol 0 >/dev/null 2>&1 ||
+  python3 - r/gen.many.3/out/tokens.npy "$GEN/llama_gqa_interleaved_tokens.npy" <<'PY' || fail "gen: the tokens under 3 ranks are not torch's first 4"
+import struct, sys
+def i64(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    d = b[10 + hl:]
+    return list(struct.unpack("<%dq" % (len(d) // 8), d))
+got, want = i64(sys.argv[1]), i64(sys.argv[2])
+sys.exit(0 if got == want[:len(got)] else 1)
+PY
+many pipe --input "input_ids=$SRC/examples/models/tiny_llama_input.npy"
 
 # and the ranks did split the mesh (not each run the whole plan): their own account of it
 WF_SIM_THREAD_STATS=1 "${MPIRUN[@]}" -x WF_SIM_THREAD_STATS -np 3 waferrun plans/meshgemm-13 --mode=timing -q \

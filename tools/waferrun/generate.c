@@ -321,6 +321,14 @@ static int check_token(gen *g, int64_t tok, int64_t step) {
   return WF_EXIT_RUNTIME;
 }
 
+/* Output i of a finished run, the same on every rank under mpirun (rank 0's: wf_sim_mpi_share),
+ * since the next run's inputs are made of it. */
+static wf_tensor *output(wf_sim *s, int i) {
+  wf_tensor *t = wf_sim_output(s, i);
+  wf_sim_mpi_share(t);
+  return t;
+}
+
 /* Step 1: the prefill. tokens[0] and the prefill caches. */
 static int run_prefill(gen *g, wf_tensor **pre_caches, int64_t *tokens, int64_t *cycles) {
   const wf_plan *p = g->pre;
@@ -337,10 +345,10 @@ static int run_prefill(gen *g, wf_tensor **pre_caches, int64_t *tokens, int64_t 
     wf_error_at(g->pre_manifest, "the prefill run failed (exit %d); run `waferrun %s` alone to look at it", rc, p->dir);
   if (!rc) {
     *cycles = wf_sim_cycles(s);
-    wf_tensor *nx = wf_sim_output(s, g->pre_next);
+    wf_tensor *nx = output(s, g->pre_next);
     tokens[0] = id_at(nx, g->G->prompt_length - 1);
     wf_tensor_free(nx);
-    for (int c = 0; c < g->G->n_caches; c++) pre_caches[c] = wf_sim_output(s, g->pre_cache[c]);
+    for (int c = 0; c < g->G->n_caches; c++) pre_caches[c] = output(s, g->pre_cache[c]);
     rc = check_token(g, tokens[0], 0);
   }
   wf_sim_free(s);
@@ -432,13 +440,13 @@ static int run_switch(gen *g, wf_tensor **caches, int64_t *cycles, int64_t *word
     *cycles = wf_sim_cycles(s);
     *words = wf_run_link_words(s);
     for (int c = 0; c < g->G->n_caches; c++) {
-      wf_tensor *o = wf_sim_output(s, g->sw_out[c]);
+      wf_tensor *o = output(s, g->sw_out[c]);
       wf_tensor_free(caches[c]);
       caches[c] = corner(o, &g->dec->inputs[g->dec_in[c]]);
       wf_tensor_free(o);
     }
     for (int i = 0; i < sp->n_moves && !rc && g->o->so.mode == WF_SIM_FUNCTIONAL; i++) {
-      wf_tensor *o = wf_sim_output(s, sp->moves[i].output);
+      wf_tensor *o = output(s, sp->moves[i].output);
       rc = take_moved(g, i, o);
       wf_tensor_free(o);
     }
@@ -459,7 +467,7 @@ static int grow_row(const gen *g, const int *cnt) {
  * interpreter's cache and check the rows' balance. */
 static int dump_caches(const gen *g, const char *phase, wf_tensor *const *caches, const int *cnt) {
   const char *root = g->o->dump_dir;
-  if (!root) return 0;
+  if (!root || wf_sim_mpi_rank() > 0) return 0; /* under mpirun, rank 0 writes */
   char dir[4096], path[4400];
   snprintf(dir, sizeof dir, "%s/%s", root, phase);
   if ((mkdir(root, 0777) && errno != EEXIST) || (mkdir(dir, 0777) && errno != EEXIST)) {
@@ -512,12 +520,12 @@ static int run_decode(gen *g, wf_tensor **caches, int *cnt, int64_t *tokens, int
       wf_error_at(g->dec_manifest, "decode step %lld failed (exit %d; grow row %d)", (long long)st, rc, R);
     if (!rc) {
       step_cycles[st - 1] = wf_sim_cycles(s);
-      wf_tensor *nx = wf_sim_output(s, g->dec_next);
+      wf_tensor *nx = output(s, g->dec_next);
       tokens[st] = id_at(nx, 0);
       wf_tensor_free(nx);
       for (int c = 0; c < G->n_caches; c++) {
         wf_tensor_free(caches[c]);
-        caches[c] = wf_sim_output(s, g->dec_out[c]);
+        caches[c] = output(s, g->dec_out[c]);
       }
       rc = check_token(g, tokens[st], st);
       char phase[32];
@@ -685,6 +693,7 @@ int wf_run_generate(const wf_plan *p, const wf_gen_opts *o) {
   if ((rc = dump_caches(&g, "switch", caches, cnt)) || (rc = run_decode(&g, caches, cnt, tokens, step_cycles)))
     goto done;
 
+  if (wf_sim_mpi_rank() > 0) goto done; /* under mpirun, rank 0 writes and reports */
   if (o->out_dir && (rc = write_outputs(&g, tokens, caches))) goto done;
   wf_gen_result r = {p->dir, d->dir, p->target.name, p->target.clock_hz, d->target.clock_hz, G->prompt_length,
                      (int)o->n, tokens, pre_cycles, (int)o->n - 1, step_cycles, G->kv_cache, G->rows,

@@ -273,12 +273,6 @@ static int run(int argc, char **argv) {
     wf_plan_free(p);
     return finish(in, n_in, WF_EXIT_OK);
   }
-  if (wf_sim_mpi_ranks() > 1 && (p->pipe.present || gen_n)) {
-    wf_error_at("waferrun", "%s: under mpirun, waferrun runs one plan: %s runs many simulations (run it as one "
-                            "process)", plan_dir, gen_n ? "--generate" : "a pipelined plan");
-    wf_plan_free(p);
-    return finish(in, n_in, WF_EXIT_USAGE);
-  }
   if (p->pipe.present) { /* the stages in order: pipeline.c */
     if (gen_n || trace_path || heat_dir || print_outputs) {
       wf_error_at("waferrun", "%s: a pipelined plan (waferc --pipeline) runs its stages one after another; it does "

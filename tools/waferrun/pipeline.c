@@ -144,7 +144,10 @@ static int run_one(run_plan *r, wf_tensor **in, const wf_pipe_opts *o, wf_tensor
     r->words = wf_run_link_words(s);
     *out = calloc((size_t)p->n_outputs + 1, sizeof **out);
     WF_ASSERT(*out);
-    for (int i = 0; i < p->n_outputs; i++) (*out)[i] = o->so.mode == WF_SIM_TIMING ? NULL : wf_sim_output(s, i);
+    for (int i = 0; i < p->n_outputs; i++) { /* the next run's inputs: the same on every rank */
+      (*out)[i] = o->so.mode == WF_SIM_TIMING ? NULL : wf_sim_output(s, i);
+      wf_sim_mpi_share((*out)[i]);
+    }
   }
   wf_sim_free(s);
   return rc;
@@ -307,7 +310,8 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
     free_all(in, sp->n_inputs);
   }
   const wf_plan *last = st[N - 1].use;
-  if (!rc && o->out_dir && o->so.mode != WF_SIM_TIMING) rc = write_outputs(last, outs, o->out_dir);
+  int writer = wf_sim_mpi_rank() == 0; /* under mpirun, rank 0 writes and reports */
+  if (!rc && writer && o->out_dir && o->so.mode != WF_SIM_TIMING) rc = write_outputs(last, outs, o->out_dir);
   int64_t latency = 0, period = 0;
   for (int k = 0; k < N; k++) { /* band k is busy with its stage and the transfers in and out of it */
     int64_t busy = st[k].cycles + tr[k].cycles + (k + 1 < N ? tr[k + 1].cycles : 0);
@@ -315,7 +319,7 @@ int wf_run_pipeline(const wf_plan *p, const wf_pipe_opts *o) {
     if (busy > period) period = busy;
   }
   double hz = p->target.clock_hz, tok = (double)p->tokens_per_run;
-  if (!rc && o->report) {
+  if (!rc && writer && o->report) {
     cJSON *root = cJSON_CreateObject(), *stages = cJSON_CreateArray(), *transfers = cJSON_CreateArray();
     cJSON_AddNumberToObject(root, "format_version", 1);
     cJSON_AddStringToObject(root, "plan", p->dir);
