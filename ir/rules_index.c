@@ -239,7 +239,7 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
       return from != WF_F32 && int_ok(m, f, d->operands[0], depth + 1);
     }
     case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: /* words moved as they are */
-    case WF_OP_EXPAND: case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS:          /* (operand 0 the data) */
+    case WF_OP_EXPAND: case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS: case WF_OP_TRILU: /* (operand 0 the data) */
       return int_ok(m, f, d->operands[0], depth + 1);
     case WF_OP_CONCAT:
       for (int i = 0; i < d->n_operands; i++)

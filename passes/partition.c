@@ -75,6 +75,12 @@ static int layout_for_dt(pctx *c, wf_type *t, wf_loc loc, const char *what, int 
                   "supported (a one-element [1] tensor is)", what);
     return -1;
   }
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d] == 0) {
+      wf_error(loc, "partition: %s has no element (dim %d is 0); empty tensors have no mesh lowering (the "
+                    "reference interpreter, waferc --interpret, runs them)", what, d);
+      return -1;
+    }
   static const char *const lead[] = {"B", "C", "D", "F", "G", "H"};
   wf_layout l;
   memset(&l, 0, sizeof l);
@@ -293,6 +299,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_EQUAL: case WF_OP_LESS: case WF_OP_WHERE: case WF_OP_NOT: case WF_OP_CAST: /* as f32 words */
     case WF_OP_POW: /* a constant exponent (lower_elementwise.c) */
     case WF_OP_EXPAND: /* the broadcast written out (lower_elementwise.c) */
+    case WF_OP_TRILU:  /* a select by global row and column (lower_elementwise.c) */
     case WF_OP_COS: case WF_OP_SIN:
     case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
     case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:

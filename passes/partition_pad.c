@@ -245,6 +245,9 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         if (op->code == WF_OP_SCATTER_ELEMENTS) m |= dirty[op->operands[0]] & last & all_padded(rt, w, h);
         break;
       }
+      case WF_OP_TRILU: /* x's value or 0 (a select): x's padding or zero */
+        m = dirty[op->operands[0]] & all_padded(rt, w, h);
+        break;
       case WF_OP_KV_SWITCH: /* lower_slice.c zeroes the whole result before its copies */
       case WF_OP_UNSKEW:    /* the host's zero padding, whole tiles put back in place */
         break;

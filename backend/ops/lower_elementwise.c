@@ -6,7 +6,9 @@
  * both operands of a binary op broadcast, the first is written out in the result first.
  * Bools and integers are f32 words (0 / 1; exact below 2^24): equal and less write 1 or 0
  * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests.
- * pow takes a constant exponent (lower_pow); expand is the broadcast written out. */
+ * pow takes a constant exponent (lower_pow); expand is the broadcast written out. trilu keeps
+ * the triangle of its last two dims: each PE compares the global column minus the global row
+ * of its positions with k and selects (lower_trilu). */
 #include <math.h>
 #include <string.h>
 
@@ -255,6 +257,35 @@ static int64_t lower_pow(wf_lower *L, int d, int a, int64_t n, double c) {
   return cyc;
 }
 
+/* trilu(x), last two dims [M, N] split along y and x: keep x where col - row >= k (upper) or
+ * <= k (lower), 0 elsewhere; returns the cycles. */
+static int64_t lower_trilu(wf_lower *L, const wf_op *op, int sr, int sa) {
+  const wf_type *t = wf_value_type(L->f, op->results[0]);
+  int64_t bd[WF_MAX_RANK], o = 1;
+  wf_lower_block_dims(L, t, bd);
+  int R = t->rank;
+  for (int d = 0; d < R - 2; d++) o *= bd[d];
+  int64_t mb = bd[R - 2], nb = bd[R - 1], k = wf_op_int(L->f, op, "k", 0);
+  if (mb > 4096 || nb > 4096 || k > (1 << 24) || k < -(1 << 24)) return -1;
+  int gr = wf_lower_global_index(L, "$tr_row", mb, t->layout.dims[R - 2].split);
+  int gc = wf_lower_global_index(L, "$tr_col", nb, t->layout.dims[R - 1].split);
+  int keep = wf_lower_temp(L, "$tr_keep", mb * nb * 4);
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(keep), wf_arg_int(mb * nb)});
+  wf_emit_bin(L, WF_PEOP_ADD, keep, keep, gc, mb, nb, WF_BMODE_J); /* col - row */
+  wf_emit_bin(L, WF_PEOP_SUB, keep, keep, gr, mb, nb, WF_BMODE_I);
+  if (wf_op_int(L->f, op, "upper", 1)) { /* col - row >= k: row - col < 1 - k (integers) */
+    wf_emit(L, NULL, WF_PEOP_NEG, (wf_pe_arg[]){wf_arg_sym(keep), wf_arg_sym(keep), wf_arg_int(mb * nb)});
+    wf_emit_scal(L, WF_PEOP_LT, keep, keep, (float)(1 - k), mb * nb);
+  } else { /* col - row <= k: col - row < k + 1 */
+    wf_emit_scal(L, WF_PEOP_LT, keep, keep, (float)(k + 1), mb * nb);
+  }
+  for (int64_t i = 0; i < o; i++) /* a select: an inf or NaN outside the triangle never leaks */
+    wf_emit(L, NULL, WF_PEOP_SEL, (wf_pe_arg[]){wf_arg_at(sr, i * mb * nb), wf_arg_sym(keep),
+                                                wf_arg_at(sa, i * mb * nb), wf_arg_int(mb), wf_arg_int(nb),
+                                                wf_arg_int(WF_BMODE_IJ)});
+  return mb + nb + 4 * mb * nb + o * mb * nb;
+}
+
 int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_value r = op->results[0];
   int64_t m, n;
@@ -283,6 +314,16 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   if (op->code == WF_OP_WHERE) {
     int64_t cyc = lower_where(L, op, sr, m, n);
     if (cyc < 0) goto layouts;
+    out->predicted = cyc;
+    return 0;
+  }
+  if (op->code == WF_OP_TRILU) {
+    if (fit(L, op->operands[0], r) != FIT_SAME) goto layouts;
+    int64_t cyc = lower_trilu(L, op, sr, wf_lower_sym(L, op->operands[0]));
+    if (cyc < 0) {
+      wf_error(op->loc, "'trilu' on the mesh takes blocks of at most 4096 rows and columns and |k| <= 2^24");
+      return WF_EXIT_UNSUPPORTED;
+    }
     out->predicted = cyc;
     return 0;
   }

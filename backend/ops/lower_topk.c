@@ -76,22 +76,7 @@ static wf_pe_term pos_term(int split) { return wf_term(split == WF_AXIS_Y ? WF_T
 
 /* g[0..len) = the global column of each position of the PE's block: base + c. */
 static int global_cols(wf_lower *L, const char *name, const last_axis *a) {
-  float iota[4096];
-  int64_t len = a->len;
-  WF_ASSERT(len <= (int64_t)(sizeof iota / sizeof *iota));
-  for (int64_t c = 0; c < len; c++) iota[c] = (float)c;
-  int io = wf_lower_const_block(L, iota, len), one = wf_lower_scalar(L, 1.0f);
-  int g = wf_lower_temp(L, name, len * 4);
-  if (a->split == WF_AXIS_NONE) {
-    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(g), wf_arg_sym(io), wf_arg_int(len)});
-    return g;
-  }
-  int base = wf_lower_temp(L, "$tk_base", 4);
-  wf_pe_term coord = wf_term_scaled(pos_term(a->split), (int)len, 0);
-  wf_emit(L, NULL, WF_PEOP_RFIND, (wf_pe_arg[]){wf_arg_sym(base), wf_arg_sym(one), wf_arg_sym(one), wf_arg_int(1),
-                                                wf_arg_int(1), wf_arg_term(coord)});
-  bin(L, NULL, WF_PEOP_ADD, wf_arg_sym(g), wf_arg_sym(io), wf_arg_sym(base), 1, len, WF_BMODE_I);
-  return g;
+  return wf_lower_global_index(L, name, a->len, a->split);
 }
 
 /* eq[o x len] = 1 where g[c] == idx[r] (exact integers), else 0; returns its cycles. */

@@ -157,7 +157,7 @@ static int lower_func(wf_lower *L) {
     else if (op->code == WF_OP_TOPK) rc = wf_lower_topk(L, op, lo);
     else if (op->code == WF_OP_SCATTER_ELEMENTS) rc = wf_lower_scatter(L, op, lo);
     else if (op->code == WF_OP_GATHER_ELEMENTS) rc = wf_lower_gather_elements(L, op, lo);
-    else if ((wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) || op->code == WF_OP_EXPAND)
+    else if ((wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) || op->code == WF_OP_EXPAND || op->code == WF_OP_TRILU)
       rc = wf_lower_elementwise(L, op, lo);
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);

@@ -169,6 +169,10 @@ wf_pe_arg wf_arg_at(int sym, int64_t off);
 wf_pe_arg wf_arg_int(int64_t v);
 wf_pe_arg wf_arg_term(wf_pe_term t);
 
+/* A temporary `name` of len words holding the global index of each position of the PE's block
+ * of a dim of blocks of len split along `split` (WF_AXIS_X / _Y: coordinate * len + i;
+ * WF_AXIS_NONE: i); len <= 4096. Returns its symbol. */
+int wf_lower_global_index(wf_lower *L, const char *name, int64_t len, int split);
 /* A one-element constant [1] holding v, replicated on every PE (a global added to the
  * module and to weights.bin); returns its symbol. */
 int wf_lower_scalar(wf_lower *L, float v);

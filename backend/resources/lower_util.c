@@ -154,6 +154,25 @@ void wf_emit_scal(wf_lower *L, wf_peop op, int d, int a, float c, int64_t n) {
   wf_emit_bin(L, op, d, a, wf_lower_scalar(L, c), 1, n, WF_BMODE_I);
 }
 
+int wf_lower_global_index(wf_lower *L, const char *name, int64_t len, int split) {
+  float iota[4096];
+  WF_ASSERT(len <= (int64_t)(sizeof iota / sizeof *iota));
+  for (int64_t c = 0; c < len; c++) iota[c] = (float)c;
+  int io = wf_lower_const_block(L, iota, len), one = wf_lower_scalar(L, 1.0f);
+  int g = wf_lower_temp(L, name, len * 4);
+  if (split == WF_AXIS_NONE) {
+    wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(g), wf_arg_sym(io), wf_arg_int(len)});
+    return g;
+  }
+  /* the block's first index, coordinate * len: rfind's base term (a match at position 0) */
+  int base = wf_lower_temp(L, "$tk_base", 4);
+  wf_pe_term coord = wf_term_scaled(wf_term(split == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0), (int)len, 0);
+  wf_emit(L, NULL, WF_PEOP_RFIND, (wf_pe_arg[]){wf_arg_sym(base), wf_arg_sym(one), wf_arg_sym(one), wf_arg_int(1),
+                                                wf_arg_int(1), wf_arg_term(coord)});
+  wf_emit_bin(L, WF_PEOP_ADD, g, io, base, 1, len, WF_BMODE_I);
+  return g;
+}
+
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   int s = wf_pe_class_find_sym(L->cls, name);
   if (s < 0) return wf_pe_class_add_sym(L->cls, name, bytes);

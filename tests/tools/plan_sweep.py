@@ -4,8 +4,11 @@ to a plan for MESH (target test8x8), run on waferrun and compared with every out
 (in the manifest's output order). Prints one line per test (PASS, WRONG, RUN-FAIL, or
 COMPILE with waferc's first error) and the in-scope totals; CONFORMANCE.md's "As plans on a
 mesh" numbers come from it. In scope = tests/onnx/scope.txt's rule (longest matching
-prefix; a line whose op starts with '-' is out of scope). Not a ctest (minutes per mesh);
-tests/scripts/onnx_node_plans.sh re-runs the passing list. No numpy needed."""
+prefix; a line whose op starts with '-' is out of scope). Inputs that ONNX uses as shapes
+(Reshape's shape, Slice's starts, TopK's K, ...) are frozen into initializers first, as
+wafer-onnx-test does (`wafer-onnx-test --freeze`): exporters write them so, and a plan has
+static shapes. Not a ctest (minutes per mesh); tests/scripts/onnx_node_plans.sh re-runs the
+passing list. No numpy needed."""
 import json, os, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -35,8 +38,15 @@ for t in sorted(os.listdir(node)):
         continue
     d = os.path.join(node, t)
     with tempfile.TemporaryDirectory() as w:
-        plan = os.path.join(w, "plan")
-        r = tool("waferc", os.path.join(d, "model.onnx"), "-o", plan, "--target=test8x8", "--mesh=" + mesh)
+        plan, model = os.path.join(w, "plan"), os.path.join(w, "model.onnx")
+        fr = tool("wafer-onnx-test", "--freeze", model, d)
+        index = {}  # graph input name -> its input_N.pb
+        for line in fr.stdout.splitlines():
+            kind, i, name = line.split(" ", 2)
+            index[name] = int(i)
+        if fr.returncode:
+            model = os.path.join(d, "model.onnx")
+        r = tool("waferc", model, "-o", plan, "--target=test8x8", "--mesh=" + mesh)
         if r.returncode:
             err = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:200])
             status, why = "COMPILE", err.split("error: ", 1)[-1]
@@ -45,6 +55,7 @@ for t in sorted(os.listdir(node)):
             args = []
             for i, inp in enumerate(m["inputs"]):
                 p = os.path.join(w, inp["name"] + ".npy")
+                i = index.get(inp["name"], i)
                 tool("wafer-pb2npy", os.path.join(d, "test_data_set_0", "input_%d.pb" % i), p)
                 args += ["--input", "%s=%s" % (inp["name"], p)]
             r = tool("waferrun", plan, "-q", *args, "--output-dir", os.path.join(w, "out"))

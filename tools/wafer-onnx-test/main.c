@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "onnxinfo.h"
 #include "runner.h"
 #include "waferc/diag.h"
 #include "waferc/version.h"
@@ -18,6 +19,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: wafer-onnx-test [-v] [--scope FILE] DIR\n"
           "       wafer-onnx-test --batch ROOT [--markdown FILE] [--known FILE] [--timeout S]\n"
+          "       wafer-onnx-test --freeze OUT.onnx DIR\n"
           "\n"
           "Runs one ONNX node test: imports DIR/model.onnx (fixing dynamic input dimensions\n"
           "from the test's input tensors), runs it through the reference interpreter for each\n"
@@ -33,14 +35,47 @@ static void usage(FILE *out) {
           "keeping the rest of the file. --known names tests/onnx/known_failures.txt (default:\n"
           "beside the scope table). --timeout limits each test (default 120 s). Exit 0 once\n"
           "every test ran and the file is written, whatever the results (they are the report).\n"
+          "--freeze writes DIR/model.onnx to OUT.onnx with its shape-like inputs (Reshape's\n"
+          "shape, Slice's starts, TopK's K, ...) frozen into initializers holding the tensors of\n"
+          "DIR/test_data_set_0, as a run does, and prints `frozen|live INDEX NAME` per graph\n"
+          "input (for compiling the test to a plan: tests/tools/plan_sweep.py).\n"
           "  -v, --verbose   print the importer's and interpreter's diagnostics\n"
           "  --scope FILE    the scope table (default: $WAFERC_SOURCE_DIR/tests/onnx/scope.txt,\n"
           "                  else ../../tests/onnx/scope.txt from the executable)\n");
 }
 
+/* --freeze OUT DIR: DIR/model.onnx with its shape-like inputs frozen from test_data_set_0. */
+static int freeze(const char *dir, const char *out) {
+  char model[4200], why[300];
+  snprintf(model, sizeof model, "%s/model.onnx", dir);
+  static oi_model mi;
+  if (oi_read(model, &mi, why, sizeof why)) {
+    wf_error_at(model, "%s", why);
+    return RT_EXIT_FAIL;
+  }
+  const char *names[OI_MAX_IO];
+  char pbs[OI_MAX_IO][4300];
+  const char *pb[OI_MAX_IO];
+  int n = 0;
+  for (int i = 0; i < mi.n_inputs; i++) {
+    int fr = mi.inputs[i].shape_operand && mi.inputs[i].is_tensor;
+    printf("%s %d %s\n", fr ? "frozen" : "live", i, mi.inputs[i].name);
+    if (!fr) continue;
+    snprintf(pbs[n], sizeof pbs[n], "%s/test_data_set_0/input_%d.pb", dir, i);
+    names[n] = mi.inputs[i].name;
+    pb[n] = pbs[n];
+    n++;
+  }
+  if (oi_freeze_inputs(model, out, n, names, pb, why, sizeof why)) {
+    wf_error_at(out, "cannot write the frozen model: %s", why);
+    return WF_EXIT_IO;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   wf_diag_set_program("wafer-onnx-test");
-  const char *dir = NULL, *batch = NULL, *markdown = NULL, *scope_path = NULL, *known = NULL;
+  const char *dir = NULL, *batch = NULL, *freeze_out = NULL, *markdown = NULL, *scope_path = NULL, *known = NULL;
   int verbose = 0, timeout_s = 120;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -55,6 +90,8 @@ int main(int argc, char **argv) {
       verbose = 1;
     } else if (!strcmp(a, "--batch") && has_val) {
       batch = argv[++i];
+    } else if (!strcmp(a, "--freeze") && has_val) {
+      freeze_out = argv[++i];
     } else if (!strcmp(a, "--markdown") && has_val) {
       markdown = argv[++i];
     } else if (!strcmp(a, "--scope") && has_val) {
@@ -73,15 +110,15 @@ int main(int argc, char **argv) {
       dir = a;
     } else if (a[0] == '-' && a[1]) {
       static const char *const own[] = {"--verbose", "--batch", "--markdown", "--scope", "--known",
-                                        "--timeout", "--help", "--version"};
-      wf_error_unknown_option("wafer-onnx-test", a, own, 8);
+                                        "--timeout", "--freeze", "--help", "--version"};
+      wf_error_unknown_option("wafer-onnx-test", a, own, 9);
       return RT_EXIT_USAGE;
     } else {
       usage(stderr);
       return RT_EXIT_USAGE;
     }
   }
-  if (!!dir == !!batch || (markdown && !batch)) {
+  if (!!dir == !!batch || (markdown && !batch) || (freeze_out && !dir)) {
     usage(stderr);
     return RT_EXIT_USAGE;
   }
@@ -97,6 +134,7 @@ int main(int argc, char **argv) {
     wf_error_at(unreadable, "cannot read: %s", strerror(errno));
     return WF_EXIT_IO;
   }
+  if (freeze_out) return freeze(dir, freeze_out);
   scope sc;
   if (scope_load(&sc, scope_path, argv[0]) != 0) return RT_EXIT_USAGE;
   rt_opts o = {&sc, verbose};
