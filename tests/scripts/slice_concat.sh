@@ -210,5 +210,5 @@ wir empty '%a: f32[8, 12]' '(f32[8, 0], f32[8, 12])' '    %0, %1 = split(%a) {ax
 rc=0
 waferc "$TMP/empty.wir" -o "$TMP/empty_plan" --target=test8x8 --mesh=2x2 2>"$TMP/empty.err" || rc=$?
 [ "$rc" = 3 ] || fail "an empty split part: waferc exited $rc, want 3"
-grep -q "empty.wir:3:5: error: 'split': %0 has no element" "$TMP/empty.err" || fail "an empty split part: $(head -1 "$TMP/empty.err")"
+grep -q "empty.wir:3:5: error: partition: result of 'split' has no element" "$TMP/empty.err" || fail "an empty split part: $(head -1 "$TMP/empty.err")"
 echo "ok   $n plans of slice / concat / split match the interpreter"
