@@ -140,8 +140,22 @@ int wf_lower_movement(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     }
     /* A split matrix (or a batch of them): the mirror relayout over the fabric. */
     if (swaps_last_two) return wf_lower_transpose_dist(L, op, out);
-    wf_error(op->loc, "'transpose' of a matrix split over the %dx%d mesh is lowered for the last "
-                      "two dims only (other permutations need a relayout that is not implemented)",
+    /* Any other permutation of a small tensor: gathered whole, permuted, cut again. */
+    const wf_attr *pa = wf_op_attr(L->f, op, "perm");
+    if (pa && pa->u.ints.n == r) {
+      int64_t perm[WF_MAX_RANK], cyc = 0;
+      for (int d = 0; d < r; d++) perm[d] = pa->u.ints.v[d] < 0 ? pa->u.ints.v[d] + r : pa->u.ints.v[d];
+      wf_whole w;
+      if (!wf_lower_whole_gather(L, op, op->operands[0], 0, &w, &cyc) &&
+          !wf_lower_whole_permute(L, &w, xt, perm, &cyc) && !wf_lower_whole_cut(L, &w, op->results[0], &cyc)) {
+        out->lowering = "gather-whole";
+        out->predicted = cyc;
+        return 0;
+      }
+    }
+    wf_error(op->loc, "'transpose' of a tensor split over the %dx%d mesh is lowered for the last two dims, or "
+                      "for any permutation of at most 4096 words (gathered whole); this one is larger "
+                      "(a relayout over the fabric for it is not implemented)",
              L->w, L->h);
     return WF_EXIT_UNSUPPORTED;
   }

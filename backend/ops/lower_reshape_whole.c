@@ -23,7 +23,9 @@
  * traffic is two allreduces of the whole tensor; the cost model charges them as
  * wf_lower_allreduce predicts, and the copies one cycle per word. A slice whose operand is laid
  * out otherwise than its result (lower_slice.c) takes the same steps with a local slice of the
- * whole between 2 and 3 (wf_lower_whole_slice). */
+ * whole between 2 and 3 (wf_lower_whole_slice), and a transpose of other dims than the last
+ * two (lower_movement.c) with a local permutation there (wf_lower_whole_permute: one strided
+ * copy2d per index of the result's outer dims, at most 1024). */
 #include "backend/resources/lower.h"
 #include "waferc/diag.h"
 
@@ -150,6 +152,35 @@ void wf_lower_whole_slice(wf_lower *L, wf_whole *w, const wf_type *t, int axis, 
                         wf_arg_int(t->dims[axis] * in)});
   *cycles += rows * count * in;
   w->src = dst;
+}
+
+int wf_lower_whole_permute(wf_lower *L, wf_whole *w, const wf_type *t, const int64_t *perm, int64_t *cycles) {
+  int R = t->rank;
+  int64_t ist[WF_MAX_RANK], od[WF_MAX_RANK], n = 1;
+  for (int d = R - 1; d >= 0; d--) ist[d] = n, n *= t->dims[d];
+  for (int d = 0; d < R; d++) od[d] = t->dims[perm[d]];
+  /* one copy2d per index of the outer output dims: the last output dim's run (contiguous in
+   * the input too when it is the input's last dim, then two dims per copy), strided */
+  int contiguous = R >= 2 && perm[R - 1] == R - 1;
+  int inner = contiguous ? 2 : 1; /* output dims each copy covers */
+  int64_t rows = od[R - inner], cols = contiguous ? od[R - 1] : 1;
+  int64_t sstride = ist[perm[R - inner]], dstride = contiguous ? od[R - 1] : 1, copies = 1;
+  for (int d = 0; d < R - inner; d++) copies *= od[d];
+  if (copies > 1024) return -1;
+  int dst = other(w);
+  for (int64_t c = 0; c < copies; c++) {
+    int64_t rem = c, soff = 0;
+    for (int d = R - inner - 1; d >= 0; d--) {
+      soff += (rem % od[d]) * ist[perm[d]];
+      rem /= od[d];
+    }
+    wf_emit(L, NULL, WF_PEOP_COPY2D,
+            (wf_pe_arg[]){wf_arg_at(dst, c * rows * cols), wf_arg_at(w->src, soff), wf_arg_int(rows),
+                          wf_arg_int(cols), wf_arg_int(dstride), wf_arg_int(sstride)});
+  }
+  *cycles += n;
+  w->src = dst;
+  return 0;
 }
 
 int wf_lower_whole_cut(wf_lower *L, wf_whole *w, wf_value r, int64_t *cycles) {

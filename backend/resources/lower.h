@@ -281,6 +281,9 @@ int wf_lower_whole_gather(wf_lower *L, const wf_op *op, wf_value v, int64_t cap,
 /* the whole tensor of dims t->dims sliced along axis to [first, first + count) (step 1) */
 void wf_lower_whole_slice(wf_lower *L, wf_whole *w, const wf_type *t, int axis, int64_t first, int64_t count,
                           int64_t *cycles);
+/* the whole tensor of dims t->dims permuted: result dim d is operand dim perm[d]; -1 (nothing
+ * emitted) when it would take more than 1024 copies */
+int wf_lower_whole_permute(wf_lower *L, wf_whole *w, const wf_type *t, const int64_t *perm, int64_t *cycles);
 int wf_lower_whole_cut(wf_lower *L, wf_whole *w, wf_value r, int64_t *cycles);
 int wf_lower_reshape_whole(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_attention.c: packed attention (head-layout) and rotate_pairs, both on {B, S_y, E_x}. */
