@@ -168,6 +168,55 @@ static void widen_scalar_args(wf_module *m, wf_func *f) {
   }
 }
 
+/* A layernorm or rmsnorm over the dims from axis a (ONNX LayerNormalization's axis), a not the
+ * last: the normalized dims flattened into one, normalized over the last axis (the lowering's,
+ * lower_norm.c), reshaped back; scale and bias expanded to those dims first when they
+ * broadcast, then flattened the same way. The reshapes are laid out by the rule like any other
+ * (small ones gathered whole: lower_reshape_whole.c). */
+static void norm_last_axis(wf_func *f) {
+  int n_rewritten = 0;
+  wf_func_foreach_op(f, op) {
+    if (op->code != WF_OP_LAYERNORM && op->code != WF_OP_RMSNORM) continue;
+    const wf_type *xt = wf_value_type(f, op->operands[0]);
+    int64_t a = wf_op_int(f, op, "axis", -1);
+    if (a < 0) a += xt->rank;
+    if (a < 0 || a >= xt->rank - 1) continue;
+    wf_type flat = *xt, vec = *xt;
+    memset(&flat.layout, 0, sizeof flat.layout);
+    memset(&vec.layout, 0, sizeof vec.layout);
+    int64_t P = 1;
+    for (int d = (int)a; d < xt->rank; d++) P *= xt->dims[d];
+    flat.rank = (int)a + 1, flat.dims[a] = P;
+    vec.rank = 1, vec.dims[0] = P;
+    wf_value ops[3];
+    ops[0] = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &op->operands[0], flat, op->loc);
+    for (int i = 1; i < op->n_operands; i++) {
+      wf_value p = op->operands[i];
+      const wf_type *pt = wf_value_type(f, p);
+      if (wf_type_numel(pt) != P) { /* broadcast over the normalized dims: written out first */
+        wf_type full = *xt;
+        memset(&full.layout, 0, sizeof full.layout);
+        full.rank = xt->rank - (int)a;
+        for (int d = 0; d < full.rank; d++) full.dims[d] = xt->dims[a + d];
+        full.dtype = pt->dtype;
+        p = wf_op_insert_new(f, op, WF_OP_EXPAND, 1, &p, full, op->loc);
+      }
+      vec.dtype = pt->dtype;
+      ops[i] = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &p, vec, op->loc);
+    }
+    wf_value n = wf_op_insert_new(f, op, op->code, op->n_operands, ops, flat, op->loc);
+    wf_op *nop = f->values[n].def;
+    wf_op_set_int(f, nop, "axis", -1);
+    const wf_attr *eps = wf_op_attr(f, op, "epsilon");
+    if (eps) wf_op_set_attr(f, nop, *eps);
+    wf_type back = *xt;
+    memset(&back.layout, 0, sizeof back.layout);
+    wf_value_replace_uses(f, op->results[0], wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &n, back, op->loc));
+    n_rewritten++;
+  }
+  if (n_rewritten) wf_func_remove_dead_ops(f);
+}
+
 static int is_reduce(wf_opcode c) {
   return c == WF_OP_REDUCE_SUM || c == WF_OP_REDUCE_MEAN || c == WF_OP_REDUCE_MAX;
 }
@@ -360,6 +409,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   }
 
   wf_partition_dispatch(m, f); /* a sparse MoE block's indexing (partition_dispatch.c) */
+  norm_last_axis(f);
   widen_scalar_args(m, f);
   wf_decompose_gemm(m, f);
   wf_decompose_matvec(m, f);
