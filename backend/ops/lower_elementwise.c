@@ -6,7 +6,8 @@
  * both operands of a binary op broadcast, the first is written out in the result first.
  * Bools and integers are f32 words (0 / 1; exact below 2^24): equal and less write 1 or 0
  * (`eq`, `lt`), not is (x == 0), where selects with `sel` (below), cast copies or tests.
- * pow takes a constant exponent (lower_pow); expand is the broadcast written out. trilu keeps
+ * pow takes a constant exponent (lower_pow) or an f32 tensor one (lower_pow_tensor: exp(y log|x|)
+ * with ONNX's signs, zeros and NaN); expand is the broadcast written out. trilu keeps
  * the triangle of its last two dims: each PE compares the global column minus the global row
  * of its positions with k and selects (lower_trilu). */
 #include <math.h>
@@ -257,6 +258,53 @@ static int64_t lower_pow(wf_lower *L, int d, int a, int64_t n, double c) {
   return cyc;
 }
 
+/* d = (v rounds to itself), v >= 0 below 2^23: (v + 2^23) - 2^23 rounds v to an integer (two
+ * instructions, so nothing folds them); from 2^23 on every f32 is one. t: scratch. */
+static int64_t integral(wf_lower *L, int d, int v, int t, int64_t n) {
+  int64_t cyc = elem2c(L, WF_PEOP_ADD, t, v, 8388608.0f, n);
+  cyc += elem2c(L, WF_PEOP_SUB, t, t, 8388608.0f, n);
+  cyc += elem2(L, WF_PEOP_EQ, d, t, v, n);
+  cyc += elem2c(L, WF_PEOP_LT, t, v, 8388608.0f, n); /* 1 below 2^23 */
+  cyc += elem2c(L, WF_PEOP_EQ, t, t, 0.0f, n);        /* 1 from 2^23 on */
+  return cyc + elem2(L, WF_PEOP_MAX, d, d, t, n);
+}
+
+/* pow(x, y) with a tensor exponent y (sy, x's block), as ONNX defines it: |x|^y = exp(y log|x|)
+ * (0^y: 0, inf, or 1 for y = 0), negated for a negative x and an odd integer y, NaN for a
+ * negative x and a y that is not an integer. Returns the cycles. */
+static int64_t lower_pow_tensor(wf_lower *L, int d, int sx, int sy, int64_t n) {
+  int t = wf_lower_temp(L, "$pw_t", n * 4), u = wf_lower_temp(L, "$pw_u", n * 4);
+  int k = wf_lower_temp(L, "$pw_k", n * 4), w = wf_lower_temp(L, "$pw_w", n * 4);
+  int64_t cyc = elem1(L, WF_PEOP_NEG, t, sx, n);
+  cyc += elem2(L, WF_PEOP_MAX, t, t, sx, n); /* |x| */
+  cyc += elem1(L, WF_PEOP_LOG, t, t, n);
+  cyc += elem2(L, WF_PEOP_MUL, t, t, sy, n);
+  cyc += elem1(L, WF_PEOP_EXP, t, t, n);    /* |x|^y, NaN for 0^0 */
+  cyc += elem2c(L, WF_PEOP_EQ, u, sy, 0.0f, n);
+  cyc += elem2c(L, WF_PEOP_EQ, k, u, 0.0f, n);
+  cyc += elem2(L, WF_PEOP_SEL, d, k, t, n);
+  cyc += elem2(L, WF_PEOP_ADD, d, d, u, n);  /* y = 0: 1 */
+  /* y's kind: k = |y| is an integer, w = |y| / 2 is one (y even; every f32 from 2^24 on is) */
+  cyc += elem1(L, WF_PEOP_NEG, u, sy, n);
+  cyc += elem2(L, WF_PEOP_MAX, u, u, sy, n); /* |y| */
+  cyc += integral(L, k, u, t, n);
+  cyc += elem2c(L, WF_PEOP_MUL, u, u, 0.5f, n);
+  cyc += integral(L, w, u, t, n);
+  /* a negative x: times 1 - 2 (k - w) (-1 for an odd y), and NaN where k = 0 */
+  cyc += elem2c(L, WF_PEOP_LT, t, sx, 0.0f, n);
+  cyc += elem2(L, WF_PEOP_SUB, w, k, w, n);
+  cyc += elem2(L, WF_PEOP_MUL, w, w, t, n);
+  cyc += elem2c(L, WF_PEOP_MUL, w, w, -2.0f, n);
+  cyc += elem2c(L, WF_PEOP_ADD, w, w, 1.0f, n);
+  cyc += elem2(L, WF_PEOP_MUL, d, d, w, n);
+  cyc += elem2c(L, WF_PEOP_EQ, k, k, 0.0f, n);
+  cyc += elem2(L, WF_PEOP_MUL, t, t, k, n);   /* negative x, y not an integer */
+  cyc += elem2c(L, WF_PEOP_EQ, k, t, 0.0f, n);
+  cyc += elem2(L, WF_PEOP_SEL, d, k, d, n);
+  wf_emit_bin(L, WF_PEOP_SEL, u, t, wf_lower_scalar(L, NAN), 1, n, WF_BMODE_I);
+  return cyc + n + elem2(L, WF_PEOP_ADD, d, d, u, n);
+}
+
 /* trilu(x), last two dims [M, N] split along y and x: keep x where col - row >= k (upper) or
  * <= k (lower), 0 elsewhere; returns the cycles. */
 static int64_t lower_trilu(wf_lower *L, const wf_op *op, int sr, int sa) {
@@ -295,9 +343,22 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   out->lowering = "local";
   if (op->code == WF_OP_POW) {
     double c;
+    int fy = fit(L, op->operands[1], r);
+    if (!const_scalar(L, op->operands[1], &c) && fit(L, op->operands[0], r) == FIT_SAME && fy != FIT_NONE &&
+        wf_value_type(L->f, op->operands[1])->dtype == WF_F32) { /* a tensor exponent */
+      int sy = wf_lower_sym(L, op->operands[1]);
+      int64_t cyc = 0;
+      if (fy != FIT_SAME) { /* broadcast: written out first */
+        int e = wf_lower_temp(L, "$pw_y", m * n * 4);
+        materialize(L, e, sy, fy, m, n, op->operands[1], r);
+        sy = e, cyc = 2 * m * n;
+      }
+      out->predicted = cyc + lower_pow_tensor(L, sr, wf_lower_sym(L, op->operands[0]), sy, m * n);
+      return 0;
+    }
     if (!const_scalar(L, op->operands[1], &c) || fit(L, op->operands[0], r) != FIT_SAME) {
-      wf_error(op->loc, "'pow' on the mesh takes a constant one-element exponent (x^2, x^0.5, x^-1, ...); a "
-                        "tensor exponent has no mesh lowering (waferc --interpret runs it)");
+      wf_error(op->loc, "'pow' on the mesh takes x laid out like the result and a constant one-element exponent "
+                        "(x^2, x^0.5, x^-1, ...) or an f32 one that broadcasts to x (waferc --interpret runs this one)");
       return WF_EXIT_UNSUPPORTED;
     }
     wf_lower_sym(L, op->operands[1]); /* the exponent is a weight of the plan: held, not read */
