@@ -90,8 +90,10 @@ static wf_value as_row(wf_func *f, wf_op *pos, wf_value v) {
 static int computed_rows(wf_func *f, wf_op *op) {
   wf_value xv = op->operands[0], iv = op->operands[1];
   const wf_type *xt = wf_value_type(f, xv), *it = wf_value_type(f, iv);
+  /* (at most 4096 rows: gather_elements' axis, lower_topk.c; a larger table keeps the gather's
+   * own message) */
   if (f->values[xv].kind == WF_VAL_GLOBAL || xt->rank > 2 || it->rank != 1 || !is_int(it->dtype) ||
-      normal_axis(f, op, xt->rank) != 0)
+      normal_axis(f, op, xt->rank) != 0 || xt->dims[0] > 4096)
     return 0;
   int64_t C = it->dims[0], E = xt->rank == 2 ? xt->dims[1] : 1;
   wf_value data = xt->rank == 2 ? transpose2(f, op, xv) : as_row(f, op, xv), ie = as_row(f, op, iv);
