@@ -349,7 +349,7 @@ int wf_partition_lowers(wf_opcode c) {
     case WF_OP_POW: /* a constant exponent (lower_elementwise.c) */
     case WF_OP_EXPAND: /* the broadcast written out (lower_elementwise.c) */
     case WF_OP_TRILU:  /* a select by global row and column (lower_elementwise.c) */
-    case WF_OP_COS: case WF_OP_SIN:
+    case WF_OP_COS: case WF_OP_SIN: case WF_OP_ERF:
     case WF_OP_SQRT: case WF_OP_RSQRT: case WF_OP_RECIPROCAL: case WF_OP_TANH:
     case WF_OP_SIGMOID: case WF_OP_RELU: case WF_OP_SILU: case WF_OP_GELU: case WF_OP_SOFTMAX:
     case WF_OP_LAYERNORM: case WF_OP_RMSNORM: case WF_OP_REDUCE_SUM:

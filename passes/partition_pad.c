@@ -38,7 +38,7 @@ static unsigned all_padded(const wf_type *t, int w, int h) {
 
 static int zero_keeping_unary(wf_opcode c) {
   return c == WF_OP_NEG || c == WF_OP_RELU || c == WF_OP_GELU || c == WF_OP_SILU ||
-         c == WF_OP_TANH || c == WF_OP_SQRT;
+         c == WF_OP_TANH || c == WF_OP_SQRT || c == WF_OP_SIN || c == WF_OP_ERF; /* f(0) = 0 */
 }
 
 /* The mask of an elementwise result from its operands' (numpy broadcasting: operand dims

@@ -47,6 +47,7 @@ static float unary(wf_peop op, float v) {
     case WF_PEOP_TANH: return tanhf(v);
     case WF_PEOP_COS: return cosf(v);
     case WF_PEOP_SIN: return sinf(v);
+    case WF_PEOP_ERF: return erff(v);
     case WF_PEOP_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case WF_PEOP_SILU: return v / (1.0f + expf(-v));
     case WF_PEOP_GELU: return gelu_erf(v);

@@ -28,6 +28,7 @@ static int unary_peop(const wf_lower *L, const wf_op *op, wf_peop *out) {
     case WF_OP_TANH: *out = WF_PEOP_TANH; return 0;
     case WF_OP_COS: *out = WF_PEOP_COS; return 0;
     case WF_OP_SIN: *out = WF_PEOP_SIN; return 0;
+    case WF_OP_ERF: *out = WF_PEOP_ERF; return 0;
     case WF_OP_SIGMOID: *out = WF_PEOP_SIGMOID; return 0;
     case WF_OP_RELU: *out = WF_PEOP_RELU; return 0;
     case WF_OP_SILU: *out = WF_PEOP_SILU; return 0;

@@ -12,7 +12,7 @@ int wf_kernel_covers(wf_peop op) {
     case WF_PEOP_ADD: case WF_PEOP_SUB: case WF_PEOP_MUL: case WF_PEOP_DIV:
     case WF_PEOP_MAX: case WF_PEOP_MIN: case WF_PEOP_EQ: case WF_PEOP_LT: case WF_PEOP_SEL:
     case WF_PEOP_NEG: case WF_PEOP_RELU: case WF_PEOP_EXP: case WF_PEOP_LOG:
-    case WF_PEOP_TANH: case WF_PEOP_COS: case WF_PEOP_SIN: case WF_PEOP_SIGMOID: case WF_PEOP_SILU: case WF_PEOP_GELU:
+    case WF_PEOP_TANH: case WF_PEOP_COS: case WF_PEOP_SIN: case WF_PEOP_ERF: case WF_PEOP_SIGMOID: case WF_PEOP_SILU: case WF_PEOP_GELU:
     case WF_PEOP_GELU_TANH: case WF_PEOP_SQRT: case WF_PEOP_RSQRT: case WF_PEOP_RECIP:
     case WF_PEOP_RMAX: case WF_PEOP_RSUM:
       return 1;

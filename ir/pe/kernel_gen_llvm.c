@@ -113,6 +113,7 @@ static LLVMValueRef unary_elem(kgen *g, wf_peop op, LLVMValueRef v) {
     case WF_PEOP_LOG: return libm(g, "logf", v);
     case WF_PEOP_TANH: return libm(g, "tanhf", v);
     case WF_PEOP_COS: return libm(g, "cosf", v);
+    case WF_PEOP_ERF: return libm(g, "erff", v);
     case WF_PEOP_SIN: return libm(g, "sinf", v);
     case WF_PEOP_SIGMOID:
     case WF_PEOP_SILU: {
