@@ -242,6 +242,21 @@ static void reserve(wf_threads *T, wf_band *b, int rows) {
 #undef GROW
 }
 
+/* arr[0..n0) is sorted by key; the newcomers arr[n0..n) are sorted (cmp) and merged in from the
+ * end, through the scratch array tmp (PEs or routers alike: both have int64 keys). */
+#define MERGE_BY_KEY(arr, n0, n, tmp, cmp)                                                    \
+  do {                                                                                       \
+    int m_ = (n) - (n0);                                                                     \
+    if (!m_) break;                                                                          \
+    qsort((arr) + (n0), (size_t)m_, sizeof *(arr), cmp);                                     \
+    memcpy((tmp), (arr) + (n0), (size_t)m_ * sizeof *(tmp));                                 \
+    int i_ = (n0) - 1, j_ = m_ - 1, k_ = (n0) + m_ - 1;                                      \
+    while (j_ >= 0) {                                                                        \
+      if (i_ >= 0 && (arr)[i_]->key > (tmp)[j_]->key) (arr)[k_--] = (arr)[i_--];             \
+      else (arr)[k_--] = (tmp)[j_--];                                                        \
+    }                                                                                        \
+  } while (0)
+
 /* Step 2, once every band has left: what enters its rows joins its lists, by key. */
 void wf_split_join(wf_threads *T, wf_band *b) {
   wf_sim *bs = &b->sim;
@@ -259,29 +274,8 @@ void wf_split_join(wf_threads *T, wf_band *b) {
     for (int i = 0; i < o->n_mv_tm; i++)
       if (in_rows(T, o->mv_tm[i], ny0, ny1)) bs->timers[bs->n_timers++] = o->mv_tm[i];
   }
-  int m = bs->n_act_pe - n0;
-  if (m) {
-    qsort(bs->act_pe + n0, (size_t)m, sizeof *bs->act_pe, pe_by_key);
-    /* merge the two sorted runs in place through the scratch array */
-    wf_pe **tmp = bs->soft_woken;
-    memcpy(tmp, bs->act_pe + n0, (size_t)m * sizeof *tmp);
-    int i = n0 - 1, j = m - 1, k = n0 + m - 1;
-    while (j >= 0) {
-      if (i >= 0 && bs->act_pe[i]->key > tmp[j]->key) bs->act_pe[k--] = bs->act_pe[i--];
-      else bs->act_pe[k--] = tmp[j--];
-    }
-  }
-  m = bs->n_act_rt - r0;
-  if (m) {
-    qsort(bs->act_rt + r0, (size_t)m, sizeof *bs->act_rt, rt_by_key);
-    wf_router **tmp = bs->rt_join;
-    memcpy(tmp, bs->act_rt + r0, (size_t)m * sizeof *tmp);
-    int i = r0 - 1, j = m - 1, k = r0 + m - 1;
-    while (j >= 0) {
-      if (i >= 0 && bs->act_rt[i]->key > tmp[j]->key) bs->act_rt[k--] = bs->act_rt[i--];
-      else bs->act_rt[k--] = tmp[j--];
-    }
-  }
+  MERGE_BY_KEY(bs->act_pe, n0, bs->n_act_pe, bs->soft_woken, pe_by_key);
+  MERGE_BY_KEY(bs->act_rt, r0, bs->n_act_rt, bs->rt_join, rt_by_key);
   if (bs->n_timers) { /* the heap, rebuilt (its order is by busy_until, key) */
     int n = bs->n_timers;
     wf_pe **tmp = bs->soft_woken;
