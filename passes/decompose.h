@@ -2,7 +2,16 @@
 #ifndef WAFERC_PASSES_DECOMPOSE_H
 #define WAFERC_PASSES_DECOMPOSE_H
 
+#include <string.h>
+
 #include "waferc/ir.h"
+
+/* t without its layout: the type of a value a rewrite makes before partition lays it out. */
+static inline wf_type wf_rewrite_type(const wf_type *t) {
+  wf_type r = *t;
+  memset(&r.layout, 0, sizeof r.layout);
+  return r;
+}
 
 /* Rewrites every rank-2 `gemm` of f into transpose / matmul / mul / add (passes/
  * decompose_gemm.c). Returns the number of gemms rewritten. */

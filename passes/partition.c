@@ -181,9 +181,7 @@ static void norm_last_axis(wf_func *f) {
     int64_t a = wf_op_int(f, op, "axis", -1);
     if (a < 0) a += xt->rank;
     if (a < 0 || a >= xt->rank - 1) continue;
-    wf_type flat = *xt, vec = *xt;
-    memset(&flat.layout, 0, sizeof flat.layout);
-    memset(&vec.layout, 0, sizeof vec.layout);
+    wf_type flat = wf_rewrite_type(xt), vec = flat;
     int64_t P = 1;
     for (int d = (int)a; d < xt->rank; d++) P *= xt->dims[d];
     flat.rank = (int)a + 1, flat.dims[a] = P;
@@ -194,8 +192,7 @@ static void norm_last_axis(wf_func *f) {
       wf_value p = op->operands[i];
       const wf_type *pt = wf_value_type(f, p);
       if (wf_type_numel(pt) != P) { /* broadcast over the normalized dims: written out first */
-        wf_type full = *xt;
-        memset(&full.layout, 0, sizeof full.layout);
+        wf_type full = wf_rewrite_type(xt);
         full.rank = xt->rank - (int)a;
         for (int d = 0; d < full.rank; d++) full.dims[d] = xt->dims[a + d];
         full.dtype = pt->dtype;
@@ -209,9 +206,8 @@ static void norm_last_axis(wf_func *f) {
     wf_op_set_int(f, nop, "axis", -1);
     const wf_attr *eps = wf_op_attr(f, op, "epsilon");
     if (eps) wf_op_set_attr(f, nop, *eps);
-    wf_type back = *xt;
-    memset(&back.layout, 0, sizeof back.layout);
-    wf_value_replace_uses(f, op->results[0], wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &n, back, op->loc));
+    wf_value_replace_uses(f, op->results[0],
+                          wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &n, wf_rewrite_type(xt), op->loc));
     n_rewritten++;
   }
   if (n_rewritten) wf_func_remove_dead_ops(f);

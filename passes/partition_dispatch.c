@@ -20,19 +20,11 @@
  * Numerically the same ops (gather_elements and scatter_elements select, they do not add
  * unless the reduction does). The transposes are small fabric transposes of the [T, E]
  * activations. Any other shape is left for partition to refuse by name. */
-#include <string.h>
-
 #include "passes/decompose.h"
 #include "waferc/tensor.h"
 
-static wf_type plain(const wf_type *t) {
-  wf_type r = *t;
-  memset(&r.layout, 0, sizeof r.layout);
-  return r;
-}
-
 static wf_type swapped(const wf_type *t) {
-  wf_type r = plain(t);
+  wf_type r = wf_rewrite_type(t);
   r.dims[0] = t->dims[1], r.dims[1] = t->dims[0];
   return r;
 }
@@ -64,7 +56,7 @@ static int scalar_index(wf_module *m, wf_func *f, wf_op *op) {
   wf_tensor_free(t);
   if (k < 0) k += xt->dims[axis];
   if (k < 0 || k >= xt->dims[axis]) return 0; /* the interpreter's to report */
-  wf_type st = plain(xt);
+  wf_type st = wf_rewrite_type(xt);
   st.dims[axis] = 1;
   wf_value sv = wf_op_insert_new(f, op, WF_OP_SLICE, 1, &op->operands[0], st, op->loc);
   wf_op *sl = f->values[sv].def;
@@ -73,14 +65,14 @@ static int scalar_index(wf_module *m, wf_func *f, wf_op *op) {
   wf_op_set_ints(f, sl, "ends", 1, ends);
   wf_op_set_ints(f, sl, "axes", 1, axes);
   wf_op_set_ints(f, sl, "steps", 1, steps);
-  wf_value rv = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &sv, plain(wf_value_type(f, op->results[0])), op->loc);
+  wf_value rv = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &sv, wf_rewrite_type(wf_value_type(f, op->results[0])), op->loc);
   wf_value_replace_uses(f, op->results[0], rv);
   return 1;
 }
 
 /* t as a [1, n] row */
 static wf_value as_row(wf_func *f, wf_op *pos, wf_value v) {
-  wf_type r = plain(wf_value_type(f, v));
+  wf_type r = wf_rewrite_type(wf_value_type(f, v));
   r.rank = 2, r.dims[1] = r.dims[0], r.dims[0] = 1;
   return wf_op_insert_new(f, pos, WF_OP_RESHAPE, 1, &v, r, pos->loc);
 }
@@ -98,17 +90,17 @@ static int computed_rows(wf_func *f, wf_op *op) {
   int64_t C = it->dims[0], E = xt->rank == 2 ? xt->dims[1] : 1;
   wf_value data = xt->rank == 2 ? transpose2(f, op, xv) : as_row(f, op, xv), ie = as_row(f, op, iv);
   if (E > 1) {
-    wf_type ex = plain(wf_value_type(f, ie));
+    wf_type ex = wf_rewrite_type(wf_value_type(f, ie));
     ex.dims[0] = E;
     ie = wf_op_insert_new(f, op, WF_OP_EXPAND, 1, &ie, ex, op->loc);
   }
-  wf_type gt = plain(xt);
+  wf_type gt = wf_rewrite_type(xt);
   gt.rank = 2, gt.dims[0] = E, gt.dims[1] = C;
   wf_value ops[2] = {data, ie};
   wf_value g = wf_op_insert_new(f, op, WF_OP_GATHER_ELEMENTS, 2, ops, gt, op->loc);
   wf_op_set_int(f, f->values[g].def, "axis", 1);
   wf_value r = xt->rank == 2 ? transpose2(f, op, g)
-                             : wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &g, plain(wf_value_type(f, op->results[0])),
+                             : wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &g, wf_rewrite_type(wf_value_type(f, op->results[0])),
                                                 op->loc);
   wf_value_replace_uses(f, op->results[0], r);
   return 1;

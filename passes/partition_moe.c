@@ -13,8 +13,6 @@
  * which this rewrite builds (a slice of a column of the gate matrix, a broadcast mul, a chain
  * of adds, in expert order as the sum over N). The stacked ops are removed when nothing else
  * reads them. Any other shape of the pattern is left alone. */
-#include <string.h>
-
 #include "passes/decompose.h"
 
 static wf_op *def_of(const wf_func *f, wf_value v, wf_opcode code) {
@@ -28,12 +26,6 @@ static int inserts_one(const wf_type *x, const wf_type *y, int at) {
   for (int d = 0, k = 0; d < y->rank; d++)
     if (d != at && y->dims[d] != x->dims[k++]) return 0;
   return 1;
-}
-
-static wf_type plain(const wf_type *t) {
-  wf_type r = *t;
-  memset(&r.layout, 0, sizeof r.layout);
-  return r;
 }
 
 static void unlink_if_dead(wf_func *f, wf_op *op) {
@@ -77,7 +69,7 @@ int wf_partition_moe_combine(wf_module *m, wf_func *f) {
       if (ok) ev[i] = rs->operands[0];
     }
     if (!ok) continue;
-    wf_type yt = plain(wf_value_type(f, op->results[0])), colt = plain(gt);
+    wf_type yt = wf_rewrite_type(wf_value_type(f, op->results[0])), colt = wf_rewrite_type(gt);
     colt.dims[colt.rank - 1] = 1;
     wf_value acc = 0;
     for (int64_t i = 0; i < N; i++) {

@@ -74,11 +74,6 @@ static last_axis last_of(const wf_lower *L, const wf_type *t) {
 
 static wf_pe_term pos_term(int split) { return wf_term(split == WF_AXIS_Y ? WF_TERM_Y : WF_TERM_X, 0); }
 
-/* g[0..len) = the global column of each position of the PE's block: base + c. */
-static int global_cols(wf_lower *L, const char *name, const last_axis *a) {
-  return wf_lower_global_index(L, name, a->len, a->split);
-}
-
 /* eq[o x len] = 1 where g[c] == idx[r] (exact integers), else 0; returns its cycles. */
 static int64_t match(wf_lower *L, int eq, int g, int idx, int tmp, int64_t o, int64_t len) {
   int64_t n = o * len;
@@ -193,7 +188,7 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
           (wf_pe_arg[]){wf_arg_sym(work), wf_arg_sym(sx), wf_arg_int(n)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(wv), wf_arg_int(o * kp)});
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(wi), wf_arg_int(o * kp)});
-  int g = global_cols(L, "$tk_g", &a);
+  int g = wf_lower_global_index(L, "$tk_g", a.len, a.split);
   cyc += n + 2 * o * kp + 2 * len;
   int padded = a.split != WF_AXIS_NONE && a.full < a.len * a.parts;
   if (padded) { /* columns at or past the axis' end: -inf, never chosen */
@@ -286,7 +281,7 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(fu), wf_arg_at(whole, o * kp), wf_arg_int(o * kp)});
     cyc += o * kp;
   }
-  int g = global_cols(L, "$sc_g", &a);
+  int g = wf_lower_global_index(L, "$sc_g", a.len, a.split);
   int ci = wf_lower_temp(L, "$sc_ci", o * 4), cu = wf_lower_temp(L, "$sc_cu", o * 4);
   int neg = wf_lower_temp(L, "$sc_neg", o * 4);
   int eq = wf_lower_temp(L, "$sc_eq", n * 4), tmp = wf_lower_temp(L, "$sc_tmp", n * 4);
@@ -357,7 +352,7 @@ int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     int rc = allgather_last(L, op, &si, 1, &ki, &fi, &cyc);
     if (rc) return rc;
   }
-  int g = global_cols(L, "$ge_g", &a);
+  int g = wf_lower_global_index(L, "$ge_g", a.len, a.split);
   int ci = wf_lower_temp(L, "$ge_ci", o * 4), neg = wf_lower_temp(L, "$ge_neg", o * 4);
   int sum = wf_lower_temp(L, "$ge_sum", o * 4), wv = wf_lower_temp(L, "$ge_vals", o * kp * 4);
   int eq = wf_lower_temp(L, "$ge_eq", n * 4), tmp = wf_lower_temp(L, "$ge_tmp", n * 4);
