@@ -111,12 +111,21 @@ int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t
  * `parts` parts of a query head (one per column of a head spanning columns) each taking m/parts
  * of those columns, in order. wf_attn_gather_of: 1 and *g when the attribute is present and
  * consistent with head_dim hd, 0 when absent, -1 when malformed. wf_attn_gather_col: the column
- * of k (and v) that query head h's packed in-head index e reads. */
+ * of k (and v) that query head h's packed in-head index e reads.
+ *
+ * With {q_colocated} (head-layout{gqa=colocate}) q and the result are packed by the same pieces:
+ * the column of PEs that holds a piece of kv head i holds, for each of its `group` query heads
+ * in order, the same `sub` in-head columns of that query head, `group sub` columns in all, so
+ * no kv piece moves. wf_attn_q_col: the column of q (and of the result) of query head h's
+ * packed in-head index e. wf_attn_colocated: 1 when the op carries q_colocated with a valid
+ * kv_gather (into *g), 0 when it carries neither, -1 when q_colocated lacks a valid kv_gather. */
 typedef struct wf_attn_gather {
   int64_t m, group, parts, sub;
 } wf_attn_gather;
 int wf_attn_gather_of(const wf_func *f, const wf_op *op, int64_t hd, wf_attn_gather *g);
 int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64_t e);
+int64_t wf_attn_q_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64_t e);
+int wf_attn_colocated(const wf_func *f, const wf_op *op, int64_t hd, wf_attn_gather *g);
 
 /* Whether op's unary function is defined on integers (neg, relu) as well as floats. */
 int wf_unary_allows_int(wf_opcode code);

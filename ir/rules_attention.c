@@ -46,6 +46,17 @@ int64_t wf_attn_gather_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64
   return ((h / g->group) * g->m + p * mp + rr / g->sub) * g->sub + rr % g->sub;
 }
 
+int64_t wf_attn_q_col(const wf_attn_gather *g, int64_t hd, int64_t h, int64_t e) {
+  int64_t k = wf_attn_gather_col(g, hd, h, e), x = k / g->sub;
+  return (x * g->group + h % g->group) * g->sub + k % g->sub;
+}
+
+int wf_attn_colocated(const wf_func *f, const wf_op *op, int64_t hd, wf_attn_gather *g) {
+  int gat = wf_attn_gather_of(f, op, hd, g);
+  if (!wf_rule_bool(f, op, "q_colocated", 0)) return 0;
+  return gat > 0 ? 1 : -1;
+}
+
 static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out) {
   int64_t hd = wf_op_int(f, op, "head_dim", 0);
   if (op->n_operands != 3) {
@@ -68,6 +79,12 @@ static int rule_packed(wf_func *f, const wf_op *op, int64_t heads, wf_type *out)
     wf_error(op->loc, "packed 'attention': kv_gather must be [m, group, parts, sub] with group dividing heads = %lld, "
                       "parts dividing m and head_dim = %lld, m/parts columns of sub covering a part, the kv heads "
                       "within k's %lld columns, and no kv_heads", (long long)heads, (long long)hd, (long long)k->dims[2]);
+    return -1;
+  }
+  int coloc = wf_attn_colocated(f, op, hd, &ga);
+  if (coloc < 0 || (coloc && (heads / ga.group) * ga.m * ga.group * ga.sub > q->dims[2])) {
+    wf_error(op->loc, "packed 'attention': q_colocated needs a kv_gather, and q's %lld columns must hold the "
+                      "%lld query heads' pieces", (long long)q->dims[2], (long long)heads);
     return -1;
   }
   if (gat) kvh = -2; /* k's width is the gather's, not q's */
@@ -196,8 +213,20 @@ int wf_rule_decode_attention(wf_func *f, const wf_op *op, wf_type *out) {
                         "and [B, C, Nk])", TS(t[1]), TS(t[2]), TS(t[3]), TS(t[4]));
       return -1;
     }
+  wf_attn_gather ga;
+  int coloc = hd > 0 ? wf_attn_colocated(f, op, hd, &ga) : 0;
+  if (coloc < 0 || (coloc && (kvh || heads % ga.group || (heads / ga.group) * ga.m * ga.sub > nk ||
+                              (heads / ga.group) * ga.m * ga.group * ga.sub > t[0]->dims[2]))) {
+    wf_error(op->loc, "'decode_attention': q_colocated needs a kv_gather [m, group, parts, sub] whose kv heads fit k %s "
+                      "and whose query heads fit q %s, and no kv_heads", TS(t[1]), TS(t[0]));
+    return -1;
+  }
+  if (!coloc && wf_op_attr(f, op, "kv_gather")) {
+    wf_error(op->loc, "'decode_attention': kv_gather without q_colocated (gathered kv heads have no decode form)");
+    return -1;
+  }
   if (heads <= 0 || hd <= 0 || heads * hd > t[0]->dims[2] || kvh < 0 || (kvh > 0 && (heads % kvh || kvh * hd > nk)) ||
-      (kvh == 0 && nk != t[0]->dims[2])) {
+      (kvh == 0 && !coloc && nk != t[0]->dims[2])) {
     wf_error(op->loc, "'decode_attention': %lld heads of head_dim %lld (kv_heads %lld) do not fit q %s and k %s",
              (long long)heads, (long long)hd, (long long)kvh, TS(t[0]), TS(t[1]));
     return -1;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/rules.h"
 #include "waferc/diag.h"
 #include "waferc/pass.h"
 #include "waferc/tensor.h"
@@ -57,11 +58,13 @@ static int is_packed_attention(const wf_func *f, const wf_op *op) {
 }
 
 /* The decode step reads the prefill's k and v columns as its cache: kv heads gathered inside
- * the prefill's attention (head-layout{gqa=gather}) have no decode lowering. */
+ * the prefill's attention (head-layout{gqa=gather}) have no decode lowering; colocated with q
+ * (gqa=colocate) they have, as they are. */
 static int gathered(const wf_func *f, const wf_op *op, const char *who) {
-  if (!wf_op_attr(f, op, "kv_gather")) return 0;
+  if (!wf_op_attr(f, op, "kv_gather") || wf_op_int(f, op, "q_colocated", 0)) return 0;
   wf_error(op->loc, "%s: this attention's kv heads are gathered across columns (head-layout{gqa=gather} or its "
-                    "auto choice), which decoding does not read: run head-layout{gqa=replicate}", who);
+                    "auto choice), which decoding does not read: run head-layout{gqa=colocate} or {gqa=replicate}",
+           who);
   return 1;
 }
 
@@ -343,6 +346,12 @@ static int run_decode(wf_module *m, wf_pass_ctx *ctx) {
       wf_op_set_int(f, da, "heads", wf_op_int(f, op, "heads", 0));
       wf_op_set_int(f, da, "head_dim", wf_op_int(f, op, "head_dim", 0));
       if (wf_op_int(f, op, "kv_heads", 0) > 0) wf_op_set_int(f, da, "kv_heads", wf_op_int(f, op, "kv_heads", 0));
+      int ng;
+      const int64_t *g4 = wf_rule_ints(f, op, "kv_gather", &ng);
+      if (g4 && ng == 4) {
+        wf_op_set_ints(f, da, "kv_gather", 4, g4);
+        wf_op_set_attr(f, da, (wf_attr){wf_intern(f->module, "q_colocated"), WF_ATTR_BOOL, {.i = 1}});
+      }
       uint32_t nm = wf_value_get(f, op->results[0])->name;
       wf_value_replace_uses(f, op->results[0], da->results[0]);
       wf_value_get(f, da->results[0])->name = nm;

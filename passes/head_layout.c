@@ -51,10 +51,11 @@ static const wf_pass_option hl_opts[] = {
     {"mesh", WF_OPT_STRING, "", "WxH the heads are laid out for (default: the target's mesh)"},
     {"gqa", WF_OPT_STRING, "auto",
      "kv heads whose query heads span columns: replicate (Wk, Wv columns copied), gather (computed once, "
-     "gathered inside attention) or auto (the cost model's choice)"},
+     "gathered inside attention), colocate (computed once, with each query head's pieces packed on the kv "
+     "piece's columns: nothing moves) or auto (the cost model's choice of replicate and gather)"},
 };
 static const char *const hl_stats[] = {"attention-packed", "rope-packed", "gqa-replicated", "gqa-shared",
-                                       "conv1d-folded", "gqa-gathered", "attention-unpacked"};
+                                       "conv1d-folded", "gqa-gathered", "attention-unpacked", "gqa-colocated"};
 
 enum { ROPE_NONE, ROPE_HALF, ROPE_INTERLEAVED };
 
@@ -192,6 +193,9 @@ typedef struct hl_map {
    * gparts parts of gpb in-head columns (a query head's parts), each part over gm / gparts
    * columns; 0 = not gathered */
   int64_t gm, gparts, gsub, gpb;
+  /* q colocated with the gathered kv pieces (attention {q_colocated}): a column holds the gq
+   * query heads of its kv head, gsub in-head columns each, the piece's; 0 = not */
+  int64_t gq;
 } hl_map;
 
 void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp, int64_t *n) {
@@ -208,7 +212,7 @@ void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp
 }
 
 static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
-  hl_map mp = {heads, d, d, 0, rope, 0, 0, 0, 0};
+  hl_map mp = {heads, d, d, 0, rope, 0, 0, 0, 0, 0};
   wf_head_layout_width(heads, d, rope != ROPE_NONE, w, &mp.dp, &mp.n);
   return mp;
 }
@@ -217,10 +221,12 @@ static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
  * of a rotate-half RoPE, whose pairs (i, i + D/2) sit at (2i, 2i + 1). */
 static int64_t src_of(const hl_map *mp, int64_t j, int rot, int64_t *head) {
   int64_t h = j / mp->dp, r = j % mp->dp;
-  if (mp->gm) { /* the gathered form: column x = j / gsub holds piece x % gm of kv head x / gm */
-    int64_t x = j / mp->gsub, rl = j % mp->gsub, c = x % mp->gm, per = mp->gm / mp->gparts;
+  if (mp->gm) { /* the gathered form: column x = j / gsub holds piece x % gm of kv head x / gm; */
+    int64_t gq = mp->gq ? mp->gq : 1, x = j / (gq * mp->gsub), qi = j % (gq * mp->gsub) / mp->gsub;
+    int64_t rl = j % mp->gsub, c = x % mp->gm, per = mp->gm / mp->gparts;
     if ((c % per) * mp->gsub + rl >= mp->gpb) return -1;
-    h = x / mp->gm, r = (c / per) * mp->gpb + (c % per) * mp->gsub + rl;
+    /* colocated q: that piece of the kv head's gq query heads, one after another */
+    h = (x / mp->gm) * gq + qi, r = (c / per) * mp->gpb + (c % per) * mp->gsub + rl;
   }
   if (h >= mp->heads || r >= mp->d) return -1;
   *head = h;
@@ -412,7 +418,7 @@ static int64_t kv_cost(const hl *c, const hl_side *q, const hl_side *k, const wf
   if (g < 0) return -1;
   int64_t proj = nb * (g + (k->p.b >= 0 ? sb * ckb : 0)), rot = k->rope != ROPE_NONE ? 4 * nb * sb * ckb : 0;
   wf_attn_shape as = {rows, nb, sb, cb, ckb, hd, 0, wf_op_int(c->f, att, "causal", 0) != 0, s, gm, gparts,
-                      gm && c->w % gm != 0, NULL};
+                      gm && c->w % gm != 0, NULL, 0};
   int64_t at = wf_attention_predict(c->t, &as);
   return at < 0 ? -1 : 2 * proj + rot + at;
 }
@@ -486,6 +492,9 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   /* Otherwise a kv head's query heads span columns: replicate its Wk, Wv columns onto each of
    * them, or compute it once, cut over those columns, and gather it inside the attention. */
   int gathered = group > 1 && !shared && gather_map(c, &q, &mp, &k, att, group, &kvm);
+  /* colocate: q (and so the result and Wo's rows) packed by the kv pieces, group per column */
+  int coloc = gathered && !strcmp(c->gqa, "colocate");
+  if (coloc) mp = kvm, mp.heads = q.hv.heads, mp.gq = group, mp.n = kvm.n * group;
   wf_value qn = build_side(c, att, &q, &mp, 1, 1, att->operands[0], ctx);
   wf_value kn = build_side(c, att, &k, &kvm, 1, shared || gathered ? 1 : group, att->operands[1], ctx);
   wf_value vn = build_side(c, att, &v, &kvm, 0, shared || gathered ? 1 : group, att->operands[2], ctx);
@@ -505,7 +514,8 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   if (gathered) {
     int64_t g4[4] = {kvm.gm, group, kvm.gparts, kvm.gsub};
     wf_op_set_ints(c->f, aop, "kv_gather", 4, g4);
-    wf_pass_stat_add(ctx, "gqa-gathered", 1);
+    if (coloc) wf_op_set_attr(c->f, aop, (wf_attr){wf_intern(c->m, "q_colocated"), WF_ATTR_BOOL, {.i = 1}});
+    wf_pass_stat_add(ctx, coloc ? "gqa-colocated" : "gqa-gathered", 1);
   }
   name_like(c, an, att->results[0], ".heads");
   /* Wo'': row j of the packed result takes row h D + r of Wo (v's columns are not permuted). */
@@ -691,8 +701,8 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
   int rc = wf_pass_mesh(ctx, "head-layout", &w, &h);
   if (rc) return rc;
   const char *gqa = wf_pass_opt_str(ctx, "gqa");
-  if (strcmp(gqa, "auto") && strcmp(gqa, "replicate") && strcmp(gqa, "gather")) {
-    wf_error(WF_LOC_NONE, "head-layout: gqa=%s is not one of auto, replicate, gather", gqa);
+  if (strcmp(gqa, "auto") && strcmp(gqa, "replicate") && strcmp(gqa, "gather") && strcmp(gqa, "colocate")) {
+    wf_error(WF_LOC_NONE, "head-layout: gqa=%s is not one of auto, replicate, gather, colocate", gqa);
     return WF_EXIT_USAGE;
   }
   int bad = 0, changed = 0;
@@ -733,4 +743,4 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
 const wf_pass_info wf_pass_head_layout = {
     "head-layout",
     "Pack attention heads into the columns of [B, S, E''] (weights permuted and padded at compile time)",
-    hl_opts, 2, hl_stats, 7, run};
+    hl_opts, 2, hl_stats, 8, run};

@@ -50,14 +50,17 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
   int64_t nh, ds, g, cb = a->cb, hd = a->hd, sb = a->sb, ckb = a->ckb, nbatch = a->nbatch;
   int rows = a->rows;
   if (rows < 1 || cb < 1 || hd < 1) return -1;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
+  if (a->coloc_group) { /* group pieces of ckb columns, one kv piece, summed over gather_m columns */
+    if (cb != a->coloc_group * ckb || a->gather_m < 1) return -1;
+    nh = a->coloc_group, ds = ckb, g = a->gather_m;
+  } else if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
   else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
   else return -1;
   if (a->kv_packed) {
     int64_t nkv = g == 1 && ckb % hd == 0 ? ckb / hd : 0;
     if (!nkv || nh % nkv) return -1;
   }
-  int64_t gm = a->gather_m;
+  int64_t gm = a->coloc_group ? 0 : a->gather_m; /* colocated: no kv piece moves */
   if (gm && (a->gather_parts != g || gm % g || ckb * (gm / g) < ds)) return -1;
   int64_t tb = sb, blk = nbatch * sb * cb, slots = nbatch * nh, kblk = nbatch * tb * (gm ? ds : ckb);
   int64_t nbias = !a->causal && (int64_t)rows * tb > a->len ? tb : 0, kvw = 2 * kblk + nbias;
@@ -102,11 +105,23 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
   return end + blk * (dc + 1);
 }
 
+static int64_t decode_local(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
+                            int64_t cap);
+
 int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {
-  int64_t nh, ds, g;
-  if (cb >= hd && cb % hd == 0) nh = cb / hd, ds = hd, g = 1;
-  else if (cb < hd && hd % cb == 0) nh = 1, ds = cb, g = hd / cb;
-  else return -1;
+  if (cb >= hd && cb % hd == 0) return decode_local(t, rows, cb / hd, hd, 1, cb, ckb, cap);
+  if (cb < hd && hd % cb == 0) return decode_local(t, rows, 1, cb, hd / cb, cb, ckb, cap);
+  return -1;
+}
+
+int64_t wf_decode_attention_local_coloc(const wf_target *t, int rows, int64_t ckb, int64_t coloc_m, int64_t coloc_group,
+                                        int64_t cap) {
+  if (ckb < 1 || coloc_m < 1 || coloc_group < 1) return -1;
+  return decode_local(t, rows, coloc_group, ckb, coloc_m, coloc_group * ckb, ckb, cap);
+}
+
+static int64_t decode_local(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
+                            int64_t cap) {
   int64_t fm = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
   int64_t kw = ckb, pred = 0; /* words of one token's K (or V) on a PE */
   /* the append: the shift's copies out, its async hop up, the copies in; the new slot */

@@ -34,6 +34,10 @@ typedef struct wf_attn_shape {
   /* rows starting apart and the rows' ends (row_skew.h; NULL: together, not wanted): `rows`
    * entries each */
   wf_row_skew *skew;
+  /* q colocated with the kv pieces (attention {q_colocated}): the query heads per kv head, whose
+   * pieces of ckb columns a PE holds side by side (cb = coloc_group ckb), summed over gather_m
+   * columns; 0 = not */
+  int64_t coloc_group;
 } wf_attn_shape;
 int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a);
 /* The K/V ring of prefill attention (lower_attention.c): in round r of `rows`, row y holds the
@@ -47,5 +51,9 @@ int wf_attention_ring_live(int rows, int y, int r);
  * lowered): rows of PEs holding the cache, q blocks of cb columns, k/v blocks of ckb, cap slots
  * per row. -1 when the heads do not fall on the blocks. */
 int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap);
+/* The same for q colocated with the kv pieces: coloc_group query-head pieces of ckb columns per
+ * PE, summed over coloc_m columns. */
+int64_t wf_decode_attention_local_coloc(const wf_target *t, int rows, int64_t ckb, int64_t coloc_m, int64_t coloc_group,
+                                        int64_t cap);
 
 #endif

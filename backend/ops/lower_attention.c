@@ -144,6 +144,20 @@ int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t
   return 0;
 }
 
+int wf_lower_attn_coloc_slots(const wf_lower *L, const wf_op *op, const char *who, const wf_attn_gather *ga, int64_t cb,
+                              int64_t ckb, wf_attn_slots *s) {
+  if (ckb != ga->sub || cb != ga->group * ga->sub || ga->m > L->w) {
+    wf_error(op->loc, "%s: q_colocated with kv_gather [%lld, %lld, %lld, %lld] does not fit %lld-column blocks of q and "
+                      "%lld of k on this mesh (run head-layout with this mesh)", who, (long long)ga->m,
+             (long long)ga->group, (long long)ga->parts, (long long)ga->sub, (long long)cb, (long long)ckb);
+    return WF_EXIT_UNSUPPORTED;
+  }
+  /* each of the column's group query-head pieces reads its one kv piece; a head's dot product
+   * is summed over the kv head's m columns */
+  s->nh = ga->group, s->ds = ga->sub, s->g = ga->m, s->nkv = 1;
+  return 0;
+}
+
 /* The q/k/v and result layouts this lowering reads: {B, S_y or whole, N_x or whole}. */
 static int check_layout(wf_lower *L, const wf_op *op, wf_value v) {
   const wf_type *t = wf_value_type(L->f, v);
@@ -316,8 +330,11 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t ckb = bk[2];
   wf_attn_slots hs;
   wf_attn_gather ga;
-  int gat = wf_attn_gather_of(L->f, op, hd, &ga) > 0;
-  if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, gat ? cb : ckb, &hs))
+  int coloc = wf_attn_colocated(L->f, op, hd, &ga) > 0;
+  int gat = !coloc && wf_attn_gather_of(L->f, op, hd, &ga) > 0;
+  if (coloc) {
+    if (wf_lower_attn_coloc_slots(L, op, "attention", &ga, cb, ckb, &hs)) return WF_EXIT_UNSUPPORTED;
+  } else if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, gat ? cb : ckb, &hs))
     return WF_EXIT_UNSUPPORTED;
   if (gat) { /* every PE's query heads read one kv head, gathered from its m columns */
     int64_t per = ga.m / ga.parts;
@@ -474,11 +491,13 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   /* rows start when the op before left them (row_skew.h), and give their ends to the next */
   wf_row_skew skew = wf_lower_row_skew(L);
   wf_attn_shape sh = {rows, nbatch, sb, cb, ckb, hd, wf_op_int(L->f, op, "kv_heads", 0) > 0, causal, len,
-                      gat ? ga.m : 0, gat ? ga.parts : 0, gat && L->w % ga.m != 0, rows == L->h ? &skew : NULL};
+                      gat || coloc ? ga.m : 0, gat || coloc ? ga.parts : 0, gat && L->w % ga.m != 0,
+                      rows == L->h ? &skew : NULL, coloc ? ga.group : 0};
   out->predicted = wf_attention_predict(L->t, &sh);
   WF_ASSERT(out->predicted >= 0);
   L->skew_out_ok = skew.have_end;
-  snprintf(out->text, sizeof out->text, "heads-%s%s%s-online", g > 1 ? "split" : "whole", gat ? "-kvgather" : "",
+  snprintf(out->text, sizeof out->text, "heads-%s%s%s-online", g > 1 ? "split" : "whole",
+           gat ? "-kvgather" : coloc ? "-colocated" : "",
            split ? "-interleave-ring" : "");
   out->lowering = out->text;
   return 0;

@@ -5,7 +5,10 @@
  * of PEs holds the token's columns; the caches [1, C, Nk] are {B, C_y, Nk_x}: each row holds
  * `cap` = C / H slots of its columns, the prefill's k/v blocks where they were computed. Head
  * slots per PE as in the prefill's attention (lower_attention.c): nh whole heads of ds = hd
- * columns, or one part (ds = cb) of a head spread over g columns.
+ * columns, or one part (ds = cb) of a head spread over g columns; or, q colocated with the kv
+ * pieces (head-layout{gqa=colocate}), the group query heads' pieces of ds = sub columns, all
+ * reading the PE's one kv piece, summed over the kv head's m columns: the cache holds each kv
+ * head once, cut over m columns.
  *
  * The host sets two terms per step (runtime: wf_sim_set_step): R, the row whose cache grows, and
  * C, the tokens the PE's row holds after the append. The step:
@@ -25,6 +28,7 @@
 #include "backend/collectives/lower_collective.h"
 #include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
+#include "ir/rules.h"
 #include "waferc/diag.h"
 
 #define NEG_BIG (-1e30f)
@@ -83,7 +87,11 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
   int64_t cb = bq[2], cap = bc[1], ckb = bc[2];
   int rows = ct->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
   wf_attn_slots hs;
-  if (wf_lower_attn_slots(op, "decode_attention", heads, hd, kvh, cb, ckb, &hs)) return WF_EXIT_UNSUPPORTED;
+  wf_attn_gather ga;
+  int coloc = wf_attn_colocated(f, op, hd, &ga) > 0;
+  if (coloc ? wf_lower_attn_coloc_slots(L, op, "decode_attention", &ga, cb, ckb, &hs)
+            : wf_lower_attn_slots(op, "decode_attention", heads, hd, kvh, cb, ckb, &hs))
+    return WF_EXIT_UNSUPPORTED;
   int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(f, op, "scale", 1.0);
@@ -202,8 +210,9 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
         WF_BMODE_I);
   pred += cb * (dc + 1) + cyc;
   out->predicted = pred;
-  WF_ASSERT(pred - cyc == wf_decode_attention_local(L->t, rows, cb, ckb, hd, cap)); /* attention_cost.c */
-  snprintf(out->text, sizeof out->text, "decode-heads-%s%s", g > 1 ? "split" : "whole",
+  WF_ASSERT(pred - cyc == (coloc ? wf_decode_attention_local_coloc(L->t, rows, ckb, ga.m, ga.group, cap)
+                                  : wf_decode_attention_local(L->t, rows, cb, ckb, hd, cap))); /* attention_cost.c */
+  snprintf(out->text, sizeof out->text, "decode-heads-%s%s%s", g > 1 ? "split" : "whole", coloc ? "-colocated" : "",
            rows > 1 ? "-cache-y" : "");
   out->lowering = out->text;
   return 0;

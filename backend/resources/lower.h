@@ -259,6 +259,11 @@ typedef struct wf_attn_slots {
 } wf_attn_slots;
 int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
                         int64_t ckb, wf_attn_slots *s);
+/* The slots of attention {q_colocated} (head-layout{gqa=colocate}): group pieces of sub columns
+ * reading one kv piece, summed over the kv head's m columns. */
+struct wf_attn_gather; /* ir/rules.h */
+int wf_lower_attn_coloc_slots(const wf_lower *L, const wf_op *op, const char *who, const struct wf_attn_gather *ga, int64_t cb,
+                              int64_t ckb, wf_attn_slots *s);
 /* lower_decode_attention.c: one decode step's attention over the KV cache (docs/generation.md). */
 int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);

@@ -28,21 +28,25 @@ static int packed(const wf_kctx *k, int64_t heads) {
   int64_t nb = q->dims[0], s_len = q->dims[1], n = q->dims[2], t_len = kk->dims[1], nk = kk->dims[2];
   int64_t kvh = wf_op_int(k->f, k->op, "kv_heads", 0), rep = kvh > 0 ? heads / kvh : 1;
   wf_attn_gather ga;
-  int gat = wf_attn_gather_of(k->f, k->op, hd, &ga) > 0;
+  int gat = wf_attn_gather_of(k->f, k->op, hd, &ga) > 0, coloc = wf_attn_colocated(k->f, k->op, hd, &ga) > 0;
   double *s = malloc(sizeof(double) * (size_t)(t_len ? t_len : 1));
   int64_t *col = malloc(sizeof(int64_t) * (size_t)hd); /* k's (and v's) column of each in-head index */
-  WF_ASSERT(s && col);
+  int64_t *qc = malloc(sizeof(int64_t) * (size_t)hd);  /* q's (and the result's) */
+  WF_ASSERT(s && col && qc);
   for (int64_t i = 0; i < wf_tensor_numel(o); i++) wf_tensor_set(o, i, 0.0);
   for (int64_t b = 0; b < nb; b++)
     for (int64_t h = 0; h < heads; h++)
       for (int64_t i = 0; i < s_len; i++) {
-        int64_t qrow = (b * s_len + i) * n + h * hd;
-        for (int64_t e = 0; e < hd; e++) col[e] = gat ? wf_attn_gather_col(&ga, hd, h, e) : (h / rep) * hd + e;
+        int64_t qrow = (b * s_len + i) * n;
+        for (int64_t e = 0; e < hd; e++) {
+          col[e] = gat ? wf_attn_gather_col(&ga, hd, h, e) : (h / rep) * hd + e;
+          qc[e] = coloc ? wf_attn_q_col(&ga, hd, h, e) : h * hd + e;
+        }
         double mx = -INFINITY;
         for (int64_t j = 0; j < t_len; j++) {
           int64_t krow = (b * t_len + j) * nk;
           double dot = 0.0;
-          for (int64_t e = 0; e < hd; e++) dot += wf_tensor_get(q, qrow + e) * wf_tensor_get(kk, krow + col[e]);
+          for (int64_t e = 0; e < hd; e++) dot += wf_tensor_get(q, qrow + qc[e]) * wf_tensor_get(kk, krow + col[e]);
           s[j] = causal && j > i + (t_len - s_len) ? -INFINITY : scale * dot;
           if (s[j] > mx || isnan(s[j])) mx = s[j];
         }
@@ -51,11 +55,12 @@ static int packed(const wf_kctx *k, int64_t heads) {
         for (int64_t e = 0; e < hd; e++) {
           double acc = 0.0;
           for (int64_t j = 0; j < t_len; j++) acc += s[j] / sum * wf_tensor_get(v, (b * t_len + j) * nk + col[e]);
-          wf_tensor_set(o, qrow + e, acc);
+          wf_tensor_set(o, qrow + qc[e], acc);
         }
       }
   free(s);
   free(col);
+  free(qc);
   return 0;
 }
 

@@ -57,6 +57,31 @@ for m in llama_mha_halfrope llama_gqa_interleaved llama_mqa_halfrope gpt2_tied g
 done
 run_one llama_gqa_interleaved 8x5 shift
 run_one gpt2_tied 8x8 concat
+# GQA and MQA kv heads whose query heads span columns (docs/generation.md, "Kv heads"): colocated
+# with q (--gqa=colocate: each kv head held once, cut over its query heads' columns, q's pieces
+# beside it) they give torch's tokens too, and the decode step's cache is narrower than q; auto
+# keeps whichever of the colocated and the replicated decode steps holds fewer bytes per PE, and
+# the prefill packs them the same way
+for c in "llama_gqa_interleaved 8x5 shift" "llama_gqa_interleaved 6x4 concat" "llama_mqa_halfrope 9x3 shift" \
+  "llama_mqa_halfrope 6x4 concat"; do
+  set -- $c
+  run_one "$1" "$2" "$3" --gqa=colocate
+  run_one "$1" "$2" "$3" --gqa=replicate
+  queue colocated "$1 on $2: the colocated plan is not what --gqa=colocate asks" "$TMP/$1.$2.$3.gqa=colocate" \
+    "$TMP/$1.$2.$3.gqa=replicate"
+done
+set --
+queue lighter "llama_gqa_interleaved on 8x5: auto did not keep the lighter decode step" "$TMP/llama_gqa_interleaved.8x5.shift" \
+  "$TMP/llama_gqa_interleaved.8x5.shift.gqa=colocate" "$TMP/llama_gqa_interleaved.8x5.shift.gqa=replicate"
+queue lighter "llama_mqa_halfrope on 9x3: auto did not keep the lighter decode step" "$TMP/llama_mqa_halfrope.9x3.shift" \
+  "$TMP/llama_mqa_halfrope.9x3.shift.gqa=colocate" "$TMP/llama_mqa_halfrope.9x3.shift.gqa=replicate"
+rc=0
+waferc "$G/llama_mqa_halfrope.onnx" -o "$TMP/colsw" --target=wse2 --mesh=6x4 --decode-mesh=3x2 --input-shape input_ids=1x9 \
+  --generate=8 --gqa=colocate -q 2>"$TMP/colsw.err" || rc=$?
+[ $rc -eq 2 ] && grep -q "gqa=colocate with a decode region of its own" "$TMP/colsw.err" && [ ! -e "$TMP/colsw" ] ||
+  fail "--gqa=colocate --decode-mesh: exit $rc, want 2 with a reason and no plan"
+n=$((n + 1))
+
 # RoPE's rows computed at the token's position (--rope=computed): both RoPE forms, square and
 # not, both caches; the decode step holds the angles and no table of the sequence's length
 for c in "llama_mha_halfrope 6x4 shift" "llama_gqa_interleaved 9x3 concat" "llama_mqa_halfrope 4x4 shift"; do
@@ -125,8 +150,11 @@ switch_and_steps() {
   waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/dump.out" --dump-caches "$d/dump" \
     --heatmap "$d/heat" ||
     fail "$m on $mesh: waferrun --dump-caches exited $?"
+  # the packing the plan's kv heads have (the manifest's generate.gqa): colocated with q or replicated
+  local gqa
+  gqa=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['generate']['gqa'])" "$d/manifest.json")
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$mesh" \
-    --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=replicate},generate-prefill" --output-dir "$d/iref" -q ||
+    --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=$gqa},generate-prefill" --output-dir "$d/iref" -q ||
     fail "$m on $mesh: interpreting the prefill graph exited $?"
   queue steps "$m on $mesh ($pol): the switch's caches or the steps' occupancy are wrong" "$d" "$d/iref" "$d/dump" "$pol"
   n=$((n + 1))
@@ -211,6 +239,31 @@ import json, sys, traceback
 sys.path.insert(0, sys.argv[1])
 import gen_check
 
+def _dec(d):
+    return json.load(open(d + "/decode/manifest.json"))
+
+def _mem(d):
+    return max(c["memory_bytes"] for r in _dec(d)["regions"] for c in r["classes"])
+
+def _kwidth(d):
+    a = [t for t in _dec(d)["inputs"] if t["name"] == "k_cache_0"][0]
+    return a["shape"][2]
+
+def colocated(dc, dr):
+    """dc with --gqa=colocate, dr with --gqa=replicate: the manifests say so, the decode step's
+    attention is lowered colocated, and its cache is narrower than the replicated one's."""
+    assert json.load(open(dc + "/manifest.json"))["generate"]["gqa"] == "colocate"
+    assert json.load(open(dr + "/manifest.json"))["generate"]["gqa"] == "replicate"
+    assert "-colocated" in open(dc + "/decode/manifest.json").read(), "no colocated decode attention"
+    assert "-colocated" in open(dc + "/manifest.json").read(), "no colocated prefill attention"
+    assert _kwidth(dc) < _kwidth(dr), (_kwidth(dc), _kwidth(dr))
+
+def lighter(da, dc, dr):
+    """auto (da) kept the packing whose decode step holds fewer bytes per PE (replicated on a tie)."""
+    want = "colocate" if _mem(dc) < _mem(dr) else "replicate"
+    got = json.load(open(da + "/manifest.json"))["generate"]["gqa"]
+    assert got == want and _mem(da) == min(_mem(dc), _mem(dr)), (got, want, _mem(da), _mem(dc), _mem(dr))
+
 def layouts(d):
     for sub in ("", "/decode"):
         m = json.load(open(d + sub + "/manifest.json"))
@@ -274,7 +327,7 @@ def shared(d):
     assert pm + dw <= sram and dm + pw <= sram, (pm, dw, dm, pw)
     assert pm + most(q, "w", ()) > sram or dm + most(p, "w", ()) > sram, "fits without sharing"
 
-kinds = {"layouts": layouts, "tied": tied, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
+kinds = {"colocated": colocated, "lighter": lighter, "layouts": layouts, "tied": tied, "occupancy": gen_check.occupancy, "steps": gen_check.steps,
          "memceiling": memceiling, "shared": shared}
 bad = 0
 for line in open(sys.argv[2]):

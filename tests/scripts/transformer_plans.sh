@@ -60,6 +60,13 @@ grep -q "compiled with the memory-minimal schedule (--gemm-buffers=1)" "$TMP/err
 extra=--gqa=replicate check llama_mqa_rep "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
   "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 5x3 8x8
 extra=--gqa=replicate check llama_block_rep "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 16x4
+# ... and colocated with q (each kv head once, q's pieces beside its pieces: no kv piece moves)
+extra=--gqa=colocate check llama_mqa_col "$E/llama_mqa_e40h5kv1_o14_s9.onnx" "$E/llama_mqa_e40h5kv1_o14_s9_input.npy" \
+  "$E/llama_mqa_e40h5kv1_o14_s9_ref.npy" x y 5x3 8x8
+extra=--gqa=colocate check llama_block_col "$M/llama_block.onnx" "$M/llama_block_input.npy" "$M/llama_block_ref.npy" x y 4x4 16x4
+for d in llama_mqa_col.8x8 llama_block_col.16x4; do
+  grep -q 'colocated' "$TMP/$d/manifest.json" || fail "$d: --gqa=colocate compiled no colocated attention"
+done
 # the same blocks written other ways (passes/head_view.c): timm's one-reshape QKV indexed after
 # permute(2, 0, 3, 1, 4), chunk (Slice), the scale on q, post-LN; Meta's layout, whose RoPE and
 # kv repeat run on [B, S, H, D] before the head transpose, with the pairwise RoPE (a dynamic

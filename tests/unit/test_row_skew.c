@@ -44,7 +44,7 @@ static int64_t gemm(const wf_target *t, int preskew, const int64_t *start, int64
 
 static int64_t attn(const wf_target *t, const int64_t *start, int64_t *end, int *have) {
   wf_row_skew rs = {start, end, 0};
-  wf_attn_shape a = {H, 1, 4, 16, 16, 32, 0, 1, 4 * H, 0, 0, 0, &rs};
+  wf_attn_shape a = {H, 1, 4, 16, 16, 32, 0, 1, 4 * H, 0, 0, 0, &rs, 0};
   int64_t c = wf_attention_predict(t, &a);
   *have = rs.have_end;
   return c;
@@ -77,7 +77,7 @@ int main(void) {
 
   /* the causal attention: the rows' live rounds differ */
   int64_t asy = attn(&t, NULL, e1, &have);
-  wf_attn_shape plain = {H, 1, 4, 16, 16, 32, 0, 1, 4 * H, 0, 0, 0, NULL};
+  wf_attn_shape plain = {H, 1, 4, 16, 16, 32, 0, 1, 4 * H, 0, 0, 0, NULL, 0};
   CHECK(asy > 0 && asy == wf_attention_predict(&t, &plain), "asking for the ends changed the attention's prediction");
   wf_row_skew r1 = {NULL, e1, have};
   ends_ok("attention", &r1, H, 1);

@@ -116,7 +116,7 @@ int wf_llm_prefill_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_
   }
   add(L, n, "rope_q", "rotate_pairs", 1, 4 * sb * cq);
   add(L, n, "rope_k", "rotate_pairs", 1, 4 * sb * ckv);
-  wf_attn_shape at = {s->h, 1, sb, cq, ckv, s->dp, s->kv_shared, 1, sb * s->h, 0, 0, 0, NULL};
+  wf_attn_shape at = {s->h, 1, sb, cq, ckv, s->dp, s->kv_shared, 1, sb * s->h, 0, 0, 0, NULL, 0};
   add(L, n, "attention", "attention", 1, wf_attention_predict(t, &at));
   add(L, n, "o_proj", "meshgemm", 1, gemm(t, s, sb, cq, ke));
   add(L, n, "residual", "elementwise", 2, sb * ke);

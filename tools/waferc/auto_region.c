@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auto_region.h"
 #include "waferc/diag.h"
 #include "waferc/target.h"
 
@@ -205,4 +206,16 @@ int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, 
   free(h);
   free(h2);
   return rc;
+}
+
+int wf_waferc_pick(int (*first)(void *), int (*second)(void *), int (*pick)(void *, int, int), void *user) {
+  held *h = calloc(1, sizeof *h), *h2 = calloc(1, sizeof *h2);
+  WF_ASSERT(h && h2);
+  int rc = attempt(first, user, h), rc2 = attempt(second, user, h2);
+  int two = pick(user, rc, rc2);
+  release(h, !two);
+  release(h2, two);
+  free(h);
+  free(h2);
+  return two ? rc2 : rc;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auto_region.h"
 #include "generate.h"
 #include "plan_stage.h"
 #include "switch.h"
@@ -80,14 +81,19 @@ static void out_weight(const wf_func *f, wf_value v, char *buf, size_t cap) {
   }
 }
 
+/* Set by compile_one when a plan holds kv heads colocated with q; kept_colocated by
+ * compile_generate when its plans do (auto's choice). */
+static int colocated_seen, kept_colocated;
+
 /* One compile of the model with ids `shape` and the pass `late` after head-layout into dir;
  * *layers (may be NULL) gets the attention layers the plan has, lp[] (may be NULL, MAX_LAYERS
  * entries) how each packs k and v. */
 static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
                        const char *extra, int *layers, layer_pack *lp) {
   char pipe[512];
-  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=replicate},cse,%s,partition,lower-gemm%s%s%s,symbol-dce", late,
-           g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
+  const char *gqa = g->gqa && !strcmp(g->gqa, "colocate") ? "colocate" : "replicate";
+  snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=%s},cse,%s,partition,lower-gemm%s%s%s,symbol-dce",
+           gqa, late, g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
   wf_pipeline *p = wf_cli_parse_pipeline(c, pipe);
   if (!p) return WF_EXIT_USAGE;
   wf_onnx_opts oo = WF_ONNX_OPTS_DEFAULT;
@@ -101,6 +107,12 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
   wf_plan_opts po = g->po;
   po.manifest_extra = extra;
   if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &po);
+  if (!rc)
+    for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
+        if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) &&
+            wf_op_int(m->funcs[i], op, "q_colocated", 0))
+          colocated_seen = 1;
+      }
   if (!rc && (layers || lp)) {
     int n = 0;
     for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
@@ -352,6 +364,7 @@ static int autotune(wf_cli *c, const wf_gen_compile *g, const char *name, long l
   snprintf(shape, sizeof shape, "%s=1x%lld", name, L);
   wf_gen_compile one = *g;
   one.dec_w = one.dec_h = 0; /* each phase alone on the candidate */
+  one.gqa = "replicate";     /* the packing a switch plan moves, for every pair */
   for (int i = 0; i < n; i++) {
     char pd[64], dd[64];
     snprintf(pd, sizeof pd, "%s/p%d", dir, i);
@@ -551,7 +564,78 @@ static int one_region(wf_cli *c, const wf_gen_compile *g, const char *shape, con
   return rc;
 }
 
-int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
+/* Auto's choice of how a decode step holds kv heads whose query heads span columns: colocated
+ * with q (one copy of each: the cache and the K and V projections group times smaller, but q's
+ * pieces may be wider and each score is summed over more columns) or replicated. Both steps are
+ * compiled; the replicated one is kept when the colocated one did not compile or needs no fewer
+ * bytes per PE (the planner's high-water mark; on a tie replicating takes fewer cycles). */
+typedef struct dec_pick {
+  wf_cli *c;
+  const wf_gen_compile *g;
+  const char *name, *ddir;
+  char *alt;
+  int64_t L, cap;
+  int layers[2], seen, kept; /* kept: 1 when the replicated step is */
+  layer_pack *lp[2];
+} dec_pick;
+
+static int dec_colocated(void *user) {
+  dec_pick *d = user;
+  wf_gen_compile r = *d->g;
+  r.gqa = "colocate";
+  colocated_seen = 0;
+  int rc = compile_decode(d->c, &r, d->name, d->L, d->g->n, d->cap, d->ddir, &d->layers[0], d->lp[0]);
+  d->seen = colocated_seen;
+  return rc;
+}
+
+static int dec_replicated(void *user) {
+  dec_pick *d = user;
+  if (!d->seen) return -1; /* nothing was colocated: the same step */
+  wf_gen_compile r = *d->g;
+  r.gqa = "replicate";
+  return compile_decode(d->c, &r, d->name, d->L, d->g->n, d->cap, d->alt, &d->layers[1], d->lp[1]);
+}
+
+static int dec_lighter(void *user, int rc1, int rc2) {
+  dec_pick *d = user;
+  d->kept = 0;
+  if (rc2) return 0;
+  if (rc1) return d->kept = 1;
+  cJSON *cj = wf_switch_read_manifest(d->ddir), *rj = wf_switch_read_manifest(d->alt);
+  int64_t cb = pe_bytes(cj, 1, NULL, 0, 0), rb = pe_bytes(rj, 1, NULL, 0, 0);
+  cJSON_Delete(cj);
+  cJSON_Delete(rj);
+  return d->kept = rb >= 0 && (cb < 0 || rb <= cb);
+}
+
+/* The decode step into ddir by auto's choice; *replicated set unless q is colocated in it. */
+static int lighter_decode(wf_cli *c, const wf_gen_compile *g, const char *name, int64_t L, int64_t cap,
+                          const char *stage, const char *ddir, int *layers, layer_pack *lp, int *replicated) {
+  dec_pick d = {c, g, name, ddir, wf_path_join(stage, "decode.replicated"), L, cap, {0, 0}, 0, 0, {lp, NULL}};
+  d.lp[1] = calloc(MAX_LAYERS, sizeof *d.lp[1]);
+  WF_ASSERT(d.lp[1]);
+  int rc = wf_waferc_pick(dec_colocated, dec_replicated, dec_lighter, &d);
+  *layers = d.layers[0];
+  *replicated = !d.seen || d.kept;
+  if (d.kept) {
+    nftw(ddir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (rename(d.alt, ddir)) rc = WF_EXIT_IO;
+    *layers = d.layers[1];
+    memcpy(lp, d.lp[1], MAX_LAYERS * sizeof *lp);
+  } else {
+    nftw(d.alt, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  free(d.alt);
+  free(d.lp[1]);
+  return rc;
+}
+
+/* One generation compile with g->gqa (colocate or replicate; `asked`: by --gqa, else auto's
+ * attempt, colocated or replicated by lighter_decode, which the prefill then follows;
+ * replicated on regions of two sizes); `search`: on exit 4, look for the largest N that
+ * fits (also when nothing was colocated: auto's replicated attempt would be the same). */
+static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int asked) {
   const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
   long long b = 0, L = 0;
   char tail;
@@ -572,6 +656,15 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int dw, dh;
   dec_mesh(c, g, &dw, &dh);
   int two = dw != c->target.mesh_w || dh != c->target.mesh_h; /* regions of two sizes: a switch plan */
+  /* kv heads whose query heads span columns: colocated with q on one region (the cache holds
+   * each kv head once); the switch between two regions maps replicated heads only */
+  if (two && asked && !strcmp(g->gqa, "colocate")) {
+    wf_error(WF_LOC_NONE, "--gqa=colocate with a decode region of its own (%dx%d): the switch moves kv heads "
+                          "replicated per query head only (drop --gqa or use --gqa=replicate)", dw, dh);
+    return WF_EXIT_USAGE;
+  }
+  if (two && g != &tuned) tuned = *g, g = &tuned;
+  if (two) tuned.gqa = "replicate";
   if (dw > c->target.mesh_w || dh > c->target.mesh_h) {
     wf_error(WF_LOC_NONE, "--decode-mesh=%dx%d is larger than the prefill's %dx%d: the decode region is the "
                           "prefill region's corner (the same PEs, reprogrammed), so it must fit inside it",
@@ -588,8 +681,16 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   int layers = 0, players = 0;
   layer_pack dec[MAX_LAYERS], pre[MAX_LAYERS];
   int switch_full = 0; /* exit 4 from the switch's budget alone */
-  int rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers, dec);
+  int rc, replicated = 0;
+  if (!asked && strcmp(g->gqa, "replicate")) /* auto: the decode step that holds fewer bytes per PE */
+    rc = lighter_decode(c, g, name, L, cap, stage, ddir, &layers, dec, &replicated);
+  else
+    rc = compile_decode(c, g, name, L, g->n, cap, ddir, &layers, dec);
   wf_progress_done();
+  if (replicated) { /* the prefill (and any recompile) packs kv heads as the decode step does */
+    if (g != &tuned) tuned = *g, g = &tuned;
+    tuned.gqa = "replicate";
+  }
   if (rc == WF_EXIT_INPUT || rc == WF_EXIT_UNSUPPORTED)
     wf_note(WF_LOC_NONE, "the decode step is the model imported for L + N = %lld positions (every position a step "
                          "reads): a model that holds fewer (a learned position table) cannot generate that far",
@@ -605,9 +706,10 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
                      "{\"generate\": {\"decode_plan\": \"decode\", %s\"prompt_input\": \"%s\", "
                      "\"prompt_length\": %lld, \"max_new_tokens\": %lld, \"kv_cache\": \"%s\", "
                      "\"prefill_next\": \"next_ids\", \"decode_ids\": \"%s\", \"decode_position\": \"position\", "
-                     "\"decode_next\": \"next_ids\", \"rows\": %d, \"slots_per_row\": %lld, \"caches\": [",
+                     "\"decode_next\": \"next_ids\", \"rows\": %d, \"slots_per_row\": %lld, \"gqa\": \"%s\", "
+                     "\"caches\": [",
                      two ? "\"switch_plan\": \"switch\", " : "", name, L, (long long)g->n, g->kv_cache, name,
-                     dh, (long long)cap);
+                     dh, (long long)cap, g->gqa);
     wf_progress("compiling the prefill (%lld tokens)", L);
     /* the caches' names are the passes' (k_cache_<i>, v_cache_<i>) and the switch's */
     for (int i = 0; i < layers && (size_t)n < sizeof extra - 256; i++)
@@ -634,7 +736,8 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   }
   if (rc) wf_plan_stage_abort(stage);
   else rc = wf_plan_stage_commit(stage, g->out_dir);
-  if (rc == WF_EXIT_NOFIT && !switch_full) { /* a smaller N helps the phases, hardly the switch */
+  kept_colocated = !strcmp(g->gqa, "colocate");
+  if (rc == WF_EXIT_NOFIT && !switch_full && (search || !kept_colocated)) { /* a smaller N helps the phases, hardly the switch */
     int64_t best = largest_fit(c, g, name, L, g->n, concat);
     if (best > 0)
       wf_note(WF_LOC_NONE, "with a prompt of %lld tokens both phases fit this mesh for at most --generate=%lld "
@@ -647,4 +750,34 @@ int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
   free(ddir);
   free(sdir);
   return rc;
+}
+
+typedef struct gen_try {
+  wf_cli *c;
+  wf_gen_compile g;
+} gen_try;
+
+static int try_colocated(void *user) {
+  gen_try *t = user;
+  kept_colocated = 0;
+  t->g.gqa = "colocate";
+  return compile_generate(t->c, &t->g, 0, 0);
+}
+
+static int try_replicated(void *user) {
+  gen_try *t = user;
+  if (!kept_colocated) return WF_EXIT_NOFIT; /* the same plans again */
+  t->g.gqa = "replicate";
+  return compile_generate(t->c, &t->g, 1, 0);
+}
+
+int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
+  gen_try t = {c, *g};
+  if (g->gqa && strcmp(g->gqa, "auto")) return compile_generate(c, g, 1, 1);
+  /* auto: kv heads colocated with q when the decode step then holds fewer bytes per PE
+   * (lighter_decode), else replicated; replicated too when the colocated plans do not fit (the
+   * group sums' colors) */
+  return wf_waferc_fallback(try_colocated, try_replicated, &t,
+                            "the plan with kv heads colocated with q (--gqa=auto) does not fit; it is compiled "
+                            "with them replicated (--gqa=replicate)");
 }

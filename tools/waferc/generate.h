@@ -22,6 +22,9 @@ typedef struct wf_gen_compile {
   int dec_w, dec_h;                 /* --decode-mesh=WxH: the decode region (0: the prefill's mesh) */
   int switch_weights;               /* --switch-weights: WF_SW_AUTO (the default), _MOVE or _RESIDENT */
   int rope_computed;                /* --rope=computed: decode steps compute RoPE's rows, hold no table */
+  const char *gqa;                  /* --gqa: NULL or "auto" (on one region the decode step holding
+                                     * fewer bytes per PE of colocate and replicate; replicate with a
+                                     * switch plan), "colocate" or "replicate" */
 } wf_gen_compile;
 
 /* Writes out_dir/ (the prefill plan, with the manifest's "generate"), out_dir/decode/ (the

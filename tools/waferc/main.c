@@ -18,6 +18,7 @@
 #include "ir/support/fsutil.h"
 #include "passes/cli.h"
 #include "passes/partition.h"
+#include "auto_region.h"
 #include "generate.h"
 #include "pipeline.h"
 #include "plan_stage.h"
@@ -64,18 +65,6 @@ typedef struct options {
   int pipeline_n;              /* --pipeline=N: stages on N bands of rows (0, 1: none) */
 } options;
 
-/* auto_region.c: compiles with `try`; when it fails for lack of SRAM, retries on the
- * smallest larger meshes within the program rectangle, with a note naming the one used. */
-int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
-/* The smallest mesh up the diagonal from the current one (the aspect kept) that the plan fits,
- * by a doubling then halving search, silent and writing nothing the caller keeps: 1 and the mesh
- * when one fits. */
-int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *w, int *h);
-/* Compiles with `first`; when that plan does not fit (exit 4), with `second`, and keeps the
- * one that fits: the other attempt's diagnostics are dropped, and `why` noted when `second`
- * is kept. */
-int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, const char *why);
-
 static void usage(FILE *out) {
   fputs("usage: waferc [options] model.wir|model.onnx -o plan/\n"
         "Compiles a model (.wir text form or ONNX) for a wafer-scale target and writes a plan\n"
@@ -100,8 +89,9 @@ static void usage(FILE *out) {
         "                             with 1\n"
         "  --gqa=M                    kv heads whose query heads span columns (GQA, MQA):\n"
         "                             replicate their projections, gather them inside attention,\n"
-        "                             or auto (default: the lower predicted cycles;\n"
-        "                             docs/attention.md)\n"
+        "                             colocate (computed once, q packed beside the kv pieces),\n"
+        "                             or auto (default: replicate or gather, the lower predicted\n"
+        "                             cycles; with --generate: colocate; docs/attention.md)\n"
         "  --reduce-algo=A            every reduce/allreduce (dist ops, softmax and norm rows):\n"
         "                             star, chain, tree, two_phase, autogen, ring (allreduce),\n"
         "                             snake (2D) or auto (default: the lowest predicted cycles\n"
@@ -456,8 +446,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
     VALUE("--func", o->func = v)
     VALUE("--emit", o->emit = v)
     VALUE("--gqa", {
-      if (strcmp(v, "auto") && strcmp(v, "replicate") && strcmp(v, "gather")) {
-        wf_error(WF_LOC_NONE, "--gqa: '%s' is not one of auto, replicate, gather", v);
+      if (strcmp(v, "auto") && strcmp(v, "replicate") && strcmp(v, "gather") && strcmp(v, "colocate")) {
+        wf_error(WF_LOC_NONE, "--gqa: '%s' is not one of auto, replicate, gather, colocate", v);
         return WF_EXIT_USAGE;
       }
       o->gqa = v;
@@ -876,7 +866,8 @@ int main(int argc, char **argv) {
     rc = WF_EXIT_USAGE;
   } else if (o.generate && o.gqa && !strcmp(o.gqa, "gather")) {
     wf_error(WF_LOC_NONE, "--gqa=gather is for prefill plans: with --generate the decode step reads the prefill's "
-                          "k and v columns, so kv heads are replicated (drop --gqa or use --gqa=replicate)");
+                          "k and v columns as its cache, so kv heads are colocated with q or replicated (drop --gqa, "
+                          "or use --gqa=colocate or --gqa=replicate)");
     rc = WF_EXIT_USAGE;
   } else {
     rc = wf_cli_load_target(&c);
@@ -896,7 +887,7 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     wf_gen_compile g = {o.input, o.n_input_shapes ? o.input_shapes[0] : NULL, o.generate,
                         o.kv_cache ? o.kv_cache : "shift", o.gemm_algo, o.output, WF_PLAN_OPTS_DEFAULT, o.autotune,
-                        o.dec_w, o.dec_h, o.switch_weights, o.rope_computed};
+                        o.dec_w, o.dec_h, o.switch_weights, o.rope_computed, o.gqa};
     g.po.compiler_flags = flags;
     g.po.quiet = c.quiet;
     g.po.reduce_algo = o.reduce_algo;
