@@ -5,7 +5,8 @@
 #     figure is positive, and prefill and decode differ (one P-token pass against one token);
 #  2. the prefill sample runs on the prefill mesh itself here (S = W), so its scaled layer is
 #     the simulated layer as is; a smaller sample (--sample-mesh) scales its mesh-stepped ops;
-#  3. --no-sim prints the cost model alone; bad command lines exit 2.
+#  3. --no-sim prints the cost model alone; bad command lines exit 2;
+#  4. decode with kv heads colocated with q (--gqa=colocate, and auto's choice on one region).
 set -euo pipefail
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -20,6 +21,10 @@ wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=376x498 --p
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=1x1 --prompt=64 --no-sim > "$out/e.json" \
   2> "$out/e.err"
 grep -q "kv_capacity: null" "$out/e.err" || { echo "no word of the null capacity"; cat "$out/e.err"; exit 1; }
+# kv heads colocated with q in decode (each held once): asked for, and auto's on one region
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --gqa=colocate \
+  > "$out/f.json"
+wafer-bench llm --model=test-tiny --prefill-mesh=8x8 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim > "$out/g.json"
 python3 - "$out" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -105,6 +110,19 @@ assert kd["regions_with_layers"] == 1 and kd["max_layers_per_region"] == 2, kd
 free = sram - max(pd["beside"], pd["head_beside"]) - 2 * pd["layer_weights"] - 2 * pd["head_weights"]
 assert kd["f32"]["cache_slots_per_row"] == free // (2 * pd["cache_per_slot"]), kd
 assert kd["f32"]["shift_max_new_tokens"] == kd["f32"]["cache_slots_per_row"] * 498 - 64, kd
+# colocated: k and v are one sub-piece of each kv head per column (test-tiny's 2 kv heads over 4
+# columns each, 4 of each head's 16 columns per PE), q the two query heads' same pieces; the
+# decode sample simulates; the cache slot is half the replicated one's, so more slots fit
+f = json.load(open(sys.argv[1] + "/f.json"))
+g = json.load(open(sys.argv[1] + "/g.json"))
+lf, la = f["layout"]["decode"], a["layout"]["decode"]
+assert lf["kv_colocated"] and not la["kv_colocated"] and g["layout"]["decode"]["kv_colocated"], (lf, la)
+assert lf["kv_width"] == 8 * 4 and la["kv_width"] == 8 * 8 and lf["q_width"] == 8 * 2 * 4, (lf, la)
+pf = f["kv_capacity"]["planner_bytes_per_pe"]
+assert pf["cache_per_slot"] == 2 * 4 * 4 and pf["cache_per_slot"] < pb["cache_per_slot"], (pf, pb)
+assert f["kv_capacity"]["f16"]["cache_slots_per_row"] > kv["f16"]["cache_slots_per_row"], (f["kv_capacity"], kv)
+assert f["simulated"]["decode_tokens_per_s"] > 0 and f["cost_model"]["decode_tokens_per_s"] > 0, f["simulated"]
+assert f["cost_model"]["prefill_tokens_per_s"] == a["cost_model"]["prefill_tokens_per_s"]
 e = json.load(open(sys.argv[1] + "/e.json"))
 assert e["kv_capacity"] is None and e["cost_model"]["decode_step_cycles"] > 0, e["kv_capacity"]
 # 3. the cost model alone

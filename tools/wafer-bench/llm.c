@@ -1,5 +1,5 @@
 /* wafer-bench llm --model=NAME --prompt=P --generate=N [--target=T] [--prefill-mesh=WxH]
- *                 [--decode-mesh=WxH] [--sample-mesh=S] [--no-sim] [--keep=DIR]
+ *                 [--decode-mesh=WxH] [--sample-mesh=S] [--no-sim] [--keep=DIR] [--gqa=auto|colocate|replicate]
  *
  * Full-size prefill and decode estimates for a LLaMA-shaped model (BENCHMARKS.md, "Full-size estimates"), as
  * one JSON object with two figures side by side:
@@ -15,6 +15,12 @@
  * and the concat cache let one request generate, from the memory planner's layout of the decode
  * sample (compiled, not run) and the layers spread over the wafer's decode-sized regions
  * (kv_capacity below), with weights and caches in f32 and in f16.
+ * Decode holds GQA / MQA kv heads whose query heads span columns replicated per query head, or
+ * colocated with q (each kv head once) where head-layout's gathered map allows it: --gqa=auto
+ * (the default) colocates when prefill and decode share one region, as waferc --generate
+ * compiles the lighter step there, and replicates with two regions, whose switch moves whole
+ * head slots only; --gqa=colocate|replicate fixes it. The prefill sample is head-layout's
+ * replicated or shared form.
  * Exit codes: 2 bad command line, 3 a mesh the cost model cannot predict, 4 a mesh that does
  * not fit the target, 5 a simulation that fails. */
 #include <stdio.h>
@@ -250,7 +256,7 @@ static void print_fit(const char *key, const kv_fit *f) {
 int wf_bench_llm(int argc, char **argv) {
   const char *model = NULL, *tname = "wse2", *keep = NULL, *v;
   int64_t P = 4096, N = 128;
-  int pw = 0, ph = 0, dw = 0, dh = 0, S = 0, sim = 1;
+  int pw = 0, ph = 0, dw = 0, dh = 0, S = 0, sim = 1, coloc = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if ((v = wf_bench_opt(a, "model"))) model = v;
@@ -269,10 +275,16 @@ int wf_bench_llm(int argc, char **argv) {
         return WF_EXIT_USAGE;
       }
     } else if (!strcmp(a, "--no-sim")) sim = 0;
-    else {
+    else if ((v = wf_bench_opt(a, "gqa"))) {
+      if (strcmp(v, "auto") && strcmp(v, "colocate") && strcmp(v, "replicate")) {
+        fprintf(stderr, "wafer-bench llm: --gqa=%s: expected auto, colocate or replicate\n", v);
+        return WF_EXIT_USAGE;
+      }
+      coloc = !strcmp(v, "auto") ? -1 : !strcmp(v, "colocate");
+    } else {
       static const char *const own[] = {"--model", "--target", "--keep", "--prompt", "--generate", "--sample-mesh",
-                                        "--prefill-mesh", "--decode-mesh", "--no-sim"};
-      wf_error_unknown_option("wafer-bench llm", a, own, 9);
+                                        "--prefill-mesh", "--decode-mesh", "--no-sim", "--gqa"};
+      wf_error_unknown_option("wafer-bench llm", a, own, 10);
       return WF_EXIT_USAGE;
     }
   }
@@ -298,6 +310,10 @@ int wf_bench_llm(int argc, char **argv) {
   wf_llm_shape ps, ds;
   wf_llm_shape_init(m, pw, ph, P, P, &ps);
   wf_llm_shape_init(m, dw, dh, 1, ctx, &ds);
+  /* auto: as waferc --generate compiles it, colocated on one region, replicated with a switch
+   * (which moves whole head slots only) */
+  if (coloc < 0) coloc = pw == dw && ph == dh;
+  if (coloc) wf_llm_shape_colocate(m, &ds);
   wf_llm_decode_tune(m, &t, &ds);
   wf_llm_cost pc, dc;
   if (wf_llm_prefill_cost(m, &t, &ps, &pc) || wf_llm_decode_cost(m, &t, &ds, &dc)) return WF_EXIT_UNSUPPORTED;
@@ -416,9 +432,10 @@ int wf_bench_llm(int argc, char **argv) {
          ds.gemv_k[0], ds.gemv_groups[0], ds.gemv_k[1], ds.gemv_groups[1]);
   printf(" \"layout\": {\"prefill\": {\"q_width\": %lld, \"kv_width\": %lld, \"head_dim_packed\": %lld, "
          "\"kv_shared\": %s, \"rows_per_pe\": %lld}, \"decode\": {\"q_width\": %lld, \"kv_width\": %lld, "
-         "\"head_dim_packed\": %lld, \"kv_shared\": %s, \"cache_slots_per_row\": %lld}},\n",
+         "\"head_dim_packed\": %lld, \"kv_shared\": %s, \"kv_colocated\": %s, \"cache_slots_per_row\": %lld}},\n",
          (long long)ps.eq, (long long)ps.ekv, (long long)ps.dp, ps.kv_shared ? "true" : "false", (long long)ps.sb,
-         (long long)ds.eq, (long long)ds.ekv, (long long)ds.dp, ds.kv_shared ? "true" : "false", (long long)ds.cap);
+         (long long)ds.eq, (long long)ds.ekv, (long long)ds.dp, ds.kv_shared ? "true" : "false",
+         ds.coloc_m ? "true" : "false", (long long)ds.cap);
   /* what one layer's weights and the decode cache take per PE (f32, as the plans hold them):
    * the estimate assumes each layer's weights are on its mesh when it runs */
   int64_t pwb = wf_llm_weight_words(m, &ps) * 4, dwb = wf_llm_weight_words(m, &ds) * 4;

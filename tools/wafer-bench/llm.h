@@ -31,6 +31,10 @@ typedef struct wf_llm_shape {
   int64_t eq, ekv;    /* packed widths of q and of k / v (head-layout: E'', replicated or shared kv) */
   int64_t dp;         /* packed head dim */
   int kv_shared;      /* GQA packed with its own heads (attention {kv_heads}) */
+  /* decode: kv heads colocated with q (head-layout{gqa=colocate}, wf_llm_shape_colocate): each
+   * kv head cut over coloc_m columns of coloc_sub, coloc_parts parts per query head, q's
+   * coloc_group pieces beside each; coloc_m = 0: replicated (or shared) */
+  int64_t coloc_m, coloc_group, coloc_parts, coloc_sub;
   int64_t sb;         /* prefill: sequence rows per PE (ceil(P / H)) */
   int64_t cap;        /* decode: cache slots per row (ceil(ctx / H), the shift policy's balance) */
   /* decode: the K-tree's shape per reduced axis, [0] along y (H PEs), [1] along x (W PEs):
@@ -39,6 +43,9 @@ typedef struct wf_llm_shape {
 } wf_llm_shape;
 
 void wf_llm_shape_init(const wf_llm_model *m, int w, int h, int64_t tokens, int64_t ctx, wf_llm_shape *s);
+/* Decode with kv heads colocated with q where head-layout's gathered map allows it (GQA / MQA
+ * whose query heads span columns): eq and ekv become the colocated widths. 1 when colocated. */
+int wf_llm_shape_colocate(const wf_llm_model *m, wf_llm_shape *s);
 /* Decode: the K-tree shapes the compiler's dist.gemv lowering would pick for the whole model's
  * step (wf_gemv_ktree_tune over every GEMV reducing along each axis: all layers and the LM
  * head), into s->gemv_k / gemv_groups. */

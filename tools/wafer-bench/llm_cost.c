@@ -31,6 +31,26 @@ void wf_llm_shape_init(const wf_llm_model *m, int w, int h, int64_t tokens, int6
   s->cap = cdiv(ctx, h);
 }
 
+int wf_llm_shape_colocate(const wf_llm_model *m, wf_llm_shape *s) {
+  /* head_layout.c's gather_map: whole heads per column (c of them, group a multiple of c) or a
+   * head over parts columns; m columns per kv head of sub (even: RoPE pairs) */
+  int64_t group = m->heads / m->kv_heads, w = s->w, gm, parts, pb;
+  if (group < 2 || s->kv_shared) return 0;
+  if (m->heads >= w) {
+    int64_t per_col = s->eq / w / s->dp;
+    if (per_col < 1 || group % per_col) return 0;
+    gm = group / per_col, parts = 1, pb = s->dp;
+  } else {
+    parts = w / m->heads, gm = group * parts, pb = s->dp / parts;
+  }
+  int64_t sub = cdiv(pb, gm / parts);
+  if (sub % 2) sub++;
+  if (gm < 2 || m->kv_heads * gm > w) return 0;
+  s->coloc_m = gm, s->coloc_group = group, s->coloc_parts = parts, s->coloc_sub = sub;
+  s->eq = w * group * sub, s->ekv = w * sub;
+  return 1;
+}
+
 void wf_llm_decode_tune(const wf_llm_model *m, const wf_target *t, wf_llm_shape *s) {
   int W = s->w, H = s->h;
   int64_t ky = cdiv(m->hidden, H), cq = cdiv(s->eq, W), ckv = cdiv(s->ekv, W), cf = cdiv(m->ffn, W);
@@ -136,10 +156,12 @@ int wf_llm_prefill_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_
 
 /* decode_attention on `rows` rows: the lowering's local count (wf_decode_attention_local, which
  * lower_decode_attention.c asserts it agrees with) plus its three allreduces along the column. */
-static int64_t decode_attention(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {
-  int64_t loc = wf_decode_attention_local(t, rows, cb, ckb, hd, cap);
+static int64_t decode_attention(const wf_target *t, const wf_llm_shape *s, int rows, int64_t cb, int64_t ckb,
+                                int64_t hd, int64_t cap) {
+  int64_t loc = s->coloc_m ? wf_decode_attention_local_coloc(t, rows, ckb, s->coloc_m, s->coloc_group, cap)
+                           : wf_decode_attention_local(t, rows, cb, ckb, hd, cap);
   if (loc < 0) return -1;
-  int64_t nh = cb >= hd ? cb / hd : 1;
+  int64_t nh = s->coloc_m ? s->coloc_group : cb >= hd ? cb / hd : 1;
   if (rows > 1) loc += allreduce(t, rows, nh, 1) + allreduce(t, rows, nh, 0) + allreduce(t, rows, cb, 0);
   return loc;
 }
@@ -170,7 +192,7 @@ int wf_llm_decode_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_s
   }
   add(L, n, "rope_q", "rotate_pairs", 1, 4 * cq);
   add(L, n, "rope_k", "rotate_pairs", 1, 4 * ckv);
-  add(L, n, "decode_attention", "decode_attention", 1, decode_attention(t, H, cq, ckv, s->dp, s->cap));
+  add(L, n, "decode_attention", "decode_attention", 1, decode_attention(t, s, H, cq, ckv, s->dp, s->cap));
   add(L, n, "o_proj", "meshgemv:ktree", 1, gemv(t, s, 1, cq, ky));
   add(L, n, "residual", "elementwise", 2, ky);
   add(L, n, "post_norm", "rmsnorm", 1, rmsnorm(t, H, 1, ky, pe));

@@ -141,6 +141,9 @@ char *wf_llm_decode_ir(const wf_llm_model *m, const wf_llm_shape *s) {
       put(&b, "    %%att = decode_attention(%%qa, %%ka, %%va, %%kc, %%vc) {scale = 0.088, heads = %lld, head_dim = %lld",
           (long long)m->heads, (long long)s->dp);
       if (s->kv_shared) put(&b, ", kv_heads = %lld", (long long)m->kv_heads);
+      if (s->coloc_m)
+        put(&b, ", kv_gather = [%lld, %lld, %lld, %lld], q_colocated = true", (long long)s->coloc_m,
+            (long long)s->coloc_group, (long long)s->coloc_parts, (long long)s->coloc_sub);
       put(&b, "} : f32[1, 1, %lld]{B, S, N_x} @mesh\n", (long long)nq);
     }
     if (i == 3) put(&b, "    %%r1 = add(%%wo_out, %%wo_out) : f32[%lld]{N_y} @mesh\n", (long long)E);

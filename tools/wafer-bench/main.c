@@ -24,6 +24,7 @@ static void usage(FILE *out) {
           "       wafer-bench llm --model=llama3-8b|llama2-13b|codellama-34b|qwen2-72b|test-tiny\n"
           "                  [--prompt=P] [--generate=N] [--prefill-mesh=WxH] [--decode-mesh=WxH]\n"
           "                  [--sample-mesh=S] [--no-sim] [--target=T] [--keep=DIR]\n"
+          "                  [--gqa=auto|colocate|replicate]\n"
           "Prints one JSON object: simulated_cycles, predicted_cycles, ...\n");
 }
 
