@@ -47,23 +47,29 @@ for m in $MODELS; do
 done
 
 # Table 5 at full size (no fit: "-")
-printf '\n| model | decode region | regions | layers on the fullest | prompt | f32: shift | concat | f16: shift | concat | shift / concat | rows | WaferLLM: shift | concat |\n'
-printf '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+# kv heads replicated per query head (what waferc compiles with a switch from a larger prefill
+# region) and colocated with q (each held once: waferc's lighter step on one region)
+printf '\n| model | kv heads | decode region | regions | layers on the fullest | prompt | f32: shift | concat | f16: shift | concat | shift / concat | rows | WaferLLM: shift | concat |\n'
+printf '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for f in $FULL; do
+  for gqa in replicate colocate; do
   for P in $PROMPTS; do
-    "$bench" llm --model="${f%%:*}" --decode-mesh="${f#*:}" --prompt="$P" --no-sim >"$tmp/llm.json" 2>/dev/null
-    python3 - "$tmp/llm.json" <<'PY'
+    "$bench" llm --model="${f%%:*}" --decode-mesh="${f#*:}" --prompt="$P" --no-sim --gqa=$gqa >"$tmp/llm.json" 2>/dev/null
+    python3 - "$tmp/llm.json" "$gqa" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+if sys.argv[2] == "colocate" and not d["layout"]["decode"]["kv_colocated"]:
+    sys.exit(0)  # MHA: nothing to colocate, the replicated row says it
 kv = d["kv_capacity"]
 paper = {"llama3-8b": (137548, 382), "llama2-13b": (6168, 16)}.get(d["model"], ("", ""))
 n = lambda v: "-" if v is None or v < 0 else str(v)
 r = kv["f16"]["shift_over_concat"]
-print("| %s | %dx%d | %d | %d | %d | %s | %s | %s | %s | %s | %d | %s | %s |" % (
-    d["model"], kv["region"][0], kv["region"][1], kv["regions_with_layers"], kv["max_layers_per_region"],
+print("| %s | %s | %dx%d | %d | %d | %d | %s | %s | %s | %s | %s | %d | %s | %s |" % (
+    d["model"], "colocated" if d["layout"]["decode"]["kv_colocated"] else "replicated", kv["region"][0], kv["region"][1], kv["regions_with_layers"], kv["max_layers_per_region"],
     d["prompt"], n(kv["f32"]["shift_max_new_tokens"]), n(kv["f32"]["concat_max_new_tokens"]),
     n(kv["f16"]["shift_max_new_tokens"]), n(kv["f16"]["concat_max_new_tokens"]), "-" if r is None else "%.1f" % r,
     kv["region"][1], paper[0], paper[1]))
 PY
+  done
   done
 done

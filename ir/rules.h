@@ -98,6 +98,8 @@ typedef struct wf_kv_switch {
   int n_slots;
   int64_t batch;                 /* B: the operand's dim 0 when it has three, else 1 */
   int swap;                      /* a weight's result transposed ([cols, rows], laid out {C_x, R_y}) */
+  const int64_t *colmap;         /* cols: x's column per result column (-1: 0), NULL: the slots' */
+  int n_colmap;
 } wf_kv_switch;
 int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s);
 /* unskew's attributes (ops.def), checked, as the skew its argument is written in (K dim 0,

@@ -265,7 +265,7 @@ int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
   }
   int r0 = x->rank - 2; /* the rows' dim: a weight [K, N] is one matrix (B = 1) */
   *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[r0], x->dims[r0 + 1], 0, sl, ns,
-                      r0 ? x->dims[0] : 1, (int)wf_op_int(f, op, "swap", 0)};
+                      r0 ? x->dims[0] : 1, (int)wf_op_int(f, op, "swap", 0), NULL, 0};
   if (s->swap && (r0 || s->swap != 1)) {
     wf_error(op->loc, "'kv_switch': swap = 1 takes a weight [K, N] (and swap is 0 or 1)");
     return -1;
@@ -283,6 +283,21 @@ int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
              (long long)s->cbd, (long long)s->lbd, (long long)s->cap);
     return -1;
   }
+  int nc;
+  const int64_t *cm = wf_rule_ints(f, op, "cols", &nc);
+  if (nc > 0) {
+    if (nc != s->cols) {
+      wf_error(op->loc, "'kv_switch': cols has %d entries for %lld result columns", nc, (long long)s->cols);
+      return -1;
+    }
+    for (int i = 0; i < nc; i++)
+      if (cm[i] < -1 || cm[i] >= s->np) {
+        wf_error(op->loc, "'kv_switch': result column %d reads column %lld, outside the operand's %lld", i,
+                 (long long)cm[i], (long long)s->np);
+        return -1;
+      }
+    s->colmap = cm, s->n_colmap = nc;
+  }
   for (int i = 0; i < ns; i++)
     if (sl[i] < -1 || (sl[i] >= 0 && sl[i] * s->src_dp + s->d > s->np)) {
       wf_error(op->loc, "'kv_switch': slot %d reads source slot %lld, outside the operand's %lld columns", i,
@@ -296,6 +311,7 @@ int64_t wf_kv_switch_src(const wf_kv_switch *s, int64_t p, int64_t j, int64_t *t
   int64_t y = p / s->cap, slot = p % s->cap, x = j / s->cbd;
   if (y >= s->hd || x >= s->wd || slot >= s->lbd) return -1;
   *t = y * s->lbd + slot;
+  if (s->colmap) return *t < s->L ? s->colmap[j] : -1;
   int64_t h = j / s->dst_dp, r = j % s->dst_dp;
   if (*t >= s->L || h >= s->n_slots || r >= s->d || s->slots[h] < 0) return -1;
   return s->slots[h] * s->src_dp + r;

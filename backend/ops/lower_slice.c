@@ -467,7 +467,8 @@ int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
  * [B, L, Np] {B, L_y, N_x} (or a weight [K, Np] {K_y, N_x}, B = 1) re-cut for the decode region's first Wd x Hd PEs, as two moves
  * through scratch `$kv_t`, each a relayout as above:
  *   1. along x: `$kv_t` [B][Lbp][cbd] (x's rows, the decode packing's columns) takes one piece
- *      per decode slot h: its columns [h dst_dp, + d) from x's [slots[h] src_dp, + d);
+ *      per decode slot h: its columns [h dst_dp, + d) from x's [slots[h] src_dp, + d) (with
+ *      cols, one per run of result columns reading consecutive columns of x);
  *   2. along y: the result's [B][cap][cbd] takes one piece per decode row y < Hd: its first
  *      slots from `$kv_t`'s tokens [y Lbd, + n_y), n_y the row's prompt tokens.
  * Both are zeroed first: phantom slots, a slot's columns past d, the slots past a row's tokens
@@ -496,13 +497,26 @@ int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int64_t tmp_words = x2.outer * s.cbd;
   int tmp = wf_lower_temp(L, "$kv_t", tmp_words * 4), sx = wf_lower_sym(L, op->operands[0]), rc = 0;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(tmp), wf_arg_int(tmp_words)});
-  sl_piece *p = calloc((size_t)s.n_slots, sizeof *p);
+  int64_t ncol = s.colmap ? (s.n_colmap < (int64_t)L->w * s.cbd ? s.n_colmap : (int64_t)L->w * s.cbd) : 0;
+  sl_piece *p = calloc((size_t)(s.colmap ? ncol + 1 : s.n_slots), sizeof *p);
   WF_ASSERT(p);
   int np = 0;
-  for (int h = 0; h < s.n_slots; h++)
-    if (s.slots[h] >= 0 && h * s.dst_dp < (int64_t)L->w * s.cbd)
-      p[np++] = (sl_piece){.sym = sx, .v = x2, .d_lo = h * s.dst_dp, .d_hi = h * s.dst_dp + s.d,
-                           .s0 = s.slots[h] * s.src_dp, .step = 1};
+  if (s.colmap) /* one piece per run of consecutive source columns */
+    for (int64_t j = 0; j < ncol;) {
+      if (s.colmap[j] < 0) {
+        j++;
+        continue;
+      }
+      int64_t e = j + 1;
+      while (e < ncol && s.colmap[e] == s.colmap[e - 1] + 1) e++;
+      p[np++] = (sl_piece){.sym = sx, .v = x2, .d_lo = j, .d_hi = e, .s0 = s.colmap[j], .step = 1};
+      j = e;
+    }
+  else
+    for (int h = 0; h < s.n_slots; h++)
+      if (s.slots[h] >= 0 && h * s.dst_dp < (int64_t)L->w * s.cbd)
+        p[np++] = (sl_piece){.sym = sx, .v = x2, .d_lo = h * s.dst_dp, .d_hi = h * s.dst_dp + s.d,
+                             .s0 = s.slots[h] * s.src_dp, .step = 1};
   wf_axis_view t2 = {x2.outer, s.cbd, 1, (int64_t)L->w * s.cbd, WF_AXIS_X, L->w};
   sl_move mv = {tmp, t2, p, np};
   if (np) rc = lower_moves(L, op, &mv, 1, &out->predicted, &fabric);

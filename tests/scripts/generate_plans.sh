@@ -75,12 +75,6 @@ queue lighter "llama_gqa_interleaved on 8x5: auto did not keep the lighter decod
   "$TMP/llama_gqa_interleaved.8x5.shift.gqa=colocate" "$TMP/llama_gqa_interleaved.8x5.shift.gqa=replicate"
 queue lighter "llama_mqa_halfrope on 9x3: auto did not keep the lighter decode step" "$TMP/llama_mqa_halfrope.9x3.shift" \
   "$TMP/llama_mqa_halfrope.9x3.shift.gqa=colocate" "$TMP/llama_mqa_halfrope.9x3.shift.gqa=replicate"
-rc=0
-waferc "$G/llama_mqa_halfrope.onnx" -o "$TMP/colsw" --target=wse2 --mesh=6x4 --decode-mesh=3x2 --input-shape input_ids=1x9 \
-  --generate=8 --gqa=colocate -q 2>"$TMP/colsw.err" || rc=$?
-[ $rc -eq 2 ] && grep -q "gqa=colocate with a decode region of its own" "$TMP/colsw.err" && [ ! -e "$TMP/colsw" ] ||
-  fail "--gqa=colocate --decode-mesh: exit $rc, want 2 with a reason and no plan"
-n=$((n + 1))
 
 # RoPE's rows computed at the token's position (--rope=computed): both RoPE forms, square and
 # not, both caches; the decode step holds the angles and no table of the sequence's length

@@ -26,11 +26,11 @@ SRC=${WAFERC_SOURCE_DIR:?}
 G=$SRC/examples/models/generate
 
 
-run_one() { # MODEL PREFILL_MESH DECODE_MESH POLICY
-  local m=$1 pm=$2 dm=$3 pol=$4 d="$TMP/$1.$2.$3.$4" L
+run_one() { # MODEL PREFILL_MESH DECODE_MESH POLICY [WAFERC-FLAG]
+  local m=$1 pm=$2 dm=$3 pol=$4 d="$TMP/$1.$2.$3.$4${5:+.${5#--}}" L gqa
   L=$(prompt_len "$G/${m}_prompt.npy")
   waferc "$G/$m.onnx" -o "$d" --target=wse2 --mesh="$pm" --decode-mesh="$dm" --input-shape "input_ids=1x$L" \
-    --generate=8 --kv-cache="$pol" -q 2>"$TMP/err" || fail "$m $pm->$dm: waferc exited $?: $(head -3 "$TMP/err")"
+    --generate=8 --kv-cache="$pol" ${5:-} -q 2>"$TMP/err" || fail "$m $pm->$dm: waferc exited $?: $(head -3 "$TMP/err")"
   [ -f "$d/switch/manifest.json" ] || fail "$m $pm->$dm: no switch plan"
   waferrun "$d" -q --input "input_ids=$G/${m}_prompt.npy" --generate=8 --output-dir "$d/out" --report "$d/report.json" \
     --dump-caches "$d/dump" --heatmap "$d/heat" >/dev/null 2>"$TMP/err" ||
@@ -75,9 +75,11 @@ if s["mesh"] != [int(v) for v in pm.split("x")] or dec["mesh"] != [int(v) for v 
 if dec["fabric_transposes"] or dec["relayouts"]:
     sys.exit("the decode step moves data to change a layout")
 PY
-  # the interpreter's k and v of the prompt, packed for the decode region's width
+  # the interpreter's k and v of the prompt, packed for the decode region's width as the plans
+  # pack kv heads (the manifest's generate.gqa)
+  gqa=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['generate']['gqa'])" "$d/manifest.json")
   waferc "$G/$m.onnx" --interpret --input "input_ids=$G/${m}_prompt.npy" --target=wse2 --mesh="$dm" \
-    --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=replicate},generate-prefill" --output-dir "$d/iref" -q ||
+    --pass-pipeline="canonicalize,raise,cse,dce,head-layout{gqa=$gqa},generate-prefill" --output-dir "$d/iref" -q ||
     fail "$m: interpreting the prefill graph for $dm exited $?"
   python3 "$SRC/tests/tools/gen_check.py" steps "$d" "$d/iref" "$d/dump" "$pol" ||
     fail "$m $pm->$dm ($pol): the switched caches or the steps' occupancy are wrong"
@@ -92,6 +94,22 @@ run_one gpt2_untied 8x6 6x4 concat
 # square prefill regions: MeshGEMM's weights are pre-skewed there, so the switch unskews them first
 run_one llama_gqa_interleaved 8x8 4x4 shift
 run_one llama_mqa_halfrope 6x6 4x4 concat
+# kv heads colocated with q (--gqa=colocate): the switch maps each column of the decode packing
+# to the prefill's (kv_switch {cols}) for the caches and the q, k, v and output projections:
+# both phases colocated at two widths (one on a square prefill region: unskewed first), and a
+# prefill colocated beside a decode region too narrow for it (its decode step replicated); the
+# caches are checked against the interpreter's and the weights by waferrun, as above
+run_one llama_mqa_halfrope 9x5 6x5 shift --gqa=colocate
+run_one llama_gqa_interleaved 8x8 6x4 concat --gqa=colocate
+run_one llama_mqa_halfrope 6x4 3x2 shift --gqa=colocate
+for c in "llama_mqa_halfrope.9x5.6x5.shift 2 2" "llama_gqa_interleaved.8x8.6x4.concat 2 2" "llama_mqa_halfrope.6x4.3x2.shift 2 0"; do
+  set -- $c
+  d="$TMP/$1.gqa=colocate"
+  [ "$(grep -o -- '-colocated' "$d/manifest.json" | wc -l)" = "$2" ] &&
+    [ "$(grep -o -- '-colocated' "$d/decode/manifest.json" | wc -l)" = "$3" ] ||
+    fail "$1 --gqa=colocate: the prefill and decode attentions are not colocated as expected ($2, $3)"
+done
+set --
 # --describe lists a switch plan's weight moves, the pre-skewed ones marked
 waferrun "$TMP/llama_gqa_interleaved.8x8.4x4.shift/switch" --describe >"$TMP/describe" ||
   fail "waferrun --describe of a switch plan exited $?"

@@ -6,25 +6,26 @@
 #  2. the prefill sample runs on the prefill mesh itself here (S = W), so its scaled layer is
 #     the simulated layer as is; a smaller sample (--sample-mesh) scales its mesh-stepped ops;
 #  3. --no-sim prints the cost model alone; bad command lines exit 2;
-#  4. decode with kv heads colocated with q (--gqa=colocate, and auto's choice on one region).
+#  4. decode with kv heads colocated with q (--gqa=colocate, and auto's choice) and replicated.
 set -euo pipefail
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 > "$out/a.json"
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --gqa=replicate \
+  > "$out/a.json"
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 \
-  --sample-mesh=8 > "$out/b.json"
+  --sample-mesh=8 --gqa=replicate > "$out/b.json"
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim \
-  > "$out/c.json"
+  --gqa=replicate > "$out/c.json"
 # one decode region on the wafer (376x498 of wse2's 750x994): both layers and the head share it
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=376x498 --prompt=64 --no-sim > "$out/d.json"
 # one layer's decode step over a PE's SRAM: no capacity, said on stderr, the cost model still printed
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=1x1 --prompt=64 --no-sim > "$out/e.json" \
   2> "$out/e.err"
 grep -q "kv_capacity: null" "$out/e.err" || { echo "no word of the null capacity"; cat "$out/e.err"; exit 1; }
-# kv heads colocated with q in decode (each held once): asked for, and auto's on one region
+# kv heads colocated with q in decode (each held once): asked for, and auto's
 wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --gqa=colocate \
   > "$out/f.json"
-wafer-bench llm --model=test-tiny --prefill-mesh=8x8 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim > "$out/g.json"
+wafer-bench llm --model=test-tiny --prefill-mesh=16x16 --decode-mesh=8x8 --prompt=64 --generate=8 --no-sim > "$out/g.json"
 python3 - "$out" <<'PY'
 import json, sys
 d = sys.argv[1]

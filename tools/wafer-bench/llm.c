@@ -15,12 +15,10 @@
  * and the concat cache let one request generate, from the memory planner's layout of the decode
  * sample (compiled, not run) and the layers spread over the wafer's decode-sized regions
  * (kv_capacity below), with weights and caches in f32 and in f16.
- * Decode holds GQA / MQA kv heads whose query heads span columns replicated per query head, or
- * colocated with q (each kv head once) where head-layout's gathered map allows it: --gqa=auto
- * (the default) colocates when prefill and decode share one region, as waferc --generate
- * compiles the lighter step there, and replicates with two regions, whose switch moves whole
- * head slots only; --gqa=colocate|replicate fixes it. The prefill sample is head-layout's
- * replicated or shared form.
+ * Decode holds GQA / MQA kv heads whose query heads span columns colocated with q (each kv head
+ * once) where head-layout's gathered map allows it (--gqa=auto, the default, and colocate: at
+ * full size the lighter decode step, which waferc --generate keeps), or replicated per query
+ * head (--gqa=replicate). The prefill sample is head-layout's replicated or shared form.
  * Exit codes: 2 bad command line, 3 a mesh the cost model cannot predict, 4 a mesh that does
  * not fit the target, 5 a simulation that fails. */
 #include <stdio.h>
@@ -310,9 +308,8 @@ int wf_bench_llm(int argc, char **argv) {
   wf_llm_shape ps, ds;
   wf_llm_shape_init(m, pw, ph, P, P, &ps);
   wf_llm_shape_init(m, dw, dh, 1, ctx, &ds);
-  /* auto: as waferc --generate compiles it, colocated on one region, replicated with a switch
-   * (which moves whole head slots only) */
-  if (coloc < 0) coloc = pw == dw && ph == dh;
+  /* auto: colocated, the lighter decode step at these sizes (the cache dominates a PE), which
+   * waferc --generate keeps */
   if (coloc) wf_llm_shape_colocate(m, &ds);
   wf_llm_decode_tune(m, &t, &ds);
   wf_llm_cost pc, dc;

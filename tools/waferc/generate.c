@@ -120,7 +120,9 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
         const wf_type *kt = wf_value_type(m->funcs[i], op->operands[op->code == WF_OP_ATTENTION ? 1 : 3]);
         if (lp && n < MAX_LAYERS) {
           lp[n] = (layer_pack){wf_op_int(m->funcs[i], op, "heads", 0), wf_op_int(m->funcs[i], op, "head_dim", 0),
-                               wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}, {""}};
+                               wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}, {""},
+                               0, {0, 0, 0, 0}};
+          lp[n].coloc = wf_attn_colocated(m->funcs[i], op, lp[n].dp, &lp[n].ga) > 0;
           for (int r = 0; r < 3; r++) proj_weight(m->funcs[i], op->operands[r], lp[n].proj[r], sizeof lp[n].proj[r]);
           out_weight(m->funcs[i], op->results[0], lp[n].proj[3], sizeof lp[n].proj[3]);
         }
@@ -632,8 +634,8 @@ static int lighter_decode(wf_cli *c, const wf_gen_compile *g, const char *name, 
 }
 
 /* One generation compile with g->gqa (colocate or replicate; `asked`: by --gqa, else auto's
- * attempt, colocated or replicated by lighter_decode, which the prefill then follows;
- * replicated on regions of two sizes); `search`: on exit 4, look for the largest N that
+ * attempt, colocated or replicated by lighter_decode, which the prefill then follows where
+ * its mesh allows); `search`: on exit 4, look for the largest N that
  * fits (also when nothing was colocated: auto's replicated attempt would be the same). */
 static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int asked) {
   const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
@@ -656,15 +658,6 @@ static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int 
   int dw, dh;
   dec_mesh(c, g, &dw, &dh);
   int two = dw != c->target.mesh_w || dh != c->target.mesh_h; /* regions of two sizes: a switch plan */
-  /* kv heads whose query heads span columns: colocated with q on one region (the cache holds
-   * each kv head once); the switch between two regions maps replicated heads only */
-  if (two && asked && !strcmp(g->gqa, "colocate")) {
-    wf_error(WF_LOC_NONE, "--gqa=colocate with a decode region of its own (%dx%d): the switch moves kv heads "
-                          "replicated per query head only (drop --gqa or use --gqa=replicate)", dw, dh);
-    return WF_EXIT_USAGE;
-  }
-  if (two && g != &tuned) tuned = *g, g = &tuned;
-  if (two) tuned.gqa = "replicate";
   if (dw > c->target.mesh_w || dh > c->target.mesh_h) {
     wf_error(WF_LOC_NONE, "--decode-mesh=%dx%d is larger than the prefill's %dx%d: the decode region is the "
                           "prefill region's corner (the same PEs, reprogrammed), so it must fit inside it",

@@ -22,6 +22,38 @@ static int64_t switch_slot(const layer_pack *pre, const layer_pack *dec, int64_t
   return pre->kvh ? h / (pre->heads / pre->kvh) : h;
 }
 
+/* kv_switch's cols for a layer whose kv heads either plan colocates with q (head-layout
+ * {gqa=colocate}): for each of the decode packing's ncols columns, the prefill column it reads
+ * (-1: 0). Side 0 maps q's packing (q's projection columns, W_o's rows), side 1 k's and v's:
+ * the decode step's slot owners (kv heads colocated or shared, query heads replicated) read
+ * their kv head's in-head columns e < min(dp) wherever the prefill holds them. */
+static int64_t kv_col(const layer_pack *lp, int64_t kv, int64_t e, int64_t group) {
+  if (lp->coloc) return wf_attn_gather_col(&lp->ga, lp->dp, kv * lp->ga.group, e);
+  return (lp->kvh ? kv : kv * group) * lp->dp + e; /* shared: kv head slots; replicated: its first query head's */
+}
+
+static int64_t *switch_cols(const layer_pack *pre, const layer_pack *dec, int side, int64_t ncols) {
+  int64_t group = dec->coloc ? dec->ga.group : pre->ga.group, ne = pre->dp < dec->dp ? pre->dp : dec->dp;
+  int64_t *map = malloc((size_t)ncols * sizeof *map);
+  WF_ASSERT(map);
+  for (int64_t j = 0; j < ncols; j++) map[j] = -1;
+  int64_t units = side == 0 || !(dec->coloc || dec->kvh) ? dec->heads : dec->heads / group;
+  for (int64_t u = 0; u < units; u++)
+    for (int64_t e = 0; e < ne; e++) {
+      int64_t dst, src;
+      if (side == 0) {
+        dst = dec->coloc ? wf_attn_q_col(&dec->ga, dec->dp, u, e) : u * dec->dp + e;
+        src = pre->coloc ? wf_attn_q_col(&pre->ga, pre->dp, u, e) : u * pre->dp + e;
+      } else {
+        int64_t kv = dec->coloc || dec->kvh ? u : u / group; /* a replicated slot: its query head's kv head */
+        dst = dec->coloc ? kv_col(dec, kv, e, group) : u * dec->dp + e;
+        src = kv_col(pre, kv, e, group);
+      }
+      if (dst < ncols) map[dst] = src;
+    }
+  return map;
+}
+
 /* The manifest of the plan in dir, parsed (NULL when unreadable). */
 cJSON *wf_switch_read_manifest(const char *dir) {
   char *path = wf_path_join(dir, "manifest.json");
@@ -40,6 +72,7 @@ void wf_switch_free_moves(weight_move *mv, int n) {
     free(mv[i].psym);
     free(mv[i].dsym);
     free(mv[i].slots);
+    free(mv[i].cols);
   }
   free(mv);
 }
@@ -194,7 +227,17 @@ weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack 
     int li = -1, role = proj_role(name, layers, pre, dec, &li);
     if (role >= 0 && (role == 3) == swap) { /* a projection's columns (W_o's rows) are head slots */
       const layer_pack *p = &pre[li], *d = &dec[li];
-      if (p->dp < 1 || d->dp < 1 || dd[k] % d->dp) continue;
+      int coloc = p->coloc || d->coloc;
+      if (p->dp < 1 || d->dp < 1 || (!coloc && dd[k] % d->dp)) continue;
+      if (coloc) { /* a column map instead of slots (switch_cols) */
+        m.src_dp = m.dst_dp = m.d = 1;
+        m.n_slots = 1;
+        m.slots = calloc(1, sizeof *m.slots);
+        WF_ASSERT(m.slots);
+        m.n_cols = dpad[k];
+        m.cols = switch_cols(p, d, role == 1 || role == 2, m.n_cols);
+        goto keep;
+      }
       m.src_dp = p->dp, m.dst_dp = d->dp, m.d = p->dp < d->dp ? p->dp : d->dp;
       m.n_slots = (int)(dd[k] / d->dp);
       m.slots = malloc((size_t)m.n_slots * sizeof *m.slots);
@@ -211,6 +254,7 @@ weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack 
       m.slots = calloc(1, sizeof *m.slots);
       WF_ASSERT(m.slots);
     }
+  keep:
     m.name = strdup(name);
     m.psym = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pwt, "symbol")));
     m.dsym = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "symbol")));
@@ -258,7 +302,8 @@ static void unskew_indices(const weight_move *m, int pw, int ph, float *ix) {
  * cache, "" for a weight), a result of ph*cap rows and pw*cbd columns. */
 static void print_switch(sw_text *t, const char *arg, const char *res, const char *batch, int64_t k, int64_t np,
                          int swap, int unskewed, int pw, int ph, int dw, int dh, int64_t cap, int64_t cbd,
-                         const int64_t *heads, const int64_t *slots, int n_slots) {
+                         const int64_t *heads, const int64_t *slots, int n_slots, const int64_t *colmap,
+                         int64_t n_colmap) {
   const char *sep = t->n ? ", " : "", *in = unskewed ? "_u" : "";
   long long rows = (long long)ph * cap, cols = (long long)pw * cbd;
   if (swap) { /* the argument is the prefill's W [np, k]; the kv_switch reads Wᵀ */
@@ -273,6 +318,10 @@ static void print_switch(sw_text *t, const char *arg, const char *res, const cha
                   "[%lld, %lld, %lld], slots = [", res, arg, in, rows, cols, dw, dh, (long long)cap,
           (long long)cbd, (long long)heads[0], (long long)heads[1], (long long)heads[2]);
   for (int h = 0; h < n_slots; h++) fprintf(t->ops, "%s%lld", h ? ", " : "", (long long)slots[h]);
+  if (colmap) {
+    fprintf(t->ops, "], cols = [");
+    for (int64_t j = 0; j < cols; j++) fprintf(t->ops, "%s%lld", j ? ", " : "", (long long)(j < n_colmap ? colmap[j] : -1));
+  }
   if (swap) { /* the result transposed back: {K_x, N_y}, each PE's block the decode weight's */
     long long tmp = rows;
     rows = cols, cols = tmp;
@@ -327,18 +376,20 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
       rc = WF_EXIT_UNSUPPORTED;
       break;
     }
-    int nslots = (int)(d->dims[2] / d->dp);
+    int coloc = p->coloc || d->coloc, nslots = coloc ? 1 : (int)(d->dims[2] / d->dp);
     int64_t heads[3] = {p->dp, d->dp, p->dp < d->dp ? p->dp : d->dp}, *slots = malloc((size_t)nslots * sizeof *slots);
     WF_ASSERT(slots);
-    for (int h = 0; h < nslots; h++) slots[h] = switch_slot(p, d, h);
+    for (int h = 0; h < nslots; h++) slots[h] = coloc ? 0 : switch_slot(p, d, h);
+    int64_t *cmap = coloc ? switch_cols(p, d, 1, d->dims[2]) : NULL;
     for (int kv = 0; kv < 2; kv++) {
       char arg[32], res[32];
       snprintf(arg, sizeof arg, "%s_cache_%d", kv ? "v" : "k", i);
       snprintf(res, sizeof res, "%s_switch_%d", kv ? "v" : "k", i);
       print_switch(&t, arg, res, "1, ", p->dims[1], p->dims[2], 0, 0, pw, ph, dw, dh, cap, d->dims[2] / dw, heads,
-                   slots, nslots);
+                   slots, nslots, cmap, d->dims[2]);
     }
     free(slots);
+    free(cmap);
   }
   for (int j = 0; j < n_mv && !rc; j++) {
     char arg[32], res[32];
@@ -356,7 +407,7 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
               (long long)n);
     }
     print_switch(&t, arg, res, "", mv[j].rows, mv[j].np, mv[j].swap, mv[j].skew.ring != WF_SKEW_NONE, pw, ph, dw, dh,
-                 mv[j].cap, mv[j].cbd, heads, mv[j].slots, mv[j].n_slots);
+                 mv[j].cap, mv[j].cbd, heads, mv[j].slots, mv[j].n_slots, mv[j].cols, mv[j].n_cols);
   }
   FILE *fa = t.args, *fb = t.body, *ft = t.ops, *fr = t.rets;
   fclose(fa);

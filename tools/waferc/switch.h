@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "generate.h"
+#include "ir/rules.h"
 #include "ir/support/gemm_skew.h"
 
 /* One attention layer's packed k (and v) as a plan holds it: the heads, the packed slot width
@@ -15,6 +16,8 @@
 typedef struct layer_pack {
   int64_t heads, dp, kvh, dims[3];
   char proj[4][128]; /* the constants the q, k, v and output projections multiply by ("" when not found) */
+  int coloc;         /* kv heads colocated with q (attention {q_colocated}), cut as `ga` says */
+  wf_attn_gather ga;
 } layer_pack;
 #define MAX_LAYERS 31
 
@@ -32,6 +35,8 @@ typedef struct weight_move {
   int64_t rows, np, cap, cbd, src_dp, dst_dp, d; /* the kv_switch's operand [rows, np] and map */
   int64_t *slots;
   int n_slots;
+  int64_t *cols;                          /* kv_switch's cols (NULL: the slots'), n_cols entries */
+  int64_t n_cols;
 } weight_move;
 
 /* The manifest of the plan in dir, parsed (NULL when unreadable). */
