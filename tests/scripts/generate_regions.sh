@@ -15,7 +15,7 @@
 #    square prefill regions, after an unskew): the switch manifest
 #    lists them, the report counts them, waferrun checks each against the decode plan's own
 #    (exit 5 when a manifest names another weight); --switch-weights=resident moves none;
-#  - kv_switch alone (a cache, a weight, a swapped weight), compiled and simulated, equals the
+#  - kv_switch alone (a cache, a weight, a swapped weight, with slots or a column map), compiled and simulated, equals the
 #    reference interpreter exactly; unskew alone gives back the matrix the host scattered skewed;
 #  - a decode region larger than the prefill's, a malformed one, or one without --generate is
 #    exit 2, and leaves no plan; so is --switch-weights without a decode region or with another
@@ -238,10 +238,16 @@ module @m {
 }
 W
 sed -e 's/slots = \[2, 0, 1\]}/slots = [2, 0, 1], swap = 1}/' -e 's/f32\[15, 35\]/f32[35, 15]/g' "$TMP/weight.wir" >"$TMP/swap.wir"
+# an explicit column map (cols: the decode packing's column j reads x's column cols[j]; what the
+# switch writes for kv heads colocated with q): runs, reversals, repeats and zeros, for a cache
+# and for a swapped weight
+sed -e 's/slots = \[1, 0, -1\]}/slots = [0], cols = [7, 6, 0, 1, 2, -1, 5, 4, 3, 3, -1, 0, 1, 2, 3, 4]}/' "$TMP/parts.wir" >"$TMP/cols.wir"
+sed -e 's/slots = \[2, 0, 1\], swap = 1}/slots = [0], swap = 1, cols = [COLS]}/' "$TMP/swap.wir" >"$TMP/colswap.wir"
+sed -i "s/COLS/$(python3 -c "print(', '.join(str((7 * j + 3) % 19 - 1) for j in range(35)))")/" "$TMP/colswap.wir"
 python3 "$SRC/tests/tools/npy.py" "$TMP/k16.npy" 1,7,16 3 1.0
 python3 "$SRC/tests/tools/npy.py" "$TMP/k8.npy" 1,5,8 4 1.0
 python3 "$SRC/tests/tools/npy.py" "$TMP/w.npy" 10,18 5 1.0
-for c in whole:4x3:k16 parts:4x2:k8 weight:5x3:w swap:5x3:w; do
+for c in whole:4x3:k16 parts:4x2:k8 weight:5x3:w swap:5x3:w cols:4x2:k8 colswap:5x3:w; do
   IFS=: read -r name mesh in <<<"$c"
   waferc "$TMP/$name.wir" --interpret --input "k=$TMP/$in.npy" --output-dir "$TMP/$name.ref" ||
     fail "kv_switch $name: the interpreter exited $?"
