@@ -57,9 +57,10 @@ static int is_packed_attention(const wf_func *f, const wf_op *op) {
   return op->code == WF_OP_ATTENTION && wf_op_int(f, op, "heads", 0) > 0;
 }
 
-/* The decode step reads the prefill's k and v columns as its cache: kv heads gathered inside
- * the prefill's attention (head-layout{gqa=gather}) have no decode lowering; colocated with q
- * (gqa=colocate) they have, as they are. */
+/* The decode step reads the prefill's k and v columns as its cache. A decode step whose kv heads
+ * are gathered inside its attention (head-layout{gqa=gather}) has no lowering; colocated with q
+ * (gqa=colocate) it has, over the same cut of k and v: a prefill that gathers them (its q packed
+ * as usual, the kv pieces gathered inside its attention) returns that cut as its caches. */
 static int gathered(const wf_func *f, const wf_op *op, const char *who) {
   if (!wf_op_attr(f, op, "kv_gather") || wf_op_int(f, op, "q_colocated", 0)) return 0;
   wf_error(op->loc, "%s: this attention's kv heads are gathered across columns (head-layout{gqa=gather} or its "
@@ -118,7 +119,6 @@ static int run_prefill(wf_module *m, wf_pass_ctx *ctx) {
   int layer = 0;
   wf_func_foreach_op(f, op) {
     if (!is_packed_attention(f, op)) continue;
-    if (gathered(f, op, "generate-prefill")) return WF_EXIT_UNSUPPORTED;
     if (n + 2 > 64) {
       wf_error(op->loc, "generate-prefill: more than 31 attention layers");
       return WF_EXIT_UNSUPPORTED;

@@ -245,11 +245,12 @@ def _kwidth(d):
 
 def colocated(dc, dr):
     """dc with --gqa=colocate, dr with --gqa=replicate: the manifests say so, the decode step's
-    attention is lowered colocated, and its cache is narrower than the replicated one's."""
+    attention is lowered colocated, the prefill's gathers the same kv pieces, and the cache is
+    narrower than the replicated one's."""
     assert json.load(open(dc + "/manifest.json"))["generate"]["gqa"] == "colocate"
     assert json.load(open(dr + "/manifest.json"))["generate"]["gqa"] == "replicate"
     assert "-colocated" in open(dc + "/decode/manifest.json").read(), "no colocated decode attention"
-    assert "-colocated" in open(dc + "/manifest.json").read(), "no colocated prefill attention"
+    assert "-kvgather" in open(dc + "/manifest.json").read(), "the prefill does not gather the kv pieces"
     assert _kwidth(dc) < _kwidth(dr), (_kwidth(dc), _kwidth(dr))
 
 def lighter(da, dc, dr):

@@ -94,10 +94,11 @@ run_one gpt2_untied 8x6 6x4 concat
 # square prefill regions: MeshGEMM's weights are pre-skewed there, so the switch unskews them first
 run_one llama_gqa_interleaved 8x8 4x4 shift
 run_one llama_mqa_halfrope 6x6 4x4 concat
-# kv heads colocated with q (--gqa=colocate): the switch maps each column of the decode packing
-# to the prefill's (kv_switch {cols}) for the caches and the q, k, v and output projections:
-# both phases colocated at two widths (one on a square prefill region: unskewed first), and a
-# prefill colocated beside a decode region too narrow for it (its decode step replicated); the
+# kv heads colocated with q in decode (--gqa=colocate; the prefill gathers the same cut of k and v
+# inside its attention): the switch maps each column of the decode packing to the prefill's
+# (kv_switch {cols}) for the caches and the q, k, v and output projections: both phases cut at
+# two widths (one on a square prefill region: unskewed first), and a prefill that gathers beside
+# a decode region too narrow to colocate (its decode step replicated); the
 # caches are checked against the interpreter's and the weights by waferrun, as above
 run_one llama_mqa_halfrope 9x5 6x5 shift --gqa=colocate
 run_one llama_gqa_interleaved 8x8 6x4 concat --gqa=colocate
@@ -105,9 +106,9 @@ run_one llama_mqa_halfrope 6x4 3x2 shift --gqa=colocate
 for c in "llama_mqa_halfrope.9x5.6x5.shift 2 2" "llama_gqa_interleaved.8x8.6x4.concat 2 2" "llama_mqa_halfrope.6x4.3x2.shift 2 0"; do
   set -- $c
   d="$TMP/$1.gqa=colocate"
-  [ "$(grep -o -- '-colocated' "$d/manifest.json" | wc -l)" = "$2" ] &&
+  [ "$(grep -o -- '-kvgather' "$d/manifest.json" | wc -l)" = "$2" ] &&
     [ "$(grep -o -- '-colocated' "$d/decode/manifest.json" | wc -l)" = "$3" ] ||
-    fail "$1 --gqa=colocate: the prefill and decode attentions are not colocated as expected ($2, $3)"
+    fail "$1 --gqa=colocate: the prefill does not gather ($2) or the decode step colocate ($3) the kv pieces as expected"
 done
 set --
 # --describe lists a switch plan's weight moves, the pre-skewed ones marked

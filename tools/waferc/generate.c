@@ -81,7 +81,8 @@ static void out_weight(const wf_func *f, wf_value v, char *buf, size_t cap) {
   }
 }
 
-/* Set by compile_one when a plan holds kv heads colocated with q; kept_colocated by
+/* Set by compile_one when a plan holds kv heads cut over columns (colocated with q in decode,
+ * gathered in the prefill); kept_colocated by
  * compile_generate when its plans do (auto's choice). */
 static int colocated_seen, kept_colocated;
 
@@ -91,7 +92,13 @@ static int colocated_seen, kept_colocated;
 static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, const char *late, const char *dir,
                        const char *extra, int *layers, layer_pack *lp) {
   char pipe[512];
-  const char *gqa = g->gqa && !strcmp(g->gqa, "colocate") ? "colocate" : "replicate";
+  /* colocate: the decode step's q beside the kv pieces; the prefill gathers those pieces inside
+   * its attention instead (the same cut of k and v, the caches), its q packed as usual: a
+   * colocated prefill would sum every score over the kv head's columns (30% slower for
+   * LLaMA3-8B on 660x660, wafer-bench llm's cost model) */
+  const char *gqa = !g->gqa || strcmp(g->gqa, "colocate") ? "replicate"
+                    : strncmp(late, "decode-step", 11)   ? "gather"
+                                                         : "colocate";
   snprintf(pipe, sizeof pipe, "canonicalize,raise,cse,dce,head-layout{gqa=%s},cse,%s,partition,lower-gemm%s%s%s,symbol-dce",
            gqa, late, g->gemm_algo ? "{algo=" : "", g->gemm_algo ? g->gemm_algo : "", g->gemm_algo ? "}" : "");
   wf_pipeline *p = wf_cli_parse_pipeline(c, pipe);
@@ -109,8 +116,7 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
   if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &po);
   if (!rc)
     for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
-        if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) &&
-            wf_op_int(m->funcs[i], op, "q_colocated", 0))
+        if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) && wf_op_attr(m->funcs[i], op, "kv_gather"))
           colocated_seen = 1;
       }
   if (!rc && (layers || lp)) {
@@ -121,8 +127,9 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
         if (lp && n < MAX_LAYERS) {
           lp[n] = (layer_pack){wf_op_int(m->funcs[i], op, "heads", 0), wf_op_int(m->funcs[i], op, "head_dim", 0),
                                wf_op_int(m->funcs[i], op, "kv_heads", 0), {kt->dims[0], kt->dims[1], kt->dims[2]}, {""},
-                               0, {0, 0, 0, 0}};
-          lp[n].coloc = wf_attn_colocated(m->funcs[i], op, lp[n].dp, &lp[n].ga) > 0;
+                               0, 0, {0, 0, 0, 0}};
+          lp[n].kvgat = wf_attn_gather_of(m->funcs[i], op, lp[n].dp, &lp[n].ga) > 0;
+          lp[n].coloc = lp[n].kvgat && wf_attn_colocated(m->funcs[i], op, lp[n].dp, &lp[n].ga) > 0;
           for (int r = 0; r < 3; r++) proj_weight(m->funcs[i], op->operands[r], lp[n].proj[r], sizeof lp[n].proj[r]);
           out_weight(m->funcs[i], op->results[0], lp[n].proj[3], sizeof lp[n].proj[3]);
         }

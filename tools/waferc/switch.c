@@ -22,22 +22,23 @@ static int64_t switch_slot(const layer_pack *pre, const layer_pack *dec, int64_t
   return pre->kvh ? h / (pre->heads / pre->kvh) : h;
 }
 
-/* kv_switch's cols for a layer whose kv heads either plan colocates with q (head-layout
- * {gqa=colocate}): for each of the decode packing's ncols columns, the prefill column it reads
- * (-1: 0). Side 0 maps q's packing (q's projection columns, W_o's rows), side 1 k's and v's:
- * the decode step's slot owners (kv heads colocated or shared, query heads replicated) read
- * their kv head's in-head columns e < min(dp) wherever the prefill holds them. */
+/* kv_switch's cols for a layer whose kv heads either plan cuts over columns (colocated with q
+ * in decode, head-layout{gqa=colocate}, or gathered in the prefill): for each of the decode
+ * packing's ncols columns, the prefill column it reads (-1: 0). Side 0 maps q's packing (q's
+ * projection columns, W_o's rows), side 1 k's and v's: the decode step's slot owners (kv heads
+ * cut or shared, query heads replicated) read their kv head's in-head columns e < min(dp)
+ * wherever the prefill holds them. */
 static int64_t kv_col(const layer_pack *lp, int64_t kv, int64_t e, int64_t group) {
-  if (lp->coloc) return wf_attn_gather_col(&lp->ga, lp->dp, kv * lp->ga.group, e);
+  if (lp->kvgat) return wf_attn_gather_col(&lp->ga, lp->dp, kv * lp->ga.group, e);
   return (lp->kvh ? kv : kv * group) * lp->dp + e; /* shared: kv head slots; replicated: its first query head's */
 }
 
 static int64_t *switch_cols(const layer_pack *pre, const layer_pack *dec, int side, int64_t ncols) {
-  int64_t group = dec->coloc ? dec->ga.group : pre->ga.group, ne = pre->dp < dec->dp ? pre->dp : dec->dp;
+  int64_t group = dec->kvgat ? dec->ga.group : pre->ga.group, ne = pre->dp < dec->dp ? pre->dp : dec->dp;
   int64_t *map = malloc((size_t)ncols * sizeof *map);
   WF_ASSERT(map);
   for (int64_t j = 0; j < ncols; j++) map[j] = -1;
-  int64_t units = side == 0 || !(dec->coloc || dec->kvh) ? dec->heads : dec->heads / group;
+  int64_t units = side == 0 || !(dec->kvgat || dec->kvh) ? dec->heads : dec->heads / group;
   for (int64_t u = 0; u < units; u++)
     for (int64_t e = 0; e < ne; e++) {
       int64_t dst, src;
@@ -45,8 +46,8 @@ static int64_t *switch_cols(const layer_pack *pre, const layer_pack *dec, int si
         dst = dec->coloc ? wf_attn_q_col(&dec->ga, dec->dp, u, e) : u * dec->dp + e;
         src = pre->coloc ? wf_attn_q_col(&pre->ga, pre->dp, u, e) : u * pre->dp + e;
       } else {
-        int64_t kv = dec->coloc || dec->kvh ? u : u / group; /* a replicated slot: its query head's kv head */
-        dst = dec->coloc ? kv_col(dec, kv, e, group) : u * dec->dp + e;
+        int64_t kv = dec->kvgat || dec->kvh ? u : u / group; /* a replicated slot: its query head's kv head */
+        dst = dec->kvgat ? kv_col(dec, kv, e, group) : u * dec->dp + e;
         src = kv_col(pre, kv, e, group);
       }
       if (dst < ncols) map[dst] = src;
@@ -227,7 +228,7 @@ weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack 
     int li = -1, role = proj_role(name, layers, pre, dec, &li);
     if (role >= 0 && (role == 3) == swap) { /* a projection's columns (W_o's rows) are head slots */
       const layer_pack *p = &pre[li], *d = &dec[li];
-      int coloc = p->coloc || d->coloc;
+      int coloc = p->kvgat || d->kvgat;
       if (p->dp < 1 || d->dp < 1 || (!coloc && dd[k] % d->dp)) continue;
       if (coloc) { /* a column map instead of slots (switch_cols) */
         m.src_dp = m.dst_dp = m.d = 1;
@@ -376,7 +377,7 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
       rc = WF_EXIT_UNSUPPORTED;
       break;
     }
-    int coloc = p->coloc || d->coloc, nslots = coloc ? 1 : (int)(d->dims[2] / d->dp);
+    int coloc = p->kvgat || d->kvgat, nslots = coloc ? 1 : (int)(d->dims[2] / d->dp);
     int64_t heads[3] = {p->dp, d->dp, p->dp < d->dp ? p->dp : d->dp}, *slots = malloc((size_t)nslots * sizeof *slots);
     WF_ASSERT(slots);
     for (int h = 0; h < nslots; h++) slots[h] = coloc ? 0 : switch_slot(p, d, h);

@@ -16,7 +16,8 @@
 typedef struct layer_pack {
   int64_t heads, dp, kvh, dims[3];
   char proj[4][128]; /* the constants the q, k, v and output projections multiply by ("" when not found) */
-  int coloc;         /* kv heads colocated with q (attention {q_colocated}), cut as `ga` says */
+  int kvgat, coloc;  /* k and v cut over columns as `ga` says (attention {kv_gather}), and q
+                      * colocated with the pieces (attention {q_colocated}) */
   wf_attn_gather ga;
 } layer_pack;
 #define MAX_LAYERS 31
