@@ -221,7 +221,7 @@ static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
  * of a rotate-half RoPE, whose pairs (i, i + D/2) sit at (2i, 2i + 1). */
 static int64_t src_of(const hl_map *mp, int64_t j, int rot, int64_t *head) {
   int64_t h = j / mp->dp, r = j % mp->dp;
-  if (mp->gm) { /* the gathered form: column x = j / gsub holds piece x % gm of kv head x / gm; */
+  if (mp->gm) { /* the gathered form: column x = j / gsub holds piece x % gm of kv head x / gm */
     int64_t gq = mp->gq ? mp->gq : 1, x = j / (gq * mp->gsub), qi = j % (gq * mp->gsub) / mp->gsub;
     int64_t rl = j % mp->gsub, c = x % mp->gm, per = mp->gm / mp->gparts;
     if ((c % per) * mp->gsub + rl >= mp->gpb) return -1;
