@@ -76,6 +76,18 @@ queue lighter "llama_gqa_interleaved on 8x5: auto did not keep the lighter decod
 queue lighter "llama_mqa_halfrope on 9x3: auto did not keep the lighter decode step" "$TMP/llama_mqa_halfrope.9x3.shift" \
   "$TMP/llama_mqa_halfrope.9x3.shift.gqa=colocate" "$TMP/llama_mqa_halfrope.9x3.shift.gqa=replicate"
 
+# where the colocated decode step does not fit (llama_gqa_interleaved on 8x8 with a cache for 400
+# tokens: its group sums run out of colors) auto keeps the replicated one, which fits
+L=$(prompt_len "$G/llama_gqa_interleaved_prompt.npy")
+rc=0
+waferc "$G/llama_gqa_interleaved.onnx" -o "$TMP/n400c" --target=wse2 --mesh=8x8 --input-shape "input_ids=1x$L" \
+  --generate=400 --gqa=colocate -q 2>/dev/null || rc=$?
+[ $rc -eq 4 ] || fail "llama_gqa_interleaved 8x8 --generate=400 --gqa=colocate: exit $rc, want 4 (the premise)"
+waferc "$G/llama_gqa_interleaved.onnx" -o "$TMP/n400" --target=wse2 --mesh=8x8 --input-shape "input_ids=1x$L" \
+  --generate=400 -q 2>/dev/null || fail "llama_gqa_interleaved 8x8 --generate=400: waferc exited $?, want the replicated plan"
+[ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['generate']['gqa'])" "$TMP/n400/manifest.json")" = replicate ] ||
+  fail "llama_gqa_interleaved 8x8 --generate=400: not replicated"
+n=$((n + 1))
 # RoPE's rows computed at the token's position (--rope=computed): both RoPE forms, square and
 # not, both caches; the decode step holds the angles and no table of the sequence's length
 for c in "llama_mha_halfrope 6x4 shift" "llama_gqa_interleaved 9x3 concat" "llama_mqa_halfrope 4x4 shift"; do

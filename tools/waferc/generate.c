@@ -114,11 +114,12 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
   wf_plan_opts po = g->po;
   po.manifest_extra = extra;
   if (!rc) rc = wf_backend_emit_plan(m, &c->target, dir, &po);
-  if (!rc)
-    for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
-        if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) && wf_op_attr(m->funcs[i], op, "kv_gather"))
-          colocated_seen = 1;
-      }
+  /* whether or not it compiled (a colocated step may run out of colors where a replicated one
+   * does not): head-layout cut kv heads over columns */
+  for (int i = 0; m && i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
+      if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) && wf_op_attr(m->funcs[i], op, "kv_gather"))
+        colocated_seen = 1;
+    }
   if (!rc && (layers || lp)) {
     int n = 0;
     for (int i = 0; i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
