@@ -211,6 +211,23 @@ void wf_head_layout_width(int64_t heads, int64_t d, int rope, int w, int64_t *dp
   }
 }
 
+int wf_head_layout_kv_cut(int64_t heads, int64_t kv_heads, int64_t dp, int64_t n, int rope, int w, int64_t *m,
+                          int64_t *parts, int64_t *sub, int64_t *pb) {
+  int64_t group = kv_heads > 0 ? heads / kv_heads : 0;
+  if (group < 1 || dp < 1 || w < 1) return 0;
+  if (heads >= w) { /* c whole heads per column: the group's m = group / c columns */
+    int64_t per_col = n / w / dp;
+    if (per_col < 1 || group % per_col) return 0;
+    *m = group / per_col, *parts = 1, *pb = dp;
+  } else { /* a head over g columns: m = group g columns, g parts */
+    *parts = w / heads, *m = group * *parts, *pb = dp / *parts;
+  }
+  int64_t per = *m / *parts;
+  *sub = (*pb + per - 1) / per;
+  if (rope && *sub % 2) ++*sub; /* RoPE's pairs stay on one PE */
+  return *m >= 2 && kv_heads * *m <= w;
+}
+
 static hl_map make_map(int64_t heads, int64_t d, int rope, int w) {
   hl_map mp = {heads, d, d, 0, rope, 0, 0, 0, 0, 0};
   wf_head_layout_width(heads, d, rope != ROPE_NONE, w, &mp.dp, &mp.n);
@@ -427,20 +444,12 @@ static int64_t kv_cost(const hl *c, const hl_side *q, const hl_side *k, const wf
  * (auto) the cost model predicts it cheaper than replicating. Whole heads per column (H >= W,
  * c per column): the kv head's query heads fill m = group / c columns, which must be whole;
  * a head over g columns (H < W): m = group g columns, g parts. */
-static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *k, const wf_op *att, int64_t group,
-                      hl_map *kvm) {
+static int gather_map(hl *c, const hl_side *q, const hl_map *mp, const hl_side *k, const wf_op *att, hl_map *kvm) {
   if (!strcmp(c->gqa, "replicate")) return 0;
-  int64_t gm, parts, pb;
-  if (q->hv.heads >= c->w) {
-    int64_t per_col = mp->n / c->w / mp->dp;
-    if (per_col < 1 || group % per_col) return 0;
-    gm = group / per_col, parts = 1, pb = mp->dp;
-  } else {
-    parts = c->w / q->hv.heads, gm = group * parts, pb = mp->dp / parts;
-  }
-  int64_t sub = (pb + gm / parts - 1) / (gm / parts);
-  if (mp->rope != ROPE_NONE && sub % 2) sub++;
-  if (gm < 2 || k->hv.heads * gm > c->w) return 0;
+  int64_t gm, parts, pb, sub;
+  if (!wf_head_layout_kv_cut(q->hv.heads, k->hv.heads, mp->dp, mp->n, mp->rope != ROPE_NONE, c->w, &gm, &parts, &sub,
+                             &pb))
+    return 0;
   if (!strcmp(c->gqa, "auto")) {
     int64_t cb = mp->n / c->w;
     int64_t rep = kv_cost(c, q, k, att, cb, mp->dp, cb, 0, 0), gat = kv_cost(c, q, k, att, cb, mp->dp, sub, gm, parts);
@@ -491,7 +500,7 @@ static int pack_matched(hl *c, wf_op *att, wf_pass_ctx *ctx, hl_side q, hl_side 
   if (shared) kvm.heads = k.hv.heads, kvm.n = c->w * (per_col / group) * mp.d;
   /* Otherwise a kv head's query heads span columns: replicate its Wk, Wv columns onto each of
    * them, or compute it once, cut over those columns, and gather it inside the attention. */
-  int gathered = group > 1 && !shared && gather_map(c, &q, &mp, &k, att, group, &kvm);
+  int gathered = group > 1 && !shared && gather_map(c, &q, &mp, &k, att, &kvm);
   /* colocate: q (and so the result and Wo's rows) packed by the kv pieces, group per column */
   int coloc = gathered && !strcmp(c->gqa, "colocate");
   if (coloc) mp = kvm, mp.heads = q.hv.heads, mp.gq = group, mp.n = kvm.n * group;

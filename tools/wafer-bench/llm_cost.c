@@ -32,22 +32,13 @@ void wf_llm_shape_init(const wf_llm_model *m, int w, int h, int64_t tokens, int6
 }
 
 int wf_llm_shape_colocate(const wf_llm_model *m, wf_llm_shape *s) {
-  /* head_layout.c's gather_map: whole heads per column (c of them, group a multiple of c) or a
-   * head over parts columns; m columns per kv head of sub (even: RoPE pairs) */
-  int64_t group = m->heads / m->kv_heads, w = s->w, gm, parts, pb;
-  if (group < 2 || s->kv_shared) return 0;
-  if (m->heads >= w) {
-    int64_t per_col = s->eq / w / s->dp;
-    if (per_col < 1 || group % per_col) return 0;
-    gm = group / per_col, parts = 1, pb = s->dp;
-  } else {
-    parts = w / m->heads, gm = group * parts, pb = s->dp / parts;
-  }
-  int64_t sub = cdiv(pb, gm / parts);
-  if (sub % 2) sub++;
-  if (gm < 2 || m->kv_heads * gm > w) return 0;
+  int64_t gm, parts, sub, pb;
+  if (s->kv_shared || m->heads / m->kv_heads < 2 ||
+      !wf_head_layout_kv_cut(m->heads, m->kv_heads, s->dp, s->eq, 1, s->w, &gm, &parts, &sub, &pb))
+    return 0;
+  int64_t group = m->heads / m->kv_heads;
   s->coloc_m = gm, s->coloc_group = group, s->coloc_parts = parts, s->coloc_sub = sub;
-  s->eq = w * group * sub, s->ekv = w * sub;
+  s->eq = s->w * group * sub, s->ekv = s->w * sub;
   return 1;
 }
 
@@ -158,7 +149,7 @@ int wf_llm_prefill_cost(const wf_llm_model *m, const wf_target *t, const wf_llm_
  * lower_decode_attention.c asserts it agrees with) plus its three allreduces along the column. */
 static int64_t decode_attention(const wf_target *t, const wf_llm_shape *s, int rows, int64_t cb, int64_t ckb,
                                 int64_t hd, int64_t cap) {
-  int64_t loc = s->coloc_m ? wf_decode_attention_local_coloc(t, rows, ckb, s->coloc_m, s->coloc_group, cap)
+  int64_t loc = s->coloc_m ? wf_decode_attention_slots(t, rows, s->coloc_group, ckb, s->coloc_m, cb, ckb, cap)
                            : wf_decode_attention_local(t, rows, cb, ckb, hd, cap);
   if (loc < 0) return -1;
   int64_t nh = s->coloc_m ? s->coloc_group : cb >= hd ? cb / hd : 1;
