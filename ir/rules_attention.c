@@ -258,14 +258,19 @@ int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
     wf_error(op->loc, "'kv_switch' takes an f32 [B, L, N] cache or [K, N] weight, got %s", TS(x));
     return -1;
   }
-  if (no != 2 || nr != 2 || nb != 2 || nh != 3 || ns < 1) {
-    wf_error(op->loc, "'kv_switch' needs out = [R, N], region = [W, H], block = [cap, cb], heads = [src_dp, dst_dp, d] "
-                      "and a non-empty slots list");
+  int nc;
+  const int64_t *cm = wf_rule_ints(f, op, "cols", &nc);
+  if (nc < 0) nc = 0;
+  if (no != 2 || nr != 2 || nb != 2 || (nc ? nh > 0 || ns > 0 : nh != 3 || ns < 1)) {
+    wf_error(op->loc, "'kv_switch' needs out = [R, N], region = [W, H], block = [cap, cb], and either heads = "
+                      "[src_dp, dst_dp, d] with a non-empty slots list or cols");
     return -1;
   }
+  static const int64_t whole[3] = {1, 1, 1}; /* cols: every column its own slot */
+  if (nc) h = whole;
   int r0 = x->rank - 2; /* the rows' dim: a weight [K, N] is one matrix (B = 1) */
-  *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[r0], x->dims[r0 + 1], 0, sl, ns,
-                      r0 ? x->dims[0] : 1, (int)wf_op_int(f, op, "swap", 0), NULL, 0};
+  *s = (wf_kv_switch){o[0], o[1], r[0], r[1], b[0], b[1], h[0], h[1], h[2], x->dims[r0], x->dims[r0 + 1], 0,
+                      nc ? NULL : sl, nc ? 0 : ns, r0 ? x->dims[0] : 1, (int)wf_op_int(f, op, "swap", 0), NULL, 0};
   if (s->swap && (r0 || s->swap != 1)) {
     wf_error(op->loc, "'kv_switch': swap = 1 takes a weight [K, N] (and swap is 0 or 1)");
     return -1;
@@ -283,9 +288,7 @@ int wf_kv_switch_of(const wf_func *f, const wf_op *op, wf_kv_switch *s) {
              (long long)s->cbd, (long long)s->lbd, (long long)s->cap);
     return -1;
   }
-  int nc;
-  const int64_t *cm = wf_rule_ints(f, op, "cols", &nc);
-  if (nc > 0) {
+  if (nc) {
     if (nc != s->cols) {
       wf_error(op->loc, "'kv_switch': cols has %d entries for %lld result columns", nc, (long long)s->cols);
       return -1;

@@ -105,23 +105,14 @@ int64_t wf_attention_predict(const wf_target *t, const wf_attn_shape *a) {
   return end + blk * (dc + 1);
 }
 
-static int64_t decode_local(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
-                            int64_t cap);
-
 int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap) {
-  if (cb >= hd && cb % hd == 0) return decode_local(t, rows, cb / hd, hd, 1, cb, ckb, cap);
-  if (cb < hd && hd % cb == 0) return decode_local(t, rows, 1, cb, hd / cb, cb, ckb, cap);
+  if (cb >= hd && cb % hd == 0) return wf_decode_attention_slots(t, rows, cb / hd, hd, 1, cb, ckb, cap);
+  if (cb < hd && hd % cb == 0) return wf_decode_attention_slots(t, rows, 1, cb, hd / cb, cb, ckb, cap);
   return -1;
 }
 
-int64_t wf_decode_attention_local_coloc(const wf_target *t, int rows, int64_t ckb, int64_t coloc_m, int64_t coloc_group,
-                                        int64_t cap) {
-  if (ckb < 1 || coloc_m < 1 || coloc_group < 1) return -1;
-  return decode_local(t, rows, coloc_group, ckb, coloc_m, coloc_group * ckb, ckb, cap);
-}
-
-static int64_t decode_local(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
-                            int64_t cap) {
+int64_t wf_decode_attention_slots(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
+                                  int64_t cap) {
   int64_t fm = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, ec = t->exp_cycles, dc = t->div_cycles;
   int64_t kw = ckb, pred = 0; /* words of one token's K (or V) on a PE */
   /* the append: the shift's copies out, its async hop up, the copies in; the new slot */

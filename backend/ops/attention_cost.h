@@ -51,9 +51,10 @@ int wf_attention_ring_live(int rows, int y, int r);
  * lowered): rows of PEs holding the cache, q blocks of cb columns, k/v blocks of ckb, cap slots
  * per row. -1 when the heads do not fall on the blocks. */
 int64_t wf_decode_attention_local(const wf_target *t, int rows, int64_t cb, int64_t ckb, int64_t hd, int64_t cap);
-/* The same for q colocated with the kv pieces: coloc_group query-head pieces of ckb columns per
- * PE, summed over coloc_m columns. */
-int64_t wf_decode_attention_local_coloc(const wf_target *t, int rows, int64_t ckb, int64_t coloc_m, int64_t coloc_group,
-                                        int64_t cap);
+/* The same for a PE's head slots as the lowering finds them (wf_attn_slots, lower.h): nh slots
+ * of ds columns reading ckb columns of k/v, a head's scores summed over g columns (q colocated
+ * with the kv pieces: nh = group, ds = ckb = sub, g = m). */
+int64_t wf_decode_attention_slots(const wf_target *t, int rows, int64_t nh, int64_t ds, int64_t g, int64_t cb, int64_t ckb,
+                                  int64_t cap);
 
 #endif

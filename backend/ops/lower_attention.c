@@ -118,8 +118,21 @@ int64_t wf_lower_attn_group_sum(wf_lower *L, const grp *G, int sym, int64_t len)
   return wf_attention_group_sum_cost(L->t, G->g, len);
 }
 
-int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
-                        int64_t ckb, wf_attn_slots *s) {
+int wf_lower_attn_slots(const wf_lower *L, const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh,
+                        int64_t cb, int64_t ckb, wf_attn_slots *s) {
+  wf_attn_gather ga;
+  if (wf_attn_colocated(L->f, op, hd, &ga) > 0) { /* head-layout{gqa=colocate} */
+    if (ckb != ga.sub || cb != ga.group * ga.sub || ga.m > L->w) {
+      wf_error(op->loc, "%s: q_colocated with kv_gather [%lld, %lld, %lld, %lld] does not fit %lld-column blocks of q "
+                        "and %lld of k on this mesh (run head-layout with this mesh)", who, (long long)ga.m,
+               (long long)ga.group, (long long)ga.parts, (long long)ga.sub, (long long)cb, (long long)ckb);
+      return WF_EXIT_UNSUPPORTED;
+    }
+    /* each of the column's group query-head pieces reads its one kv piece; a head's dot
+     * product is summed over the kv head's m columns */
+    s->nh = ga.group, s->ds = ga.sub, s->g = ga.m, s->nkv = 1;
+    return 0;
+  }
   if (cb >= hd && cb % hd == 0) s->nh = cb / hd, s->ds = hd, s->g = 1;
   else if (cb < hd && hd % cb == 0) s->nh = 1, s->ds = cb, s->g = hd / cb;
   else {
@@ -141,20 +154,6 @@ int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t
     wf_error(op->loc, "%s: k has %lld columns per PE, q %lld", who, (long long)ckb, (long long)cb);
     return WF_EXIT_UNSUPPORTED;
   }
-  return 0;
-}
-
-int wf_lower_attn_coloc_slots(const wf_lower *L, const wf_op *op, const char *who, const wf_attn_gather *ga, int64_t cb,
-                              int64_t ckb, wf_attn_slots *s) {
-  if (ckb != ga->sub || cb != ga->group * ga->sub || ga->m > L->w) {
-    wf_error(op->loc, "%s: q_colocated with kv_gather [%lld, %lld, %lld, %lld] does not fit %lld-column blocks of q and "
-                      "%lld of k on this mesh (run head-layout with this mesh)", who, (long long)ga->m,
-             (long long)ga->group, (long long)ga->parts, (long long)ga->sub, (long long)cb, (long long)ckb);
-    return WF_EXIT_UNSUPPORTED;
-  }
-  /* each of the column's group query-head pieces reads its one kv piece; a head's dot product
-   * is summed over the kv head's m columns */
-  s->nh = ga->group, s->ds = ga->sub, s->g = ga->m, s->nkv = 1;
   return 0;
 }
 
@@ -332,9 +331,7 @@ int wf_lower_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_attn_gather ga;
   int coloc = wf_attn_colocated(L->f, op, hd, &ga) > 0;
   int gat = !coloc && wf_attn_gather_of(L->f, op, hd, &ga) > 0;
-  if (coloc) {
-    if (wf_lower_attn_coloc_slots(L, op, "attention", &ga, cb, ckb, &hs)) return WF_EXIT_UNSUPPORTED;
-  } else if (wf_lower_attn_slots(op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, gat ? cb : ckb, &hs))
+  if (wf_lower_attn_slots(L, op, "attention", heads, hd, wf_op_int(L->f, op, "kv_heads", 0), cb, gat ? cb : ckb, &hs))
     return WF_EXIT_UNSUPPORTED;
   if (gat) { /* every PE's query heads read one kv head, gathered from its m columns */
     int64_t per = ga.m / ga.parts;

@@ -28,7 +28,6 @@
 #include "backend/collectives/lower_collective.h"
 #include "backend/ops/attention_cost.h"
 #include "backend/resources/lower.h"
-#include "ir/rules.h"
 #include "waferc/diag.h"
 
 #define NEG_BIG (-1e30f)
@@ -87,11 +86,8 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
   int64_t cb = bq[2], cap = bc[1], ckb = bc[2];
   int rows = ct->layout.dims[1].split == WF_AXIS_Y ? L->h : 1;
   wf_attn_slots hs;
-  wf_attn_gather ga;
-  int coloc = wf_attn_colocated(f, op, hd, &ga) > 0;
-  if (coloc ? wf_lower_attn_coloc_slots(L, op, "decode_attention", &ga, cb, ckb, &hs)
-            : wf_lower_attn_slots(op, "decode_attention", heads, hd, kvh, cb, ckb, &hs))
-    return WF_EXIT_UNSUPPORTED;
+  if (wf_lower_attn_slots(L, op, "decode_attention", heads, hd, kvh, cb, ckb, &hs)) return WF_EXIT_UNSUPPORTED;
+  int coloc = wf_op_int(f, op, "q_colocated", 0) != 0;
   int64_t nh = hs.nh, ds = hs.ds, g = hs.g, nkv = hs.nkv;
   int64_t share = nh / nkv;
   float scale = (float)wf_op_float(f, op, "scale", 1.0);
@@ -210,8 +206,7 @@ int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out) 
         WF_BMODE_I);
   pred += cb * (dc + 1) + cyc;
   out->predicted = pred;
-  WF_ASSERT(pred - cyc == (coloc ? wf_decode_attention_local_coloc(L->t, rows, ckb, ga.m, ga.group, cap)
-                                  : wf_decode_attention_local(L->t, rows, cb, ckb, hd, cap))); /* attention_cost.c */
+  WF_ASSERT(pred - cyc == wf_decode_attention_slots(L->t, rows, nh, ds, g, cb, ckb, cap)); /* attention_cost.c */
   snprintf(out->text, sizeof out->text, "decode-heads-%s%s%s", g > 1 ? "split" : "whole", coloc ? "-colocated" : "",
            rows > 1 ? "-cache-y" : "");
   out->lowering = out->text;

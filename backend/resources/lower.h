@@ -253,17 +253,14 @@ int64_t wf_lower_attn_group_sum(wf_lower *L, const wf_attn_group *G, int sym, in
 /* A PE's head slots: cb columns of q hold nh whole heads of ds = hd columns, or one part
  * (ds = cb) of a head spread over g = hd / cb columns; its ckb columns of k/v hold nkv kv slots
  * (nh unless kv_heads > 0: head-layout's shared GQA, q slot k reading kv slot k / (nh / nkv)).
+ * With q colocated with the kv pieces (attention {q_colocated}): the group query heads' pieces
+ * of ds = sub columns, all reading the one kv piece, summed over the kv head's g = m columns.
  * Reports (naming `who`) and returns WF_EXIT_UNSUPPORTED when the blocks do not fall on heads. */
 typedef struct wf_attn_slots {
   int64_t nh, ds, g, nkv;
 } wf_attn_slots;
-int wf_lower_attn_slots(const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh, int64_t cb,
-                        int64_t ckb, wf_attn_slots *s);
-/* The slots of attention {q_colocated} (head-layout{gqa=colocate}): group pieces of sub columns
- * reading one kv piece, summed over the kv head's m columns. */
-struct wf_attn_gather; /* ir/rules.h */
-int wf_lower_attn_coloc_slots(const wf_lower *L, const wf_op *op, const char *who, const struct wf_attn_gather *ga, int64_t cb,
-                              int64_t ckb, wf_attn_slots *s);
+int wf_lower_attn_slots(const wf_lower *L, const wf_op *op, const char *who, int64_t heads, int64_t hd, int64_t kvh,
+                        int64_t cb, int64_t ckb, wf_attn_slots *s);
 /* lower_decode_attention.c: one decode step's attention over the KV cache (docs/generation.md). */
 int wf_lower_decode_attention(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 int wf_lower_softmax(wf_lower *L, const wf_op *op, wf_lowered_op *out);

@@ -242,9 +242,11 @@ sed -e 's/slots = \[2, 0, 1\]}/slots = [2, 0, 1], swap = 1}/' -e 's/f32\[15, 35\
 # an explicit column map (cols: the decode packing's column j reads x's column cols[j]; what the
 # switch writes for kv heads colocated with q): runs, reversals, repeats and zeros, for a cache
 # and for a swapped weight
-sed -e 's/slots = \[1, 0, -1\]}/slots = [0], cols = [7, 6, 0, 1, 2, -1, 5, 4, 3, 3, -1, 0, 1, 2, 3, 4]}/' "$TMP/parts.wir" >"$TMP/cols.wir"
-sed -e 's/slots = \[2, 0, 1\], swap = 1}/slots = [0], swap = 1, cols = [COLS]}/' "$TMP/swap.wir" >"$TMP/colswap.wir"
+sed -e 's/heads = \[4, 4, 3\], slots = \[1, 0, -1\]}/cols = [7, 6, 0, 1, 2, -1, 5, 4, 3, 3, -1, 0, 1, 2, 3, 4]}/' "$TMP/parts.wir" >"$TMP/cols.wir"
+sed -e 's/heads = \[6, 7, 6\], slots = \[2, 0, 1\], swap = 1}/swap = 1, cols = [COLS]}/' "$TMP/swap.wir" >"$TMP/colswap.wir"
 sed -i "s/COLS/$(python3 -c "print(', '.join(str((7 * j + 3) % 19 - 1) for j in range(35)))")/" "$TMP/colswap.wir"
+grep -q "{out = \[8, 16\], region = \[3, 2\], block = \[4, 4\], cols = \[7, 6," "$TMP/cols.wir" &&
+  grep -q "block = \[5, 7\], swap = 1, cols = \[2, 9, 16," "$TMP/colswap.wir" || fail "the cols cases were not written"
 python3 "$SRC/tests/tools/npy.py" "$TMP/k16.npy" 1,7,16 3 1.0
 python3 "$SRC/tests/tools/npy.py" "$TMP/k8.npy" 1,5,8 4 1.0
 python3 "$SRC/tests/tools/npy.py" "$TMP/w.npy" 10,18 5 1.0

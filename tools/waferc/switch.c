@@ -228,25 +228,21 @@ weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack 
     int li = -1, role = proj_role(name, layers, pre, dec, &li);
     if (role >= 0 && (role == 3) == swap) { /* a projection's columns (W_o's rows) are head slots */
       const layer_pack *p = &pre[li], *d = &dec[li];
-      int coloc = p->kvgat || d->kvgat;
-      if (p->dp < 1 || d->dp < 1 || (!coloc && dd[k] % d->dp)) continue;
-      if (coloc) { /* a column map instead of slots (switch_cols) */
-        m.src_dp = m.dst_dp = m.d = 1;
-        m.n_slots = 1;
-        m.slots = calloc(1, sizeof *m.slots);
-        WF_ASSERT(m.slots);
+      if (p->dp < 1 || d->dp < 1) continue;
+      if (p->kvgat || d->kvgat) { /* kv heads cut over columns: a column map (switch_cols) */
         m.n_cols = dpad[k];
         m.cols = switch_cols(p, d, role == 1 || role == 2, m.n_cols);
-        goto keep;
+      } else {
+        if (dd[k] % d->dp) continue;
+        m.src_dp = p->dp, m.dst_dp = d->dp, m.d = p->dp < d->dp ? p->dp : d->dp;
+        m.n_slots = (int)(dd[k] / d->dp);
+        m.slots = malloc((size_t)m.n_slots * sizeof *m.slots);
+        WF_ASSERT(m.slots);
+        layer_pack q = *p, qd = *d; /* q and W_o hold one slot per query head */
+        q.kvh = qd.kvh = 0;
+        for (int h = 0; h < m.n_slots; h++)
+          m.slots[h] = role == 1 || role == 2 ? switch_slot(p, d, h) : switch_slot(&q, &qd, h);
       }
-      m.src_dp = p->dp, m.dst_dp = d->dp, m.d = p->dp < d->dp ? p->dp : d->dp;
-      m.n_slots = (int)(dd[k] / d->dp);
-      m.slots = malloc((size_t)m.n_slots * sizeof *m.slots);
-      WF_ASSERT(m.slots);
-      layer_pack q = *p, qd = *d; /* q and W_o hold one slot per query head */
-      q.kvh = qd.kvh = 0;
-      for (int h = 0; h < m.n_slots; h++)
-        m.slots[h] = role == 1 || role == 2 ? switch_slot(p, d, h) : switch_slot(&q, &qd, h);
     } else { /* the same indices */
       const char *dot = strrchr(name, '.');
       if (role >= 0 || (dot && !strcmp(dot, ".heads")) || dd[k] != pd[k]) continue; /* a packing not known here */
@@ -255,7 +251,6 @@ weight_move *wf_switch_plan_moves(const wf_cli *c, int layers, const layer_pack 
       m.slots = calloc(1, sizeof *m.slots);
       WF_ASSERT(m.slots);
     }
-  keep:
     m.name = strdup(name);
     m.psym = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pwt, "symbol")));
     m.dsym = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "symbol")));
@@ -315,13 +310,14 @@ static void print_switch(sw_text *t, const char *arg, const char *res, const cha
   } else if (!unskewed) {
     fprintf(t->args, "%s%%%s: f32[%s%lld, %lld]", sep, arg, batch, (long long)k, (long long)np);
   }
-  fprintf(t->ops, "    %%%s = kv_switch(%%%s%s) {out = [%lld, %lld], region = [%d, %d], block = [%lld, %lld], heads = "
-                  "[%lld, %lld, %lld], slots = [", res, arg, in, rows, cols, dw, dh, (long long)cap,
-          (long long)cbd, (long long)heads[0], (long long)heads[1], (long long)heads[2]);
-  for (int h = 0; h < n_slots; h++) fprintf(t->ops, "%s%lld", h ? ", " : "", (long long)slots[h]);
-  if (colmap) {
-    fprintf(t->ops, "], cols = [");
+  fprintf(t->ops, "    %%%s = kv_switch(%%%s%s) {out = [%lld, %lld], region = [%d, %d], block = [%lld, %lld], ", res, arg,
+          in, rows, cols, dw, dh, (long long)cap, (long long)cbd);
+  if (colmap) { /* one source column per result column */
+    fprintf(t->ops, "cols = [");
     for (int64_t j = 0; j < cols; j++) fprintf(t->ops, "%s%lld", j ? ", " : "", (long long)(j < n_colmap ? colmap[j] : -1));
+  } else {
+    fprintf(t->ops, "heads = [%lld, %lld, %lld], slots = [", (long long)heads[0], (long long)heads[1], (long long)heads[2]);
+    for (int h = 0; h < n_slots; h++) fprintf(t->ops, "%s%lld", h ? ", " : "", (long long)slots[h]);
   }
   if (swap) { /* the result transposed back: {K_x, N_y}, each PE's block the decode weight's */
     long long tmp = rows;
@@ -377,10 +373,10 @@ int wf_switch_compile(wf_cli *c, const wf_gen_compile *g, int layers, const laye
       rc = WF_EXIT_UNSUPPORTED;
       break;
     }
-    int coloc = p->kvgat || d->kvgat, nslots = coloc ? 1 : (int)(d->dims[2] / d->dp);
-    int64_t heads[3] = {p->dp, d->dp, p->dp < d->dp ? p->dp : d->dp}, *slots = malloc((size_t)nslots * sizeof *slots);
+    int coloc = p->kvgat || d->kvgat, nslots = coloc ? 0 : (int)(d->dims[2] / d->dp);
+    int64_t heads[3] = {p->dp, d->dp, p->dp < d->dp ? p->dp : d->dp}, *slots = calloc((size_t)nslots + 1, sizeof *slots);
     WF_ASSERT(slots);
-    for (int h = 0; h < nslots; h++) slots[h] = coloc ? 0 : switch_slot(p, d, h);
+    for (int h = 0; h < nslots; h++) slots[h] = switch_slot(p, d, h);
     int64_t *cmap = coloc ? switch_cols(p, d, 1, d->dims[2]) : NULL;
     for (int kv = 0; kv < 2; kv++) {
       char arg[32], res[32];

@@ -36,7 +36,7 @@ typedef struct weight_move {
   int64_t rows, np, cap, cbd, src_dp, dst_dp, d; /* the kv_switch's operand [rows, np] and map */
   int64_t *slots;
   int n_slots;
-  int64_t *cols;                          /* kv_switch's cols (NULL: the slots'), n_cols entries */
+  int64_t *cols;                          /* kv_switch's cols (then no slots), n_cols entries */
   int64_t n_cols;
 } weight_move;
 
