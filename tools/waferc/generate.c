@@ -81,10 +81,9 @@ static void out_weight(const wf_func *f, wf_value v, char *buf, size_t cap) {
   }
 }
 
-/* Set by compile_one when a plan holds kv heads cut over columns (colocated with q in decode,
- * gathered in the prefill); kept_colocated by
- * compile_generate when its plans do (auto's choice). */
-static int colocated_seen, kept_colocated;
+/* Set by compile_one when head-layout cut kv heads over columns (colocated with q in decode,
+ * gathered in the prefill), whether or not the plan compiled. */
+static int kv_cut_seen;
 
 /* One compile of the model with ids `shape` and the pass `late` after head-layout into dir;
  * *layers (may be NULL) gets the attention layers the plan has, lp[] (may be NULL, MAX_LAYERS
@@ -94,8 +93,9 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
   char pipe[512];
   /* colocate: the decode step's q beside the kv pieces; the prefill gathers those pieces inside
    * its attention instead (the same cut of k and v, the caches), its q packed as usual: a
-   * colocated prefill would sum every score over the kv head's columns (30% slower for
-   * LLaMA3-8B on 660x660, wafer-bench llm's cost model) */
+   * colocated prefill would sum every score over the kv head's columns (for LLaMA3-8B on 660x660
+   * 18,551 prefill tokens/s against 26,550 replicated, by wafer-bench llm's cost model in a
+   * scratch build that colocated its prefill, docs/generation.md) */
   const char *gqa = !g->gqa || strcmp(g->gqa, "colocate") ? "replicate"
                     : strncmp(late, "decode-step", 11)   ? "gather"
                                                          : "colocate";
@@ -118,7 +118,7 @@ static int compile_one(wf_cli *c, const wf_gen_compile *g, const char *shape, co
    * does not): head-layout cut kv heads over columns */
   for (int i = 0; m && i < m->n_funcs; i++) wf_func_foreach_op(m->funcs[i], op) {
       if ((op->code == WF_OP_DECODE_ATTENTION || op->code == WF_OP_ATTENTION) && wf_op_attr(m->funcs[i], op, "kv_gather"))
-        colocated_seen = 1;
+        kv_cut_seen = 1;
     }
   if (!rc && (layers || lp)) {
     int n = 0;
@@ -593,9 +593,9 @@ static int dec_colocated(void *user) {
   dec_pick *d = user;
   wf_gen_compile r = *d->g;
   r.gqa = "colocate";
-  colocated_seen = 0;
+  kv_cut_seen = 0;
   int rc = compile_decode(d->c, &r, d->name, d->L, d->g->n, d->cap, d->ddir, &d->layers[0], d->lp[0]);
-  d->seen = colocated_seen;
+  d->seen = kv_cut_seen;
   return rc;
 }
 
@@ -644,8 +644,9 @@ static int lighter_decode(wf_cli *c, const wf_gen_compile *g, const char *name, 
 /* One generation compile with g->gqa (colocate or replicate; `asked`: by --gqa, else auto's
  * attempt, colocated or replicated by lighter_decode, which the prefill then follows where
  * its mesh allows); `search`: on exit 4, look for the largest N that
- * fits (also when nothing was colocated: auto's replicated attempt would be the same). */
-static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int asked) {
+ * fits (also when nothing was cut: auto's replicated attempt would be the same); *cut: its plans
+ * hold kv heads cut over columns. */
+static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int asked, int *cut) {
   const char *eq = g->ids_shape ? strchr(g->ids_shape, '=') : NULL;
   long long b = 0, L = 0;
   char tail;
@@ -737,8 +738,8 @@ static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int 
   }
   if (rc) wf_plan_stage_abort(stage);
   else rc = wf_plan_stage_commit(stage, g->out_dir);
-  kept_colocated = !strcmp(g->gqa, "colocate");
-  if (rc == WF_EXIT_NOFIT && !switch_full && (search || !kept_colocated)) { /* a smaller N helps the phases, hardly the switch */
+  *cut = !strcmp(g->gqa, "colocate");
+  if (rc == WF_EXIT_NOFIT && !switch_full && (search || !*cut)) { /* a smaller N helps the phases, hardly the switch */
     int64_t best = largest_fit(c, g, name, L, g->n, concat);
     if (best > 0)
       wf_note(WF_LOC_NONE, "with a prompt of %lld tokens both phases fit this mesh for at most --generate=%lld "
@@ -756,25 +757,28 @@ static int compile_generate(wf_cli *c, const wf_gen_compile *g, int search, int 
 typedef struct gen_try {
   wf_cli *c;
   wf_gen_compile g;
+  int cut; /* the first attempt's plans held kv heads cut over columns */
 } gen_try;
 
 static int try_colocated(void *user) {
   gen_try *t = user;
-  kept_colocated = 0;
+  t->cut = 0;
   t->g.gqa = "colocate";
-  return compile_generate(t->c, &t->g, 0, 0);
+  return compile_generate(t->c, &t->g, 0, 0, &t->cut);
 }
 
 static int try_replicated(void *user) {
   gen_try *t = user;
-  if (!kept_colocated) return WF_EXIT_NOFIT; /* the same plans again */
+  if (!t->cut) return WF_EXIT_NOFIT; /* the same plans again */
   t->g.gqa = "replicate";
-  return compile_generate(t->c, &t->g, 1, 0);
+  int cut;
+  return compile_generate(t->c, &t->g, 1, 0, &cut);
 }
 
 int wf_waferc_compile_generate(wf_cli *c, const wf_gen_compile *g) {
-  gen_try t = {c, *g};
-  if (g->gqa && strcmp(g->gqa, "auto")) return compile_generate(c, g, 1, 1);
+  gen_try t = {c, *g, 0};
+  int cut;
+  if (g->gqa && strcmp(g->gqa, "auto")) return compile_generate(c, g, 1, 1, &cut);
   /* auto: kv heads colocated with q when the decode step then holds fewer bytes per PE
    * (lighter_decode), else replicated; replicated too when the colocated plans do not fit (the
    * group sums' colors) */
