@@ -60,6 +60,12 @@ int64_t wf_gemm_shift_phases(const wf_target *t, int meshgemm, int w, int h, int
  * the op before's end to this one's. */
 int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int64_t m, int64_t ka, int64_t kb,
                             int64_t n, int preskew, int nbuf, int64_t *align, int64_t phases[3], wf_row_skew *rs);
+/* The one-buffer schedule on a square region (lower_gemm_shift.c): the operand that aligns
+ * through C's block, a second spare until the loop zeroes it, so that A and B align at once
+ * as with two buffers: WF_PRESKEW_B (B's block fits C's: m >= k), else WF_PRESKEW_A (n >= k);
+ * 0 when only one operand aligns or C holds neither block (they align one after the other
+ * through the one spare). */
+int wf_gemm_single_c_spare(int64_t m, int64_t k, int64_t n, int preskew);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or

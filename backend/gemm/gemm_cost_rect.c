@@ -11,6 +11,7 @@
  * links of `hops` hops. Also here: the tile slots and buffers the lowering allocates
  * (wf_gemm_rect_buffers), and the renaming periods. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/gemm_preskew.h"
@@ -212,6 +213,38 @@ static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_
   for (int p = 0; p < r->nrows * w; p++) T[p] = nt[p];
 }
 
+/* One step of the one-buffer schedule on a square region (lower_gemm_shift.c, steps_single):
+ * A's send, the predecessor's A into the spare and B's first `early` words (its send goes
+ * out behind A's on the ramp) are issued with the multiply, and a wait closes them; then
+ * B's rest is sent and the predecessor's B received, and a wait. B's receive ends when its
+ * last wavelet has arrived (its early part was sent in the first half of the sender's step,
+ * the rest in its second half) and when the PE has read the b words up its ramp. */
+static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift) {
+  int w = r->w, P = r->nrows * w, hp, sec;
+  int64_t a = r->a, b = r->b, e = b < r->t->queue_depth ? b : r->t->queue_depth;
+  if (!shift) {
+    for (int p = 0; p < P; p++) T[p] += r->mac_s;
+    return;
+  }
+  for (int s = 0; s < r->nrows; s++) /* the first wait */
+    for (int x = 0; x < w; x++) {
+      int p = s * w + x, q = s * w + ring_from(r, 1, w, x, &hp, &sec);
+      nt[p] = max64(T[p] + max64(r->mac_s, a + e), T[q] + a + lat(r->t, hp));
+    }
+  int64_t *w1 = malloc((size_t)P * sizeof *w1);
+  WF_ASSERT(w1); /* out of host memory: exit 7 */
+  memcpy(w1, nt, (size_t)P * sizeof *w1);
+  for (int s = 0; s < r->nrows; s++) /* the second */
+    for (int x = 0; x < w; x++) {
+      int y = r->rows[s], p = s * w + x;
+      int f = r->ridx[ring_from(r, 1, r->h, y, &hp, &sec)], q = f >= 0 ? f * w + x : p;
+      int64_t in = e == b ? T[q] + a + b + lat(r->t, hp) : w1[q] + (b - e) + lat(r->t, hp);
+      nt[p] = max64(max64(w1[p] + b, in), w1[p] + (b - e));
+    }
+  memcpy(T, nt, (size_t)P * sizeof *T);
+  free(w1);
+}
+
 /* Rows (or columns) of tile i of size sz inside a block of len (lower_gemm_rect.c, clip). */
 static int64_t clip(int64_t len, int i, int64_t sz) { return len - i * sz < sz ? len - i * sz : sz; }
 
@@ -291,8 +324,10 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   int64_t pro = gather_words(0, 0, vx, vy, m, ka, kb, n, mt, kt, nt) + gather_words(1, 0, vx, vy, m, ka, kb, n, mt, kt, nt);
   if (m < vy * mt || ka < vx * kt) pro += (cannon_rename ? bf.sx : vx) * vy * a;
   if (n < vx * nt || kb < vy * kt) pro += (cannon_rename ? bf.sy : vy) * vx * b;
-  /* a square region (lower_gemm_shift.c: one tile per PE, L = N) zeroes C first */
-  if (w == h) pro += m * n;
+  /* a square region (lower_gemm_shift.c: one tile per PE, L = N) zeroes C first, or, when
+   * the one-buffer alignment uses C's block as a spare, after the alignment */
+  int cspare = one ? wf_gemm_single_c_spare(m, ka, n, preskew) : 0;
+  if (w == h && !cspare) pro += m * n;
   /* every row followed: each starts when the op before let it (row_skew.h) */
   int all_rows = r.nrows == h;
   for (int p = 0; p < P; p++) T[p] = pro + (all_rows && rs && rs->start ? rs->start[p / w] : 0);
@@ -307,10 +342,11 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   /* a pre-skewed operand (gemm_preskew.c) does not move in the alignment; one buffer aligns
    * A, then B (phases 0 and 1: the spare takes one operand at a time, lower_gemm_shift.c) */
   int still_a = !(preskew & WF_PRESKEW_A), still_b = !(preskew & WF_PRESKEW_B);
-  for (int ph = 0; ph < (one ? 2 : 1); ph++) {
-    int ph_a = still_a && (!one || ph == 0), ph_b = still_b && (!one || ph == 1);
+  int serial_align = one && !cspare; /* else both align at once, as with two buffers */
+  for (int ph = 0; ph < (serial_align ? 2 : 1); ph++) {
+    int ph_a = still_a && (!serial_align || ph == 0), ph_b = still_b && (!serial_align || ph == 1);
     if (one && !ph_a && !ph_b) continue; /* the lowering emits no loop */
-    r.serial = one; /* one operand's stream per round: its message alone (round_all) */
+    r.serial = serial_align; /* one operand's stream per round: its message alone (round_all) */
     for (int u = 0; u < iters; u++)
       for (int o = 0; o < no; o++) {
         int64_t extra = 0;
@@ -348,6 +384,8 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   int64_t e_align = 0;
   for (int p = 0; p < P; p++) e_align = max64(e_align, T[p]);
   if (align) *align = e_align - (flat + late);
+  if (cspare)
+    for (int p = 0; p < P; p++) T[p] += m * n; /* C zeroed once it is no longer a spare */
   /* The L steps: v_x v_y multiplies, and in all but the last one tile group per row of each
    * axis leaves (INTERLEAVE with v >= 2: one each way). Copies: none when the steps rename
    * (MeshGEMM with `turns`: a line's end PEs copy their turning tile), else the tiles that
@@ -374,13 +412,7 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
       round_all(&r, T, nt_, work, sa, sb, db);
       continue;
     }
-    /* one buffer (square): the multiply, then A into the spare and a wait, then B into A's
-     * old buffer and a wait: two rounds whose streams start after the PE's work */
-    r.serial = 1;
-    round_all(&r, T, nt_, work, sa, sb, 0);
-    if (!shift) continue;
-    for (int p = 0; p < P; p++) work[p] = 0, sa[p] = 0, sb[p] = b;
-    round_all(&r, T, nt_, work, sa, sb, 0);
+    step_single(&r, T, nt_, shift);
   }
   int64_t end = 0;
   for (int p = 0; p < P; p++) end = max64(end, T[p]);

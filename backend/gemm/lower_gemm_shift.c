@@ -14,10 +14,13 @@
  *
  * With one buffer (the dist.gemm's buffers = 1, --gemm-buffers=1: WaferLLM's memory-minimal
  * budget, the A, B and C blocks plus one spare) three buffers of the larger block hold A, B
- * and the spare. The alignment shifts A (between its buffer and the spare), then B; a step
- * multiplies, then sends A into the spare (wait), then B into A's old buffer (wait): nothing
- * overlaps the multiply, and each step pays the longest ring link twice. The roles rotate
- * with period 3 (A, B, spare -> spare, A, B), so the loop body is written for s % 3.
+ * and the spare. The alignment shifts A and B at once, one of them through the spare and the
+ * other through C's block, which holds nothing until the loop zeroes it
+ * (wf_gemm_single_c_spare; when C holds neither block, A and then B through the spare). A
+ * step sends A and B's first words and receives A into the spare while it multiplies (the
+ * multiply only reads A and B), waits, then receives B into A's old buffer while the rest of
+ * B leaves, and waits: only B's receive is left out of the overlap. The roles rotate with
+ * period 3 (A, B, spare -> spare, A, B), so the loop body is written for s % 3.
  *
  * Both blocks leave through the PE's one ramp, so a shift costs m k + k n cycles plus the
  * latency of the longest ring link: 2 hops on INTERLEAVE's ring, N - 1 on Cannon's. */
@@ -68,8 +71,14 @@ static void align(shift_ctx *s, const wf_ring *ring, int N, int preskew) {
     wf_emit(L, &rb.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->b[0]), wf_arg_sym(s->b[1]), wf_arg_int(s->nb)});
 }
 
-/* The one-buffer steps (above): q holds A, B and the spare at s = 0. */
-static void steps_single(shift_ctx *s, int N, int sc, int64_t m, int64_t k, int64_t n, const int q[3]) {
+/* The one-buffer steps (above): q holds A, B and the spare at s = 0. Per step: A goes to the
+ * successor and the predecessor's A comes into the spare while the PE multiplies (both only
+ * read A and B), and so do B's first `early` words; then a wait; then B's rest, and the
+ * predecessor's B into A's old buffer, and a wait. `early` is at most what the fabric holds
+ * between two PEs without the receiver (its input queue alone: queue_depth), so no sender
+ * waits in the first wait for a receive its receiver posts after its own first wait. */
+static void steps_single(shift_ctx *s, int N, int sc, int64_t m, int64_t k, int64_t n, const int q[3],
+                         int64_t early) {
   wf_lower *L = s->L;
   int sv = wf_lower_var(L, "s");
   wf_pe_term ts = wf_term_var(sv, 0);
@@ -79,13 +88,19 @@ static void steps_single(shift_ctx *s, int N, int sc, int64_t m, int64_t k, int6
     int qa = q[(3 - j) % 3], qb = q[(4 - j) % 3], qs = q[(5 - j) % 3];
     wf_pe_guard g = wf_guard0();
     wf_gadd(&g, wf_gterm(ts, 3, 0), WF_CMP_EQ, wf_term_int(j));
-    wf_emit(L, &g, WF_PEOP_MATMUL,
-            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(qa), wf_arg_sym(qb), wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
     wf_pe_guard gs = g;
     wf_gadd(&gs, ts, WF_CMP_LT, wf_term_int(N - 1));
     shift(s, &gs, s->ca, qa, qs, s->na);
+    if (early > 0)
+      wf_emit(L, &gs, WF_PEOP_ASEND, (wf_pe_arg[]){wf_arg_int(s->cb), wf_arg_sym(qb), wf_arg_int(early), wf_arg_int(s->done)});
+    wf_emit(L, &g, WF_PEOP_MATMUL,
+            (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(qa), wf_arg_sym(qb), wf_arg_int(m), wf_arg_int(k), wf_arg_int(n)});
     wf_emit(L, &gs, WF_PEOP_WAIT, NULL);
-    shift(s, &gs, s->cb, qb, qa, s->nb);
+    wf_emit(L, &gs, WF_PEOP_ARECV,
+            (wf_pe_arg[]){wf_arg_int(s->cb), wf_arg_sym(qa), wf_arg_int(s->nb), wf_arg_int(s->done)});
+    if (early < s->nb)
+      wf_emit(L, &gs, WF_PEOP_ASEND,
+              (wf_pe_arg[]){wf_arg_int(s->cb), wf_arg_at(qb, early), wf_arg_int(s->nb - early), wf_arg_int(s->done)});
     wf_emit(L, &gs, WF_PEOP_WAIT, NULL);
   }
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
@@ -139,7 +154,9 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
                                                 NULL, out->phase_predicted, &rs);
   L->skew_out_ok = rs.have_end;
   out->has_phases = N > 1 && L->gemm_phases;
-  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+  /* one buffer: C may be a spare in the alignment, and is zeroed after it */
+  int cspare = N > 1 && nbuf == 1 ? wf_gemm_single_c_spare(m, k, n, preskew) : 0;
+  if (!cspare) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
   if (N == 1) {
     wf_emit(L, NULL, WF_PEOP_MATMUL,
             (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_sym(wf_lower_sym(L, a)), wf_arg_sym(wf_lower_sym(L, b)),
@@ -171,11 +188,18 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
     /* $gemm_a0, $gemm_b0, $gemm_a1: A, B, the spare; each operand aligns through the spare
      * alone (align leaves out the operands it is told are pre-skewed) */
     int q[3] = {s.a[0], s.b[0], s.a[1]};
-    s.a[1] = s.b[1] = q[2];
-    align(&s, ring, N, preskew | WF_PRESKEW_B);
-    align(&s, ring, N, preskew | WF_PRESKEW_A);
+    if (cspare) { /* C's block is the other operand's spare: both align at once */
+      s.a[1] = cspare == WF_PRESKEW_A ? sc : q[2];
+      s.b[1] = cspare == WF_PRESKEW_B ? sc : q[2];
+      align(&s, ring, N, preskew);
+    } else {
+      s.a[1] = s.b[1] = q[2];
+      align(&s, ring, N, preskew | WF_PRESKEW_B);
+      align(&s, ring, N, preskew | WF_PRESKEW_A);
+    }
     wf_gemm_phase(L, WF_GEMM_PHASE_LOOP);
-    steps_single(&s, N, sc, m, k, n, q);
+    if (cspare) wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sc), wf_arg_int(m * n)});
+    steps_single(&s, N, sc, m, k, n, q, s.nb < L->t->queue_depth ? s.nb : L->t->queue_depth);
     wf_gemm_phase(L, WF_GEMM_PHASE_DRAIN);
     return 0;
   }

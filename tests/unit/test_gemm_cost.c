@@ -113,10 +113,9 @@ int main(void) {
   }
   /* The one-buffer schedule (--gemm-buffers=1): three buffers of the larger block instead of
    * two per operand (less memory while the blocks are within 2x of each other: 4x6 and 6x3
-   * here; at 4x6 and 6x2 the two layouts hold the same); on a square region only; with
-   * nothing overlapping the multiply, never cheaper than double buffering, and at least the
-   * multiplies plus each step's two serialized shifts (m k + k n words, each over at least
-   * one hop). */
+   * here; at 4x6 and 6x2 the two layouts hold the same); on a square region only; never
+   * cheaper than double buffering, and at least the multiplies plus, after each but the
+   * last, B's block read up the ramp (it has nowhere to go while the multiply reads B). */
   for (int N = 2; N <= 32; N *= 2)
     for (int mg = 0; mg < 2; mg++) {
       wf_gemm_algo a = mg ? WF_GEMM_MESHGEMM : WF_GEMM_CANNON;
@@ -131,10 +130,10 @@ int main(void) {
       CHECK(b1.a0 + b1.a1 + b1.b0 + b1.b1 == b2.a0 + b2.a1 + b2.b0 + b2.b1, "4x6, 6x2 on %dx%d", N, N);
       int64_t one = wf_gemm_shift_cost(&t, mg, N, N, 2, 2, 2, 2, 0, 1, NULL);
       int64_t two = wf_gemm_shift_cost(&t, mg, N, N, 2, 2, 2, 2, 0, 2, NULL);
-      int64_t f = t.fmac_per_cycle > 0 ? t.fmac_per_cycle : 1, l1 = t.hop_cycles + 2 * t.ramp_cycles + 1;
-      CHECK(one > two, "%s %dx%d: 1 buffer %lld, 2 buffers %lld", wf_gemm_algo_names[a], N, N, (long long)one,
+      int64_t f = t.fmac_per_cycle > 0 ? t.fmac_per_cycle : 1;
+      CHECK(one >= two, "%s %dx%d: 1 buffer %lld, 2 buffers %lld", wf_gemm_algo_names[a], N, N, (long long)one,
             (long long)two);
-      CHECK(one >= N * ((8 + f - 1) / f) + (N - 1) * 2 * (4 - 1 + l1), "%s %dx%d: 1 buffer %lld below its steps",
+      CHECK(one >= N * ((8 + f - 1) / f) + (N - 1) * 4, "%s %dx%d: 1 buffer %lld below its steps",
             wf_gemm_algo_names[a], N, N, (long long)one);
     }
   CHECK(wf_gemm_shift_cost(&t, 1, 2, 3, 4, 6, 4, 4, 0, 1, NULL) == -1, "1 buffer on 2x3 has no lowering");
