@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # MeshGEMM vs Cannon vs SUMMA vs allgather: simulated cycles and compute efficiency of C = A B (M=K=N)
 # on S x S meshes, timing mode (docs/gemm.md), with one or two buffers per shifted operand
-# (--gemm-buffers). One JSON line per run on stdout, a table on stderr.
+# (--gemm-buffers) and the operands that are weights (--weights: pre-skewed for the shift
+# algorithms). One JSON line per run on stdout (with "host_user_s", the run's user CPU time);
+# on stderr a table per run, then the ratios per cell: SUMMA / MeshGEMM and Cannon / MeshGEMM
+# (above 1: MeshGEMM takes fewer cycles).
 # Usage: bench/gemm.sh [build-dir] [sizes] [meshes]   (wafer-bench from build-dir/bin, else PATH)
 #   bench/gemm.sh build "512 1024 2048 4096" "8 16 32 64 128"
-#   BUFFERS="1 2" bench/gemm.sh build "256" "128"
+#   BUFFERS="1 2" WEIGHTS="none ab" ALGOS="meshgemm cannon summa" bench/gemm.sh build "256" "128"
+# SUMMA and allgather lower the same program for 1 and 2 buffers and have no alignment, so
+# they run once per cell (with the first of BUFFERS and of WEIGHTS) and stand for every row.
 # Combinations whose blocks exceed a PE's SRAM are skipped by the compiler's own check (exit 4:
 # the row says "no fit"); any other failure fails the script. Large meshes take minutes per run.
 set -uo pipefail
@@ -13,26 +18,61 @@ bench=wafer-bench
 SIZES=${2:-"512 1024 2048 4096"}
 MESHES=${3:-"8 16 32"}
 BUFFERS=${BUFFERS:-2}
+WEIGHTS=${WEIGHTS:-none}
+ALGOS=${ALGOS:-"meshgemm cannon summa allgather"}
 export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$(dirname "$0")/../targets}
 command -v "$bench" >/dev/null || { echo "bench/gemm.sh: no $bench (give the build directory)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 failed=0
-printf '%-6s %-5s %-9s %-4s %12s %12s %6s\n' size mesh algo buf cycles predicted eff >&2
+TIMEFORMAT=%U
+printf '%-6s %-9s %-9s %-4s %-7s %10s %10s %6s %8s\n' size mesh algo buf weights cycles predicted eff host_s >&2
 for n in $SIZES; do
   for s in $MESHES; do
-    for algo in meshgemm cannon summa allgather; do
+    for algo in $ALGOS; do
       for nb in $BUFFERS; do
-        out=$("$bench" gemm --algo=$algo --mesh=$s --m=$n --k=$n --n=$n --gemm-buffers=$nb 2>/dev/null)
-        rc=$?
-        if [ "$rc" != 0 ]; then
-          what="no fit"
-          [ "$rc" = 4 ] || what="failed (exit $rc)" failed=1
-          printf '%-6s %-5s %-9s %-4s %12s\n' "$n" "$s" "$algo" "$nb" "$what" >&2
-          continue
-        fi
-        echo "$out"
-        python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-6d %-5s %-9s %-4s %12d %12d %6.3f" % (r["m"], "%dx%d" % tuple(r["mesh"]), r["algo"], sys.argv[2], r["simulated_cycles"], r["predicted_cycles"], r["compute_efficiency"]))' "$out" "$nb" >&2
+        for w in $WEIGHTS; do
+          case $algo in summa | allgather) [ "$nb" = "${BUFFERS%% *}" ] && [ "$w" = "${WEIGHTS%% *}" ] || continue ;; esac
+          { time "$bench" gemm --algo=$algo --mesh=$s --m=$n --k=$n --n=$n --gemm-buffers=$nb --weights=$w \
+              >"$tmp/out" 2>/dev/null; } 2>"$tmp/time"
+          rc=$?
+          if [ "$rc" != 0 ]; then
+            what="no fit"
+            [ "$rc" = 4 ] || what="failed (exit $rc)" failed=1
+            printf '%-6s %-9s %-9s %-4s %-7s %10s\n' "$n" "$s" "$algo" "$nb" "$w" "$what" >&2
+            continue
+          fi
+          python3 - "$tmp/out" "$(tail -1 "$tmp/time")" "$nb" >>"$tmp/all" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["host_user_s"] = float(sys.argv[2])
+r["buffers"] = int(sys.argv[3])  # what was asked (SUMMA reports it too)
+print(json.dumps(r))
+PY
+          tail -1 "$tmp/all"
+          python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%-6d %-9s %-9s %-4d %-7s %10d %10d %6.3f %8.1f" % (r["m"], "%dx%d" % tuple(r["mesh"]), r["algo"], r["buffers"], r["weights"], r["simulated_cycles"], r["predicted_cycles"], r["compute_efficiency"], r["host_user_s"]))' "$(tail -1 "$tmp/all")" >&2
+        done
       done
     done
   done
 done
+[ -s "$tmp/all" ] && python3 - "$tmp/all" >&2 <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+cells = {}
+for r in runs:
+    cells.setdefault((r["m"], tuple(r["mesh"])), []).append(r)
+print("\nratios (simulated cycles; above 1: MeshGEMM takes fewer):")
+print("%-6s %-9s %-4s %-7s %10s %14s %15s %8s" % ("size", "mesh", "buf", "weights", "meshgemm", "summa/meshgemm",
+                                                  "cannon/meshgemm", "eff"))
+for (m, mesh), rs in sorted(cells.items()):
+    summa = [r for r in rs if r["algo"] == "summa"]
+    for r in rs:
+        if r["algo"] != "meshgemm":
+            continue
+        can = [c for c in rs if c["algo"] == "cannon" and c["buffers"] == r["buffers"] and c["weights"] == r["weights"]]
+        f = lambda o: "%.2f" % (o[0]["simulated_cycles"] / r["simulated_cycles"]) if o else "-"
+        print("%-6d %-9s %-4d %-7s %10d %14s %15s %8.3f" % (m, "%dx%d" % mesh, r["buffers"], r["weights"],
+                                                           r["simulated_cycles"], f(summa), f(can), r["compute_efficiency"]))
+PY
 exit $failed
