@@ -26,6 +26,8 @@ struct wf_tensor;
 int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
                  const struct wf_tensor *input, int64_t *cycles, struct wf_tensor **out,
                  char *plan_dir);
+/* Only the compile of wf_bench_run: the plan (and its manifest's predictions) in plan_dir. */
+int wf_bench_compile(const char *ir_text, const wf_target *t, const char *keep_dir, char *plan_dir);
 /* The same, and op 0's phases (wf_sim_op_phases): simulated alignment, loop, drain into
  * phases[0..2], predicted into phases[3..5]; phases[0] = -1 when it has none. */
 int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *keep_dir,

@@ -68,9 +68,7 @@ int wf_bench_run(const char *ir_text, const wf_target *t, const char *keep_dir,
   return wf_bench_run_phases(ir_text, t, keep_dir, input, cycles, out, plan_dir, NULL);
 }
 
-int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *keep_dir, const wf_tensor *input,
-                        int64_t *cycles, wf_tensor **out, char *plan_dir, int64_t phases[6]) {
-  if (phases) phases[0] = -1;
+int wf_bench_compile(const char *ir_text, const wf_target *t, const char *keep_dir, char *plan_dir) {
   if (keep_dir) {
     snprintf(plan_dir, 4096, "%s", keep_dir);
   } else if (wf_bench_tmpdir(plan_dir, "wafer-bench")) {
@@ -84,6 +82,13 @@ int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *kee
   o.quiet = 1;
   if (!rc) rc = wf_backend_emit_plan(m, t, plan_dir, &o);
   wf_module_free(m);
+  return rc;
+}
+
+int wf_bench_run_phases(const char *ir_text, const wf_target *t, const char *keep_dir, const wf_tensor *input,
+                        int64_t *cycles, wf_tensor **out, char *plan_dir, int64_t phases[6]) {
+  if (phases) phases[0] = -1;
+  int rc = wf_bench_compile(ir_text, t, keep_dir, plan_dir);
   if (rc) return rc;
   wf_plan *p = wf_plan_load(plan_dir);
   if (!p) return WF_EXIT_INPUT;

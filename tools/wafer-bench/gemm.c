@@ -1,5 +1,5 @@
 /* wafer-bench gemm --algo=NAME --mesh=S|WxH --m=M --k=K --n=N [--weights=none|a|b|ab] [--target=T]
- *                  [--gemm-buffers=1|2|auto] [--keep=DIR]
+ *                  [--gemm-buffers=1|2|auto] [--sample-mesh=S] [--keep=DIR]
  *
  * Builds C[M,N] = A[M,K] . B[K,N] as IR (--weights: the operands that are constants of the
  * module, as a model's weights are, instead of inputs; MeshGEMM and Cannon get them written
@@ -10,7 +10,16 @@
  * prints one JSON object ("mesh": [W, H]). predicted_cycles is the plan's own (the cost
  * model's number for the blocks the lowering really got, padding included).
  * compute_efficiency = useful FMACs / (PEs x fmac/cycle x cycles); buffers: the schedule
- * MeshGEMM or Cannon was lowered with (1 or 2; null for the other algorithms). */
+ * MeshGEMM or Cannon was lowered with (1 or 2; null for the other algorithms).
+ *
+ * --sample-mesh=S (a square --mesh larger than S; for meshes too large to simulate whole, such
+ * as a LLaMA3-8B projection on 660 x 660): the plan for the full mesh is compiled, not run, for
+ * its algorithm, schedule and predicted cycles; an S x S region with the same per-PE blocks
+ * (the full plan's, padding included) and that algorithm and schedule is simulated, and
+ * simulated_cycles is its cycles times W / S, the steps and alignment rounds the full mesh
+ * has more (exact for a step whose cost does not grow with the mesh: MeshGEMM's two-hop
+ * ring; SUMMA's broadcasts and Cannon's wrap-around pay more per step on the full mesh, so
+ * theirs is a lower bound). "sample" gives the sample's own simulated and predicted cycles. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +64,7 @@ static int compile_ir(const char *algo, const char *bufs, int W, int H, int64_t 
 
 int wf_bench_gemm(int argc, char **argv) {
   const char *algo = "meshgemm", *target = "wse2", *keep = NULL, *weights = "none", *bufs = "2", *v;
-  long long W = 8, H = 8;
+  long long W = 8, H = 8, S = 0;
   int64_t M = 512, K = 512, N = 512;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -89,18 +98,24 @@ int wf_bench_gemm(int argc, char **argv) {
         return WF_EXIT_USAGE;
       }
     }
+    else if ((v = wf_bench_opt(a, "sample-mesh"))) { if ((S = wf_bench_int("sample-mesh", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "m"))) { if ((M = wf_bench_int("m", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "k"))) { if ((K = wf_bench_int("k", v)) < 0) return WF_EXIT_USAGE; }
     else if ((v = wf_bench_opt(a, "n"))) { if ((N = wf_bench_int("n", v)) < 0) return WF_EXIT_USAGE; }
     else {
       static const char *const own[] = {"--algo", "--target", "--keep", "--mesh", "--m", "--k", "--n", "--weights",
-                                        "--gemm-buffers"};
-      wf_error_unknown_option("wafer-bench gemm", a, own, 9);
+                                        "--gemm-buffers", "--sample-mesh"};
+      wf_error_unknown_option("wafer-bench gemm", a, own, 10);
       fprintf(stderr, "usage: wafer-bench gemm --algo=meshgemm|cannon|summa|allgather|auto --mesh=S|WxH "
-                      "--m=M --k=K --n=N [--weights=none|a|b|ab] [--gemm-buffers=1|2|auto] [--target=T] "
-                      "[--keep=PLAN_DIR]\n");
+                      "--m=M --k=K --n=N [--weights=none|a|b|ab] [--gemm-buffers=1|2|auto] [--sample-mesh=S] "
+                      "[--target=T] [--keep=PLAN_DIR]\n");
       return WF_EXIT_USAGE;
     }
+  }
+  if (S && (W != H || S >= W)) {
+    fprintf(stderr, "wafer-bench gemm: --sample-mesh=%lld needs a square --mesh larger than %lldx%lld (got %lldx%lld)\n",
+            S, S, S, W, H);
+    return WF_EXIT_USAGE;
   }
   wf_target t;
   if (wf_target_load(target, &t)) return wf_exit_for_target(target);
@@ -123,12 +138,39 @@ int wf_bench_gemm(int argc, char **argv) {
   int64_t cycles = 0;
   char plan[4096], predicted_s[64] = "-1";
   int64_t ph[6];
-  rc = wf_bench_run_phases(ir, &t, keep, NULL, &cycles, NULL, plan, ph);
-  if (!rc) wf_bench_manifest_field(plan, "predicted_cycles", predicted_s, sizeof predicted_s);
+  long long sample_pred = -1;
+  int64_t sample_cycles = -1;
+  if (S) {
+    /* the full plan, compiled only; then the sample with its blocks, algorithm and schedule */
+    rc = wf_bench_compile(ir, &t, keep, plan);
+    if (!rc) wf_bench_manifest_field(plan, "predicted_cycles", predicted_s, sizeof predicted_s);
+    if (!keep) wf_bench_rmplan(plan);
+    free(ir);
+    ir = NULL;
+    if (rc) return rc;
+    wf_target ts = t;
+    snprintf(mesh, sizeof mesh, "%lldx%lld", S, S);
+    if (wf_target_set_mesh(&ts, mesh)) return WF_EXIT_NOFIT;
+    int64_t bm = (M + W - 1) / W, bk = (K + W - 1) / W, bn = (N + W - 1) / W;
+    rc = compile_ir(chosen, strcmp(nbuf, "1") ? "2" : "1", (int)S, (int)S, bm * S, bk * S, bn * S, wa, wb, &ts, &ir);
+    if (rc) return rc;
+    rc = wf_bench_run_phases(ir, &ts, NULL, NULL, &sample_cycles, NULL, plan, ph);
+    char sp[64] = "-1";
+    if (!rc) wf_bench_manifest_field(plan, "predicted_cycles", sp, sizeof sp);
+    sample_pred = atoll(sp);
+    wf_bench_rmplan(plan);
+    free(ir);
+    if (rc) return rc;
+    ph[0] = -1; /* the sample's phases are not the full mesh's */
+    cycles = (int64_t)((double)sample_cycles * (double)W / (double)S + 0.5);
+  } else {
+    rc = wf_bench_run_phases(ir, &t, keep, NULL, &cycles, NULL, plan, ph);
+    if (!rc) wf_bench_manifest_field(plan, "predicted_cycles", predicted_s, sizeof predicted_s);
+    if (!keep) wf_bench_rmplan(plan);
+    free(ir);
+    if (rc) return rc;
+  }
   long long predicted = atoll(predicted_s);
-  if (!keep) wf_bench_rmplan(plan);
-  free(ir);
-  if (rc) return rc;
   double fmac = t.fmac_per_cycle > 0 ? t.fmac_per_cycle : 1;
   double eff = cycles > 0 ? (double)M * K * N / ((double)W * H * fmac * (double)cycles) : 0;
   printf("{\"op\": \"gemm\", \"algo\": \"%s\", \"requested\": \"%s\", \"target\": \"%s\", \"mesh\": [%lld, %lld], "
@@ -141,6 +183,11 @@ int wf_bench_gemm(int argc, char **argv) {
     printf(", \"phases\": {\"alignment\": {\"cycles\": %lld, \"predicted\": %lld}, \"loop\": {\"cycles\": %lld, "
            "\"predicted\": %lld}, \"drain\": {\"cycles\": %lld, \"predicted\": %lld}}",
            (long long)ph[0], (long long)ph[3], (long long)ph[1], (long long)ph[4], (long long)ph[2], (long long)ph[5]);
+  if (S)
+    printf(", \"sample\": {\"mesh\": [%lld, %lld], \"m\": %lld, \"k\": %lld, \"n\": %lld, \"simulated_cycles\": %lld, "
+           "\"predicted_cycles\": %lld, \"scale\": %.6g}",
+           S, S, (long long)((M + W - 1) / W * S), (long long)((K + W - 1) / W * S), (long long)((N + W - 1) / W * S),
+           (long long)sample_cycles, sample_pred, (double)W / (double)S);
   printf("}\n");
   return 0;
 }
