@@ -25,6 +25,7 @@ MESHES=${3:-"8 16 32"}
 BUFFERS=${BUFFERS:-2}
 WEIGHTS=${WEIGHTS:-none}
 ALGOS=${ALGOS:-"meshgemm cannon summa allgather"}
+SAMPLE=${SAMPLE:-}
 export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$(dirname "$0")/../targets}
 command -v "$bench" >/dev/null || { echo "bench/gemm.sh: no $bench (give the build directory)" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -33,7 +34,6 @@ failed=0
 TIMEFORMAT=%U
 [ -n "$SAMPLE" ] && echo "sampled: an ${SAMPLE}x$SAMPLE region with each mesh's blocks, scaled (wafer-bench gemm --sample-mesh)" >&2
 printf '%-6s %-9s %-9s %-4s %-7s %10s %10s %6s %8s\n' size mesh algo buf weights cycles predicted eff host_s >&2
-SAMPLE=${SAMPLE:-}
 for n in $SIZES; do
   case $n in *x*x*) dims=(${n//x/ }) ;; *) dims=("$n" "$n" "$n") ;; esac
   for s in $MESHES; do
