@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "backend/gemm/gemm_algos.h"
-#include "backend/gemm/gemm_preskew.h"
 #include "waferc/diag.h"
 
 const char *const wf_gemm_algo_names[WF_GEMM_COUNT] = {"meshgemm", "cannon", "summa", "allgather"};
@@ -156,11 +155,6 @@ int wf_gemm_buffers_parse(const char *s, int *out) {
   else if (strcmp(s, "2") == 0) *out = 2;
   else return -1;
   return 0;
-}
-
-int wf_gemm_single_c_spare(int64_t m, int64_t k, int64_t n, int preskew) {
-  if (preskew & (WF_PRESKEW_A | WF_PRESKEW_B)) return 0;
-  return m * n >= k * n ? WF_PRESKEW_B : m * n >= m * k ? WF_PRESKEW_A : 0;
 }
 
 void wf_gemm_buffers(wf_gemm_algo a, int nbuf, int w, int h, int64_t m, int64_t ka, int64_t kb, int64_t n,

@@ -39,6 +39,11 @@ static axis_cost axis(int meshgemm, int v, int len) {
   return c;
 }
 
+int wf_gemm_single_c_spare(int64_t m, int64_t k, int64_t n, int preskew) {
+  if (preskew & (WF_PRESKEW_A | WF_PRESKEW_B)) return 0;
+  return m * n >= k * n ? WF_PRESKEW_B : m * n >= m * k ? WF_PRESKEW_A : 0;
+}
+
 int wf_gemm_rect_cannon_period(int w, int h) {
   if (w == h) return 0;
   int L = (int)wf_lcm(w, h), vx = L / w, vy = L / h;
