@@ -134,7 +134,11 @@ int main(void) {
     CHECK(T.eff[T.nm - 1][K][j] < T.eff[T.nm - 1][K][j + 1], "n_core %g vs %g", T.n[j], T.n[j + 1]);
   /* llama2-30b's layer on config3's 18x18-core dies: under the roofline, TP 16 and TP 2 cost
    * the same die-seconds of GEMM compute (the FLOPs are conserved); under the table TP 16's
-   * narrower GEMMs cost more. */
+   * narrower GEMMs cost more. How much more is the table's to say, not a bound here: at 4096
+   * tokens per micro-batch every TP 2 block is 0.93 efficient; TP 16's are 62-69 per core on
+   * qkv's and ffn_down's narrow side (0.90-0.92) and 23 on proj's backward (0.55; proj is a
+   * twelfth of the layer's GEMM FLOPs), so the difference is about 5% (about 10% while
+   * dojo.target's queue_depth of 8 halved every link's rate). */
   wf_die_target c3;
   char path[4200];
   snprintf(path, sizeof path, "%s/watos-config3.target", dir);
@@ -146,7 +150,7 @@ int main(void) {
   int s2 = 0, s16 = 0;
   double t2 = layer_gemm_die_s(&c3, &w, 2, &s2), t16 = layer_gemm_die_s(&c3, &w, 16, &s16);
   CHECK(s2 == WF_COST_SIM && s16 == WF_COST_SIM, "every GEMM from the table: %d %d", s2, s16);
-  CHECK(t16 > t2 * 1.05, "table: TP 16 %g die-s vs TP 2 %g", t16, t2);
+  CHECK(t16 > t2, "table: TP 16 %g die-s vs TP 2 %g", t16, t2);
   printf("llama2-30b layer GEMMs on config3, die-seconds: roofline %.4g; table TP 2 %.4g, TP 16 %.4g\n", r2, t2, t16);
   return wf_test_result("test_die_optable");
 }
