@@ -5,17 +5,19 @@
 #
 #   bench/dse.sh              # Fig. 15 (recomputation on and off), 16, 18, 22, search time
 #   QUICK=1 bench/dse.sh      # recomputation on only, no fault runs
+#   OP_COSTS=roofline bench/dse.sh   # wafer-dse --op-costs (default: its own, the simulated table)
 set -euo pipefail
 dse=${WAFER_DSE:-wafer-dse}
+if [ -n "${OP_COSTS:-}" ]; then dse="$dse --op-costs=$OP_COSTS"; fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 models=llama2-30b,llama3-70b,gpt-175b,gshard-137b
 wafers=config1,config2,config3,config4
-"$dse" --models=$models --wafers=$wafers --recompute=on > "$out/on.json"
+$dse --models=$models --wafers=$wafers --recompute=on > "$out/on.json"
 if [ -z "${QUICK:-}" ]; then
-  "$dse" --models=$models --wafers=$wafers --recompute=off > "$out/off.json"
+  $dse --models=$models --wafers=$wafers --recompute=off > "$out/off.json"
   for r in 0.05 0.1 0.2; do
-    "$dse" --models=$models --wafers=config3 --faults=links:$r,dies:$r --no-sim > "$out/f_$r.json"
+    $dse --models=$models --wafers=config3 --faults=links:$r,dies:$r --no-sim > "$out/f_$r.json"
   done
 fi
 python3 - "$out" <<'PY'

@@ -51,11 +51,14 @@ typedef struct wf_train_op {
   double ckpt;              /* bytes per die this op stores for the backward (0 if recomputed) */
   double comm_f, comm_b;    /* TP collective bytes (allreduce-equivalent) after this op */
   int dataflow;
+  double gm, gk, gn;        /* a GEMM op: one GEMM's M x K x N on the die (MoE: one expert's); 0 otherwise */
 } wf_train_op;
 
+struct wf_train_optable;
 typedef struct wf_train_work {
   const wf_train_model *m;
   wf_train_cfg c;
+  const struct wf_train_optable *optable; /* GEMM efficiencies (train_optable.c); NULL: roofline */
   double tokens;            /* per micro-batch */
   double model_flops;       /* useful FLOPs per iteration (6 x active params x tokens + attention) */
 } wf_train_work;
@@ -72,6 +75,39 @@ extern const char *const wf_train_op_names[WF_OP_N];
 extern const char *const wf_train_tp_names[WF_TP_N];
 extern const char *const wf_train_df_names[3];
 double wf_train_gemm_ema(double M, double K, double N, double sram, int *dataflow);
+/* The LM head's GEMM (tokens x hidden x vocab / tp) on one die of the last stage. */
+void wf_train_head_op(const wf_train_work *w, int tp, int st, wf_train_op *o);
+
+/* ---- per-operator costs (train_optable.c): the roofline, or a table simulated by waferc ---- */
+
+/* The efficiency of a per-core GEMM block m_core x k_core x n_core on a core array, simulated
+ * by waferc's fabric runtime on the Dojo-like target (tools/wafer-dse/gen_optable.py writes
+ * the CSV; targets/dies/dojo-gemm.csv is the committed one). docs/dse.md. */
+enum { WF_OPT_AXIS = 16 };
+typedef struct wf_train_optable {
+  char path[4096];             /* where it was read from */
+  int mesh_w, mesh_h;          /* the core array the tiles were simulated on */
+  int nm, nk, nn;              /* grid values per axis */
+  double m[WF_OPT_AXIS], k[WF_OPT_AXIS], n[WF_OPT_AXIS]; /* ascending */
+  double eff[WF_OPT_AXIS][WF_OPT_AXIS][WF_OPT_AXIS];     /* useful FMACs / (cores x rate x cycles) */
+} wf_train_optable;
+/* NAME (NAME.csv in $WAFERC_TARGET_PATH, its dies/, or targets/dies/) or a path. 0, WF_EXIT_IO,
+ * or WF_EXIT_INPUT for a malformed table (every error at file:line). */
+int wf_train_optable_load(const char *name, wf_train_optable *t);
+/* A block's efficiency: an extent above the grid's largest runs as equal tiles no larger than
+ * it; inside, trilinear in log2 of each extent; 0 when any extent is below the grid's smallest
+ * (the caller keeps the roofline). */
+double wf_train_optable_block_eff(const wf_train_optable *t, double m_core, double k_core, double n_core);
+/* An M x K x N GEMM on a die of cores_w x cores_h cores: blocks M / cores_h, K / max, N / cores_w. */
+double wf_train_optable_eff(const wf_train_optable *t, double M, double K, double N, int cores_w, int cores_h);
+enum { WF_COST_SIM = 1, WF_COST_ROOFLINE = 2 }; /* bits: where an op's compute time came from */
+extern const char *const wf_train_cost_names[]; /* by bits: "none", "sim", "roofline", "sim+roofline" */
+/* An op's compute seconds on one die, forward (bwd 0) or backward: FLOPs / (peak x efficiency),
+ * the table's efficiency for a GEMM inside it, else the roofline's (w->c.efficiency); *src gets
+ * the source bits or'ed in (src may be NULL). */
+double wf_train_op_compute_s(const wf_die_target *t, const wf_train_work *w, const wf_train_op *o, int bwd, int *src);
+/* max(compute, DRAM bytes / bandwidth): the op's time. */
+double wf_train_op_time(const wf_die_target *t, const wf_train_work *w, const wf_train_op *o, int bwd, int *src);
 
 /* ---- the wafer template and enumerator (train_hw.c) ---------------------------------------- */
 

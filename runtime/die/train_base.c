@@ -31,7 +31,7 @@ double wf_train_cerebras(const wf_die_system *s, const wf_train_work *w, int *re
   const wf_die_target *t = &s->t;
   const wf_train_model *m = w->m;
   int N = s->n;
-  double eff = w->c.efficiency, tokens = w->tokens * w->c.micro_batches / N; /* per die */
+  double tokens = w->tokens * w->c.micro_batches / N; /* per die */
   double modelp = 16 * wf_train_model_params(m) / N;
   wf_train_work one = *w;
   one.tokens = tokens;
@@ -54,10 +54,7 @@ double wf_train_cerebras(const wf_die_system *s, const wf_train_work *w, int *re
   for (int l = 0; l < m->layers; l++) {
     wf_train_layer_ops(&one, t, l, 1, WF_TP_HK, ops);
     double f = 0, b = 0;
-    for (int i = 0; i < WF_OP_N; i++) {
-      f += fmax(ops[i].flops_f / (t->fp16_flops * eff), ops[i].ema_f / t->hbm_bw);
-      b += fmax(ops[i].flops_b / (t->fp16_flops * eff), ops[i].ema_b / t->hbm_bw);
-    }
+    for (int i = 0; i < WF_OP_N; i++) f += wf_train_op_time(t, &one, &ops[i], 0, NULL), b += wf_train_op_time(t, &one, &ops[i], 1, NULL);
     double wbytes = 2 * wf_train_layer_params(m, l);
     double ag = alpha + (N - 1.0) / N * wbytes / bw;
     double rs = ag;
@@ -66,7 +63,10 @@ double wf_train_cerebras(const wf_die_system *s, const wf_train_work *w, int *re
     total += fmax(f, ag) + fmax(b + rec, ag + rs);
   }
   double emb = (double)m->vocab * m->hidden;
-  total += 3 * fmax(2 * tokens * m->hidden * m->vocab / (t->fp16_flops * eff), alpha + 2 * emb / bw);
+  wf_train_op head;
+  wf_train_head_op(&one, 1, WF_TP_HK, &head);
+  total += fmax(wf_train_op_compute_s(t, &one, &head, 0, NULL) + wf_train_op_compute_s(t, &one, &head, 1, NULL),
+                3 * (alpha + 2 * emb / bw));
   return total + 2 * modelp / t->hbm_bw;
 }
 

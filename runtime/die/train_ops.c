@@ -15,6 +15,7 @@ const wf_train_cfg WF_TRAIN_CFG_DEFAULT = {.seq = 4096, .micro_batch = 1, .micro
 void wf_train_work_init(wf_train_work *w, const wf_train_model *m, const wf_train_cfg *c) {
   w->m = m;
   w->c = c ? *c : WF_TRAIN_CFG_DEFAULT;
+  w->optable = NULL;
   w->tokens = (double)w->c.seq * w->c.micro_batch;
   double T = w->tokens * w->c.micro_batches;
   /* 6 FLOPs per active parameter per token, plus causal attention's 6 x 2 s h per token. */
@@ -43,6 +44,17 @@ static void gemm(wf_train_op *o, double M, double K, double N, double sram) {
   o->flops_b = 2 * o->flops_f; /* dX and dW */
   o->ema_f = wf_train_gemm_ema(M, K, N, sram, &o->dataflow);
   o->ema_b = wf_train_gemm_ema(M, N, K, sram, NULL) + wf_train_gemm_ema(K, M, N, sram, NULL);
+  o->gm = M, o->gk = K, o->gn = N;
+}
+
+void wf_train_head_op(const wf_train_work *w, int tp, int st, wf_train_op *o) {
+  const wf_train_model *m = w->m;
+  double emb = (double)m->vocab * m->hidden, div = st == WF_TP_B ? 1 : tp, M = w->tokens / (st == WF_TP_B ? tp : 1);
+  *o = (wf_train_op){0};
+  o->flops_f = 2 * M * m->hidden * m->vocab / div;
+  o->flops_b = 2 * o->flops_f;
+  o->ema_f = 2 * emb / div, o->ema_b = 4 * emb / div;
+  o->gm = M, o->gk = m->hidden, o->gn = m->vocab / div;
 }
 
 static void eltwise(wf_train_op *o, double elems, double flops_per) {
@@ -86,6 +98,9 @@ void wf_train_layer_ops(const wf_train_work *w, const wf_die_target *t, int laye
     double ex = m->experts + m->shared_experts, picks = Tw * (m->topk + m->shared_experts) / div;
     double f = m->expert_ffn;
     gemm(&ops[WF_OP_UP], picks, h, mats * f, sram);
+    /* The picks spread over the die's experts: each expert's GEMM has its share of the rows
+     * (the FLOPs and the traffic are those of the whole op). */
+    double local = ex / div > 1 ? ex / div : 1;
     /* Every local expert's weights are read once per micro-batch. */
     double wbytes = 2 * (ex / div) * mats * h * f;
     ops[WF_OP_UP].ema_f = fmax(ops[WF_OP_UP].ema_f, wbytes);
@@ -97,6 +112,7 @@ void wf_train_layer_ops(const wf_train_work *w, const wf_die_target *t, int laye
     ops[WF_OP_DOWN].ema_f = fmax(ops[WF_OP_DOWN].ema_f, wbytes / mats);
     ops[WF_OP_DOWN].ema_b = fmax(ops[WF_OP_DOWN].ema_b, 2 * wbytes / mats);
     ops[WF_OP_DOWN].ckpt = 2 * picks * f;
+    ops[WF_OP_UP].gm = ops[WF_OP_DOWN].gm = picks / local;
   } else {
     gemm(&ops[WF_OP_UP], Tw, h, mats * m->ffn / div, sram);
     ops[WF_OP_UP].ckpt = 2 * Tw * h / rep;

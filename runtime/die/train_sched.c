@@ -15,10 +15,6 @@ const wf_train_search_opts WF_TRAIN_SEARCH_DEFAULT = {
 enum { QC = 16 };   /* memory quanta per die's checkpoint capacity in GCMR's DP */
 enum { QR = 2048 }; /* most saving levels in a stage's recomputation knapsack */
 
-static double op_time(const wf_die_target *t, double eff, double flops, double ema) {
-  return fmax(flops / (t->fp16_flops * eff), ema / t->hbm_bw);
-}
-
 /* A TP group's ring: bidirectional when the shape closes a cycle (2 x k, or two dies), else
  * a line, whose wrap-around halves the bandwidth. */
 static double ring_bw(const wf_die_target *t, int sw, int sh) {
@@ -31,7 +27,7 @@ int wf_train_stages(const wf_die_target *t, const wf_train_work *w, int tp, int 
   const wf_train_model *m = w->m;
   if (pp < 1 || pp > m->layers || pp > WF_MAX_STAGES) return -1;
   p->tp = tp, p->pp = pp, p->strategy = st, p->micro_batches = w->c.micro_batches;
-  double eff = w->c.efficiency, bw = ring_bw(t, p->shape_w, p->shape_h);
+  double bw = ring_bw(t, p->shape_w, p->shape_h);
   double alpha = 2.0 * (tp - 1) * t->link_latency, div = st == WF_TP_B ? 1 : tp;
   p->comm_ar_s = wf_train_eq1(alpha, bw, tp, 2 * w->tokens * m->hidden);
   p->act_bytes = 2 * w->tokens * m->hidden;
@@ -54,7 +50,7 @@ int wf_train_stages(const wf_die_target *t, const wf_train_work *w, int tp, int 
       params += wf_train_layer_params(m, l);
       int first = S->kind_layers[kind]++ == 0;
       for (int k = 0; k < WF_OP_N; k++) {
-        double tf = op_time(t, eff, ops[k].flops_f, ops[k].ema_f), tb = op_time(t, eff, ops[k].flops_b, ops[k].ema_b);
+        double tf = wf_train_op_time(t, w, &ops[k], 0, NULL), tb = wf_train_op_time(t, w, &ops[k], 1, NULL);
         double cf = ops[k].comm_f > 0 ? wf_train_eq1(alpha, bw, tp, ops[k].comm_f) : 0;
         double cb = ops[k].comm_b > 0 ? wf_train_eq1(alpha, bw, tp, ops[k].comm_b) : 0;
         S->F += tf + cf;
@@ -70,9 +66,10 @@ int wf_train_stages(const wf_die_target *t, const wf_train_work *w, int tp, int 
     if (s == 0) params += emb;
     if (s == pp - 1) {
       params += emb;
-      double hf = 2 * (w->tokens / (st == WF_TP_B ? tp : 1)) * m->hidden * m->vocab / div;
-      S->F += op_time(t, eff, hf, 2 * emb / div);
-      S->B += op_time(t, eff, 2 * hf, 4 * emb / div);
+      wf_train_op head;
+      wf_train_head_op(w, tp, st, &head);
+      S->F += wf_train_op_time(t, w, &head, 0, NULL);
+      S->B += wf_train_op_time(t, w, &head, 1, NULL);
     }
     S->modelp = 16 * params / div; /* fp16 weights + grads, fp32 master + Adam m, v */
     S->cap = t->hbm_bytes - S->modelp;

@@ -40,23 +40,40 @@ typedef struct opts {
   int simulate;
   int enumerate;
   const char *heatmap;
+  const char *op_costs;      /* "roofline", "sim" (the committed table) or a table's path */
   char list_buf[2][4096];
 } opts;
+
+/* The per-operator table (--op-costs), NULL for the roofline; every wf_train_work gets it. */
+static wf_train_optable g_table;
+static const wf_train_optable *g_optable;
+#define DSE_DEFAULT_TABLE "dojo-gemm" /* targets/dies/dojo-gemm.csv */
+
+static void work_init(wf_train_work *w, const char *model, const wf_train_cfg *c) {
+  wf_train_work_init(w, wf_train_model_find(model), c);
+  w->optable = g_optable;
+}
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: wafer-dse [--models=M1,M2,...] [--wafers=W1,W2,...] [--recompute=on|off]\n"
           "                 [--faults=links:R,dies:R] [--seed=S] [--seq=N] [--micro-batch=N]\n"
           "                 [--micro-batches=N] [--ga-steps=N] [--elite=W] [--no-sim] [--heatmap DIR]\n"
+          "                 [--op-costs=sim|roofline|FILE]\n"
           "       wafer-dse --enumerate\n"
           "models: llama2-30b, llama3-70b, gpt-175b, gshard-137b, deepseek-v3 (default: the first four)\n"
           "wafers: config1..config4 (WATOS Table II, targets/dies/watos-configN.target; the default),\n"
           "        any die target name or path with core_array, core_sram and core_clock,\n"
           "        or an enumerated candidate enum-cC-kK (wafer-dse --enumerate)\n"
+          "--op-costs: where a GEMM operator's compute time comes from: sim (the default) the table\n"
+          "        simulated by waferc on the Dojo-like core target (targets/dies/dojo-gemm.csv, written by\n"
+          "        tools/wafer-dse/gen_optable.py; ops outside it keep the roofline), roofline FLOPs / (peak x\n"
+          "        0.8) for every op, or FILE another table; op_cost_source in each plan says which per op\n"
           "Prints one JSON object: ranking, best, ablation, baselines, faults (with --faults), search_s.\n"
           "Iteration times come from the die-level model: 1F1B on SimGrid (iteration_s) and the\n"
           "alpha-beta evaluator (iteration_ab_s); search_s is host time. docs/dse.md.\n"
-          "exit codes: 0 ok, 1 bad die target file, 2 usage, 4 no model fits any wafer given, 6 I/O.\n");
+          "exit codes: 0 ok, 1 bad die target file or table, 2 usage, 4 no model fits any wafer given,\n"
+          "            6 I/O (a table that cannot be read).\n");
 }
 
 static int split_list(const char *opt, const char *v, char *buf, size_t cap, const char **out, int *n) {
@@ -122,10 +139,10 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
 static int parse(int argc, char **argv, opts *o) {
   static const char *const known[] = {"--models", "--wafers", "--recompute", "--faults", "--seed", "--seq",
                                       "--micro-batch", "--micro-batches", "--ga-steps", "--elite", "--no-sim",
-                                      "--heatmap", "--enumerate", "--help", "--version"};
+                                      "--heatmap", "--enumerate", "--op-costs", "--help", "--version"};
   memset(o, 0, sizeof *o);
   o->recompute = 1, o->seed = 1, o->cfg = WF_TRAIN_CFG_DEFAULT, o->ga_steps = WF_TRAIN_SEARCH_DEFAULT.ga_steps;
-  o->elite = WF_TRAIN_SEARCH_DEFAULT.ga_elite, o->simulate = 1;
+  o->elite = WF_TRAIN_SEARCH_DEFAULT.ga_elite, o->simulate = 1, o->op_costs = "sim";
   const char *models = "llama2-30b,llama3-70b,gpt-175b,gshard-137b", *wafers = "config1,config2,config3,config4";
   for (int i = 1; i < argc; i++) {
     int bad = 0;
@@ -174,6 +191,13 @@ static int parse(int argc, char **argv, opts *o) {
     } else if (bad) return WF_EXIT_USAGE;
     else if ((v = opt_value(argc, argv, &i, "--heatmap", &bad))) o->heatmap = v;
     else if (bad) return WF_EXIT_USAGE;
+    else if ((v = opt_value(argc, argv, &i, "--op-costs", &bad))) {
+      if (!*v) {
+        wf_error_at("--op-costs", "empty value: expected sim, roofline or a table file");
+        return WF_EXIT_USAGE;
+      }
+      o->op_costs = v;
+    } else if (bad) return WF_EXIT_USAGE;
     else if (!strcmp(argv[i], "--no-sim")) o->simulate = 0;
     else if (!strcmp(argv[i], "--enumerate")) o->enumerate = 1;
     else {
@@ -250,6 +274,26 @@ static void progress(int done, int total, const char *what) {
   fflush(stderr);
 }
 
+/* Per operator of the plan, where its compute time came from: "sim" (the table), "roofline",
+ * or "sim+roofline" when some of its GEMMs (forward, backward, a stage's layers) fell outside
+ * the table. The same lookups wf_train_stages made, asked again. */
+static cJSON *op_sources(const wf_die_system *s, const wf_train_work *w, const wf_train_plan *p) {
+  int src[WF_OP_N] = {0}, head = 0;
+  for (int st = 0; st < p->pp; st++)
+    for (int l = p->st[st].layer0; l < p->st[st].layer0 + p->st[st].layers; l++) {
+      wf_train_op ops[WF_OP_N];
+      wf_train_layer_ops(w, &s->t, l, p->tp, p->strategy, ops);
+      for (int k = 0; k < WF_OP_N; k++) wf_train_op_time(&s->t, w, &ops[k], 0, &src[k]), wf_train_op_time(&s->t, w, &ops[k], 1, &src[k]);
+    }
+  wf_train_op h;
+  wf_train_head_op(w, p->tp, p->strategy, &h);
+  wf_train_op_time(&s->t, w, &h, 0, &head), wf_train_op_time(&s->t, w, &h, 1, &head);
+  cJSON *o = cJSON_CreateObject();
+  for (int k = 0; k < WF_OP_N; k++) cJSON_AddStringToObject(o, wf_train_op_names[k], wf_train_cost_names[src[k]]);
+  cJSON_AddStringToObject(o, "head", wf_train_cost_names[head]);
+  return o;
+}
+
 static cJSON *plan_json(const wf_die_system *s, const wf_train_work *w, const wf_train_plan *p) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "tp", p->tp);
@@ -295,7 +339,7 @@ static cJSON *plan_json(const wf_die_system *s, const wf_train_work *w, const wf
   cJSON_AddNumberToObject(o, "iteration_s", it);
   cJSON_AddStringToObject(o, "iteration_source", p->sim_s > 0 ? "simgrid-1f1b" : "alpha-beta-1f1b");
   cJSON_AddNumberToObject(o, "throughput_tflops", w->model_flops / it / 1e12);
-  cJSON_AddStringToObject(o, "op_cost_source", "analytic roofline per operator (train_ops.c)");
+  cJSON_AddItemToObject(o, "op_cost_source", op_sources(s, w, p));
   return o;
 }
 
@@ -448,7 +492,7 @@ static cJSON *simulate_faulty(void *arg) {
   cJSON *out = e ? cJSON_CreateObject() : NULL;
   for (int mi = 0; e && mi < j->o->nmodels; mi++) {
     wf_train_work w;
-    wf_train_work_init(&w, wf_train_model_find(j->o->models[mi]), &j->o->cfg);
+    work_init(&w, j->o->models[mi], &j->o->cfg);
     cJSON *a = cJSON_AddArrayToObject(out, j->o->models[mi]);
     for (int k = 0; k < F_N; k++)
       cJSON_AddItemToArray(a, j->ok[mi][k] ? cJSON_CreateNumber(wf_train_simulate(e, j->s, &w, &j->plans[mi][k], NULL, NULL, NULL))
@@ -482,7 +526,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   wf_die_flows pairs = {0};
   for (int mi = 0; mi < o->nmodels; mi++) {
     wf_train_work w;
-    wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
+    work_init(&w, o->models[mi], &o->cfg);
     wf_train_search_opts so = WF_TRAIN_SEARCH_DEFAULT;
     so.recompute = o->recompute, so.seed = o->seed, so.ga_steps = o->ga_steps, so.ga_elite = o->elite;
     /* Alg. 1 and the downstream schedulers, then the GA from their plan: the best plan. */
@@ -539,7 +583,7 @@ static cJSON *explore_wafer(const opts *o, const wf_die_target *t, const char *w
   static double busy[WF_MAX_DIES], dram[WF_MAX_DIES], links[WF_MAX_DIES * 4];
   for (int mi = 0; mi < o->nmodels; mi++) {
     wf_train_work w;
-    wf_train_work_init(&w, wf_train_model_find(o->models[mi]), &o->cfg);
+    work_init(&w, o->models[mi], &o->cfg);
     cJSON *m = cJSON_AddObjectToObject(out, o->models[mi]);
     cJSON_AddNumberToObject(m, "search_s", secs[mi]);
     cJSON_AddNumberToObject(m, "ga_s", gas[mi]);
@@ -680,6 +724,11 @@ int main(int argc, char **argv) {
   int rc = parse(argc, argv, &o);
   if (rc) return rc;
   if (o.enumerate) return enumerate();
+  if (strcmp(o.op_costs, "roofline")) {
+    const char *name = !strcmp(o.op_costs, "sim") ? DSE_DEFAULT_TABLE : o.op_costs;
+    if ((rc = wf_train_optable_load(name, &g_table))) return rc;
+    g_optable = &g_table;
+  }
   static wf_die_target targets[MAX_LIST];
   for (int i = 0; i < o.nwafers; i++) {
     if ((rc = load_wafer(o.wafers[i], &targets[i]))) return rc;
@@ -713,6 +762,15 @@ int main(int argc, char **argv) {
   cJSON_AddNumberToObject(wl, "micro_batches", o.cfg.micro_batches);
   cJSON_AddNumberToObject(wl, "efficiency", o.cfg.efficiency);
   cJSON_AddItemToObject(root, "workload", wl);
+  cJSON *oc = cJSON_AddObjectToObject(root, "op_costs");
+  cJSON_AddStringToObject(oc, "source", g_optable ? "sim" : "roofline");
+  if (g_optable) {
+    char mesh[32];
+    snprintf(mesh, sizeof mesh, "%dx%d", g_optable->mesh_w, g_optable->mesh_h);
+    cJSON_AddStringToObject(oc, "table", g_optable->path);
+    cJSON_AddStringToObject(oc, "table_mesh", mesh);
+  }
+  cJSON_AddNumberToObject(oc, "roofline_efficiency", o.cfg.efficiency);
   cJSON *ranking = cJSON_AddObjectToObject(root, "ranking"), *aranking = cJSON_AddObjectToObject(root, "analytic_ranking");
   cJSON *best = cJSON_AddObjectToObject(root, "best"), *abl = cJSON_AddObjectToObject(root, "ablation");
   cJSON *bas = cJSON_AddObjectToObject(root, "baselines"), *flt = o.fault_dies > 0 || o.fault_links > 0 ? cJSON_AddObjectToObject(root, "faults") : NULL;

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Builds wafer-dse's per-operator GEMM table (docs/dse.md, "The per-operator table").
+
+Each grid point is a per-core GEMM block m_core x k_core x n_core on a W x H core array: the
+tile C[M, N] = A[M, K] . B[K, N] with M = H * m_core, K = max(W, H) * k_core, N = W * n_core is
+compiled by waferc (partition, lower-gemm{algo=auto}) and simulated in timing mode by
+waferc's own fabric runtime:
+
+    wafer-bench gemm --target=T --mesh=WxH --m=M --k=K --n=N --weights=ab --algo=auto
+
+(--weights=ab: both operands arrive written pre-skewed, as a die's DMA places tiles it loads
+from DRAM, so the on-array alignment is not paid.) The row records the simulated cycles and
+efficiency = M K N / (W H fmac_per_cycle cycles), fmac_per_cycle read from the target file.
+Simulated cycles are deterministic, so the table is exactly reproducible; nothing here
+depends on host time.
+
+    tools/wafer-dse/gen_optable.py --bench build/bin/wafer-bench > targets/dies/dojo-gemm.csv
+    tools/wafer-dse/gen_optable.py --bench build/bin/wafer-bench --m-core=4 --k-core=16 --n-core=4
+
+Exit codes: 0; 1 a simulation failed (its command and output are printed); 2 usage.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GRID_M = "4,16,64,128"
+GRID_K = "16,64"
+GRID_N = "4,16,64,128"
+
+
+def ints(text):
+    try:
+        v = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected positive integers separated by commas")
+    if not v or min(v) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': expected positive integers separated by commas")
+    return sorted(set(v))
+
+
+def target_file(name):
+    if "/" in name or name.endswith(".target"):
+        return name
+    dirs = [d for d in os.environ.get("WAFERC_TARGET_PATH", "").split(":") if d] + [os.path.join(ROOT, "targets")]
+    for d in dirs:
+        p = os.path.join(d, name + ".target")
+        if os.path.exists(p):
+            return p
+    sys.exit(f"gen_optable.py: --target={name}: no {name}.target in $WAFERC_TARGET_PATH or {ROOT}/targets")
+
+
+def target_key(path, key):
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0]
+            if "=" in line and line.split("=", 1)[0].strip() == key:
+                return line.split("=", 1)[1].strip()
+    sys.exit(f"gen_optable.py: {path}: no '{key}' (docs/targets.md)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bench", default="wafer-bench", help="the wafer-bench binary (default: on PATH)")
+    ap.add_argument("--target", default="dojo", help="core-level target name or path (default dojo)")
+    ap.add_argument("--mesh", default="16x16", help="core array WxH the tiles run on (default 16x16)")
+    ap.add_argument("--m-core", type=ints, default=ints(GRID_M), help=f"rows of A per core (default {GRID_M})")
+    ap.add_argument("--k-core", type=ints, default=ints(GRID_K), help=f"inner dimension per core (default {GRID_K})")
+    ap.add_argument("--n-core", type=ints, default=ints(GRID_N), help=f"columns of B per core (default {GRID_N})")
+    ap.add_argument("-o", "--output", help="write the table here (default: stdout)")
+    a = ap.parse_args()
+    try:
+        W, H = (int(x) for x in a.mesh.lower().split("x"))
+        assert W > 0 and H > 0
+    except (ValueError, AssertionError):
+        ap.error(f"--mesh={a.mesh}: expected WxH")
+    tpath = target_file(a.target)
+    name = target_key(tpath, "name")
+    fmac = int(target_key(tpath, "fmac_per_cycle"))
+    rows = []
+    for mc in a.m_core:
+        for kc in a.k_core:
+            for nc in a.n_core:
+                M, K, N = H * mc, max(W, H) * kc, W * nc
+                cmd = [a.bench, "gemm", f"--target={a.target}", f"--mesh={W}x{H}", f"--m={M}", f"--k={K}",
+                       f"--n={N}", "--weights=ab", "--algo=auto"]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode:
+                    sys.stderr.write(f"gen_optable.py: {' '.join(cmd)} exited {r.returncode}\n{r.stdout}{r.stderr}")
+                    return 1
+                d = json.loads(r.stdout)
+                cyc = int(d["simulated_cycles"])
+                eff = M * K * N / (W * H * fmac * cyc)
+                rows.append(f"{mc},{kc},{nc},{M},{K},{N},{d['algo']},{cyc},{d['predicted_cycles']},{eff:.6f}")
+                sys.stderr.write(f"  {mc}x{kc}x{nc} per core: {cyc} cycles, efficiency {eff:.4f}\n")
+    grid = f"--m-core={','.join(map(str, a.m_core))} --k-core={','.join(map(str, a.k_core))} " \
+           f"--n-core={','.join(map(str, a.n_core))}"
+    text = [
+        "# waferc per-operator GEMM table for wafer-dse (docs/dse.md, \"The per-operator table\")",
+        f"# generated by: tools/wafer-dse/gen_optable.py --target={a.target} --mesh={W}x{H} {grid}",
+        f"# each row: wafer-bench gemm --target={a.target} --mesh={W}x{H} --m=M --k=K --n=N --weights=ab --algo=auto",
+        f"# (target {name}, fmac_per_cycle {fmac}; timing mode: simulated cycles, never host time)",
+        f"# efficiency = m k n / ({W} x {H} cores x {fmac} x simulated_cycles)",
+        f"mesh={W}x{H}",
+        "m_core,k_core,n_core,m,k,n,algo,simulated_cycles,predicted_cycles,efficiency",
+    ] + rows
+    out = "\n".join(text) + "\n"
+    if a.output:
+        with open(a.output, "w") as f:
+            f.write(out)
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
