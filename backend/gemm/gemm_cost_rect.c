@@ -223,7 +223,8 @@ static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_
  * out behind A's on the ramp) are issued with the multiply, and a wait closes them; then
  * B's rest is sent and the predecessor's B received, and a wait. B's receive ends when its
  * last wavelet has arrived (its early part was sent in the first half of the sender's step,
- * the rest in its second half) and when the PE has read the b words up its ramp. */
+ * the rest in its second half) and when the PE has read the b words up its ramp. The last
+ * step only multiplies. */
 static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift) {
   int w = r->w, P = r->nrows * w, hp, sec;
   int64_t a = r->a, b = r->b, e = b < r->t->queue_depth ? b : r->t->queue_depth;
@@ -244,7 +245,7 @@ static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift)
       int y = r->rows[s], p = s * w + x;
       int f = r->ridx[ring_from(r, 1, r->h, y, &hp, &sec)], q = f >= 0 ? f * w + x : p;
       int64_t in = e == b ? T[q] + a + b + lat(r->t, hp) : w1[q] + (b - e) + lat(r->t, hp);
-      nt[p] = max64(max64(w1[p] + b, in), w1[p] + (b - e));
+      nt[p] = max64(w1[p] + b, in); /* (the late send's b - e words leave meanwhile) */
     }
   memcpy(T, nt, (size_t)P * sizeof *T);
   free(w1);
@@ -345,7 +346,8 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   for (int k = 0; w != h && k < vx * vy; k++)
     if (ustep * (1 + k / no) >= iters) late += zc;
   /* a pre-skewed operand (gemm_preskew.c) does not move in the alignment; one buffer aligns
-   * A, then B (phases 0 and 1: the spare takes one operand at a time, lower_gemm_shift.c) */
+   * both at once when C's block is the second spare, else A, then B (phases 0 and 1: the
+   * spare takes one operand at a time, lower_gemm_shift.c) */
   int still_a = !(preskew & WF_PRESKEW_A), still_b = !(preskew & WF_PRESKEW_B);
   int serial_align = one && !cspare; /* else both align at once, as with two buffers */
   for (int ph = 0; ph < (serial_align ? 2 : 1); ph++) {
@@ -411,7 +413,6 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
         work[p] = r.mac_s + (shift ? cp : 0);
         sa[p] = shift && w > 1 ? r.cx.sends * vy * a : 0;
         sb[p] = shift && h > 1 ? r.cy.sends * vx * b : 0;
-        if (one) sb[p] = 0; /* B's shift is a round of its own (below) */
       }
     if (!one) {
       round_all(&r, T, nt_, work, sa, sb, db);
