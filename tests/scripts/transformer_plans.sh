@@ -89,6 +89,21 @@ check tiny_llama "$M/tiny_llama.onnx" "$M/tiny_llama_s13_input.npy" "$M/tiny_lla
 for m in gpt2m_tied_e48h6_v100_s11 gpt2m_untied_e32h4_v96_s8; do
   check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4 5x3 8x8
 done
+# the memory-minimal fallback's own fallback: on 4x4 this tiny LLaMA's plan fits neither with
+# double-buffered GEMMs nor with the one-buffer shift GEMMs auto picks (three buffers of the
+# larger block at the plan's peak); with SUMMA for every GEMM it does
+m=tinyllama_e96h8kv2_s3
+for b in 2 1; do
+  rc=0
+  waferc "$E/$m.onnx" -o "$TMP/$m.buf$b" --target=wse2 --mesh=4x4 --input-shape input_ids=1x3 --gemm-buffers=$b -q \
+    2>/dev/null || rc=$?
+  [ "$rc" = 4 ] || fail "$m on 4x4 with --gemm-buffers=$b: expected exit 4 (the premise), got $rc"
+done
+check "$m" "$E/$m.onnx" "$E/${m}_input.npy" "$E/${m}_ref.npy" input_ids logits 4x4
+grep -q "compiled with SUMMA for every GEMM (--gemm-algo=summa)" "$TMP/err" ||
+  fail "$m on 4x4: no note of the SUMMA fallback: $(head -3 "$TMP/err")"
+python3 -c "import json,sys; m=json.load(open(sys.argv[1])); a={o['lowering'].split('-')[0] for o in m['ops'] if o['op']=='dist.gemm'}; sys.exit(a!={'summa'})" \
+  "$TMP/$m.4x4/manifest.json" || fail "$m on 4x4: the fallback plan's GEMMs are not all SUMMA"
 python3 - "$TMP/manifests" <<'PY' || exit 1
 import json, sys
 def check(path, what):

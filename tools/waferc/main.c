@@ -609,6 +609,8 @@ typedef struct compile_try {
   wf_pipeline *minimal;   /* without --gemm-buffers: the default pipeline with
                            * lower-gemm{buffers=1}, and that with kv heads replicated */
   wf_pipeline *minimal_replicate;
+  wf_pipeline *summa;     /* and without --gemm-algo: lower-gemm{algo=summa}, and replicated */
+  wf_pipeline *summa_replicate;
 } compile_try;
 
 /* One compile to a plan for the target's current mesh (--auto-region retries it). */
@@ -640,13 +642,28 @@ static int compile_gqa_fitting(void *user) {
                             "it is compiled with them replicated (--gqa=replicate)");
 }
 
-/* compile_gqa_fitting with the memory-minimal GEMM schedule. */
+/* compile_gqa_fitting with every GEMM SUMMA's. */
+static int compile_summa(void *user) {
+  compile_try *t = user, r = *t;
+  r.pipeline = t->summa;
+  r.replicate = t->summa_replicate;
+  r.minimal = r.minimal_replicate = r.summa = r.summa_replicate = NULL;
+  return compile_gqa_fitting(&r);
+}
+
+/* compile_gqa_fitting with the memory-minimal GEMM schedule, and without --gemm-algo
+ * compile_summa when that plan does not fit either: auto weighs each GEMM's SRAM alone, and
+ * may still pick a shift GEMM (three buffers of the larger block) where the plan's peak has
+ * no room for it; SUMMA's scratch is two received blocks. */
 static int compile_minimal(void *user) {
   compile_try *t = user, r = *t;
   r.pipeline = t->minimal;
   r.replicate = t->minimal_replicate;
   r.minimal = r.minimal_replicate = NULL;
-  return compile_gqa_fitting(&r);
+  if (!t->summa) return compile_gqa_fitting(&r);
+  return wf_waferc_fallback(compile_gqa_fitting, compile_summa, &r,
+                            "the plan with the memory-minimal schedule does not fit a PE's SRAM either; it is "
+                            "compiled with SUMMA for every GEMM (--gemm-algo=summa)");
 }
 
 /* compile_gqa_fitting, and without --gemm-buffers compile_minimal when that plan does not fit:
@@ -771,11 +788,22 @@ static int pipe_gqa_fitting(void *user) {
                             "stages are compiled with them replicated (--gqa=replicate)");
 }
 
+static int pipe_summa(void *user) {
+  pipe_try r = *(pipe_try *)user;
+  r.gemm_algo = "summa";
+  return pipe_gqa_fitting(&r);
+}
+
+/* pipe_gqa_fitting with the memory-minimal schedule, and without --gemm-algo pipe_summa when
+ * a stage does not fit either (compile_minimal). */
 static int pipe_minimal(void *user) {
   pipe_try r = *(pipe_try *)user;
   char algo[80];
   r.gemm_algo = minimal_algo(r.o, algo, sizeof algo);
-  return pipe_gqa_fitting(&r);
+  if (r.o->gemm_algo) return pipe_gqa_fitting(&r);
+  return wf_waferc_fallback(pipe_gqa_fitting, pipe_summa, &r,
+                            "stages with the memory-minimal schedule do not fit a PE's SRAM either; they are "
+                            "compiled with SUMMA for every GEMM (--gemm-algo=summa)");
 }
 
 /* --pipeline=N; without --gqa, a stage whose gathered kv heads do not fit is compiled with
@@ -914,13 +942,17 @@ int main(int argc, char **argv) {
     return rc;
   }
   /* the default pipeline's fallbacks when a plan does not fit (compile_fitting) */
-  compile_try ct = {&c, &o, pipeline, NULL, NULL, NULL, NULL};
+  compile_try ct = {&c, &o, pipeline, NULL, NULL, NULL, NULL, NULL, NULL};
   if (!o.interpret && !emit_ir && !c.pipeline) {
     char algo[80];
     if (!o.gqa) ct.replicate = default_pipeline_parsed(&c, o.gemm_algo, "replicate");
     if (minimal_algo(&o, algo, sizeof algo)) {
       ct.minimal = default_pipeline_parsed(&c, algo, o.gqa);
       if (!o.gqa) ct.minimal_replicate = default_pipeline_parsed(&c, algo, "replicate");
+      if (!o.gemm_algo) {
+        ct.summa = default_pipeline_parsed(&c, "summa", o.gqa);
+        if (!o.gqa) ct.summa_replicate = default_pipeline_parsed(&c, "summa", "replicate");
+      }
     }
   }
   if (!o.interpret && !emit_ir && (o.auto_region || ct.replicate || ct.minimal)) {
@@ -934,8 +966,8 @@ int main(int argc, char **argv) {
     }
     free(flags);
     wf_pipeline_free(pipeline);
-    wf_pipeline *extra[] = {ct.replicate, ct.minimal, ct.minimal_replicate};
-    for (int i = 0; i < 3; i++)
+    wf_pipeline *extra[] = {ct.replicate, ct.minimal, ct.minimal_replicate, ct.summa, ct.summa_replicate};
+    for (int i = 0; i < 5; i++)
       if (extra[i]) wf_pipeline_free(extra[i]);
     for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
     return rc;
