@@ -189,6 +189,18 @@ static int parse_target_file(const char *path, FILE *f, wf_target *t) {
     wf_error_at(path, "colors must be <= %d and reserved colors below 'colors'", WF_MAX_COLORS);
     return -1;
   }
+  /* A buffer's capacity counts the wavelets still travelling to it (docs/cycle-model.md,
+   * "Buffers"), so a link whose latency is L cycles streams one wavelet a cycle only when a
+   * buffer holds L + 1; with fewer it carries queue_depth per L cycles, and the cost model,
+   * which takes one a cycle, predicts link-bound plans short (measured on a copy of
+   * dojo.target, 16-cycle hops: 1.88x the predicted cycles at 8, 1.05x at 16, equal from 17). */
+  int lat = t->hop_cycles > t->ramp_cycles ? t->hop_cycles : t->ramp_cycles;
+  if (t->queue_depth < lat + 1)
+    wf_warning(WF_LOC_NONE,
+               "%s: queue_depth = %d is below %d, what a buffer must hold to keep a %d-cycle hop or ramp streaming: "
+               "they carry %d wavelets per %d cycles, not one a cycle, and link-bound plans run slower than "
+               "predicted (raise queue_depth to %d or more)",
+               path, t->queue_depth, lat + 1, lat, t->queue_depth, lat, lat + 1);
   return 0;
 }
 

@@ -52,6 +52,14 @@ expect io_pb2npy 6 "nope.pb: error: cannot open" -- wafer-pb2npy "$TMP/nope.pb" 
 expect io_cost 6 "cannot open target file" -- wafer-cost reduce --pes=4 --len=8 --target="$TMP/nope.target"
 expect io_bench 6 "cannot open target file" -- \
   wafer-bench gemm --algo=cannon --mesh=2 --m=4 --k=4 --n=4 --target="$TMP/nope.target"
+# a target whose queues cannot keep its links streaming (16-cycle hops, 8-wavelet buffers):
+# a warning naming the depth that would, and the run goes on; wse2 (1-cycle hops) has none
+sed 's/^queue_depth = .*/queue_depth = 8/; s/^name = .*/name = slowq/' "$SRC/targets/dojo.target" >"$TMP/slowq.target"
+expect slow_queues 0 "slowq.target: queue_depth = 8 is below 17, what a buffer must hold to keep a 16-cycle hop" -- \
+  wafer-bench gemm --algo=cannon --mesh=2 --m=4 --k=4 --n=4 --target="$TMP/slowq.target"
+wafer-bench gemm --algo=cannon --mesh=2 --m=4 --k=4 --n=4 --target=wse2 2>&1 >/dev/null | grep -q queue_depth &&
+  fail "wse2: a queue_depth warning"
+n=$((n + 1))
 mkdir -p "$TMP/empty"
 expect io_onnx_test 6 "empty/model.onnx: error: cannot read" -- wafer-onnx-test "$TMP/empty"
 
