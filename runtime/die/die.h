@@ -24,6 +24,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Where die targets and their tables are looked up after $WAFERC_TARGET_PATH: the build's and
+ * the installed targets/dies (set by CMake; empty when a file is compiled alone). */
+#ifndef WF_DIE_BUILD_TARGET_DIR
+#define WF_DIE_BUILD_TARGET_DIR ""
+#endif
+#ifndef WF_DIE_INSTALL_TARGET_DIR
+#define WF_DIE_INSTALL_TARGET_DIR ""
+#endif
+
 /* ---- the die target (target.c) ----------------------------------------------------------- */
 
 typedef struct wf_die_target {

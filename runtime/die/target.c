@@ -11,13 +11,6 @@
 #include "runtime/die/die.h"
 #include "waferc/diag.h"
 
-#ifndef WF_DIE_BUILD_TARGET_DIR
-#define WF_DIE_BUILD_TARGET_DIR ""
-#endif
-#ifndef WF_DIE_INSTALL_TARGET_DIR
-#define WF_DIE_INSTALL_TARGET_DIR ""
-#endif
-
 typedef enum { K_STR, K_PAIR, K_NUM } kind;
 typedef struct {
   const char *key;

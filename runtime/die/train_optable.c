@@ -11,13 +11,6 @@
 #include "runtime/die/train.h"
 #include "waferc/diag.h"
 
-#ifndef WF_DIE_BUILD_TARGET_DIR
-#define WF_DIE_BUILD_TARGET_DIR ""
-#endif
-#ifndef WF_DIE_INSTALL_TARGET_DIR
-#define WF_DIE_INSTALL_TARGET_DIR ""
-#endif
-
 const char *const wf_train_cost_names[] = {"none", "sim", "roofline", "sim+roofline"};
 
 /* Index of v in the ascending axis, inserting it when new; -1 when the axis is full. */
