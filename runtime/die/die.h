@@ -22,6 +22,7 @@
 #define WAFERC_RUNTIME_DIE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Where die targets and their tables are looked up after $WAFERC_TARGET_PATH: the build's and
@@ -59,6 +60,11 @@ typedef struct wf_die_target {
  * core_clock. 0, or a WF_EXIT_* code
  * after reporting (file:line for bad values, every missing key at once). */
 int wf_die_target_load(const char *name_or_path, wf_die_target *t);
+/* Opens a die-level file: `name` itself when it has a '/' or ends in `suffix` (*given = 1),
+ * else NAME<suffix> in each $WAFERC_TARGET_PATH entry and its dies/, then the build's and the
+ * installed targets/dies (*given = 0). path receives the file opened, or `name`; NULL when
+ * none opens (errno says why for a given path). Die targets and wafer-dse's tables. */
+FILE *wf_die_file_open(const char *name, const char *suffix, char *path, size_t cap, int *given);
 
 /* ---- the system: wafers of dies on one global mesh (topo.c) ------------------------------- */
 

@@ -104,35 +104,40 @@ static int parse(const char *path, FILE *f, wf_die_target *t) {
   return errors ? WF_EXIT_INPUT : 0;
 }
 
+FILE *wf_die_file_open(const char *name, const char *suffix, char *path, size_t cap, int *given) {
+  size_t len = strlen(name), sl = strlen(suffix);
+  *given = strchr(name, '/') || (len > sl && !strcmp(name + len - sl, suffix));
+  if (*given) {
+    snprintf(path, cap, "%s", name);
+    return fopen(path, "r");
+  }
+  char buf[4096] = "";
+  const char *env = getenv("WAFERC_TARGET_PATH");
+  if (env) snprintf(buf, sizeof buf, "%s", env);
+  FILE *f = NULL;
+  for (char *tok = strtok(buf, ":"); tok && !f; tok = strtok(NULL, ":")) {
+    snprintf(path, cap, "%s/%s%s", tok, name, suffix);
+    if (!(f = fopen(path, "r"))) snprintf(path, cap, "%s/dies/%s%s", tok, name, suffix), f = fopen(path, "r");
+  }
+  const char *dirs[] = {WF_DIE_BUILD_TARGET_DIR, WF_DIE_INSTALL_TARGET_DIR};
+  for (int i = 0; i < 2 && !f; i++)
+    if (*dirs[i]) snprintf(path, cap, "%s/%s%s", dirs[i], name, suffix), f = fopen(path, "r");
+  if (!f) snprintf(path, cap, "%s", name);
+  return f;
+}
+
 int wf_die_target_load(const char *name, wf_die_target *t) {
   char path[4096];
-  FILE *f = NULL;
-  size_t len = strlen(name);
-  if (strchr(name, '/') || (len > 7 && !strcmp(name + len - 7, ".target"))) {
-    snprintf(path, sizeof path, "%s", name);
-    if (!(f = fopen(path, "r"))) {
-      wf_error_at(name, "cannot open die target file: %s", strerror(errno));
-      return WF_EXIT_IO;
-    }
-  } else {
-    char buf[4096] = "";
-    const char *env = getenv("WAFERC_TARGET_PATH");
-    if (env) snprintf(buf, sizeof buf, "%s", env);
-    for (char *tok = strtok(buf, ":"); tok && !f; tok = strtok(NULL, ":")) {
-      snprintf(path, sizeof path, "%s/%s.target", tok, name);
-      f = fopen(path, "r");
-    }
-    const char *dirs[] = {WF_DIE_BUILD_TARGET_DIR, WF_DIE_INSTALL_TARGET_DIR};
-    for (int i = 0; i < 2 && !f; i++)
-      if (*dirs[i]) {
-        snprintf(path, sizeof path, "%s/%s.target", dirs[i], name);
-        f = fopen(path, "r");
-      }
-    if (!f) {
-      wf_error_at("--target", "unknown die target '%s': no %s.target in $WAFERC_TARGET_PATH or %s (give a path to use "
-                  "another file)", name, name, *WF_DIE_BUILD_TARGET_DIR ? WF_DIE_BUILD_TARGET_DIR : "targets/dies");
-      return WF_EXIT_USAGE;
-    }
+  int given;
+  FILE *f = wf_die_file_open(name, ".target", path, sizeof path, &given);
+  if (!f && given) {
+    wf_error_at(name, "cannot open die target file: %s", strerror(errno));
+    return WF_EXIT_IO;
+  }
+  if (!f) {
+    wf_error_at("--target", "unknown die target '%s': no %s.target in $WAFERC_TARGET_PATH or %s (give a path to use "
+                "another file)", name, name, *WF_DIE_BUILD_TARGET_DIR ? WF_DIE_BUILD_TARGET_DIR : "targets/dies");
+    return WF_EXIT_USAGE;
   }
   int rc = parse(path, f, t);
   fclose(f);

@@ -32,30 +32,10 @@ static int axis_find(const double *ax, int n, double v) {
 
 typedef struct row { double m, k, n, eff; unsigned line; } row;
 
-static FILE *open_table(const char *name, char *path, size_t cap) {
-  size_t len = strlen(name);
-  if (strchr(name, '/') || (len > 4 && !strcmp(name + len - 4, ".csv"))) {
-    snprintf(path, cap, "%s", name);
-    return fopen(path, "r");
-  }
-  char buf[4096] = "";
-  const char *env = getenv("WAFERC_TARGET_PATH");
-  if (env) snprintf(buf, sizeof buf, "%s", env);
-  FILE *f = NULL;
-  for (char *tok = strtok(buf, ":"); tok && !f; tok = strtok(NULL, ":")) {
-    snprintf(path, cap, "%s/%s.csv", tok, name);
-    if (!(f = fopen(path, "r"))) snprintf(path, cap, "%s/dies/%s.csv", tok, name), f = fopen(path, "r");
-  }
-  const char *dirs[] = {WF_DIE_BUILD_TARGET_DIR, WF_DIE_INSTALL_TARGET_DIR};
-  for (int i = 0; i < 2 && !f; i++)
-    if (*dirs[i]) snprintf(path, cap, "%s/%s.csv", dirs[i], name), f = fopen(path, "r");
-  if (!f) snprintf(path, cap, "%s", name);
-  return f;
-}
-
 int wf_train_optable_load(const char *name, wf_train_optable *t) {
   memset(t, 0, sizeof *t);
-  FILE *f = open_table(name, t->path, sizeof t->path);
+  int given;
+  FILE *f = wf_die_file_open(name, ".csv", t->path, sizeof t->path, &given);
   if (!f) {
     wf_error_at(t->path, "cannot open the per-operator table: %s (a name is looked up as NAME.csv in "
                 "$WAFERC_TARGET_PATH and targets/dies/; tools/wafer-dse/gen_optable.py writes one)", strerror(errno));
