@@ -224,8 +224,8 @@ static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_
  * B's rest is sent and the predecessor's B received, and a wait. B's receive ends when its
  * last wavelet has arrived (its early part was sent in the first half of the sender's step,
  * the rest in its second half) and when the PE has read the b words up its ramp. The last
- * step only multiplies. */
-static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift) {
+ * step only multiplies. w1: scratch for the first waits' ends. */
+static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int64_t *w1, int shift) {
   int w = r->w, P = r->nrows * w, hp, sec;
   int64_t a = r->a, b = r->b, e = b < r->t->queue_depth ? b : r->t->queue_depth;
   if (!shift) {
@@ -237,8 +237,6 @@ static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift)
       int p = s * w + x, q = s * w + ring_from(r, 1, w, x, &hp, &sec);
       nt[p] = max64(T[p] + max64(r->mac_s, a + e), T[q] + a + lat(r->t, hp));
     }
-  int64_t *w1 = malloc((size_t)P * sizeof *w1);
-  WF_ASSERT(w1); /* out of host memory: exit 7 */
   memcpy(w1, nt, (size_t)P * sizeof *w1);
   for (int s = 0; s < r->nrows; s++) /* the second */
     for (int x = 0; x < w; x++) {
@@ -248,7 +246,6 @@ static void step_single(const rect_sched *r, int64_t *T, int64_t *nt, int shift)
       nt[p] = max64(w1[p] + b, in); /* (the late send's b - e words leave meanwhile) */
     }
   memcpy(T, nt, (size_t)P * sizeof *T);
-  free(w1);
 }
 
 /* Rows (or columns) of tile i of size sz inside a block of len (lower_gemm_rect.c, clip). */
@@ -323,9 +320,9 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   for (int y = 0; y < h; y++)
     if (r.ridx[y] == 0) r.ridx[y] = r.nrows, r.rows[r.nrows++] = y;
   int P = r.nrows * w;
-  int64_t *T = calloc((size_t)P * 5, sizeof *T);
+  int64_t *T = calloc((size_t)P * 6, sizeof *T);
   WF_ASSERT(T);
-  int64_t *nt_ = T + P, *work = T + 2 * P, *sa = T + 3 * P, *sb = T + 4 * P;
+  int64_t *nt_ = T + P, *work = T + 2 * P, *sa = T + 3 * P, *sb = T + 4 * P, *w1 = T + 5 * P;
   /* Before the alignment: ragged tiles' buffers zeroed, line 0 of both gathered. */
   int64_t pro = gather_words(0, 0, vx, vy, m, ka, kb, n, mt, kt, nt) + gather_words(1, 0, vx, vy, m, ka, kb, n, mt, kt, nt);
   if (m < vy * mt || ka < vx * kt) pro += (cannon_rename ? bf.sx : vx) * vy * a;
@@ -418,7 +415,7 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
       round_all(&r, T, nt_, work, sa, sb, db);
       continue;
     }
-    step_single(&r, T, nt_, shift);
+    step_single(&r, T, nt_, w1, shift);
   }
   int64_t end = 0;
   for (int p = 0; p < P; p++) end = max64(end, T[p]);

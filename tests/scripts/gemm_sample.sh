@@ -4,8 +4,9 @@
 #  - the JSON's sample has the blocks the full mesh gives each PE (padding included), its own
 #    simulated and predicted cycles, and simulated_cycles is its cycles times W / S;
 #  - predicted_cycles is the full mesh's plan's (equal to an unsampled run's prediction);
-#  - on MeshGEMM, whose steps do not grow with the mesh, the estimate is within 5% of the
-#    whole mesh simulated (64x64 from 16x16, 1 and 2 buffers, both operands weights);
+#  - on MeshGEMM, whose steps do not grow with the mesh, the estimate is within 4% of the
+#    whole mesh simulated (64x64 from 16x16, 1 and 2 buffers, both operands weights; measured
+#    +1.9% and +3.5%: the sample's setup, which does not grow with the mesh, is scaled too);
 #  - --sample-mesh on a non-square mesh or one not larger than S is refused (exit 2).
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -30,7 +31,7 @@ assert sm["mesh"] == [16, 16] and (sm["m"], sm["k"], sm["n"]) == (64, 64, 64), s
 assert s["simulated_cycles"] == round(sm["simulated_cycles"] * 4), (s["simulated_cycles"], sm)
 assert s256["predicted_cycles"] == full["predicted_cycles"], (s256["predicted_cycles"], full["predicted_cycles"])
 err = (s256["simulated_cycles"] - full["simulated_cycles"]) / full["simulated_cycles"]
-assert abs(err) <= 0.05, "estimate %d against %d simulated whole (%+.1f%%)" % (
+assert abs(err) <= 0.04, "estimate %d against %d simulated whole (%+.1f%%)" % (
     s256["simulated_cycles"], full["simulated_cycles"], 100 * err)
 print("buffers %s: 64x64 simulated %d, estimated from 16x16 %d (%+.1f%%)" % (
     sys.argv[4], full["simulated_cycles"], s256["simulated_cycles"], 100 * err))

@@ -140,6 +140,8 @@ int wf_bench_gemm(int argc, char **argv) {
   int64_t ph[6];
   long long sample_pred = -1;
   int64_t sample_cycles = -1;
+  /* the full mesh's per-PE blocks (padding included), which the sample keeps */
+  int64_t bm = (M + W - 1) / W, bk = (K + W - 1) / W, bn = (N + W - 1) / W;
   if (S) {
     /* the full plan, compiled only; then the sample with its blocks, algorithm and schedule */
     rc = wf_bench_compile(ir, &t, keep, plan);
@@ -151,7 +153,6 @@ int wf_bench_gemm(int argc, char **argv) {
     wf_target ts = t;
     snprintf(mesh, sizeof mesh, "%lldx%lld", S, S);
     if (wf_target_set_mesh(&ts, mesh)) return WF_EXIT_NOFIT;
-    int64_t bm = (M + W - 1) / W, bk = (K + W - 1) / W, bn = (N + W - 1) / W;
     rc = compile_ir(chosen, strcmp(nbuf, "1") ? "2" : "1", (int)S, (int)S, bm * S, bk * S, bn * S, wa, wb, &ts, &ir);
     if (rc) return rc;
     rc = wf_bench_run_phases(ir, &ts, NULL, NULL, &sample_cycles, NULL, plan, ph);
@@ -186,7 +187,7 @@ int wf_bench_gemm(int argc, char **argv) {
   if (S)
     printf(", \"sample\": {\"mesh\": [%lld, %lld], \"m\": %lld, \"k\": %lld, \"n\": %lld, \"simulated_cycles\": %lld, "
            "\"predicted_cycles\": %lld, \"scale\": %.6g}",
-           S, S, (long long)((M + W - 1) / W * S), (long long)((K + W - 1) / W * S), (long long)((N + W - 1) / W * S),
+           S, S, (long long)(bm * S), (long long)(bk * S), (long long)(bn * S),
            (long long)sample_cycles, sample_pred, (double)W / (double)S);
   printf("}\n");
   return 0;
