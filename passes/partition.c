@@ -300,6 +300,21 @@ static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
   }
 }
 
+/* An elementwise op on a vector that keeps a reduction's split ([M] {M_y} of an argmax over
+ * the last axis) follows that operand instead of the default {M_x}: `argmax(p, -1) == e`, a
+ * top-1 router's mask, stays where its rows are. */
+static void vector_follows(const wf_func *f, const wf_op *op, wf_type *rt) {
+  if (!(wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) || rt->rank != 1 || rt->layout.rank != 1) return;
+  for (int i = 0; i < op->n_operands; i++) {
+    const wf_type *t = wf_value_type(f, op->operands[i]);
+    if (t->rank == 1 && t->dims[0] == rt->dims[0] && t->layout.rank == 1 &&
+        t->layout.dims[0].split != rt->layout.dims[0].split) {
+      rt->layout.dims[0] = t->layout.dims[0];
+      return;
+    }
+  }
+}
+
 /* A vector-matrix product a[K] . B[.., K, N] is a one-row GEMM per matrix of B: its result
  * [.., N] keeps B's batch dims whole (the default would split the first along y) and N
  * split along x, as the row [1, N] the GEMM writes (lower_gemm_batched.c). */
@@ -497,6 +512,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
           op->code == WF_OP_ARGMAX)
         reduce_layout(f, op, wf_value_type(f, op->results[i]));
       vecmat_layout(f, op, wf_value_type(f, op->results[i]));
+      vector_follows(f, op, wf_value_type(f, op->results[i]));
       switch_layout(f, op, wf_value_type(f, op->results[i]));
       n++;
     }

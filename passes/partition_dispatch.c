@@ -36,6 +36,13 @@ static wf_value transpose2(wf_func *f, wf_op *pos, wf_value v) {
   return r;
 }
 
+/* old's uses read new instead, and new takes old's name (a returned value keeps its name in
+ * the plan's outputs). */
+static void replace(wf_module *m, wf_func *f, wf_value old, wf_value new) {
+  wf_value_replace_uses(f, old, new);
+  if (f->values[old].name) wf_value_set_name(f, new, wf_str(m, f->values[old].name));
+}
+
 static int normal_axis(const wf_func *f, const wf_op *op, int rank) {
   int64_t a = wf_op_int(f, op, "axis", 0);
   return (int)(a < 0 ? a + rank : a);
@@ -66,7 +73,7 @@ static int scalar_index(wf_module *m, wf_func *f, wf_op *op) {
   wf_op_set_ints(f, sl, "axes", 1, axes);
   wf_op_set_ints(f, sl, "steps", 1, steps);
   wf_value rv = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &sv, wf_rewrite_type(wf_value_type(f, op->results[0])), op->loc);
-  wf_value_replace_uses(f, op->results[0], rv);
+  replace(m, f, op->results[0], rv);
   return 1;
 }
 
@@ -79,7 +86,7 @@ static wf_value as_row(wf_func *f, wf_op *pos, wf_value v) {
 
 /* gather(x, ids [C]) along axis 0 of a computed x: [T, E] -> [C, E] by gather_elements on
  * x^T with the ids expanded over E; [T] -> [C] by gather_elements on x as a row */
-static int computed_rows(wf_func *f, wf_op *op) {
+static int computed_rows(wf_module *m, wf_func *f, wf_op *op) {
   wf_value xv = op->operands[0], iv = op->operands[1];
   const wf_type *xt = wf_value_type(f, xv), *it = wf_value_type(f, iv);
   /* (at most 4096 rows: gather_elements' axis, lower_topk.c; a larger table keeps the gather's
@@ -102,13 +109,13 @@ static int computed_rows(wf_func *f, wf_op *op) {
   wf_value r = xt->rank == 2 ? transpose2(f, op, g)
                              : wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &g, wf_rewrite_type(wf_value_type(f, op->results[0])),
                                                 op->loc);
-  wf_value_replace_uses(f, op->results[0], r);
+  replace(m, f, op->results[0], r);
   return 1;
 }
 
 /* scatter_elements(d [T, E], i [C, E], u [C, E]) along axis 0 -> along the last axis of the
  * transposes, transposed back */
-static int rows_scatter(wf_func *f, wf_op *op) {
+static int rows_scatter(wf_module *m, wf_func *f, wf_op *op) {
   const wf_type *dt = wf_value_type(f, op->operands[0]);
   if (dt->rank != 2 || wf_value_type(f, op->operands[1])->rank != 2 || normal_axis(f, op, 2) != 0) return 0;
   wf_value ops[3];
@@ -118,15 +125,15 @@ static int rows_scatter(wf_func *f, wf_op *op) {
   wf_op_set_int(f, sc, "axis", 1);
   const char *red = wf_op_str(f, op, "reduction", NULL);
   if (red) wf_op_set_str(f, sc, "reduction", red);
-  wf_value_replace_uses(f, op->results[0], transpose2(f, op, s));
+  replace(m, f, op->results[0], transpose2(f, op, s));
   return 1;
 }
 
 int wf_partition_dispatch(wf_module *m, wf_func *f) {
   int n = 0;
   wf_func_foreach_op(f, op) {
-    if (op->code == WF_OP_GATHER) n += scalar_index(m, f, op) || computed_rows(f, op);
-    else if (op->code == WF_OP_SCATTER_ELEMENTS) n += rows_scatter(f, op);
+    if (op->code == WF_OP_GATHER) n += scalar_index(m, f, op) || computed_rows(m, f, op);
+    else if (op->code == WF_OP_SCATTER_ELEMENTS) n += rows_scatter(m, f, op);
   }
   if (n) wf_func_remove_dead_ops(f);
   return n;

@@ -22,6 +22,22 @@ its rows gathered by computed ids, and its outputs are added back into their row
                           (a token past an expert's capacity is dropped by it; C = T drops none)
     y = sum_i index_add(0, idx_i, expert_i(x[idx_i]) * w_i[:, None])
 
+DYNAMIC (moe_hf_*): Hugging Face's Mixtral / Qwen2-MoE dispatch, whose token lists have a
+length the data decides (ONNX NonZero; the importer keeps every entry and drops the invalid
+ones at the index_add, docs/onnx.md "NonZero"):
+
+    w, sel = topk(softmax(gate(x), -1), K)    # renormalised when norm (Mixtral), not (Qwen2)
+    mask   = one_hot(sel, N).permute(2, 1, 0) # [N, K, T]
+    for e: slot, tok = torch.where(mask[e])   # NonZero
+           y.index_add_(0, tok, expert_e(x[tok]) * w[tok, slot, None])
+    (+ sigmoid(shared_gate(x)) * shared_expert(x) with shared: Qwen2-MoE)
+
+and a top-1 router written with explicit token lists (moe_nz_*): w, sel = probs.max(-1), then
+per expert idx = nonzero(sel == e) and y[idx] = ... (index_put_, ONNX ScatterND; "put"),
+y.index_put_((idx,), ..., accumulate=True) ("putacc") or y.index_add(0, idx, ...) with
+index_select ("select"). torch bakes a list's length into the graph where the traced list
+had one entry, so the seeds are ones whose trace gives every expert two tokens or more.
+
 with SwiGLU (w2(silu(w1 x) * w3 x)) or GELU (fc2(gelu(fc1 x))) experts. Files per block M:
 M.onnx, M_input.npy (x) and M_ref.npy (torch's y). Seeded: a rerun with the same torch writes
 the same files. Needs Debian's python3-torch, python3-onnx and python3-numpy:
@@ -129,6 +145,62 @@ class SparseMoE(nn.Module):
         return y
 
 
+class HFMoE(nn.Module):
+    """Hugging Face's sparse MoE block (Mixtral; Qwen2-MoE with norm=False and shared)."""
+
+    def __init__(self, e, f, n, k, expert="swiglu", norm=True, shared=False):
+        super().__init__()
+        self.n, self.k, self.norm = n, k, norm
+        self.gate = nn.Linear(e, n, bias=False)
+        mk = SwiGLU if expert == "swiglu" else GeluMLP
+        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
+        self.shared = SwiGLU(e, f) if shared else None
+        self.shared_gate = nn.Linear(e, 1, bias=False) if shared else None
+
+    def forward(self, x):
+        shape = x.shape
+        h = x.view(-1, shape[-1])
+        w = F.softmax(self.gate(h), dim=1, dtype=torch.float)
+        w, sel = torch.topk(w, self.k, dim=-1)
+        if self.norm:
+            w = w / w.sum(dim=-1, keepdim=True)
+        y = torch.zeros_like(h)
+        mask = F.one_hot(sel, num_classes=self.n).permute(2, 1, 0)
+        for e in range(self.n):
+            slot, tok = torch.where(mask[e])
+            cur = h[None, tok].reshape(-1, shape[-1])
+            y.index_add_(0, tok, self.experts[e](cur) * w[tok, slot, None])
+        if self.shared is not None:
+            y = y + torch.sigmoid(self.shared_gate(h)) * self.shared(h)
+        return y.reshape(shape)
+
+
+class NonzeroMoE(nn.Module):
+    """Top-1 routing with explicit token lists (torch.nonzero), three ways to write back."""
+
+    def __init__(self, e, f, n, mode):
+        super().__init__()
+        self.n, self.mode = n, mode
+        self.gate = nn.Linear(e, n, bias=False)
+        self.experts = nn.ModuleList([SwiGLU(e, f) for _ in range(n)])
+
+    def forward(self, x):
+        w, sel = F.softmax(self.gate(x), dim=-1).max(-1)
+        y = torch.zeros_like(x)
+        for e in range(self.n):
+            if self.mode == "put":
+                idx = torch.nonzero(sel == e).squeeze(-1)
+                y[idx] = self.experts[e](x[idx]) * w[idx, None]
+            elif self.mode == "putacc":
+                idx = torch.nonzero(sel == e, as_tuple=True)[0]
+                y.index_put_((idx,), self.experts[e](x[idx]) * w[idx].unsqueeze(-1), accumulate=True)
+            else:
+                idx = (sel == e).nonzero().squeeze(-1)
+                xs = x.index_select(0, idx)
+                y = y.index_add(0, idx, self.experts[e](xs) * w.index_select(0, idx).unsqueeze(-1))
+        return y
+
+
 # name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
 # where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
 BLOCKS = {
@@ -154,10 +226,26 @@ SPARSE = {
     "moe_cap_e16_k2_c2": dict(seed=124, t=8, e=16, f=16, n=16, k=2, c=2, expert="swiglu", dispatch="cap"),
 }
 
+# dynamic dispatch (Hugging Face): norm = renormalise the top-k weights, shared = Qwen2's
+# shared expert
+DYNAMIC = {
+    "moe_hf_e4_k2": dict(seed=130, t=8, e=16, f=32, n=4, k=2, expert="swiglu", norm=True),
+    "moe_hf_b2_e8_k2": dict(seed=131, t=(2, 6), e=16, f=24, n=8, k=2, expert="swiglu", norm=True),
+    "moe_hf_e6_k1_gelu": dict(seed=132, t=10, e=20, f=24, n=6, k=1, expert="gelu", norm=False),
+    "moe_hf_e4_k2_shared": dict(seed=133, t=8, e=16, f=16, n=4, k=2, expert="swiglu", norm=False, shared=True),
+    "moe_nz_e4_put": dict(seed=140, t=12, e=16, f=16, n=4, mode="put"),
+    "moe_nz_e4_putacc": dict(seed=145, t=12, e=16, f=16, n=4, mode="putacc"),
+    "moe_nz_e4_select": dict(seed=150, t=12, e=16, f=16, n=4, mode="select"),
+}
+
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    if "dispatch" in c:
+    if "mode" in c:
+        model = NonzeroMoE(c["e"], c["f"], c["n"], c["mode"]).eval()
+    elif name in DYNAMIC:
+        model = HFMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["norm"], c.get("shared", False)).eval()
+    elif "dispatch" in c:
         model = SparseMoE(c["e"], c["f"], c["n"], c["k"], c["c"], c["expert"], c["dispatch"]).eval()
     else:
         model = DenseMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["combine"], weights=c.get("weights", "topk"),
@@ -178,7 +266,7 @@ def main():
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items())):
+    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items())):
         if a.k in name:
             export(name, c, a.out, c["seed"])
             print(name)

@@ -115,6 +115,7 @@ int ox_import_node(ox_ctx *cx, const ox_node *nd) {
       return WF_EXIT_INPUT;
     }
   int rc = d->fn(&n);
+  if (!rc) rc = ox_list_after(&n);
   if (rc) return rc;
   for (int i = 0; i < nd->n_out; i++)
     if (ox_out_used(&n, i) && !ox_lookup(cx, nd->out[i])) {
@@ -180,6 +181,11 @@ static int import_model(ox_ctx *cx, const wf_onnx_opts *o) {
       free(rets);
       free(types);
       return WF_EXIT_UNSUPPORTED;
+    }
+    if ((rc = ox_list_output(cx, g->output[i]->name, wf_loc_make(cx->path, 0, 0))) != 0) {
+      free(rets);
+      free(types);
+      return rc;
     }
     rets[i] = ox_ir_value(&top, v);
     types[i] = v->type;

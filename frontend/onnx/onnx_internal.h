@@ -24,6 +24,8 @@ enum {
   OX_UINT64 = 13, OX_BFLOAT16 = 16,
 };
 
+typedef struct ox_list ox_list; /* nonzero_list.c */
+
 typedef struct ox_val {
   const char *name;  /* ONNX tensor name; NULL for values the importer makes up */
   wf_type type;      /* a sequence: its element dtype, rank 0 */
@@ -35,6 +37,11 @@ typedef struct ox_val {
   int is_seq;
   int n_items;
   struct ox_val **items;
+  /* NonZero's bounded list (nonzero_list.c): the value's dim `list_axis` runs over the list's
+   * entries, valid or not; `list_shape`: a constant computed from such a value's Shape. */
+  const ox_list *list;
+  int list_axis;
+  int list_shape;
 } ox_val;
 
 /* One node after function inlining. */
@@ -131,6 +138,24 @@ ox_val *ox_in(ox_nctx *n, int i);
  * constant; *out is malloc'd (free it). */
 int ox_in_ints(ox_nctx *n, int i, const char *what, int64_t **out, int *cnt);
 int ox_in_float(ox_nctx *n, int i, const char *what, double *out);
+/* Axes from an INTS attribute (before opset `since`) or a constant input 1 (ops_shape.c);
+ * *na = -1 when none are given. *axes is malloc'd (free it). */
+int ox_axes(ox_nctx *n, int since, int64_t **axes, int *na);
+
+/* ---- NonZero's bounded list (nonzero_list.c) ------------------------------------------ */
+
+/* After a node's importer ran: carries the list's tags from its inputs to its outputs, or
+ * refuses (exit 3) an op that could see which entries are valid. */
+int ox_list_after(ox_nctx *n);
+/* ScatterElements along `axis` whose indices run over a list: masks the updates (ins[2]
+ * replaced), and for reduction none clears the places valid entries write (ins[0] replaced)
+ * and makes it add (red rewritten); 0 when untouched or done, else an exit code. */
+int ox_list_scatter(ox_nctx *n, ox_val **ins, int64_t axis, char *red, size_t red_cap);
+/* v, made from `from` by a reshape or an expand inside one node's import, tagged as from's
+ * list moves (v itself when from holds no list; NULL after reporting when the entries move). */
+ox_val *ox_list_retag(ox_nctx *n, ox_val *v, const ox_val *from);
+/* A graph output that holds a list entry by entry: refused (exit 3). */
+int ox_list_output(ox_ctx *cx, const char *name, wf_loc loc);
 
 /* ---- emitting IR (emit.c) ------------------------------------------------------------- */
 

@@ -62,23 +62,78 @@ int ox_imp_topk(ox_nctx *n) {
   return ox_set_out(n, 1, outs[1]);
 }
 
-int ox_imp_scatter(ox_nctx *n) {
-  ox_val *ins[3] = {ox_in(n, 0), ox_in(n, 1), ox_in(n, 2)};
-  if (!ins[0] || !ins[1] || !ins[2]) return WF_EXIT_INPUT;
+/* The reduction attribute of a scatter, checked against the opset; NULL after reporting. */
+static const char *scatter_reduction(ox_nctx *n) {
   const char *red = ox_attr_str(n, "reduction", "none");
-  if (n->failed) return WF_EXIT_INPUT;
+  if (n->failed) return NULL;
   int ok = !strcmp(red, "none") || (n->opset >= 16 && (!strcmp(red, "add") || !strcmp(red, "mul"))) ||
            (n->opset >= 18 && (!strcmp(red, "max") || !strcmp(red, "min")));
   if (!ok) {
     ox_err(n, "reduction '%s' is not defined at this opset", red);
-    return WF_EXIT_INPUT;
+    return NULL;
   }
+  return red;
+}
+
+/* scatter_elements of ins (data, indices, updates) along axis, as output 0. */
+static int scatter_out(ox_nctx *n, ox_val **ins, int64_t axis, const char *red) {
   char redbuf[16];
   snprintf(redbuf, sizeof redbuf, "%s", red);
-  ox_attrv at[2] = {OX_A_INT("axis", ox_attr_int(n, "axis", 0)), OX_A_IDENT("reduction", redbuf)};
-  if (n->failed) return WF_EXIT_INPUT;
+  int rc = ox_list_scatter(n, ins, axis, redbuf, sizeof redbuf); /* NonZero's list ends here */
+  if (rc) return rc;
+  ox_attrv at[2] = {OX_A_INT("axis", axis), OX_A_IDENT("reduction", redbuf)};
   ox_val *r = ox_emit1(n, WF_OP_SCATTER_ELEMENTS, 3, ins, 2, at, NULL);
   return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
+}
+
+int ox_imp_scatter(ox_nctx *n) {
+  ox_val *ins[3] = {ox_in(n, 0), ox_in(n, 1), ox_in(n, 2)};
+  if (!ins[0] || !ins[1] || !ins[2]) return WF_EXIT_INPUT;
+  const char *red = scatter_reduction(n);
+  int64_t axis = ox_attr_int(n, "axis", 0);
+  if (!red || n->failed) return WF_EXIT_INPUT;
+  return scatter_out(n, ins, axis, red);
+}
+
+/* ScatterND whose indices pick along the first dim only (their last dim is 1: torch's
+ * `y[idx] = v` and index_put_): ScatterElements along axis 0, each index repeated over the
+ * rest of its row. Indices of more dims are not imported. */
+int ox_imp_scatter_nd(ox_nctx *n) {
+  ox_val *data = ox_in(n, 0), *idx = ox_in(n, 1), *upd = ox_in(n, 2);
+  if (!data || !idx || !upd) return WF_EXIT_INPUT;
+  const char *red = scatter_reduction(n);
+  if (!red) return WF_EXIT_INPUT;
+  int r = data->type.rank, ri = idx->type.rank;
+  if (r < 1 || ri < 1) {
+    ox_err(n, "data and indices need a rank of at least 1, got %s and %s", ox_shape_str(&data->type), ox_shape_str(&idx->type));
+    return WF_EXIT_INPUT;
+  }
+  if (idx->type.dims[ri - 1] != 1)
+    return ox_unsupported(n, "indices %s address %lld dims; only 1 (rows of data) is imported",
+                          ox_shape_str(&idx->type), (long long)idx->type.dims[ri - 1]);
+  int64_t cnt = 1;
+  for (int i = 0; i < ri - 1; i++) cnt *= idx->type.dims[i];
+  int ok = upd->type.rank == ri - 1 + r - 1;
+  for (int i = 0; ok && i < ri - 1; i++) ok = upd->type.dims[i] == idx->type.dims[i];
+  for (int i = 1; ok && i < r; i++) ok = upd->type.dims[ri - 2 + i] == data->type.dims[i];
+  if (!ok) {
+    ox_err(n, "updates %s do not have the shape indices %s and data %s give", ox_shape_str(&upd->type),
+           ox_shape_str(&idx->type), ox_shape_str(&data->type));
+    return WF_EXIT_INPUT;
+  }
+  int64_t col[WF_MAX_RANK], full[WF_MAX_RANK];
+  col[0] = full[0] = cnt;
+  for (int i = 1; i < r; i++) {
+    col[i] = 1;
+    full[i] = data->type.dims[i];
+  }
+  ox_val *ic = ox_list_retag(n, ox_reshape(n, idx, r, col), idx);
+  wf_type t = wf_type_make(idx->type.dtype, r, full);
+  ox_val *ie = ic ? ox_list_retag(n, ox_emit1(n, WF_OP_EXPAND, 1, &ic, 0, NULL, &t), idx) : NULL;
+  ox_val *u = ox_list_retag(n, ox_reshape(n, upd, r, full), upd);
+  if (!ie || !u) return WF_EXIT_INPUT;
+  ox_val *ins[3] = {data, ie, u};
+  return scatter_out(n, ins, 0, red);
 }
 
 int ox_imp_gather_elements(ox_nctx *n) {

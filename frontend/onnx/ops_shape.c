@@ -11,7 +11,7 @@
 static int done(ox_nctx *n, ox_val *r) { return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT; }
 
 /* Axes from an INTS attribute (before `since`) or a constant input 1. *na = -1: none given. */
-static int get_axes(ox_nctx *n, int since, int64_t **axes, int *na) {
+int ox_axes(ox_nctx *n, int since, int64_t **axes, int *na) {
   *axes = NULL;
   *na = -1;
   if (n->opset < since) {
@@ -111,7 +111,7 @@ int ox_imp_squeeze(ox_nctx *n) {
   if (!x) return WF_EXIT_INPUT;
   int64_t *axes;
   int na, rank = x->type.rank;
-  int rc = get_axes(n, 13, &axes, &na);
+  int rc = ox_axes(n, 13, &axes, &na);
   if (rc) return rc;
   int drop[WF_MAX_RANK] = {0};
   for (int i = 0; i < na; i++) {
@@ -136,7 +136,7 @@ int ox_imp_unsqueeze(ox_nctx *n) {
   if (!x) return WF_EXIT_INPUT;
   int64_t *axes;
   int na;
-  int rc = get_axes(n, 13, &axes, &na);
+  int rc = ox_axes(n, 13, &axes, &na);
   if (rc) return rc;
   if (na < 0) {
     ox_err(n, "axes are required");
@@ -303,11 +303,37 @@ out:
   return rc;
 }
 
+/* Gather of a computed value along a dim other than the first by NonZero's list (its rows
+ * picked entry by entry, nonzero_list.c): the dim is brought to the front (only leading dims of
+ * 1 before it: a reshape) so that the mesh's gather of rows takes it, and put back after. */
+static ox_val *gather_list_rows(ox_nctx *n, ox_val *x, ox_val *ids, int axis) {
+  int r = x->type.rank, ri = ids->type.rank;
+  for (int i = 0; i < axis; i++)
+    if (x->type.dims[i] != 1) return NULL; /* not this form: the plain gather */
+  int64_t rows[WF_MAX_RANK], outd[WF_MAX_RANK];
+  int nr = 0, no = 0;
+  for (int i = axis; i < r; i++) rows[nr++] = x->type.dims[i];
+  for (int i = 0; i < axis; i++) outd[no++] = 1;
+  for (int i = 0; i < ri; i++) outd[no++] = ids->type.dims[i];
+  for (int i = axis + 1; i < r; i++) outd[no++] = x->type.dims[i];
+  if (no > WF_MAX_RANK) return NULL;
+  ox_val *t = ox_reshape(n, x, nr, rows);
+  ox_attrv at0 = OX_A_INT("axis", 0);
+  ox_val *g = t ? ox_emit1(n, WF_OP_GATHER, 2, (ox_val *[]){t, ids}, 1, &at0, NULL) : NULL;
+  return g ? ox_reshape(n, g, no, outd) : NULL;
+}
+
 int ox_imp_gather(ox_nctx *n) {
   ox_val *ins[2] = {ox_in(n, 0), ox_in(n, 1)};
   if (!ins[0] || !ins[1]) return WF_EXIT_INPUT;
-  ox_attrv at = OX_A_INT("axis", ox_attr_int(n, "axis", 0));
+  int64_t ax = ox_attr_int(n, "axis", 0);
+  ox_attrv at = OX_A_INT("axis", ax);
   if (n->failed) return WF_EXIT_INPUT;
+  int r = ins[0]->type.rank, axis = (int)(ax < 0 ? ax + r : ax);
+  if (ins[1]->list && !ins[0]->k && axis > 0 && axis < r) {
+    ox_val *g = gather_list_rows(n, ins[0], ins[1], axis);
+    if (g) return done(n, g);
+  }
   return done(n, ox_emit1(n, WF_OP_GATHER, 2, ins, 1, &at, NULL));
 }
 

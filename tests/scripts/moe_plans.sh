@@ -21,6 +21,10 @@
 #    their rows (index_add: Gather and ScatterElements along the token axis, rewritten by
 #    passes/partition_dispatch.c into gather_elements / scatter_elements on the transposes),
 #    as plans against torch on the same meshes;
+#  - the dynamic blocks (moe_hf_*: Hugging Face's Mixtral / Qwen2-MoE dispatch by
+#    torch.where; moe_nz_*: top-1 token lists by torch.nonzero written back by index_put_ or
+#    index_add): NonZero's lists kept whole and masked at the scatter
+#    (frontend/onnx/nonzero_list.c), as plans against torch on the same meshes;
 #  - each block's router (passes/moe_routes.c): the plan's moe_route_0 equals the
 #    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
 #    expert, assignments and max/avg are the interpreter's indices counted (timing mode: not
@@ -32,8 +36,9 @@ SRC=${WAFERC_SOURCE_DIR:?}
 M=$SRC/examples/models/moe
 BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
-BLOCKS="$BLOCKS $SPARSE"
-PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE"
+DYNAMIC="moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_put moe_nz_e4_putacc moe_nz_e4_select"
+BLOCKS="$BLOCKS $SPARSE $DYNAMIC"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE $DYNAMIC"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
@@ -167,11 +172,9 @@ for mesh in 1x1 2x2 5x3; do
     fail "dispatch $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
   waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" 2>"$TMP/err" ||
     fail "dispatch $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
-  i=0
-  for b in y gi xi; do
-    wafer-npycmp "$d/out/output_$i.npy" "$TMP/dispatch.ref/$b.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
+  for b in y gi xi; do # named as the interpreter names them (the rewrite keeps the names)
+    wafer-npycmp "$d/out/$b.npy" "$TMP/dispatch.ref/$b.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "dispatch $mesh: $b differs from the interpreter: $(head -1 "$TMP/cmp")"
-    i=$((i + 1))
   done
   n=$((n + 1))
 done
@@ -186,9 +189,9 @@ for b in $PLANS; do
   waferc "$TMP/$b.routes.wir" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.routes" -q \
     2>"$TMP/err" || fail "$b: the routes' interpreter exited $?: $(head -1 "$TMP/err")"
   meshes="2x2 3x2 4x4 5x3"
-  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_*) meshes="1x1 $meshes" ;; esac
+  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_* | moe_hf_e[46]_* | moe_nz_*) meshes="1x1 $meshes" ;; esac
   routed=1
-  case $b in moe_ec_*) routed=0 ;; esac
+  case $b in moe_ec_* | moe_nz_*) routed=0 ;; esac # expert choice; an argmax router
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
