@@ -141,8 +141,13 @@ int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
 /* Whether v, an integer or bool tensor, may live on the mesh: the PEs hold integers and bools
  * as f32 words, exact up to 2^24, so only values that stay so: a bool, a function argument
  * (waferrun refuses larger values), a constant of such integers, an argmax's or topk's
- * indices, and a where of such values, a cast from an integer or bool, or data movement
- * (reshape, transpose, slice, split, concat) of them. Arithmetic on integers is not. */
+ * indices, and a where of such values, a cast from an integer or bool (or from an f32 that
+ * wf_int_valued holds integers), or data movement (reshape, transpose, slice, split, concat)
+ * of them. Arithmetic on integers is not. */
 int wf_int_words_ok(const wf_module *m, const wf_func *f, wf_value v);
+/* Whether f32 value v holds integers (of at most 2^24) by construction: bools, integers and
+ * integer constants through sums, products, max, min, matmuls and moves (rules_index.c). A
+ * cast of it to an integer type is then a copy of the words on the mesh. */
+int wf_int_valued(const wf_module *m, const wf_func *f, wf_value v);
 
 #endif

@@ -220,6 +220,52 @@ static int exact_constant(const wf_module *m, const wf_value_info *vi) {
   return ok;
 }
 
+static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth);
+
+/* An f32 constant whose every element is an integer of at most 2^24. */
+static int integer_constant(const wf_module *m, const wf_value_info *vi) {
+  wf_tensor *t = vi->index >= 0 ? wf_global_tensor((wf_module *)m, vi->index) : NULL;
+  if (!t) return 0;
+  int ok = 1;
+  for (int64_t i = 0, n = wf_tensor_numel(t); ok && i < n; i++) {
+    double x = wf_tensor_get(t, i);
+    ok = fabs(x) <= (1 << 24) && x == floor(x);
+  }
+  wf_tensor_free(t);
+  return ok;
+}
+
+/* An f32 value that holds integers: made from bools, integers and integer constants by ops
+ * that keep integers (sums, products, max, min, moves; a matmul of such operands, which is
+ * how CumSum is imported), so a cast of it to an integer type truncates nothing. Like the
+ * integers themselves, it is taken to stay within 2^24 (MoE routers count tokens). */
+static int int_valued(const wf_module *m, const wf_func *f, wf_value v, int depth) {
+  const wf_value_info *vi = &f->values[v];
+  if (depth > 64 || wf_value_type(f, v)->dtype != WF_F32) return 0;
+  if (vi->kind == WF_VAL_GLOBAL) return integer_constant(m, vi);
+  if (vi->kind != WF_VAL_RESULT || !vi->def) return 0;
+  const wf_op *d = vi->def;
+  switch (d->code) {
+    case WF_OP_CAST: {
+      wf_dtype from = wf_value_type(f, d->operands[0])->dtype;
+      return from == WF_F32 ? int_valued(m, f, d->operands[0], depth + 1) : int_ok(m, f, d->operands[0], depth + 1);
+    }
+    case WF_OP_WHERE: return int_valued(m, f, d->operands[1], depth + 1) && int_valued(m, f, d->operands[2], depth + 1);
+    case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_MATMUL:
+    case WF_OP_DIST_GEMM: case WF_OP_DIST_GEMM_T: /* (lower-gemm's matmuls) */
+    case WF_OP_NEG: case WF_OP_RELU: case WF_OP_REDUCE_SUM: case WF_OP_REDUCE_MAX: case WF_OP_CONCAT:
+      for (int i = 0; i < d->n_operands; i++)
+        if (!int_valued(m, f, d->operands[i], depth + 1)) return 0;
+      return 1;
+    case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: case WF_OP_EXPAND:
+    case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS:
+      return int_valued(m, f, d->operands[0], depth + 1);
+    default: return 0;
+  }
+}
+
+int wf_int_valued(const wf_module *m, const wf_func *f, wf_value v) { return int_valued(m, f, v, 0); }
+
 static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
   const wf_value_info *vi = &f->values[v];
   if (depth > 64) return 0;
@@ -234,9 +280,9 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
     case WF_OP_ARGMAX: return 1;                  /* below its axis' length */
     case WF_OP_TOPK: return d->results[1] == v;   /* the indices */
     case WF_OP_WHERE: return int_ok(m, f, d->operands[1], depth + 1) && int_ok(m, f, d->operands[2], depth + 1);
-    case WF_OP_CAST: {                            /* from f32 it would truncate: not lowered */
+    case WF_OP_CAST: {                            /* from f32 only when nothing is truncated */
       wf_dtype from = wf_value_type(f, d->operands[0])->dtype;
-      return from != WF_F32 && int_ok(m, f, d->operands[0], depth + 1);
+      return from == WF_F32 ? int_valued(m, f, d->operands[0], depth + 1) : int_ok(m, f, d->operands[0], depth + 1);
     }
     case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: /* words moved as they are */
     case WF_OP_EXPAND: case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS: case WF_OP_TRILU: /* (operand 0 the data) */

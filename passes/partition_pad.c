@@ -6,8 +6,9 @@
  * reach the user — unless an op mixes them into real elements. Only contractions and
  * reductions do. Softmax, norms and reduce_* over a padded axis mask it in the backend (each
  * PE reads only the real elements it holds), so they need nothing from the padding. A
- * matmul over a padded K does read it: it is right when both operands' padding along K is
- * still zero; the walk below tracks, per value and dim, whether that holds (ops that keep
+ * matmul over a padded K does read it: it is right when one operand's padding along K is
+ * still zero and the other's finite (a constant's padding is zero: CumSum's triangle times a
+ * router's mask); the walk below tracks, per value and dim, whether that holds (ops that keep
  * zeros: mul by broadcast values, neg, relu, gelu, silu, tanh, sqrt, and add/sub/max/min of
  * operands that are all zero there; a norm over the last axis of an input whose padding there
  * is finite (add, sub, mul... of finite paddings), as its lowering zeroes its result's; slice,
@@ -120,12 +121,19 @@ static unsigned moved_axes(const wf_func *f, const wf_op *op, const wf_type *in)
 static int finite_keeping(wf_opcode c) {
   return c == WF_OP_ADD || c == WF_OP_SUB || c == WF_OP_MUL || c == WF_OP_NEG || c == WF_OP_MAXIMUM ||
          c == WF_OP_MINIMUM || c == WF_OP_RELU || c == WF_OP_SILU || c == WF_OP_GELU || c == WF_OP_TANH ||
-         c == WF_OP_SIGMOID;
+         c == WF_OP_SIGMOID || c == WF_OP_CAST || c == WF_OP_WHERE; /* (a where's condition is a bool) */
 }
 
 /* Bit d: the padding along dim d may hold inf or NaN (a subset of the dirty bits). Operand dims
  * of size 1 broadcast real values, taken as finite. */
 static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *wild, unsigned m) {
+  if (op->code == WF_OP_EQUAL || op->code == WF_OP_LESS || op->code == WF_OP_NOT) return 0; /* 0 or 1 */
+  if (op->code == WF_OP_RESHAPE || op->code == WF_OP_TRANSPOSE || op->code == WF_OP_EXPAND) {
+    /* moves: the padding may take any of the operand's values, finite when all of them are */
+    unsigned any = 0;
+    for (int i = 0; i < op->n_operands; i++) any |= wild[op->operands[i]];
+    return any ? m : 0;
+  }
   if (!finite_keeping(op->code)) return m;
   const wf_type *rt = wf_value_type(f, op->results[0]);
   unsigned out = 0;
@@ -153,12 +161,17 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
       case WF_OP_MATMUL: case WF_OP_DIST_GEMM: {
         const wf_type *tb = wf_value_type(f, op->operands[1]);
         int kb = tb->rank >= 2 ? tb->rank - 2 : 0; /* a 1-D operand's K is its only dim */
-        if ((padded(in, in->rank - 1, w, h) || padded(tb, kb, w, h)) &&
-            ((dirty[op->operands[0]] >> (in->rank - 1) & 1) || (dirty[op->operands[1]] >> kb & 1))) {
+        /* a padding product a·b along K is zero when one side's padding is zero and the
+         * other's finite (a constant's is the host's zeros) */
+        int ka = in->rank - 1;
+        int za = !(dirty[op->operands[0]] >> ka & 1), zb = !(dirty[op->operands[1]] >> kb & 1);
+        int fa = !(wild[op->operands[0]] >> ka & 1), fb = !(wild[op->operands[1]] >> kb & 1);
+        if ((padded(in, ka, w, h) || padded(tb, kb, w, h)) && !((za && fb) || (zb && fa))) {
           wf_error(op->loc,
                    "partition: '%s' contracts K = %lld, which the mesh does not divide, and an "
                    "operand's padding along K may be nonzero (it comes from an op that does not "
-                   "keep zeros, such as exp or a broadcast add); choose a mesh side that divides %lld",
+                   "keep zeros, such as exp or a broadcast add) and the other's is not zero and finite; "
+                   "choose a mesh side that divides %lld",
                    wf_opinfos[op->code].name, (long long)in->dims[in->rank - 1],
                    (long long)in->dims[in->rank - 1]);
           errors++;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend/resources/lower.h"
+#include "ir/rules.h"
 #include "waferc/diag.h"
 #include "waferc/tensor.h"
 
@@ -165,12 +166,14 @@ static int64_t lower_cast(wf_lower *L, const wf_op *op, int d, int a, int64_t mn
     is_zero(L, d, d, mn);
     return 2 * mn;
   }
-  if ((to == WF_F32 && (from == WF_F32 || is_int(from))) || (is_int(to) && is_int(from))) {
+  if ((to == WF_F32 && (from == WF_F32 || is_int(from))) || (is_int(to) && is_int(from)) ||
+      (is_int(to) && from == WF_F32 && wf_int_valued(L->m, L->f, op->operands[0]))) { /* integers already */
     wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(d), wf_arg_sym(a), wf_arg_int(mn)});
     return mn;
   }
   wf_error(op->loc, "'cast' from %s to %s has no mesh lowering (the PEs hold integers as f32 words; a cast "
-                    "from f32 to an integer truncates, which no PE instruction does)",
+                    "from f32 to an integer truncates, which no PE instruction does, unless the f32 value is built from "
+                    "integers: wf_int_valued)",
            wf_dtype_name(from), wf_dtype_name(to));
   return -1;
 }

@@ -38,6 +38,17 @@ y.index_put_((idx,), ..., accumulate=True) ("putacc") or y.index_add(0, idx, ...
 index_select ("select"). torch bakes a list's length into the graph where the traced list
 had one entry, so the seeds are ones whose trace gives every expert two tokens or more.
 
+CAPACITY (moe_sw_*): Switch Transformer's top-1 router with a capacity of C tokens per
+expert, positions counted by a running sum (ONNX CumSum) and dispatch / combine as einsums:
+
+    gate, sel = probs.max(-1); mask = one_hot(sel, N)             # [T, N]
+    pos  = cumsum(mask, 0) * mask - 1                             # place in its expert's queue
+    disp = ((pos < C) * mask)[..., None] * one_hot(pos.clamp(0, C - 1).long(), C)  # [T, N, C]
+    y    = einsum("tnc,nce->te", disp * gate, experts(einsum("tnc,te->nce", disp, x)))
+
+and GShard's top-2 (moe_gs_*): the second choices queue after every first choice,
+pos2 = cumsum(mask2, 0) - 1 + mask1.sum(0), both weights renormalised over the kept ones.
+
 with SwiGLU (w2(silu(w1 x) * w3 x)) or GELU (fc2(gelu(fc1 x))) experts. Files per block M:
 M.onnx, M_input.npy (x) and M_ref.npy (torch's y). Seeded: a rerun with the same torch writes
 the same files. Needs Debian's python3-torch, python3-onnx and python3-numpy:
@@ -201,6 +212,56 @@ class NonzeroMoE(nn.Module):
         return y
 
 
+class SwitchMoE(nn.Module):
+    """Switch Transformer: top-1 routing, a capacity of C tokens per expert (cumsum), einsums."""
+
+    def __init__(self, e, f, n, c, expert="gelu"):
+        super().__init__()
+        self.n, self.c = n, c
+        self.gate = nn.Linear(e, n, bias=False)
+        mk = SwiGLU if expert == "swiglu" else GeluMLP
+        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
+
+    def forward(self, x):
+        gate, sel = F.softmax(self.gate(x), dim=-1).max(-1)
+        mask = F.one_hot(sel, self.n).float()
+        pos = torch.cumsum(mask, 0) * mask - 1
+        keep = (pos < self.c).float() * mask
+        disp = keep.unsqueeze(-1) * F.one_hot(pos.clamp(0, self.c - 1).long(), self.c).float()
+        xin = torch.einsum("tnc,te->nce", disp, x)
+        out = torch.stack([ex(xin[i]) for i, ex in enumerate(self.experts)])
+        return torch.einsum("tnc,nce->te", disp * gate[:, None, None], out)
+
+
+class GShardMoE(nn.Module):
+    """GShard: top-2, second choices queued after all first choices, C tokens per expert."""
+
+    def __init__(self, e, f, n, c, expert="swiglu"):
+        super().__init__()
+        self.n, self.c = n, c
+        self.gate = nn.Linear(e, n, bias=False)
+        mk = SwiGLU if expert == "swiglu" else GeluMLP
+        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
+
+    def forward(self, x):
+        p = F.softmax(self.gate(x), dim=-1)
+        m1 = F.one_hot(p.argmax(-1), self.n).float()
+        m2 = F.one_hot((p * (1 - m1)).argmax(-1), self.n).float()
+        pos1 = torch.cumsum(m1, 0) * m1 - 1
+        pos2 = (torch.cumsum(m2, 0) - 1 + m1.sum(0, keepdim=True)) * m2
+        m1 = m1 * (pos1 < self.c).float()
+        m2 = m2 * (pos2 < self.c).float()
+        g1, g2 = (p * m1).sum(-1), (p * m2).sum(-1)
+        den = (g1 + g2).clamp(min=1e-9)
+        g1, g2 = g1 / den, g2 / den
+        c1 = F.one_hot((pos1 * m1).sum(-1).long(), self.c).float()
+        c2 = F.one_hot((pos2 * m2).sum(-1).long(), self.c).float()
+        comb = g1[:, None, None] * m1[:, :, None] * c1[:, None, :] + g2[:, None, None] * m2[:, :, None] * c2[:, None, :]
+        xin = torch.einsum("tnc,te->nce", (comb > 0).float(), x)
+        out = torch.stack([ex(xin[i]) for i, ex in enumerate(self.experts)])
+        return torch.einsum("tnc,nce->te", comb, out)
+
+
 # name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
 # where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
 BLOCKS = {
@@ -237,11 +298,20 @@ DYNAMIC = {
     "moe_nz_e4_putacc": dict(seed=145, t=12, e=16, f=16, n=4, mode="putacc"),
     "moe_nz_e4_select": dict(seed=150, t=12, e=16, f=16, n=4, mode="select"),
 }
+# Switch Transformer: top-1, C tokens per expert counted by cumsum, einsum dispatch / combine
+CAPACITY = {
+    "moe_sw_e4_c3": dict(seed=160, t=8, e=16, f=24, n=4, c=3, expert="gelu"),
+    "moe_sw_e6_c2_swiglu": dict(seed=161, t=10, e=16, f=16, n=6, c=2, expert="swiglu"),
+    "moe_gs_e4_c4": dict(seed=162, t=8, e=16, f=16, n=4, c=4, expert="swiglu"),
+}
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    if "mode" in c:
+    if name in CAPACITY:
+        kind = GShardMoE if name.startswith("moe_gs_") else SwitchMoE
+        model = kind(c["e"], c["f"], c["n"], c["c"], c["expert"]).eval()
+    elif "mode" in c:
         model = NonzeroMoE(c["e"], c["f"], c["n"], c["mode"]).eval()
     elif name in DYNAMIC:
         model = HFMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["norm"], c.get("shared", False)).eval()
@@ -266,7 +336,7 @@ def main():
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items())):
+    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())):
         if a.k in name:
             export(name, c, a.out, c["seed"])
             print(name)

@@ -52,6 +52,33 @@ int ox_imp_variadic(ox_nctx *n) {
   return done(n, acc);
 }
 
+/* Clip: max(x, min) then min(., max); bounds are attributes before opset 11, optional rank-0
+ * inputs after (a min above max gives max everywhere, as ONNX says). */
+int ox_imp_clip(ox_nctx *n) {
+  ox_val *x = ox_in(n, 0);
+  if (!x) return WF_EXIT_INPUT;
+  ox_val *lo = NULL, *hi = NULL;
+  if (n->opset < 11) {
+    if (ox_attr(n, "min")) lo = ox_scalar(n, x->type.dtype, ox_attr_float(n, "min", 0));
+    if (ox_attr(n, "max")) hi = ox_scalar(n, x->type.dtype, ox_attr_float(n, "max", 0));
+    if (n->failed) return WF_EXIT_INPUT;
+  } else {
+    lo = n->n_in > 1 ? n->in[1] : NULL;
+    hi = n->n_in > 2 ? n->in[2] : NULL;
+    for (int i = 1; i < 3; i++) {
+      ox_val *b = i == 1 ? lo : hi;
+      if (b && (b->type.rank != 0 || b->type.dtype != x->type.dtype)) {
+        ox_err(n, "input %d must be a %s scalar, got %s", i, wf_dtype_name(x->type.dtype), ox_shape_str(&b->type));
+        return WF_EXIT_INPUT;
+      }
+    }
+  }
+  ox_val *r = x;
+  if (r && lo) r = ox_emit1(n, WF_OP_MAXIMUM, 2, (ox_val *[]){r, lo}, 0, NULL, NULL);
+  if (r && hi) r = ox_emit1(n, WF_OP_MINIMUM, 2, (ox_val *[]){r, hi}, 0, NULL, NULL);
+  return done(n, r); /* no bounds: x itself */
+}
+
 int ox_imp_where(ox_nctx *n) {
   ox_val *ins[3] = {ox_in(n, 0), ox_in(n, 1), ox_in(n, 2)};
   if (!ins[0] || !ins[1] || !ins[2]) return WF_EXIT_INPUT;

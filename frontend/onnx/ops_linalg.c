@@ -1,4 +1,4 @@
-/* Importers of MatMul, Gemm and Einsum.
+/* Importers of MatMul, Gemm, Einsum and CumSum.
  *
  * Einsum takes the equations exporters emit for attention and batched projections
  * ("bhqd,bhkd->bhqk", "bij,bjk->bik", "ij->ji"): each letter of a two-operand equation is a
@@ -9,6 +9,7 @@
  * output's order. Ellipses, repeated letters in a term and more than two operands are
  * unsupported. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frontend/onnx/onnx_internal.h"
@@ -32,6 +33,63 @@ int ox_imp_gemm(ox_nctx *n) {
   if (n->failed) return WF_EXIT_INPUT;
   ox_val *r = ox_emit1(n, WF_OP_GEMM, ins[2] ? 3 : 2, ins, 4, at, NULL);
   return r ? ox_set_out(n, 0, r) : WF_EXIT_INPUT;
+}
+
+/* ---- CumSum ------------------------------------------------------------------------------
+ * A running sum along one axis is a product with a triangle of ones: along the last axis
+ * X·U (U[i][j] = 1 where i <= j: column j sums rows 0..j), along the one before it L·X (L = Uᵀ),
+ * along another the axis brought last by a transpose and back. exclusive drops the diagonal,
+ * reverse flips the triangle. So the mesh needs nothing new: a matmul by a constant (for the
+ * one-hot masks MoE routers count, every sum is an integer and exact). Integers are summed
+ * as f32 words and cast back (exact below 2^24). The triangle is L x L f32 on the host. */
+int ox_imp_cumsum(ox_nctx *n) {
+  ox_val *x = ox_in(n, 0);
+  if (!x) return WF_EXIT_INPUT;
+  int64_t *av;
+  int cnt;
+  int rc = ox_in_ints(n, 1, "axis", &av, &cnt);
+  if (rc) return rc;
+  int64_t a = cnt == 1 ? av[0] : 0;
+  free(av);
+  int r = x->type.rank;
+  if (cnt != 1 || r < 1 || a < -r || a >= r) {
+    ox_err(n, "axis must be one number in [%d, %d) for %s", -r, r, ox_shape_str(&x->type));
+    return WF_EXIT_INPUT;
+  }
+  int axis = (int)(a < 0 ? a + r : a);
+  int excl = ox_attr_int(n, "exclusive", 0) != 0, rev = ox_attr_int(n, "reverse", 0) != 0;
+  if (n->failed) return WF_EXIT_INPUT;
+  int64_t len = x->type.dims[axis];
+  if (len > 8192 || ox_host_budget(n->cx, len * len * 4))
+    return ox_unsupported(n, "a running sum over %lld elements (its %lld x %lld triangle passes the host budget of %s)",
+                          (long long)len, (long long)len, (long long)len, OX_HOST_BUDGET_TEXT);
+  /* along the last axis: X·U, U[i][j] = 1 when i (the summed element) counts into j */
+  int64_t d[2] = {len, len};
+  wf_tensor *u = wf_tensor_new(WF_F32, 2, d);
+  float *uf = u->data;
+  for (int64_t i = 0; i < len; i++)
+    for (int64_t j = 0; j < len; j++) {
+      int in = rev ? (excl ? i > j : i >= j) : (excl ? i < j : i <= j);
+      uf[i * len + j] = in ? 1.0f : 0.0f;
+    }
+  wf_dtype dt = x->type.dtype;
+  ox_val *v = dt == WF_F32 ? x : ox_cast(n, x, WF_F32);
+  int rows = r >= 2 && axis == r - 2; /* L·X: no transpose */
+  int64_t perm[WF_MAX_RANK];
+  for (int i = 0; i < r; i++) perm[i] = i;
+  if (!rows && axis != r - 1) perm[axis] = r - 1, perm[r - 1] = axis; /* an involution */
+  if (v && !rows && axis != r - 1) v = ox_transpose(n, v, r, perm);
+  if (!v) return WF_EXIT_INPUT;
+  ox_val *k = ox_const_new(n->cx, u);
+  if (rows) { /* L = Uᵀ on the left */
+    int64_t p2[2] = {1, 0};
+    k = ox_transpose(n, k, 2, p2);
+  }
+  ox_val *ins[2] = {rows ? k : v, rows ? v : k};
+  ox_val *y = k ? ox_emit1(n, WF_OP_MATMUL, 2, ins, 0, NULL, NULL) : NULL;
+  if (y && !rows && axis != r - 1) y = ox_transpose(n, y, r, perm);
+  if (y && dt != WF_F32) y = ox_cast(n, y, dt);
+  return y ? ox_set_out(n, 0, y) : WF_EXIT_INPUT;
 }
 
 /* ---- Einsum ------------------------------------------------------------------------------ */

@@ -25,6 +25,13 @@
 #    torch.where; moe_nz_*: top-1 token lists by torch.nonzero written back by index_put_ or
 #    index_add): NonZero's lists kept whole and masked at the scatter
 #    (frontend/onnx/nonzero_list.c), as plans against torch on the same meshes;
+#  - the capacity blocks (moe_sw_*: Switch Transformer, top-1 with C tokens per expert counted
+#    by CumSum, a product with a triangle of ones; clamped positions cast to integers, which
+#    wf_int_valued allows on the mesh; einsum dispatch and combine; an expert over capacity),
+#    against torch on 1x1 to 5x3 (5 and 3 divide neither T: the padding rule for a matmul
+#    with one zero, one finite padding); GShard's top-2 (moe_gs_e4_c4: second choices queued
+#    after the first, an expert over capacity) on 1x1 to 4x4, and refused on 5x3 (its
+#    combine contracts 16 over padding the experts' outputs may fill);
 #  - each block's router (passes/moe_routes.c): the plan's moe_route_0 equals the
 #    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
 #    expert, assignments and max/avg are the interpreter's indices counted (timing mode: not
@@ -37,6 +44,8 @@ M=$SRC/examples/models/moe
 BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
 DYNAMIC="moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_put moe_nz_e4_putacc moe_nz_e4_select"
+CAPACITY="moe_sw_e4_c3 moe_sw_e6_c2_swiglu moe_gs_e4_c4"
+DYNAMIC="$DYNAMIC $CAPACITY"
 BLOCKS="$BLOCKS $SPARSE $DYNAMIC"
 PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE $DYNAMIC"
 
@@ -189,9 +198,12 @@ for b in $PLANS; do
   waferc "$TMP/$b.routes.wir" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.routes" -q \
     2>"$TMP/err" || fail "$b: the routes' interpreter exited $?: $(head -1 "$TMP/err")"
   meshes="2x2 3x2 4x4 5x3"
-  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_* | moe_hf_e[46]_* | moe_nz_*) meshes="1x1 $meshes" ;; esac
+  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_* | moe_hf_e[46]_* | moe_nz_* | moe_sw_*) meshes="1x1 $meshes" ;; esac
+  # GShard's combine sums over (expert, slot) = 16, which 5 does not divide, with the experts'
+  # outputs' padding nonzero there: refused, naming the einsum (checked below)
+  case $b in moe_gs_*) meshes="1x1 2x2 3x2 4x4" ;; esac
   routed=1
-  case $b in moe_ec_* | moe_nz_*) routed=0 ;; esac # expert choice; an argmax router
+  case $b in moe_ec_* | moe_nz_* | moe_sw_* | moe_gs_*) routed=0 ;; esac # expert choice; an argmax router
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
@@ -213,6 +225,11 @@ for b in $PLANS; do
     printf '%s\t%s\n' "$d" "$TMP/$b.routes/moe_route_0.npy" >>"$TMP/routes"
   done
 done
+rc=0
+waferc "$M/moe_gs_e4_c4.onnx" -o "$TMP/gs53" --target=test8x8 --mesh=5x3 -q 2>"$TMP/err" || rc=$?
+[ $rc = 3 ] && grep -q "Einsum_1.*contracts K = 16, which the mesh does not divide.*divides 16" "$TMP/err" &&
+  [ ! -e "$TMP/gs53" ] || fail "moe_gs_e4_c4 5x3: exit $rc, want 3 naming the combine: $(head -1 "$TMP/err")"
+n=$((n + 1))
 # tokens per expert: the manifest's "moe" and the report's counts against the interpreter's
 # indices; in timing mode nothing is counted
 d=$TMP/moe_e8_k2.4x4

@@ -130,6 +130,7 @@ int oi_shape_operand(const char *op, int index) {
       {"ReduceMax", 1u << 1}, {"Split", 1u << 1},      {"Expand", 1u << 1},
       {"ConstantOfShape", 1u}, {"Range", 7u},          {"TopK", 1u << 1},
       {"Trilu", 1u << 1},     {"Tile", 1u << 1},       {"OneHot", 1u << 1},
+      {"CumSum", 1u << 1},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (!strcmp(table[i].op, op)) return index < 32 && (table[i].inputs >> index) & 1;
