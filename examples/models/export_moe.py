@@ -233,15 +233,8 @@ class SwitchMoE(nn.Module):
         return torch.einsum("tnc,nce->te", disp * gate[:, None, None], out)
 
 
-class GShardMoE(nn.Module):
+class GShardMoE(SwitchMoE):
     """GShard: top-2, second choices queued after all first choices, C tokens per expert."""
-
-    def __init__(self, e, f, n, c, expert="swiglu"):
-        super().__init__()
-        self.n, self.c = n, c
-        self.gate = nn.Linear(e, n, bias=False)
-        mk = SwiGLU if expert == "swiglu" else GeluMLP
-        self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
 
     def forward(self, x):
         p = F.softmax(self.gate(x), dim=-1)
