@@ -288,10 +288,13 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
     case WF_OP_EXPAND: case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS: case WF_OP_TRILU: /* (operand 0 the data) */
       return int_ok(m, f, d->operands[0], depth + 1);
     case WF_OP_CONCAT:
+    /* sums, products, max and min of such integers: taken to stay within 2^24, as the
+     * integers themselves (indices and their offsets: NonZero's token lists, docs/onnx.md) */
+    case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG:
       for (int i = 0; i < d->n_operands; i++)
         if (!int_ok(m, f, d->operands[i], depth + 1)) return 0;
       return 1;
-    default: return 0; /* arithmetic could leave the exact range */
+    default: return 0; /* division, powers: not exact in f32 words */
   }
 }
 

@@ -90,6 +90,81 @@ static int nonzero_at(const wf_tensor *k, int64_t e) {
   return k->dtype == WF_F32 ? ((const float *)k->data)[e] != 0 : ox_int_at(k, e) != 0;
 }
 
+static int is_op(const ox_node *nd, const char *op) { return nd && !nd->domain[0] && !strcmp(nd->op_type, op); }
+
+/* Whether the 2-D input of NonZero node n is one expert's slice of a one-hot of top-k indices,
+ * Hugging Face's `one_hot(topk(..).indices, N).permute(..)[e]`: Gather(Transpose(OneHot(I)),
+ * e) with I a TopK's indices [T, k] (k last) and the expert axis gathered, maybe through a
+ * Cast. Top-k indices of a row are distinct, so each token is in at most one of its k slots:
+ * *kdim is the input's dim that runs over the slots (the other runs over the tokens). */
+static int onehot_of_topk(ox_nctx *n, int *kdim) {
+  ox_ctx *cx = n->cx;
+  const ox_node *g = ox_producer(cx, n->node->in[0]);
+  if (is_op(g, "Cast")) g = ox_producer(cx, g->in[0]);
+  if (!is_op(g, "Gather") || g->n_in < 2) return 0;
+  ox_nctx gn = {.cx = cx, .node = g, .opset = g->opset};
+  const ox_val *e = ox_lookup(cx, g->in[1]);
+  if (!e || !e->k || e->type.rank != 0 || ox_attr_int(&gn, "axis", 0) != 0 || gn.failed) return 0;
+  const ox_node *t = ox_producer(cx, g->in[0]);
+  if (!is_op(t, "Transpose")) return 0;
+  ox_nctx tn = {.cx = cx, .node = t, .opset = t->opset};
+  int cnt;
+  const int64_t *perm = ox_attr_ints(&tn, "perm", &cnt);
+  const ox_node *o = ox_producer(cx, t->in[0]);
+  if (!is_op(o, "OneHot") || o->n_in < 3 || cnt != 3 || tn.failed) return 0;
+  ox_nctx on = {.cx = cx, .node = o, .opset = o->opset};
+  int64_t oax = ox_attr_int(&on, "axis", -1);
+  const ox_val *vals = ox_lookup(cx, o->in[2]), *idx = ox_lookup(cx, o->in[0]);
+  if (on.failed || (oax != -1 && oax != 2) || !vals || !vals->k || wf_tensor_numel(vals->k) != 2 || !idx ||
+      idx->type.rank != 2 || ox_int_at(vals->k, 0) != 0 || ox_int_at(vals->k, 1) == 0)
+    return 0;
+  const ox_node *k = ox_producer(cx, o->in[0]);
+  if (!is_op(k, "TopK") || k->n_out < 2 || strcmp(k->out[1], o->in[0])) return 0;
+  ox_nctx kn = {.cx = cx, .node = k, .opset = k->opset};
+  int64_t kax = ox_attr_int(&kn, "axis", -1);
+  if (kn.failed || (kax != -1 && kax != 1)) return 0;
+  /* the one-hot [T, k, N] permuted with N first; the slice's dims are perm[1], perm[2] */
+  if (perm[0] != 2 || !((perm[1] == 0 && perm[2] == 1) || (perm[1] == 1 && perm[2] == 0))) return 0;
+  *kdim = perm[1] == 1 ? 0 : 1;
+  return 1;
+}
+
+/* The list of a one-hot slice of top-k indices (onehot_of_topk): one entry per token, its slot
+ * computed (the sum of j over the slots holding it), valid when some slot does: T entries
+ * instead of k T. Fills the coordinates [2, T] (i64) and the validity [T]. */
+static int token_list(ox_nctx *n, ox_val *f, int kdim, ox_val **coords, ox_val **valid) {
+  int64_t kk = f->type.dims[kdim], tt = f->type.dims[1 - kdim];
+  /* W holds j and 1 per slot: [2, k] (kdim 0: W·M) or [k, 2] (kdim 1: M·W, transposed), so
+   * that the product's rows are the slot and the count of each token */
+  int64_t wd[2] = {kdim ? kk : 2, kdim ? 2 : kk}, td[2] = {1, tt};
+  wf_tensor *wt = wf_tensor_new(WF_F32, 2, wd), *tk = wf_tensor_new(WF_F32, 2, td);
+  float *w = wt->data;
+  for (int64_t i = 0; i < kk; i++) {
+    w[kdim ? i * 2 : i] = (float)i;
+    w[kdim ? i * 2 + 1 : kk + i] = 1.0f;
+  }
+  for (int64_t i = 0; i < tt; i++) ((float *)tk->data)[i] = (float)i;
+  ox_val *wv = ox_const_new(n->cx, wt), *tv = ox_const_new(n->cx, tk);
+  ox_val *sc = ox_emit1(n, WF_OP_MATMUL, 2, kdim ? (ox_val *[]){f, wv} : (ox_val *[]){wv, f}, 0, NULL, NULL);
+  if (sc && kdim) sc = ox_transpose(n, sc, 2, (int64_t[]){1, 0});
+  if (!sc) return WF_EXIT_INPUT;
+  ox_val *row[2];
+  for (int64_t i = 0; i < 2; i++) {
+    int64_t st = i, en = i + 1, axis = 0, step = 1;
+    ox_attrv at[4] = {OX_A_INTS("starts", 1, &st), OX_A_INTS("ends", 1, &en), OX_A_INTS("axes", 1, &axis),
+                      OX_A_INTS("steps", 1, &step)};
+    if (!(row[i] = ox_emit1(n, WF_OP_SLICE, 1, &sc, 4, at, NULL))) return WF_EXIT_INPUT;
+  }
+  ox_val *parts[2];
+  parts[kdim] = row[0]; /* the coordinate along the slots: the slot; along the tokens: the token */
+  parts[1 - kdim] = tv;
+  ox_attrv ax = OX_A_INT("axis", 0);
+  ox_val *c = ox_emit1(n, WF_OP_CONCAT, 2, parts, 1, &ax, NULL);
+  *coords = c ? ox_cast(n, c, WF_I64) : NULL;
+  *valid = ox_reshape(n, row[1], 1, &tt);
+  return *coords && *valid ? 0 : WF_EXIT_INPUT;
+}
+
 int ox_imp_nonzero(ox_nctx *n) {
   ox_val *x = ox_in(n, 0);
   if (!x) return WF_EXIT_INPUT;
@@ -115,7 +190,9 @@ int ox_imp_nonzero(ox_nctx *n) {
     return ox_set_out(n, 0, ox_const_new(n->cx, t));
   }
   /* every position, in row-major order, and which are valid */
-  if (len > (INT64_C(1) << 24)) return ox_unsupported(n, "an input of %lld elements (at most 2^24)", (long long)len);
+  if (len > (INT64_C(1) << 24) || ox_host_budget(n->cx, (int64_t)r * len * 8))
+    return ox_unsupported(n, "an input of %lld elements: its list of every position passes the host budget of %s",
+                          (long long)len, OX_HOST_BUDGET_TEXT);
   int64_t d[2] = {r, len};
   wf_tensor *t = wf_tensor_new(WF_I64, 2, d);
   int64_t *o = t->data;
@@ -126,13 +203,24 @@ int ox_imp_nonzero(ox_nctx *n) {
     }
   ox_val *m = x->type.dtype == WF_BOOL ? x : ox_cast(n, x, WF_BOOL);
   ox_val *f = m ? ox_cast(n, m, WF_F32) : NULL;
-  ox_val *valid = f ? ox_reshape(n, f, 1, &len) : NULL;
-  if (!valid) return WF_EXIT_INPUT;
+  ox_val *valid = NULL, *coords = NULL;
+  int kdim;
+  if (f && r == 2 && onehot_of_topk(n, &kdim)) { /* one entry per token */
+    wf_tensor_free(t);
+    int rc = token_list(n, f, kdim, &coords, &valid);
+    if (rc) return rc;
+    len = x->type.dims[1 - kdim];
+  } else {
+    valid = f ? ox_reshape(n, f, 1, &len) : NULL;
+    coords = valid ? ox_const_new(n->cx, t) : NULL;
+    if (!coords) wf_tensor_free(t);
+  }
+  if (!valid || !coords) return WF_EXIT_INPUT;
   ox_list *l = wf_arena_alloc(n->cx->arena, sizeof *l);
   l->valid = valid;
   l->len = len;
   l->node = wf_arena_strdup(n->cx->arena, n->node->name && n->node->name[0] ? n->node->name : n->node->out[0]);
-  int rc = ox_set_out(n, 0, ox_const_new(n->cx, t));
+  int rc = ox_set_out(n, 0, coords);
   if (rc) return rc;
   tag(n, 0, l, 1, 0);
   return 0;

@@ -9,7 +9,8 @@
 #    data, and a scatter into data other than zeros... when the reduction is max;
 #  - the valid entries of a computed list, scattered back (reduction add, ScatterND with
 #    rows, and none into non-zero data) into the rows they came from, equal numpy's on the
-#    interpreter and as plans on 1x1, 2x2 and 3x2.
+#    interpreter and as plans on 1x1, 2x2 and 3x2;
+#  - a slice of a one-hot of top-k indices (Hugging Face's dispatch) gives one entry per token.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
@@ -151,4 +152,12 @@ for g in add nd none; do
     n=$((n + 1))
   done
 done
+# Hugging Face's dispatch (one expert's slice of a one-hot of top-k indices): one entry per
+# token, not per (slot, token): the expert's first matmul takes T = 8 rows of moe_hf_e4_k2
+# (top-2), not 16
+waferc "$SRC/examples/models/moe/moe_hf_e4_k2.onnx" --emit=ir -o "$TMP/hf.wir" 2>"$TMP/err" ||
+  fail "moe_hf_e4_k2: waferc --emit=ir exited $?: $(head -1 "$TMP/err")"
+grep -Eq "%_experts\.0_w1_MatMul_output_0 = matmul\(.*\) : f32\[8, 32\]" "$TMP/hf.wir" ||
+  fail "moe_hf_e4_k2: the expert does not run on one row per token: $(grep -m1 experts.0_w1_MatMul "$TMP/hf.wir")"
+n=$((n + 1))
 echo "nonzero_list: $n checks passed"
