@@ -16,6 +16,7 @@
 #    a shift by part of a block along a split axis is exit 3, said;
 #  - bad uses are exit 2 (rows not a multiple of N, with --interpret), a model with too few
 #    places to cut is exit 3 naming the largest N, and neither touches a plan already there;
+#  - an MoE block (its router's output only on the last stage) against torch;
 #  - a hostile or broken pipelined plan (a stage outside the plan, a missing transfer, an input
 #    of no stage, a carried input given from the host) is refused before anything runs.
 set -euo pipefail
@@ -185,5 +186,17 @@ broken rows 1 "stage 1 holds rows" "sed -i 's#\\(\"rows\":[[:space:]]*\\)\\[2, 4
 broken unknown_input 2 "no stage of the pipeline has an input 'ids'" ":" -- --input "ids=$M/tiny_llama_input.npy"
 broken carried_input 2 "not from the host" ":" -- --input "$IN" --input "pipe_0=$M/tiny_llama_input.npy"
 broken trace 2 "does not take --trace" ":" -- --input "$IN" --trace "$TMP/t.json"
+
+# an MoE block cut in two (the router's moe-routes output only on the last stage: an earlier
+# stage's results are all carried), against torch
+MOE=$SRC/examples/models/moe
+d=$TMP/moe_pipe
+waferc "$MOE/moe_e4_k2.onnx" -o "$d" --target=test8x8 --mesh=4x4 --pipeline=2 -q 2>"$TMP/err" ||
+  fail "moe_e4_k2 --pipeline=2: waferc exited $?: $(grep -m1 error "$TMP/err")"
+waferrun "$d" -q --input "x=$MOE/moe_e4_k2_input.npy" --output-dir "$d/out" 2>"$TMP/err" ||
+  fail "moe_e4_k2 --pipeline=2: waferrun exited $?: $(head -1 "$TMP/err")"
+wafer-npycmp "$d/out/y.npy" "$MOE/moe_e4_k2_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
+  fail "moe_e4_k2 --pipeline=2 differs from torch: $(head -1 "$TMP/cmp")"
+n=$((n + 1))
 
 echo "pipeline: $n checks passed"

@@ -420,6 +420,26 @@ static wf_module *load_stage(const wf_pipe_compile *pc, const int *cuts, int k, 
   return m;
 }
 
+/* The comma-separated pipeline text without the elements that are pass `name` (malloc'd). */
+static char *without_pass(const char *text, const char *name) {
+  size_t len = strlen(text), nl = strlen(name);
+  char *out = malloc(len + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (const char *p = text; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (!(n == nl && !strncmp(p, name, nl))) {
+      if (o) out[o++] = ',';
+      memcpy(out + o, p, n);
+      o += n;
+    }
+    p += n + (e ? 1 : 0);
+  }
+  out[o] = 0;
+  return out;
+}
+
 int wf_waferc_compile_pipeline(wf_cli *c, const wf_pipe_compile *pc) {
   int N = pc->stages, W = c->target.mesh_w, H = c->target.mesh_h, rc = 0;
   WF_ASSERT(N >= 2 && H % N == 0);
@@ -442,14 +462,19 @@ int wf_waferc_compile_pipeline(wf_cli *c, const wf_pipe_compile *pc) {
   if (m) wf_module_free(m);
   wf_progress_done();
   wf_pipeline *post = rc ? NULL : wf_cli_parse_pipeline(c, pc->post);
-  if (!rc && !post) rc = WF_EXIT_USAGE;
+  /* Stages before the last: without moe-routes, whose router outputs would be results that
+   * no later stage takes (every result of such a stage is carried to the next) */
+  char *mid_text = without_pass(pc->post, "moe-routes");
+  wf_pipeline *mid = rc || !mid_text ? NULL : wf_cli_parse_pipeline(c, mid_text);
+  free(mid_text);
+  if (!rc && (!post || !mid)) rc = WF_EXIT_USAGE;
   char *stage = rc ? NULL : wf_plan_stage_begin(pc->out_dir);
   if (!rc && !stage) rc = WF_EXIT_IO;
   wf_module *prev = NULL;
   for (int k = 0; k < N && !rc; k++) { /* two stages in memory at most */
     wf_progress("compiling stage %d of %d (ops %d .. %d) for its %dx%d band", k + 1, N, cuts[k], cuts[k + 1] - 1, W, bh);
     m = load_stage(pc, cuts, k, n_ops, nv, &rc);
-    if (!rc) rc = wf_verify_module(m) ? WF_EXIT_UNSUPPORTED : wf_pipeline_run(post, m, &c->pm);
+    if (!rc) rc = wf_verify_module(m) ? WF_EXIT_UNSUPPORTED : wf_pipeline_run(k + 1 < N ? mid : post, m, &c->pm);
     char dir[64];
     snprintf(dir, sizeof dir, "pipeline/stage%d", k);
     char *sdir = k ? wf_path_join(stage, dir) : strdup(stage);
@@ -482,6 +507,7 @@ int wf_waferc_compile_pipeline(wf_cli *c, const wf_pipe_compile *pc) {
   }
   set_mesh(c, W, H);
   if (post) wf_pipeline_free(post);
+  if (mid) wf_pipeline_free(mid);
   free(extra);
   free(cuts);
   return rc;
