@@ -27,7 +27,7 @@ length the data decides (ONNX NonZero; the importer keeps every entry and drops 
 ones at the index_add, docs/onnx.md "NonZero"):
 
     w, sel = topk(softmax(gate(x), -1), K)    # renormalised when norm (Mixtral), not (Qwen2)
-    mask   = one_hot(sel, N).permute(2, 1, 0) # [N, K, T]
+    mask   = one_hot(sel, N).permute(2, 1, 0) # [N, K, T] (or (2, 0, 1): [N, T, K], tok, slot)
     for e: slot, tok = torch.where(mask[e])   # NonZero
            y.index_add_(0, tok, expert_e(x[tok]) * w[tok, slot, None])
     (+ sigmoid(shared_gate(x)) * shared_expert(x) with shared: Qwen2-MoE)
@@ -159,9 +159,9 @@ class SparseMoE(nn.Module):
 class HFMoE(nn.Module):
     """Hugging Face's sparse MoE block (Mixtral; Qwen2-MoE with norm=False and shared)."""
 
-    def __init__(self, e, f, n, k, expert="swiglu", norm=True, shared=False):
+    def __init__(self, e, f, n, k, expert="swiglu", norm=True, shared=False, tokens_first=False):
         super().__init__()
-        self.n, self.k, self.norm = n, k, norm
+        self.n, self.k, self.norm, self.tokens_first = n, k, norm, tokens_first
         self.gate = nn.Linear(e, n, bias=False)
         mk = SwiGLU if expert == "swiglu" else GeluMLP
         self.experts = nn.ModuleList([mk(e, f) for _ in range(n)])
@@ -176,9 +176,12 @@ class HFMoE(nn.Module):
         if self.norm:
             w = w / w.sum(dim=-1, keepdim=True)
         y = torch.zeros_like(h)
-        mask = F.one_hot(sel, num_classes=self.n).permute(2, 1, 0)
+        mask = F.one_hot(sel, num_classes=self.n).permute(*((2, 0, 1) if self.tokens_first else (2, 1, 0)))
         for e in range(self.n):
-            slot, tok = torch.where(mask[e])
+            if self.tokens_first:  # [N, T, k]: tokens major
+                tok, slot = torch.where(mask[e])
+            else:
+                slot, tok = torch.where(mask[e])
             cur = h[None, tok].reshape(-1, shape[-1])
             y.index_add_(0, tok, self.experts[e](cur) * w[tok, slot, None])
         if self.shared is not None:
@@ -287,6 +290,7 @@ DYNAMIC = {
     "moe_hf_b2_e8_k2": dict(seed=131, t=(2, 6), e=16, f=24, n=8, k=2, expert="swiglu", norm=True),
     "moe_hf_e6_k1_gelu": dict(seed=132, t=10, e=20, f=24, n=6, k=1, expert="gelu", norm=False),
     "moe_hf_e4_k2_shared": dict(seed=133, t=8, e=16, f=16, n=4, k=2, expert="swiglu", norm=False, shared=True),
+    "moe_hf_b3_e8_k4_tok": dict(seed=134, t=(3, 5), e=16, f=16, n=8, k=4, expert="swiglu", norm=True, tokens_first=True),
     "moe_nz_e4_put": dict(seed=140, t=12, e=16, f=16, n=4, mode="put"),
     "moe_nz_e4_putacc": dict(seed=145, t=12, e=16, f=16, n=4, mode="putacc"),
     "moe_nz_e4_select": dict(seed=150, t=12, e=16, f=16, n=4, mode="select"),
@@ -307,7 +311,8 @@ def export(name, c, out, seed):
     elif "mode" in c:
         model = NonzeroMoE(c["e"], c["f"], c["n"], c["mode"]).eval()
     elif name in DYNAMIC:
-        model = HFMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["norm"], c.get("shared", False)).eval()
+        model = HFMoE(c["e"], c["f"], c["n"], c["k"], c["expert"], c["norm"], c.get("shared", False),
+                      c.get("tokens_first", False)).eval()
     elif "dispatch" in c:
         model = SparseMoE(c["e"], c["f"], c["n"], c["k"], c["c"], c["expert"], c["dispatch"]).eval()
     else:
