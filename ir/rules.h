@@ -143,8 +143,8 @@ int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
  * (waferrun refuses larger values), a constant of such integers, an argmax's or topk's
  * indices, and a where of such values, a cast from an integer or bool (or from an f32 that
  * wf_int_valued holds integers), data movement (reshape, transpose, slice, split, concat)
- * of them, and their sums, products, max and min (taken to stay within 2^24, as indices and
- * their offsets do). Division and powers of integers are not. */
+ * of them, and their sums, products, quotients (truncated toward zero, exactly), max and min
+ * (taken to stay within 2^24, as indices and their offsets do). Powers of integers are not. */
 int wf_int_words_ok(const wf_module *m, const wf_func *f, wf_value v);
 /* Whether f32 value v holds integers (of at most 2^24) by construction: bools, integers and
  * integer constants through sums, products, max, min, matmuls and moves (rules_index.c). A

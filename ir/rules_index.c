@@ -278,7 +278,8 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
   const wf_op *d = vi->def;
   switch (d->code) {
     case WF_OP_ARGMAX: return 1;                  /* below its axis' length */
-    case WF_OP_TOPK: return d->results[1] == v;   /* the indices */
+    case WF_OP_TOPK: /* the indices; the values when they are integers (an argsort's keys) */
+      return d->results[1] == v || int_ok(m, f, d->operands[0], depth + 1);
     case WF_OP_WHERE: return int_ok(m, f, d->operands[1], depth + 1) && int_ok(m, f, d->operands[2], depth + 1);
     case WF_OP_CAST: {                            /* from f32 only when nothing is truncated */
       wf_dtype from = wf_value_type(f, d->operands[0])->dtype;
@@ -291,10 +292,11 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
     /* sums, products, max and min of such integers: taken to stay within 2^24, as the
      * integers themselves (indices and their offsets: NonZero's token lists, docs/onnx.md) */
     case WF_OP_ADD: case WF_OP_SUB: case WF_OP_MUL: case WF_OP_MAXIMUM: case WF_OP_MINIMUM: case WF_OP_NEG:
+    case WF_OP_DIV: /* truncated toward zero, exactly (lower_elementwise.c, lower_int_div) */
       for (int i = 0; i < d->n_operands; i++)
         if (!int_ok(m, f, d->operands[i], depth + 1)) return 0;
       return 1;
-    default: return 0; /* division, powers: not exact in f32 words */
+    default: return 0; /* powers, and anything else: not exact in f32 words */
   }
 }
 

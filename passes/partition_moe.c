@@ -12,7 +12,8 @@
  *
  * which this rewrite builds (a slice of a column of the gate matrix, a broadcast mul, a chain
  * of adds, in expert order as the sum over N). The stacked ops are removed when nothing else
- * reads them. Any other shape of the pattern is left alone. */
+ * reads them. Any other shape of the pattern is left alone. rows_combine: the same sum over a
+ * view of the rows (DeepSeek's combine). */
 #include "passes/decompose.h"
 
 static wf_op *def_of(const wf_func *f, wf_value v, wf_opcode code) {
@@ -32,6 +33,69 @@ static void unlink_if_dead(wf_func *f, wf_op *op) {
   if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
 }
 
+/* The same sum when the stack is a reshape of the experts' outputs as rows, DeepSeek's
+ * `(out.view(T, k, E) * w.unsqueeze(-1)).sum(1)` with out [T k, E] (slot j of token t in row
+ * t k + j): y = sum_j slice(w, j, j + 1, last axis) * rows j, j + k, .. of out (a strided
+ * slice), so the [T, k, E] view, whose tokens the rule would hold whole, is not made. */
+static int rows_combine(wf_module *m, wf_func *f, wf_op *op, wf_op *mul, const wf_type *st) {
+  if (st->rank != 3) return 0;
+  int64_t T = st->dims[0], K = st->dims[1], E = st->dims[2];
+  wf_op *rx = NULL, *gr = NULL;
+  for (int s = 0; s < 2 && !rx; s++) {
+    rx = def_of(f, mul->operands[s], WF_OP_RESHAPE);
+    gr = def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
+    const wf_type *xt = rx ? wf_value_type(f, rx->operands[0]) : NULL;
+    const wf_type *x3 = rx ? wf_value_type(f, rx->results[0]) : NULL;
+    if (!rx || !gr || xt->rank != 2 || xt->dims[0] != T * K || xt->dims[1] != E || x3->rank != 3 ||
+        x3->dims[0] != T || x3->dims[1] != K || x3->dims[2] != E)
+      rx = NULL;
+  }
+  if (!rx || K > 64) return 0;
+  wf_value xv = rx->operands[0], gv = gr->operands[0];
+  const wf_type *gt = wf_value_type(f, gv);
+  if (gt->rank != 2 || !inserts_one(gt, wf_value_type(f, gr->results[0]), 2) || gt->dims[0] != T ||
+      gt->dims[1] != K || gt->dtype != WF_F32)
+    return 0;
+  wf_type yt = wf_rewrite_type(wf_value_type(f, op->results[0])), colt = wf_rewrite_type(gt), rowt = yt;
+  colt.dims[1] = 1;
+  wf_value acc = 0;
+  for (int64_t j = 0; j < K; j++) {
+    wf_op *sl = wf_op_new(f, WF_OP_SLICE, 1, &gv, 1, &colt, op->loc);
+    int64_t st0 = j, en = j + 1, ax = 1, step = 1;
+    wf_op_set_ints(f, sl, "starts", 1, &st0);
+    wf_op_set_ints(f, sl, "ends", 1, &en);
+    wf_op_set_ints(f, sl, "axes", 1, &ax);
+    wf_op_set_ints(f, sl, "steps", 1, &step);
+    wf_op_insert_before(f, op, sl);
+    wf_op *rs = wf_op_new(f, WF_OP_SLICE, 1, &xv, 1, &rowt, op->loc);
+    int64_t rst = j, ren = T * K, rax = 0;
+    wf_op_set_ints(f, rs, "starts", 1, &rst);
+    wf_op_set_ints(f, rs, "ends", 1, &ren);
+    wf_op_set_ints(f, rs, "axes", 1, &rax);
+    wf_op_set_ints(f, rs, "steps", 1, &K);
+    wf_op_insert_before(f, op, rs);
+    wf_value mo[2] = {sl->results[0], rs->results[0]};
+    wf_op *mi = wf_op_new(f, WF_OP_MUL, 2, mo, 1, &yt, op->loc);
+    wf_op_insert_before(f, op, mi);
+    if (j == 0) {
+      acc = mi->results[0];
+      continue;
+    }
+    wf_value ao[2] = {acc, mi->results[0]};
+    wf_op *ad = wf_op_new(f, WF_OP_ADD, 2, ao, 1, &yt, op->loc);
+    wf_op_insert_before(f, op, ad);
+    acc = ad->results[0];
+  }
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, acc);
+  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+  unlink_if_dead(f, mul);
+  unlink_if_dead(f, gr);
+  unlink_if_dead(f, rx);
+  return 1;
+}
+
 int wf_partition_moe_combine(wf_module *m, wf_func *f) {
   int n = 0;
   for (wf_op *op = f->first, *next; op; op = next) {
@@ -49,7 +113,10 @@ int wf_partition_moe_combine(wf_module *m, wf_func *f) {
       gr = def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
       if (!cat || !gr) cat = NULL;
     }
-    if (!cat) continue;
+    if (!cat) {
+      n += rows_combine(m, f, op, mul, st);
+      continue;
+    }
     int64_t cax = wf_op_int(f, cat, "axis", 0);
     const wf_type *ct = wf_value_type(f, cat->results[0]), *g3 = wf_value_type(f, gr->results[0]);
     wf_value gv = gr->operands[0];

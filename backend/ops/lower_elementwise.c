@@ -309,6 +309,33 @@ static int64_t lower_pow_tensor(wf_lower *L, int d, int sx, int sy, int64_t n) {
   return cyc + n + elem2(L, WF_PEOP_ADD, d, d, u, n);
 }
 
+/* d = a / b truncated toward zero, a and b integers held as f32 words (|a|, |b| < 2^24, the
+ * mesh's integers) over n words: q = a / b rounded once (div) never reaches an integer it is not,
+ * because an inexact quotient lies at least 1/|b| from every integer while its rounding error
+ * is under half an ulp of |q| <= |a| / |b|, and |a| < 2^24; so floor(|q|) is the quotient's.
+ * floor below 2^23 is (u + 2^23) - 2^23, less 1 where that rounded up; from 2^23 on every f32
+ * is an integer. Then the sign of q. Temporaries t, u, w of n words. Returns the cycles. */
+static int64_t lower_int_div(wf_lower *L, int d, int sa, int sb, int64_t n) {
+  int t = wf_lower_temp(L, "$id_t", n * 4), u = wf_lower_temp(L, "$id_u", n * 4);
+  int w = wf_lower_temp(L, "$id_w", n * 4);
+  int64_t cyc = elem2(L, WF_PEOP_DIV, d, sa, sb, n); /* q */
+  cyc += elem1(L, WF_PEOP_NEG, u, d, n);
+  cyc += elem2(L, WF_PEOP_MAX, u, u, d, n);           /* |q| */
+  cyc += elem2c(L, WF_PEOP_ADD, t, u, 8388608.0f, n);
+  cyc += elem2c(L, WF_PEOP_SUB, t, t, 8388608.0f, n); /* nearest below 2^23 */
+  cyc += elem2(L, WF_PEOP_LT, w, u, t, n);
+  cyc += elem2(L, WF_PEOP_SUB, t, t, w, n);           /* floor below 2^23 */
+  cyc += elem2c(L, WF_PEOP_LT, w, u, 8388608.0f, n);
+  cyc += elem2(L, WF_PEOP_SEL, t, w, t, n);
+  cyc += elem2c(L, WF_PEOP_EQ, w, w, 0.0f, n);
+  cyc += elem2(L, WF_PEOP_SEL, w, w, u, n);
+  cyc += elem2(L, WF_PEOP_ADD, t, t, w, n);           /* floor(|q|) */
+  cyc += elem2c(L, WF_PEOP_LT, w, d, 0.0f, n);
+  cyc += elem2c(L, WF_PEOP_MUL, w, w, -2.0f, n);
+  cyc += elem2c(L, WF_PEOP_ADD, w, w, 1.0f, n);       /* -1 for a negative q, else 1 */
+  return cyc + elem2(L, WF_PEOP_MUL, d, t, w, n);
+}
+
 /* trilu(x), last two dims [M, N] split along y and x: keep x where col - row >= k (upper) or
  * <= k (lower), 0 elsewhere; returns the cycles. */
 static int64_t lower_trilu(wf_lower *L, const wf_op *op, int sr, int sa) {
@@ -345,6 +372,20 @@ int wf_lower_elementwise(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   int sr = wf_lower_sym(L, r);
   wf_peop pop;
   out->lowering = "local";
+  if (op->code == WF_OP_DIV && is_int(wf_value_type(L->f, r)->dtype)) { /* truncated toward zero */
+    int fa = fit(L, op->operands[0], r), fb = fit(L, op->operands[1], r);
+    if (fa == FIT_NONE || fb == FIT_NONE) goto layouts;
+    int s2[2] = {wf_lower_sym(L, op->operands[0]), wf_lower_sym(L, op->operands[1])}, how[2] = {fa, fb};
+    int64_t cyc = 0;
+    for (int i = 0; i < 2; i++)
+      if (how[i] != FIT_SAME) { /* broadcast: written out first */
+        int e = wf_lower_temp(L, i ? "$id_b" : "$id_a", m * n * 4);
+        materialize(L, e, s2[i], how[i], m, n, op->operands[i], r);
+        s2[i] = e, cyc += 2 * m * n;
+      }
+    out->predicted = cyc + lower_int_div(L, sr, s2[0], s2[1], m * n);
+    return 0;
+  }
   if (op->code == WF_OP_POW) {
     double c;
     int fy = fit(L, op->operands[1], r);

@@ -161,7 +161,8 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_func *f = L->f;
   wf_value xv = op->operands[0], vv = op->results[0], iv = op->results[1];
   const wf_type *t = wf_value_type(f, xv), *tv = wf_value_type(f, vv), *ti = wf_value_type(f, iv);
-  if (t->dtype != WF_F32) return unsupported(op, "its operand must be f32");
+  if (t->dtype != WF_F32 && t->dtype != WF_I64 && t->dtype != WF_I32)
+    return unsupported(op, "its operand must be f32 or integers (f32 words)");
   int axis = (int)wf_op_int(f, op, "axis", -1);
   axis = axis < 0 ? axis + t->rank : axis;
   if (axis != t->rank - 1) return unsupported(op, "only the last axis is lowered");

@@ -46,6 +46,12 @@ expert, positions counted by a running sum (ONNX CumSum) and dispatch / combine 
     disp = ((pos < C) * mask)[..., None] * one_hot(pos.clamp(0, C - 1).long(), C)  # [T, N, C]
     y    = einsum("tnc,nce->te", disp * gate, experts(einsum("tnc,te->nce", disp, x)))
 
+DeepSeek's moe_infer (moe_ds_*): the (token, slot) pairs sorted by expert (argsort: ONNX TopK
+of integers), tokens = x[order // k] (integer division), each expert on its run of the sorted
+tokens (run lengths counted at trace time, as torch's tracer bakes tokens_per_expert), the
+outputs put back by new[order] = outs (ScatterND), weighted and summed over the slots; a
+softmax top-k gate (DeepSeek-V2's greedy one) and a shared expert.
+
 and GShard's top-2 (moe_gs_*): the second choices queue after every first choice,
 pos2 = cumsum(mask2, 0) - 1 + mask1.sum(0), both weights renormalised over the kept ones.
 
@@ -258,6 +264,37 @@ class GShardMoE(SwitchMoE):
         return torch.einsum("tnc,nce->te", comb, out)
 
 
+class DeepSeekMoE(nn.Module):
+    """DeepSeek's moe_infer: argsort dispatch, a shared expert; the counts baked at trace time."""
+
+    def __init__(self, e, f, n, k):
+        super().__init__()
+        self.k = k
+        self.gate = nn.Linear(e, n, bias=False)
+        self.experts = nn.ModuleList([SwiGLU(e, f) for _ in range(n)])
+        self.shared = SwiGLU(e, f)
+
+    def forward(self, x):
+        shape = x.shape
+        h = x.view(-1, shape[-1])
+        w, ids = torch.topk(F.softmax(self.gate(h), dim=-1), self.k, dim=-1)
+        cnts = ids.new_zeros((ids.shape[0], len(self.experts)))
+        cnts.scatter_(1, ids, 1)
+        per_expert = cnts.sum(dim=0).tolist()
+        order = ids.view(-1).argsort()
+        tokens = h[order // ids.shape[1]]
+        outs, start = [], 0
+        for i, num in enumerate(per_expert):
+            if num:
+                outs.append(self.experts[i](tokens[start:start + num]))
+            start += num
+        o = torch.cat(outs, dim=0)
+        back = torch.empty_like(o)
+        back[order] = o
+        y = (back.view(*ids.shape, -1) * w.unsqueeze(-1)).sum(dim=1)
+        return (y + self.shared(h)).view(shape)
+
+
 # name: torch seed, tokens, embed E, expert hidden F, experts N, top-k, expert kind, combine,
 # where the gate weights come from (topk of probs, gather of probs, softmax of the top-k logits)
 BLOCKS = {
@@ -301,11 +338,18 @@ CAPACITY = {
     "moe_sw_e6_c2_swiglu": dict(seed=161, t=10, e=16, f=16, n=6, c=2, expert="swiglu"),
     "moe_gs_e4_c4": dict(seed=162, t=8, e=16, f=16, n=4, c=4, expert="swiglu"),
 }
+# DeepSeek's argsort dispatch
+SORTED = {
+    "moe_ds_e8_k2": dict(seed=170, t=8, e=16, f=16, n=8, k=2),
+    "moe_ds_b2_e6_k3": dict(seed=171, t=(2, 5), e=16, f=16, n=6, k=3),
+}
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    if name in CAPACITY:
+    if name in SORTED:
+        model = DeepSeekMoE(c["e"], c["f"], c["n"], c["k"]).eval()
+    elif name in CAPACITY:
         kind = GShardMoE if name.startswith("moe_gs_") else SwitchMoE
         model = kind(c["e"], c["f"], c["n"], c["c"], c["expert"]).eval()
     elif "mode" in c:
@@ -334,7 +378,8 @@ def main():
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())):
+    for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())
+                          + list(SORTED.items())):
         if a.k in name:
             export(name, c, a.out, c["seed"])
             print(name)
