@@ -33,6 +33,44 @@ static void unlink_if_dead(wf_func *f, wf_op *op) {
   if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
 }
 
+/* slice(v, start:end:step) along axis, of type t, before op. */
+static wf_value slice_before(wf_func *f, wf_op *op, wf_value v, const wf_type *t, int64_t start, int64_t end,
+                             int64_t axis, int64_t step) {
+  wf_op *sl = wf_op_new(f, WF_OP_SLICE, 1, &v, 1, t, op->loc);
+  wf_op_set_ints(f, sl, "starts", 1, &start);
+  wf_op_set_ints(f, sl, "ends", 1, &end);
+  wf_op_set_ints(f, sl, "axes", 1, &axis);
+  wf_op_set_ints(f, sl, "steps", 1, &step);
+  wf_op_insert_before(f, op, sl);
+  return sl->results[0];
+}
+
+/* Replaces the reduce_sum op by sum_i slice(gates gv, i, i + 1, last axis) * ev[i], in order,
+ * keeping its name; the reduce is unlinked. */
+static void weighted_sum(wf_module *m, wf_func *f, wf_op *op, wf_value gv, const wf_value *ev, int64_t N) {
+  const wf_type *gt = wf_value_type(f, gv);
+  wf_type yt = wf_rewrite_type(wf_value_type(f, op->results[0])), colt = wf_rewrite_type(gt);
+  colt.dims[colt.rank - 1] = 1;
+  wf_value acc = 0;
+  for (int64_t i = 0; i < N; i++) {
+    wf_value mo[2] = {slice_before(f, op, gv, &colt, i, i + 1, gt->rank - 1, 1), ev[i]};
+    wf_op *mi = wf_op_new(f, WF_OP_MUL, 2, mo, 1, &yt, op->loc);
+    wf_op_insert_before(f, op, mi);
+    if (i == 0) {
+      acc = mi->results[0];
+      continue;
+    }
+    wf_value ao[2] = {acc, mi->results[0]};
+    wf_op *ad = wf_op_new(f, WF_OP_ADD, 2, ao, 1, &yt, op->loc);
+    wf_op_insert_before(f, op, ad);
+    acc = ad->results[0];
+  }
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, acc);
+  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+}
+
 /* The same sum when the stack is a reshape of the experts' outputs as rows, DeepSeek's
  * `(out.view(T, k, E) * w.unsqueeze(-1)).sum(1)` with out [T k, E] (slot j of token t in row
  * t k + j): y = sum_j slice(w, j, j + 1, last axis) * rows j, j + k, .. of out (a strided
@@ -56,40 +94,10 @@ static int rows_combine(wf_module *m, wf_func *f, wf_op *op, wf_op *mul, const w
   if (gt->rank != 2 || !inserts_one(gt, wf_value_type(f, gr->results[0]), 2) || gt->dims[0] != T ||
       gt->dims[1] != K || gt->dtype != WF_F32)
     return 0;
-  wf_type yt = wf_rewrite_type(wf_value_type(f, op->results[0])), colt = wf_rewrite_type(gt), rowt = yt;
-  colt.dims[1] = 1;
-  wf_value acc = 0;
-  for (int64_t j = 0; j < K; j++) {
-    wf_op *sl = wf_op_new(f, WF_OP_SLICE, 1, &gv, 1, &colt, op->loc);
-    int64_t st0 = j, en = j + 1, ax = 1, step = 1;
-    wf_op_set_ints(f, sl, "starts", 1, &st0);
-    wf_op_set_ints(f, sl, "ends", 1, &en);
-    wf_op_set_ints(f, sl, "axes", 1, &ax);
-    wf_op_set_ints(f, sl, "steps", 1, &step);
-    wf_op_insert_before(f, op, sl);
-    wf_op *rs = wf_op_new(f, WF_OP_SLICE, 1, &xv, 1, &rowt, op->loc);
-    int64_t rst = j, ren = T * K, rax = 0;
-    wf_op_set_ints(f, rs, "starts", 1, &rst);
-    wf_op_set_ints(f, rs, "ends", 1, &ren);
-    wf_op_set_ints(f, rs, "axes", 1, &rax);
-    wf_op_set_ints(f, rs, "steps", 1, &K);
-    wf_op_insert_before(f, op, rs);
-    wf_value mo[2] = {sl->results[0], rs->results[0]};
-    wf_op *mi = wf_op_new(f, WF_OP_MUL, 2, mo, 1, &yt, op->loc);
-    wf_op_insert_before(f, op, mi);
-    if (j == 0) {
-      acc = mi->results[0];
-      continue;
-    }
-    wf_value ao[2] = {acc, mi->results[0]};
-    wf_op *ad = wf_op_new(f, WF_OP_ADD, 2, ao, 1, &yt, op->loc);
-    wf_op_insert_before(f, op, ad);
-    acc = ad->results[0];
-  }
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, acc);
-  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
+  wf_type rowt = wf_rewrite_type(wf_value_type(f, op->results[0]));
+  wf_value ev[64];
+  for (int64_t j = 0; j < K; j++) ev[j] = slice_before(f, op, xv, &rowt, j, T * K, 0, K);
+  weighted_sum(m, f, op, gv, ev, K);
   unlink_if_dead(f, mul);
   unlink_if_dead(f, gr);
   unlink_if_dead(f, rx);
@@ -136,33 +144,7 @@ int wf_partition_moe_combine(wf_module *m, wf_func *f) {
       if (ok) ev[i] = rs->operands[0];
     }
     if (!ok) continue;
-    wf_type yt = wf_rewrite_type(wf_value_type(f, op->results[0])), colt = wf_rewrite_type(gt);
-    colt.dims[colt.rank - 1] = 1;
-    wf_value acc = 0;
-    for (int64_t i = 0; i < N; i++) {
-      wf_op *sl = wf_op_new(f, WF_OP_SLICE, 1, &gv, 1, &colt, op->loc);
-      int64_t st0 = i, en = i + 1, ax = gt->rank - 1, step = 1;
-      wf_op_set_ints(f, sl, "starts", 1, &st0);
-      wf_op_set_ints(f, sl, "ends", 1, &en);
-      wf_op_set_ints(f, sl, "axes", 1, &ax);
-      wf_op_set_ints(f, sl, "steps", 1, &step);
-      wf_op_insert_before(f, op, sl);
-      wf_value mo[2] = {sl->results[0], ev[i]};
-      wf_op *mi = wf_op_new(f, WF_OP_MUL, 2, mo, 1, &yt, op->loc);
-      wf_op_insert_before(f, op, mi);
-      if (i == 0) {
-        acc = mi->results[0];
-        continue;
-      }
-      wf_value ao[2] = {acc, mi->results[0]};
-      wf_op *ad = wf_op_new(f, WF_OP_ADD, 2, ao, 1, &yt, op->loc);
-      wf_op_insert_before(f, op, ad);
-      acc = ad->results[0];
-    }
-    wf_value old = op->results[0];
-    wf_value_replace_uses(f, old, acc);
-    if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
-    wf_op_unlink(f, op);
+    weighted_sum(m, f, op, gv, ev, N);
     unlink_if_dead(f, mul);
     unlink_if_dead(f, gr);
     if (wf_value_use_count(f, cat->results[0]) == 0) {
