@@ -137,6 +137,9 @@ int wf_unary_allows_int(wf_opcode code);
  * expert numbers (a one-hot), the experts over the gate matrix's last axis
  * (passes/moe_routes.c, docs/moe-plans.md). */
 int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
+/* A top-1 router: an argmax over the last axis of a matrix (or batch of them) whose result is
+ * compared with expert numbers (`sel == e`, a one-hot of it: Switch, GShard, token lists). */
+int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am);
 
 /* Whether v, an integer or bool tensor, may live on the mesh: the PEs hold integers and bools
  * as f32 words, exact up to 2^24, so only values that stay so: a bool, a function argument

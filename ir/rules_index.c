@@ -196,6 +196,18 @@ static wf_value unreshaped(const wf_func *f, wf_value v) {
   return v;
 }
 
+int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am) {
+  if (am->code != WF_OP_ARGMAX || am->n_operands != 1) return 0;
+  const wf_type *in = wf_value_type(f, am->operands[0]);
+  int64_t ax = wf_op_int(f, am, "axis", 0);
+  if (in->rank < 2 || (ax < 0 ? ax + in->rank : ax) != in->rank - 1) return 0;
+  wf_func_foreach_op(f, op) /* each token's expert compared with the experts' numbers */
+    if (op->code == WF_OP_EQUAL && (unreshaped(f, op->operands[0]) == am->results[0] ||
+                                    unreshaped(f, op->operands[1]) == am->results[0]))
+      return 1;
+  return 0;
+}
+
 int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk) {
   if (topk->code != WF_OP_TOPK || topk->n_results != 2) return 0;
   wf_func_foreach_op(f, op) {

@@ -4,7 +4,9 @@
  * A router is a `topk` whose indices (its second result) a `scatter_elements` or
  * `gather_elements` reads as its indices, or a one-hot compares (`equal` of the indices
  * reshaped, ir/rules.h): the k experts each token goes to, over the last
- * axis of the gate matrix ([.., N]: N experts). Those indices are appended to the return, in
+ * axis of the gate matrix ([.., N]: N experts); or an `argmax` over that axis compared with
+ * expert numbers (a top-1 router: Switch, GShard's two choices, token lists), its indices
+ * returned as a [.., 1] column. Those indices are appended to the return, in
  * program order and named moe_route_<i>, unless the function already returns them. The plan's
  * emitter lists them in the manifest's `moe` (backend/plan/manifest.c), and waferrun counts
  * them per expert.
@@ -20,6 +22,27 @@
 
 static const char *const stats[] = {"routes"};
 
+/* v, or the argmax result v is a column reshape of (a route this pass made) */
+static wf_value unreshaped_route(const wf_func *f, wf_value v) {
+  const wf_value_info *vi = &f->values[v];
+  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == WF_OP_RESHAPE ? vi->def->operands[0] : v;
+}
+
+/* An argmax's [..] indices as the [.., 1] column a route is (the manifest's k = 1), laid out
+ * as the argmax keeps its rows, the new dim held whole; inserted after the argmax. */
+static wf_value as_column(wf_func *f, wf_op *am, wf_value idx) {
+  wf_type t = *wf_value_type(f, idx);
+  t.dims[t.rank] = 1;
+  if (t.layout.rank == t.rank) {
+    t.layout.dims[t.rank] = (wf_layout_dim){wf_intern(f->module, "K"), WF_AXIS_NONE, WF_AXIS_NONE};
+    t.layout.rank++;
+  }
+  t.rank++;
+  wf_op *rs = wf_op_new(f, WF_OP_RESHAPE, 1, &idx, 1, &t, am->loc);
+  wf_op_insert_after(f, am, rs);
+  return rs->results[0];
+}
+
 static int run_func(wf_func *f, wf_pass_ctx *ctx) {
   wf_op *ret = wf_func_return(f);
   if (!ret) return 0;
@@ -29,18 +52,21 @@ static int run_func(wf_func *f, wf_pass_ctx *ctx) {
   for (int i = 0; i < n; i++) ops[i] = ret->operands[i];
   int added = 0;
   wf_func_foreach_op(f, op) {
-    if (!wf_topk_is_moe_route(f, op)) continue;
+    int am = wf_argmax_is_moe_route(f, op);
+    if (!am && !wf_topk_is_moe_route(f, op)) continue;
+    wf_value idx = op->results[am ? 0 : 1];
     int have = 0;
-    for (int i = 0; i < n && !have; i++) have = ops[i] == op->results[1];
+    for (int i = 0; i < n && !have; i++) have = ops[i] == idx || unreshaped_route(f, ops[i]) == idx;
     if (have) continue;
+    if (am && wf_op_int(f, op, "keepdims", 1) == 0) idx = as_column(f, op, idx); /* [.., 1]: k = 1 */
     if (n == cap) {
       ops = realloc(ops, (size_t)(cap *= 2) * sizeof *ops);
       WF_ASSERT(ops);
     }
-    ops[n++] = op->results[1];
+    ops[n++] = idx;
     char name[64];
     snprintf(name, sizeof name, "moe_route_%d", added++);
-    wf_value_set_name(f, op->results[1], name);
+    wf_value_set_name(f, idx, name);
   }
   if (added) {
     wf_op *nr = wf_op_new(f, WF_OP_RETURN, n, ops, 0, NULL, ret->loc);

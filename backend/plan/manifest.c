@@ -285,13 +285,18 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddItemToArray(outputs, tensor_json(L, v, name, listed(L->m, "scalar_results", i)));
     /* an MoE router's expert indices (passes/moe_routes.c): waferrun counts tokens per expert */
     const wf_op *def = wf_value_get(L->f, v)->def;
-    if (def && def->code == WF_OP_TOPK && def->results[1] == v && wf_topk_is_moe_route(L->f, def)) {
-      const wf_type *gt = wf_value_type(L->f, def->operands[0]);
+    /* an argmax router's indices as a [.., 1] column (a reshape), or kept dims */
+    const wf_op *am = def && def->code == WF_OP_RESHAPE ? wf_value_get(L->f, def->operands[0])->def : def;
+    int top1 = am && am->code == WF_OP_ARGMAX && wf_argmax_is_moe_route(L->f, am) &&
+               wf_value_type(L->f, v)->dims[wf_value_type(L->f, v)->rank - 1] == 1;
+    if (top1 || (def && def->code == WF_OP_TOPK && def->results[1] == v && wf_topk_is_moe_route(L->f, def))) {
+      const wf_op *r0 = top1 ? am : def;
+      const wf_type *gt = wf_value_type(L->f, r0->operands[0]);
       if (!moe) moe = cJSON_AddArrayToObject(root, "moe");
       cJSON *r = cJSON_CreateObject();
       cJSON_AddStringToObject(r, "output", name);
       cJSON_AddNumberToObject(r, "experts", (double)gt->dims[gt->rank - 1]);
-      cJSON_AddNumberToObject(r, "k", (double)wf_op_int(L->f, def, "k", 1));
+      cJSON_AddNumberToObject(r, "k", top1 ? 1.0 : (double)wf_op_int(L->f, def, "k", 1));
       cJSON_AddItemToArray(moe, r);
     }
   }

@@ -36,7 +36,8 @@
 #    integers; tokens by order // k, an integer division; the outputs put back by ScatterND;
 #    the [T, k, E] combine rewritten as strided row slices, passes/partition_moe.c; a shared
 #    expert) against torch on 1x1 to 5x3;
-#  - each block's router (passes/moe_routes.c): the plan's moe_route_0 equals the
+#  - each block's router (passes/moe_routes.c; a top-1 argmax router too, GShard's two
+#    choices as two routes): the plan's moe_route_<i> equals the
 #    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
 #    expert, assignments and max/avg are the interpreter's indices counted (timing mode: not
 #    counted). An expert-choice block has no token-to-expert router (each expert picks its
@@ -208,7 +209,7 @@ for b in $PLANS; do
   # outputs' padding nonzero there: refused, naming the einsum (checked below)
   case $b in moe_gs_*) meshes="1x1 2x2 3x2 4x4" ;; esac
   routed=1
-  case $b in moe_ec_* | moe_nz_* | moe_sw_* | moe_gs_* | moe_ds_*) routed=0 ;; esac # expert choice; an argmax router; sorted indices
+  case $b in moe_ec_* | moe_ds_*) routed=0 ;; esac # expert choice; sorted indices (no router listed)
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
@@ -225,9 +226,14 @@ for b in $PLANS; do
     esac
     n=$((n + 1))
     [ $routed = 1 ] || continue
+    for rf in "$TMP/$b.routes"/moe_route_*.npy; do # (GShard: one per choice)
+      rn=$(basename "$rf")
+      wafer-npycmp "$d/out/$rn" "$rf" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
+        fail "$b $mesh: the router's choices ($rn) differ from the interpreter's: $(head -1 "$TMP/cmp")"
+    done
     wafer-npycmp "$d/out/moe_route_0.npy" "$TMP/$b.routes/moe_route_0.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "$b $mesh: the router's choices differ from the interpreter's: $(head -1 "$TMP/cmp")"
-    printf '%s\t%s\n' "$d" "$TMP/$b.routes/moe_route_0.npy" >>"$TMP/routes"
+    printf '%s\t%s\n' "$d" "$TMP/$b.routes" >>"$TMP/routes"
   done
 done
 rc=0
@@ -241,7 +247,7 @@ d=$TMP/moe_e8_k2.4x4
 waferrun "$d" -q --mode=timing --input "x=$M/moe_e8_k2_input.npy" --report "$d/timing.json" ||
   fail "moe_e8_k2 4x4: waferrun --mode=timing exited $?"
 python3 - "$TMP/routes" "$d/timing.json" <<'PY' || fail "the reports' tokens per expert are wrong"
-import json, struct, sys
+import json, os, struct, sys
 def npy_i64(path):
     b = open(path, "rb").read()
     hl = struct.unpack("<H", b[8:10])[0]
@@ -249,18 +255,22 @@ def npy_i64(path):
     data = b[10 + hl:]
     return struct.unpack("<%dq" % (len(data) // 8), data)
 for line in open(sys.argv[1]):
-    d, ref = line.rstrip("\n").split("\t")
+    d, refdir = line.rstrip("\n").split("\t")
     man = json.load(open(d + "/manifest.json"))
     out = {o["name"]: o for o in man["outputs"]}
-    (route,) = man["moe"]
-    assert route["output"] == "moe_route_0" and out["moe_route_0"]["shape"][-1] == route["k"], (d, route)
-    (rep,) = json.load(open(d + "/report.json"))["moe"]
-    idx = npy_i64(ref)
-    want = [sum(1 for i in idx if i == e) for e in range(route["experts"])]
-    if rep["tokens_per_expert"] != want or rep["assignments"] != len(idx) or rep["outside"] != 0:
-        sys.exit("%s: tokens per expert %s, the interpreter's routes give %s" % (d, rep, want))
-    if abs(rep["max_over_avg"] - max(want) * len(want) / len(idx)) > 1e-9:
-        sys.exit("%s: max_over_avg %s" % (d, rep["max_over_avg"]))
+    reps = {r["output"]: r for r in json.load(open(d + "/report.json"))["moe"]}
+    names = sorted(n for n in os.listdir(refdir) if n.startswith("moe_route_"))
+    assert [r["output"] + ".npy" for r in man["moe"]] == names, (d, man["moe"], names)
+    for route in man["moe"]:
+        o = route["output"]
+        assert out[o]["shape"][-1] == route["k"], (d, route)
+        rep = reps[o]
+        idx = npy_i64(os.path.join(refdir, o + ".npy"))
+        want = [sum(1 for i in idx if i == e) for e in range(route["experts"])]
+        if rep["tokens_per_expert"] != want or rep["assignments"] != len(idx) or rep["outside"] != 0:
+            sys.exit("%s: %s: tokens per expert %s, the interpreter's routes give %s" % (d, o, rep, want))
+        if abs(rep["max_over_avg"] - max(want) * len(want) / len(idx)) > 1e-9:
+            sys.exit("%s: %s: max_over_avg %s" % (d, o, rep["max_over_avg"]))
 (t,) = json.load(open(sys.argv[2]))["moe"]
 if "tokens_per_expert" in t or t["experts"] != 8:
     sys.exit("timing mode: %s" % t)
