@@ -301,7 +301,7 @@ static void reduce_layout(const wf_func *f, const wf_op *op, wf_type *rt) {
 }
 
 /* An elementwise op on a vector that keeps a reduction's split ([M] {M_y} of an argmax over
- * the last axis) follows that operand instead of the default {M_x}: `argmax(p, -1) == e`, a
+ * the last axis) follows that operand instead of the default {N_x}: `argmax(p, -1) == e`, a
  * top-1 router's mask, stays where its rows are. */
 static void vector_follows(const wf_func *f, const wf_op *op, wf_type *rt) {
   if (!(wf_opinfos[op->code].flags & WF_OPF_ELEMENTWISE) || rt->rank != 1 || rt->layout.rank != 1) return;
