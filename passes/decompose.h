@@ -25,6 +25,10 @@ int wf_decompose_matvec(wf_module *m, wf_func *f);
  * concat(reshape(e_i) -> [.., 1, E]) * reshape(gates) -> [.., N, 1], into the sum over i of
  * slice(gates, i) * e_i (passes/partition_moe.c). Returns the number rewritten. */
 int wf_partition_moe_combine(wf_module *m, wf_func *f);
+/* Rewrites DeepSeek-V3's grouped gate, a top-k over a [T, G, S] view of the scores and the
+ * groups' mask expanded over such a view, into per-group slices of rank 2 (partition_moe.c).
+ * Returns the number rewritten. */
+int wf_partition_moe_groups(wf_module *m, wf_func *f);
 
 /* Rewrites indexing by computed positions (a sparse MoE block's dispatch and combine) into
  * what the mesh lowers: a gather of a rank-0 constant index into a slice, a gather of a

@@ -157,3 +157,102 @@ int wf_partition_moe_combine(wf_module *m, wf_func *f) {
   }
   return n;
 }
+
+/* ---- DeepSeek-V3's grouped gate -------------------------------------------------------------
+ * The scores [T, N] viewed as [T, G, S] (G groups of S experts): the sum of each group's k best
+ *
+ *   reduce_sum(topk(reshape(X -> [T, G, S]), k).values, -1)            [T, G]
+ *     -> concat_g reduce_sum(topk(slice(X, g S .. g S + S, axis 1), k).values, -1, keepdims)
+ *
+ * and the chosen groups' mask spread over their experts
+ *
+ *   reshape(expand(reshape(M [T, G] -> [T, G, 1]) -> [T, G, S]) -> [T, G S])
+ *     -> concat_g expand(slice(M, g .. g + 1, axis 1) -> [T, S])
+ *
+ * the same numbers with rank-2 values that partition's rule lays out without moving rows (the
+ * [T, G, S] views would hold the tokens whole). Left alone unless exactly so. */
+static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
+  if (op->code != WF_OP_REDUCE_SUM || wf_op_int(f, op, "keepdims", 1) != 0) return 0;
+  const wf_attr *axes = wf_op_attr(f, op, "axes");
+  wf_op *tk = def_of(f, op->operands[0], WF_OP_TOPK);
+  if (!axes || axes->u.ints.n != 1 || !tk || tk->results[0] != op->operands[0] ||
+      wf_value_use_count(f, tk->results[1]) || wf_value_use_count(f, tk->results[0]) != 1)
+    return 0;
+  wf_op *rs = def_of(f, tk->operands[0], WF_OP_RESHAPE);
+  const wf_type *t3 = wf_value_type(f, tk->operands[0]);
+  int64_t ta = wf_op_int(f, tk, "axis", -1), ra = axes->u.ints.v[0];
+  if (!rs || t3->rank != 3 || (ta != -1 && ta != 2) || (ra != -1 && ra != 2)) return 0;
+  wf_value xv = rs->operands[0];
+  const wf_type *xt = wf_value_type(f, xv);
+  int64_t T = t3->dims[0], G = t3->dims[1], S = t3->dims[2], k = wf_op_int(f, tk, "k", 1);
+  if (xt->rank != 2 || xt->dims[0] != T || xt->dims[1] != G * S || xt->dtype != WF_F32 || G > 64) return 0;
+  wf_type st = wf_rewrite_type(xt), vt = st, it = st, ct = st;
+  st.dims[1] = S, vt.dims[1] = k, it.dims[1] = k, it.dtype = WF_I64, ct.dims[1] = 1;
+  wf_value parts[64];
+  for (int64_t g = 0; g < G; g++) {
+    wf_value sl = slice_before(f, op, xv, &st, g * S, g * S + S, 1, 1);
+    wf_type rt[2] = {vt, it};
+    wf_op *t2 = wf_op_new(f, WF_OP_TOPK, 1, &sl, 2, rt, op->loc);
+    wf_op_set_int(f, t2, "k", k);
+    wf_op_set_int(f, t2, "axis", -1);
+    const wf_attr *lg = wf_op_attr(f, tk, "largest");
+    if (lg) wf_op_set_attr(f, t2, *lg);
+    wf_op_insert_before(f, op, t2);
+    wf_op *su = wf_op_new(f, WF_OP_REDUCE_SUM, 1, &t2->results[0], 1, &ct, op->loc);
+    int64_t last = -1;
+    wf_op_set_ints(f, su, "axes", 1, &last);
+    wf_op_set_attr(f, su, (wf_attr){wf_intern(m, "keepdims"), WF_ATTR_BOOL, {.i = 1}});
+    wf_op_insert_before(f, op, su);
+    parts[g] = su->results[0];
+  }
+  wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, (wf_type[]){wf_rewrite_type(wf_value_type(f, op->results[0]))},
+                         op->loc);
+  wf_op_set_int(f, cat, "axis", 1);
+  wf_op_insert_before(f, op, cat);
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, cat->results[0]);
+  if (f->values[old].name) wf_value_set_name(f, cat->results[0], wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+  wf_op_unlink(f, tk);
+  unlink_if_dead(f, rs);
+  return 1;
+}
+
+static int group_expand(wf_module *m, wf_func *f, wf_op *op) {
+  if (op->code != WF_OP_RESHAPE) return 0;
+  wf_op *ex = def_of(f, op->operands[0], WF_OP_EXPAND);
+  wf_op *un = ex ? def_of(f, ex->operands[0], WF_OP_RESHAPE) : NULL;
+  if (!un || wf_value_use_count(f, ex->results[0]) != 1) return 0;
+  const wf_type *rt = wf_value_type(f, op->results[0]), *et = wf_value_type(f, ex->results[0]);
+  wf_value mv = un->operands[0];
+  const wf_type *mt = wf_value_type(f, mv);
+  if (mt->rank != 2 || et->rank != 3 || rt->rank != 2 || !inserts_one(mt, wf_value_type(f, un->results[0]), 2)) return 0;
+  int64_t T = mt->dims[0], G = mt->dims[1], S = et->dims[2];
+  if (et->dims[0] != T || et->dims[1] != G || rt->dims[0] != T || rt->dims[1] != G * S || G > 64) return 0;
+  wf_type colt = wf_rewrite_type(mt), wt = colt;
+  colt.dims[1] = 1, wt.dims[1] = S;
+  wf_value parts[64];
+  for (int64_t g = 0; g < G; g++) {
+    wf_value c = slice_before(f, op, mv, &colt, g, g + 1, 1, 1);
+    parts[g] = wf_op_insert_new(f, op, WF_OP_EXPAND, 1, &c, wt, op->loc);
+  }
+  wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, (wf_type[]){wf_rewrite_type(rt)}, op->loc);
+  wf_op_set_int(f, cat, "axis", 1);
+  wf_op_insert_before(f, op, cat);
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, cat->results[0]);
+  if (f->values[old].name) wf_value_set_name(f, cat->results[0], wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+  unlink_if_dead(f, ex);
+  unlink_if_dead(f, un);
+  return 1;
+}
+
+int wf_partition_moe_groups(wf_module *m, wf_func *f) {
+  int n = 0;
+  for (wf_op *op = f->first, *next; op; op = next) {
+    next = op->next;
+    n += group_topk(m, f, op) || group_expand(m, f, op);
+  }
+  return n;
+}

@@ -50,7 +50,8 @@ DeepSeek's moe_infer (moe_ds_*): the (token, slot) pairs sorted by expert (argso
 of integers), tokens = x[order // k] (integer division), each expert on its run of the sorted
 tokens (run lengths counted at trace time, as torch's tracer bakes tokens_per_expert), the
 outputs put back by new[order] = outs (ScatterND), weighted and summed over the slots; a
-softmax top-k gate (DeepSeek-V2's greedy one) and a shared expert.
+softmax top-k gate (DeepSeek-V2's greedy one) or DeepSeek-V3's grouped one (sigmoid scores,
+a choice bias, the best groups' experts searched: moe_ds_v3_*), and a shared expert.
 
 and GShard's top-2 (moe_gs_*): the second choices queue after every first choice,
 pos2 = cumsum(mask2, 0) - 1 + mask1.sum(0), both weights renormalised over the kept ones.
@@ -264,20 +265,47 @@ class GShardMoE(SwitchMoE):
         return torch.einsum("tnc,nce->te", comb, out)
 
 
+class GroupGate(nn.Module):
+    """DeepSeek-V3's gate (noaux_tc): sigmoid scores, a bias that only steers the choice, the
+    experts in groups of which the best `top_groups` (by the sum of their two best biased
+    scores) are searched; weights renormalised."""
+
+    def __init__(self, e, n, k, groups, top_groups):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, e) * 0.3)
+        self.bias = nn.Parameter(torch.randn(n) * 0.1)
+        self.n, self.k, self.groups, self.top_groups = n, k, groups, top_groups
+
+    def forward(self, h):
+        scores = torch.sigmoid(F.linear(h, self.weight))
+        biased = scores + self.bias.unsqueeze(0)
+        group = biased.view(h.shape[0], self.groups, -1).topk(2, dim=-1)[0].sum(dim=-1)
+        best = torch.topk(group, k=self.top_groups, dim=-1, sorted=False)[1]
+        mask = torch.zeros_like(group).scatter_(1, best, 1)
+        mask = mask.unsqueeze(-1).expand(h.shape[0], self.groups, self.n // self.groups).reshape(h.shape[0], -1)
+        ids = torch.topk(biased.masked_fill(~mask.bool(), 0.0), k=self.k, dim=-1, sorted=False)[1]
+        w = scores.gather(1, ids)
+        return w / (w.sum(dim=-1, keepdim=True) + 1e-20), ids
+
+
 class DeepSeekMoE(nn.Module):
     """DeepSeek's moe_infer: argsort dispatch, a shared expert; the counts baked at trace time."""
 
-    def __init__(self, e, f, n, k):
+    def __init__(self, e, f, n, k, groups=0, top_groups=0):
         super().__init__()
         self.k = k
-        self.gate = nn.Linear(e, n, bias=False)
+        self.gate = GroupGate(e, n, k, groups, top_groups) if groups else nn.Linear(e, n, bias=False)
+        self.grouped = bool(groups)
         self.experts = nn.ModuleList([SwiGLU(e, f) for _ in range(n)])
         self.shared = SwiGLU(e, f)
 
     def forward(self, x):
         shape = x.shape
         h = x.view(-1, shape[-1])
-        w, ids = torch.topk(F.softmax(self.gate(h), dim=-1), self.k, dim=-1)
+        if self.grouped:
+            w, ids = self.gate(h)
+        else:
+            w, ids = torch.topk(F.softmax(self.gate(h), dim=-1), self.k, dim=-1)
         cnts = ids.new_zeros((ids.shape[0], len(self.experts)))
         cnts.scatter_(1, ids, 1)
         per_expert = cnts.sum(dim=0).tolist()
@@ -342,13 +370,14 @@ CAPACITY = {
 SORTED = {
     "moe_ds_e8_k2": dict(seed=170, t=8, e=16, f=16, n=8, k=2),
     "moe_ds_b2_e6_k3": dict(seed=171, t=(2, 5), e=16, f=16, n=6, k=3),
+    "moe_ds_v3_e8_k2_g4": dict(seed=172, t=8, e=16, f=16, n=8, k=2, groups=4, top_groups=2),
 }
 
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
     if name in SORTED:
-        model = DeepSeekMoE(c["e"], c["f"], c["n"], c["k"]).eval()
+        model = DeepSeekMoE(c["e"], c["f"], c["n"], c["k"], c.get("groups", 0), c.get("top_groups", 0)).eval()
     elif name in CAPACITY:
         kind = GShardMoE if name.startswith("moe_gs_") else SwitchMoE
         model = kind(c["e"], c["f"], c["n"], c["c"], c["expert"]).eval()

@@ -35,7 +35,8 @@
 #  - DeepSeek's argsort dispatch (moe_ds_*: the (token, slot) pairs sorted by expert, a TopK of
 #    integers; tokens by order // k, an integer division; the outputs put back by ScatterND;
 #    the [T, k, E] combine rewritten as strided row slices, passes/partition_moe.c; a shared
-#    expert) against torch on 1x1 to 5x3;
+#    expert; DeepSeek-V3's grouped gate, its [T, G, S] views rewritten as per-group slices)
+#    against torch on 1x1 to 5x3;
 #  - each block's router (passes/moe_routes.c; a top-1 argmax router too, GShard's two
 #    choices as two routes): the plan's moe_route_<i> equals the
 #    interpreter's indices, the manifest lists it under "moe", and the report's tokens per
@@ -50,7 +51,7 @@ BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_
 SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
 DYNAMIC="moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_b3_e8_k4_tok moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_put moe_nz_e4_putacc moe_nz_e4_select"
 CAPACITY="moe_sw_e4_c3 moe_sw_e6_c2_swiglu moe_gs_e4_c4"
-SORTED="moe_ds_e8_k2 moe_ds_b2_e6_k3"
+SORTED="moe_ds_e8_k2 moe_ds_b2_e6_k3 moe_ds_v3_e8_k2_g4"
 DYNAMIC="$DYNAMIC $CAPACITY $SORTED"
 BLOCKS="$BLOCKS $SPARSE $DYNAMIC"
 PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE $DYNAMIC"
@@ -209,7 +210,7 @@ for b in $PLANS; do
   # outputs' padding nonzero there: refused, naming the einsum (checked below)
   case $b in moe_gs_*) meshes="1x1 2x2 3x2 4x4" ;; esac
   routed=1
-  case $b in moe_ec_* | moe_ds_*) routed=0 ;; esac # expert choice; sorted indices (no router listed)
+  case $b in moe_ec_* | moe_ds_e* | moe_ds_b*) routed=0 ;; esac # expert choice; sorted indices (no router listed)
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
