@@ -219,7 +219,9 @@ int ox_imp_nonzero(ox_nctx *n) {
   ox_list *l = wf_arena_alloc(n->cx->arena, sizeof *l);
   l->valid = valid;
   l->len = len;
-  l->node = wf_arena_strdup(n->cx->arena, n->node->name && n->node->name[0] ? n->node->name : n->node->out[0]);
+  const char *who = n->node->name && n->node->name[0] ? n->node->name
+                    : n->node->n_out > 0 && n->node->out[0][0] ? n->node->out[0] : "(unnamed)";
+  l->node = wf_arena_strdup(n->cx->arena, who); /* (a node may name neither itself nor an output) */
   int rc = ox_set_out(n, 0, coords);
   if (rc) return rc;
   tag(n, 0, l, 1, 0);
