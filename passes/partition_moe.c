@@ -45,6 +45,14 @@ static wf_value slice_before(wf_func *f, wf_op *op, wf_value v, const wf_type *t
   return sl->results[0];
 }
 
+/* op's result replaced by v (keeping its name), op unlinked. */
+static void replace_result(wf_module *m, wf_func *f, wf_op *op, wf_value v) {
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, v);
+  if (f->values[old].name) wf_value_set_name(f, v, wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+}
+
 /* Replaces the reduce_sum op by sum_i slice(gates gv, i, i + 1, last axis) * ev[i], in order,
  * keeping its name; the reduce is unlinked. */
 static void weighted_sum(wf_module *m, wf_func *f, wf_op *op, wf_value gv, const wf_value *ev, int64_t N) {
@@ -65,10 +73,7 @@ static void weighted_sum(wf_module *m, wf_func *f, wf_op *op, wf_value gv, const
     wf_op_insert_before(f, op, ad);
     acc = ad->results[0];
   }
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, acc);
-  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
+  replace_result(m, f, op, acc);
 }
 
 /* The same sum when the stack is a reshape of the experts' outputs as rows, DeepSeek's
@@ -171,6 +176,15 @@ int wf_partition_moe_combine(wf_module *m, wf_func *f) {
  *
  * the same numbers with rank-2 values that partition's rule lays out without moving rows (the
  * [T, G, S] views would hold the tokens whole). Left alone unless exactly so. */
+/* op's [T, ..] result replaced by the concat of the G parts along axis 1. */
+static void replace_by_columns(wf_module *m, wf_func *f, wf_op *op, const wf_value *parts, int64_t G) {
+  wf_type rt = wf_rewrite_type(wf_value_type(f, op->results[0]));
+  wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, &rt, op->loc);
+  wf_op_set_int(f, cat, "axis", 1);
+  wf_op_insert_before(f, op, cat);
+  replace_result(m, f, op, cat->results[0]);
+}
+
 static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
   if (op->code != WF_OP_REDUCE_SUM || wf_op_int(f, op, "keepdims", 1) != 0) return 0;
   const wf_attr *axes = wf_op_attr(f, op, "axes");
@@ -205,14 +219,7 @@ static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
     wf_op_insert_before(f, op, su);
     parts[g] = su->results[0];
   }
-  wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, (wf_type[]){wf_rewrite_type(wf_value_type(f, op->results[0]))},
-                         op->loc);
-  wf_op_set_int(f, cat, "axis", 1);
-  wf_op_insert_before(f, op, cat);
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, cat->results[0]);
-  if (f->values[old].name) wf_value_set_name(f, cat->results[0], wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
+  replace_by_columns(m, f, op, parts, G);
   wf_op_unlink(f, tk);
   unlink_if_dead(f, rs);
   return 1;
@@ -236,13 +243,7 @@ static int group_expand(wf_module *m, wf_func *f, wf_op *op) {
     wf_value c = slice_before(f, op, mv, &colt, g, g + 1, 1, 1);
     parts[g] = wf_op_insert_new(f, op, WF_OP_EXPAND, 1, &c, wt, op->loc);
   }
-  wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, (wf_type[]){wf_rewrite_type(rt)}, op->loc);
-  wf_op_set_int(f, cat, "axis", 1);
-  wf_op_insert_before(f, op, cat);
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, cat->results[0]);
-  if (f->values[old].name) wf_value_set_name(f, cat->results[0], wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
+  replace_by_columns(m, f, op, parts, G);
   unlink_if_dead(f, ex);
   unlink_if_dead(f, un);
   return 1;
