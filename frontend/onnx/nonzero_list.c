@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "frontend/onnx/import_ctx.h"
+#include "ir/rules.h"
+#include "waferc/tensor.h"
 
 struct ox_list {
   ox_val *valid;    /* f32 [len]: 1 for an entry of a non-zero element */
@@ -71,8 +73,6 @@ static int outputs_constant(ox_nctx *n) {
   return 1;
 }
 
-static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
-
 /* Reshape: where dim `a` of `in` lands in `out`, when the dims before it hold the same number
  * of elements in both and it keeps its size (each entry's elements stay its own); else -1. */
 static int reshaped_axis(const wf_type *in, int a, const wf_type *out) {
@@ -84,10 +84,6 @@ static int reshaped_axis(const wf_type *in, int a, const wf_type *out) {
     p *= out->dims[j];
   }
   return -1;
-}
-
-static int nonzero_at(const wf_tensor *k, int64_t e) {
-  return k->dtype == WF_F32 ? ((const float *)k->data)[e] != 0 : ox_int_at(k, e) != 0;
 }
 
 static int is_op(const ox_node *nd, const char *op) { return nd && !nd->domain[0] && !strcmp(nd->op_type, op); }
@@ -116,7 +112,7 @@ static int onehot_of_topk(ox_nctx *n, int *kdim) {
   int64_t oax = ox_attr_int(&on, "axis", -1);
   const ox_val *vals = ox_lookup(cx, o->in[2]), *idx = ox_lookup(cx, o->in[0]);
   if (on.failed || (oax != -1 && oax != 2) || !vals || !vals->k || wf_tensor_numel(vals->k) != 2 || !idx ||
-      idx->type.rank != 2 || ox_int_at(vals->k, 0) != 0 || ox_int_at(vals->k, 1) == 0)
+      idx->type.rank != 2 || wf_tensor_get(vals->k, 0) != 0 || wf_tensor_get(vals->k, 1) == 0)
     return 0;
   const ox_node *k = ox_producer(cx, o->in[0]);
   if (!is_op(k, "TopK") || k->n_out < 2 || strcmp(k->out[1], o->in[0])) return 0;
@@ -175,12 +171,12 @@ int ox_imp_nonzero(ox_nctx *n) {
   if (len < 1) return ox_unsupported(n, "an empty input %s", ox_shape_str(&x->type));
   if (x->k) { /* the input known: the exact list */
     int64_t cnt = 0;
-    for (int64_t e = 0; e < len; e++) cnt += nonzero_at(x->k, e);
+    for (int64_t e = 0; e < len; e++) cnt += wf_tensor_get(x->k, e) != 0;
     int64_t d[2] = {r, cnt};
     wf_tensor *t = wf_tensor_new(WF_I64, 2, d);
     int64_t *o = t->data, j = 0;
     for (int64_t e = 0; e < len; e++) {
-      if (!nonzero_at(x->k, e)) continue;
+      if (wf_tensor_get(x->k, e) == 0) continue;
       for (int64_t rem = e, i = r - 1; i >= 0; i--) {
         o[i * cnt + j] = rem % x->type.dims[i];
         rem /= x->type.dims[i];
@@ -291,16 +287,16 @@ int ox_list_after(ox_nctx *n) {
       out = reshaped_axis(&x->type, a, &y->type);
     }
   } else if (!strcmp(op, "Split")) {
-    if (norm_axis(ox_attr_int(n, "axis", 0), rank) == a || ai != 0) return refuse(n, l, "a split along the list");
+    if (wf_norm_axis(ox_attr_int(n, "axis", 0), rank) == a || ai != 0) return refuse(n, l, "a split along the list");
     for (int i = 0; i < ox_n_out(n); i++) tag(n, i, l, a, 0);
     return 0;
   } else if (!strcmp(op, "Concat")) {
-    if (norm_axis(ox_attr_int(n, "axis", 0), rank) == a) return refuse(n, l, "a concat along the list");
+    if (wf_norm_axis(ox_attr_int(n, "axis", 0), rank) == a) return refuse(n, l, "a concat along the list");
     for (int i = 0; i < n->n_in; i++)
       if (n->in[i] && n->in[i]->list && n->in[i]->list_axis != a) return refuse(n, l, "inputs holding the list on different dims");
     out = a;
   } else if (!strcmp(op, "Gather")) {
-    int axis = norm_axis(ox_attr_int(n, "axis", 0), n->in[0]->type.rank);
+    int axis = wf_norm_axis(ox_attr_int(n, "axis", 0), n->in[0]->type.rank);
     if (ai == 1 && !n->in[0]->list) out = axis + a; /* rows picked by the entries */
     else if (ai == 0 && !(n->in[1] && n->in[1]->list) && axis != a)
       out = a < axis ? a : a + n->in[1]->type.rank - 1;
@@ -312,11 +308,11 @@ int ox_list_after(ox_nctx *n) {
       return refuse(n, l, "a product over the list");
     out = a + y->type.rank - rank;
   } else if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
-    if (norm_axis(ox_attr_int(n, "axis", n->opset < 13 ? 1 : -1), rank) == a || (n->opset < 13))
+    if (wf_norm_axis(ox_attr_int(n, "axis", n->opset < 13 ? 1 : -1), rank) == a || (n->opset < 13))
       return refuse(n, l, "a softmax over the list");
     out = a;
   } else if (!strcmp(op, "LayerNormalization")) {
-    if (ai != 0 || a >= norm_axis(ox_attr_int(n, "axis", -1), rank)) return refuse(n, l, "a normalization over the list");
+    if (ai != 0 || a >= wf_norm_axis(ox_attr_int(n, "axis", -1), rank)) return refuse(n, l, "a normalization over the list");
     out = a;
   } else {
     char why[96];
@@ -329,14 +325,8 @@ int ox_list_after(ox_nctx *n) {
 }
 
 static int all_zero(const wf_tensor *k) {
-  int64_t cnt = wf_tensor_numel(k);
-  if (k->dtype == WF_F32) {
-    for (int64_t i = 0; i < cnt; i++)
-      if (((const float *)k->data)[i] != 0) return 0;
-    return 1;
-  }
-  for (int64_t i = 0; i < cnt; i++)
-    if (ox_int_at(k, i)) return 0;
+  for (int64_t i = 0, cnt = wf_tensor_numel(k); i < cnt; i++)
+    if (wf_tensor_get(k, i) != 0) return 0;
   return 1;
 }
 
