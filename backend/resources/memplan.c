@@ -55,7 +55,7 @@ int wf_memplan(const wf_mem_sym *syms, int n, int64_t budget, wf_mem_plan *out) 
     int nb = 0;
     for (int p = 0; p < n_placed; p++) {
       const wf_mem_sym *t = &syms[placed[p]];
-      if (t->size > 0 && t->first <= s->last && s->first <= t->last)
+      if (t->size > 0 && t->first <= s->last && s->first <= t->last && !(s->group && t->group && s->group != t->group))
         busy[nb++] = (span){out->offset[placed[p]], out->offset[placed[p]] + t->size};
     }
     qsort(busy, (size_t)nb, sizeof *busy, cmp_span);

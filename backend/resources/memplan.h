@@ -22,6 +22,9 @@ typedef struct wf_mem_sym {
   int64_t size;      /* bytes (0 is allowed and takes no space) */
   int64_t align;     /* a power of two; <= 1 = none */
   int first, last;   /* live interval in program order, inclusive */
+  int group;         /* 0, or the PEs it lives on: symbols of two different nonzero groups
+                        (values of two bands, lower_band.c) never meet on a PE, so they may
+                        share memory whatever their intervals */
 } wf_mem_sym;
 
 typedef struct wf_mem_plan {
