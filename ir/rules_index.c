@@ -270,7 +270,7 @@ static int int_valued(const wf_module *m, const wf_func *f, wf_value v, int dept
         if (!int_valued(m, f, d->operands[i], depth + 1)) return 0;
       return 1;
     case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: case WF_OP_EXPAND:
-    case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS:
+    case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS: case WF_OP_DIST_RELAYOUT:
       return int_valued(m, f, d->operands[0], depth + 1);
     default: return 0;
   }
@@ -299,6 +299,7 @@ static int int_ok(const wf_module *m, const wf_func *f, wf_value v, int depth) {
     }
     case WF_OP_RESHAPE: case WF_OP_TRANSPOSE: case WF_OP_SLICE: case WF_OP_SPLIT: /* words moved as they are */
     case WF_OP_EXPAND: case WF_OP_GATHER: case WF_OP_GATHER_ELEMENTS: case WF_OP_TRILU: /* (operand 0 the data) */
+    case WF_OP_DIST_RELAYOUT: /* onto a band of the rows and off it (expert-bands) */
       return int_ok(m, f, d->operands[0], depth + 1);
     case WF_OP_CONCAT:
     /* sums, products, max and min of such integers: taken to stay within 2^24, as the

@@ -19,6 +19,7 @@ extern const wf_pass_info wf_pass_raise_rope;
 extern const wf_pass_info wf_pass_raise_attention;
 extern const wf_pass_info wf_pass_raise;
 extern const wf_pass_info wf_pass_moe_routes;
+extern const wf_pass_info wf_pass_expert_bands;
 
 static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_canonicalize,
@@ -38,6 +39,7 @@ static const wf_pass_info *const builtin_passes[] = {
     &wf_pass_raise_attention,
     &wf_pass_raise,
     &wf_pass_moe_routes,
+    &wf_pass_expert_bands,
 };
 
 void wf_register_builtin_passes(void) {

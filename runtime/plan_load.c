@@ -168,6 +168,9 @@ static int load_target(lctx *c, const cJSON *t, wf_target *out) {
   return bad ? -1 : 0;
 }
 
+/* The region whose classes run on region r's PEs: r's own, or the one it is a band of. */
+static int region_root(const wf_plan *p, int r) { return p->regions[r].within >= 0 ? p->regions[r].within : r; }
+
 static int find_region(const wf_plan *p, const char *name) {
   for (int i = 0; i < p->n_regions; i++)
     if (!strcmp(p->regions[i].name, name)) return i;
@@ -346,7 +349,7 @@ static int load_tensor(lctx *c, wf_plan *p, const cJSON *o, const char *where, w
   /* Every class placed on the tensor's region must hold the symbol, large enough. */
   block *= 4;
   for (int i = 0; i < p->n_places; i++) {
-    if (p->places[i].region != t->region) continue;
+    if (p->places[i].region != region_root(p, t->region)) continue;
     const wf_pe_class *cl = p->classes[p->places[i].cls];
     int s = wf_pe_class_find_sym(cl, t->symbol);
     if (s < 0 || cl->syms[s].bytes < block) {
@@ -379,7 +382,8 @@ static int check_weight_symbols(lctx *c, const wf_plan *p) {
       if (cl->syms[s].name[0] != '@') continue;
       int found = 0;
       for (int k = 0; k < p->n_weights && !found; k++)
-        found = p->weights[k].region == p->places[i].region && !strcmp(p->weights[k].symbol, cl->syms[s].name);
+        found = region_root(p, p->weights[k].region) == p->places[i].region &&
+                !strcmp(p->weights[k].symbol, cl->syms[s].name);
       if (!found) {
         lerr(c, "weights.tensors: no weight for symbol '%s' of class '%s' on region '%s' (a constant without "
                 "data)", cl->syms[s].name, cl->name, p->regions[p->places[i].region].name);
@@ -436,7 +440,8 @@ static int check_producers(lctx *c, const wf_plan *p) {
     for (int s = 0; s < cl->n_syms; s++) {
       made[s] |= cl->syms[s].name[0] == '@'; /* check_weight_symbols: each has its weight */
       for (int t = 0; t < p->n_inputs && !made[s]; t++)
-        made[s] = p->inputs[t].region == p->places[i].region && !strcmp(p->inputs[t].symbol, cl->syms[s].name);
+        made[s] = region_root(p, p->inputs[t].region) == p->places[i].region &&
+                  !strcmp(p->inputs[t].symbol, cl->syms[s].name);
     }
     int bad = -1, line = 0;
     for (int k = 0; k < cl->n_code && bad < 0; k++) {
@@ -566,8 +571,30 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
            p->mesh_w, p->mesh_h);
       return -1;
     }
-    p->regions[i] = (wf_plan_region){"", (int)rect[0], (int)rect[1], (int)rect[2], (int)rect[3]};
+    p->regions[i] = (wf_plan_region){"", (int)rect[0], (int)rect[1], (int)rect[2], (int)rect[3], -1};
     get_str(c, r, "name", where, p->regions[i].name, 64);
+    const cJSON *within = cJSON_GetObjectItemCaseSensitive(r, "within");
+    if (within) { /* a band of an earlier region: no classes of its own */
+      int k = -1;
+      for (int j = 0; j < i && cJSON_IsString(within); j++)
+        if (!strcmp(p->regions[j].name, within->valuestring) && p->regions[j].within < 0) k = j;
+      const wf_plan_region *q = k >= 0 ? &p->regions[k] : NULL;
+      if (!q) {
+        lerr(c, "%s.within must name an earlier region with classes", where);
+        return -1;
+      }
+      if (rect[0] < q->x || rect[1] < q->y || rect[0] + rect[2] > q->x + q->w || rect[1] + rect[3] > q->y + q->h) {
+        lerr(c, "%s.rect [%lld, %lld, %lld, %lld] lies outside region '%s'", where, (long long)rect[0],
+             (long long)rect[1], (long long)rect[2], (long long)rect[3], q->name);
+        return -1;
+      }
+      if (cJSON_GetObjectItemCaseSensitive(r, "classes")) {
+        lerr(c, "%s: a region within another has no classes", where);
+        return -1;
+      }
+      p->regions[i].within = k;
+      continue;
+    }
     const cJSON *classes = get(c, r, "classes", where);
     if (!classes || !cJSON_IsArray(classes)) return -1;
     for (int k = 0; k < cJSON_GetArraySize(classes); k++) {
@@ -661,6 +688,7 @@ static int load_regions(lctx *c, wf_plan *p, const cJSON *regions) {
   /* Every PE of a region runs a class: with no overlaps, the classes' areas add up to the
    * region's (a deleted class leaves PEs without a program). */
   for (int i = 0; i < p->n_regions; i++) {
+    if (p->regions[i].within >= 0) continue;
     int64_t area = 0;
     for (int k = 0; k < p->n_places; k++)
       if (p->places[k].region == i) area += (int64_t)p->places[k].w * p->places[k].h;
@@ -1225,6 +1253,16 @@ wf_plan *wf_plan_load_text(const char *dir, const char *text, size_t len, unsign
       if (cJSON_IsString(fm))
         snprintf(p->ops[i].fabric_move, sizeof p->ops[i].fabric_move, "%s", fm->valuestring);
       if (load_colls(&c, p, o, i, where) || load_phases(&c, &p->ops[i], o, where)) goto fail;
+      p->ops[i].band = -1;
+      const cJSON *bd = cJSON_GetObjectItemCaseSensitive(o, "band");
+      if (bd) {
+        int r = cJSON_IsString(bd) ? find_region(p, bd->valuestring) : -1;
+        if (r < 0 || p->regions[r].within < 0) {
+          lerr(&c, "%s.band must name a region within another (a band of its rows)", where);
+          goto fail;
+        }
+        p->ops[i].band = r;
+      }
     }
     for (int k = 0; k < p->n_colls; k++)
       if (p->colls[k].op < 0) {

@@ -113,6 +113,40 @@ static route_stat route_stats(const wf_plan_route *rt, const int64_t *c) {
   return st;
 }
 
+/* A band of the rows (waferc --expert-parallel): its ops' span, and the links between two of
+ * its PEs over the whole run (its experts' traffic, and any other op's in those rows). */
+typedef struct band_stat {
+  int ops;
+  int64_t start, end, hops, busiest;
+  int bx, by, bdir;
+} band_stat;
+
+static band_stat band_stats(const wf_sim *s, int region) {
+  const wf_plan *p = s->plan;
+  const wf_plan_region *r = &p->regions[region];
+  band_stat b = {0, INT64_MAX, 0, 0, -1, 0, 0, 0};
+  for (int i = 0; i < p->n_ops; i++) {
+    if (p->ops[i].band != region || s->ops[i].start == INT64_MAX) continue;
+    b.ops++;
+    if (s->ops[i].start < b.start) b.start = s->ops[i].start;
+    if (s->ops[i].end > b.end) b.end = s->ops[i].end;
+  }
+  if (b.start == INT64_MAX) b.start = 0;
+  static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0}; /* N E S W */
+  for (int y = r->y; y < r->y + r->h; y++)
+    for (int x = r->x; x < r->x + r->w; x++) {
+      const wf_router *rt = s->routers[(size_t)y * s->w + x];
+      if (!rt) continue;
+      for (int d = 0; d < WF_DIR_RAMP; d++) {
+        int nx = x + dx[d], ny = y + dy[d];
+        if (nx < r->x || nx >= r->x + r->w || ny < r->y || ny >= r->y + r->h) continue;
+        b.hops += rt->out_count[d];
+        if (rt->out_count[d] > b.busiest) b.busiest = rt->out_count[d], b.bx = x, b.by = y, b.bdir = d;
+      }
+    }
+  return b;
+}
+
 int wf_sim_write_report(const wf_sim *s, const char *path) {
   const wf_plan *p = s->plan;
   cJSON *root = cJSON_CreateObject();
@@ -250,6 +284,30 @@ int wf_sim_write_report(const wf_sim *s, const char *path) {
   }
   free(ls);
 
+  cJSON *bands = NULL;
+  for (int g = 0; g < p->n_regions; g++) {
+    if (p->regions[g].within < 0) continue;
+    band_stat b = band_stats(s, g);
+    if (!bands) bands = cJSON_AddArrayToObject(root, "bands");
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "region", p->regions[g].name);
+    cJSON *rows = cJSON_AddArrayToObject(e, "rows");
+    cJSON_AddItemToArray(rows, num(p->regions[g].y));
+    cJSON_AddItemToArray(rows, num(p->regions[g].y + p->regions[g].h - 1));
+    cJSON_AddItemToObject(e, "ops", num(b.ops));
+    cJSON_AddItemToObject(e, "start", num(b.start));
+    cJSON_AddItemToObject(e, "end", num(b.end));
+    cJSON_AddItemToObject(e, "wavelet_hops", num(b.hops));
+    if (b.busiest > 0) {
+      cJSON *l = cJSON_AddObjectToObject(e, "busiest_link");
+      cJSON_AddItemToObject(l, "x", num(b.bx));
+      cJSON_AddItemToObject(l, "y", num(b.by));
+      cJSON_AddStringToObject(l, "dir", wf_dir_names[b.bdir]);
+      cJSON_AddItemToObject(l, "wavelets", num(b.busiest));
+    }
+    cJSON_AddItemToArray(bands, e);
+  }
+
   cJSON *links = cJSON_AddObjectToObject(root, "links");
   int64_t total = 0, up = 0, down = 0;
   cJSON *per = cJSON_CreateArray();
@@ -351,6 +409,17 @@ void wf_sim_print_summary(const wf_sim *s, FILE *out) {
     if (c[rt->experts]) fprintf(out, ", %lld outside [0, %lld)", (long long)c[rt->experts], (long long)rt->experts);
     fputc('\n', out);
     c += rt->experts + 1;
+  }
+  for (int g = 0, first = 1; g < p->n_regions; g++) {
+    if (p->regions[g].within < 0) continue;
+    band_stat b = band_stats(s, g);
+    fprintf(out, "%s %-10s rows %d..%d: %3d ops, cycles %lld..%lld, %lld wavelet-hops inside", first ? "bands: " : "       ",
+            p->regions[g].name, p->regions[g].y, p->regions[g].y + p->regions[g].h - 1, b.ops, (long long)b.start,
+            (long long)b.end, (long long)b.hops);
+    if (b.busiest > 0)
+      fprintf(out, " (busiest (%d,%d) %s, %lld)", b.bx, b.by, wf_dir_names[b.bdir], (long long)b.busiest);
+    fputc('\n', out);
+    first = 0;
   }
   layer_stat *ls = malloc(MAX_LAYERS * sizeof *ls);
   int nl = ls ? layer_stats(s, ls, MAX_LAYERS) : 0;

@@ -45,6 +45,8 @@ typedef struct wf_plan_tensor {
 typedef struct wf_plan_region {
   char name[64];
   int x, y, w, h;
+  int within; /* -1, or the region this one is a band of (its PEs run that region's classes;
+                 tensors on it are scattered over its rectangle only) */
 } wf_plan_region;
 
 /* One class placed on a rectangle of a region. */
@@ -63,6 +65,7 @@ typedef struct wf_plan_op {
   int64_t predicted;
   int has_phases;       /* manifest "phases" (a dist.gemm's): `phase` markers may occur in it */
   int64_t phase_predicted[3]; /* alignment, loop, drain: they add up to `predicted` */
+  int band;             /* manifest "band": the region (a band of the rows) it runs on; -1 = none */
 } wf_plan_op;
 
 /* The phases of a dist.gemm (manifest ops[].phases, `phase N` markers), in marker order. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/plan/llvm_kernels.h"
+#include "backend/collectives/lower_band.h"
 #include "backend/collectives/lower_collective.h"
 #include "backend/gemm/gemm_kcut.h"
 #include "backend/plan/manifest.h"
@@ -43,7 +44,15 @@ static void remove_partial_plan(const char *plan_dir, const char *cls) {
   rmdir(path);
 }
 
-/* Every value the backend touches must carry a layout on the same region. */
+/* Whether region r is a band of the lowered region's rows (expert-bands; lower_band.c). */
+static int band_of(const wf_lower *L, int r) {
+  if (L->region < 0 || r < 0) return 0;
+  const wf_region *b = &L->m->regions[r], *g = &L->m->regions[L->region];
+  return b->x == g->x && b->w == g->w && b->y >= g->y && b->y + b->h <= g->y + g->h && b->h < g->h;
+}
+
+/* Every value the backend touches must carry a layout on the same region, or on a band of its
+ * rows. */
 static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
   const wf_type *t = wf_value_type(L->f, v);
   char name[64];
@@ -54,7 +63,7 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
     return -1;
   }
   if (L->region < 0) L->region = t->layout.region;
-  if (t->layout.region != L->region) {
+  if (t->layout.region != L->region && !band_of(L, t->layout.region)) {
     wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: a plan holds one region "
                   "(give every tensor the same region, as the partition pass does)", name, wf_str(L->m, L->m->regions[t->layout.region].name),
              wf_str(L->m, L->m->regions[L->region].name));
@@ -130,8 +139,16 @@ static int lower_func(wf_lower *L) {
       L->skew_in = L->skew_out, L->skew_out = t;
     }
     L->skew_out_ok = 0;
-    int rc;
-    if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
+    int rc = 0;
+    int region = op->n_results ? wf_value_type(f, op->results[0])->layout.region : L->region;
+    int band = op->code != WF_OP_DIST_RELAYOUT && region != L->region;
+    if (band && (rc = wf_lower_band_enter(L, region, op->loc))) {
+      if (!errors) errors = rc;
+      L->n_ops++;
+      continue;
+    }
+    if (op->code == WF_OP_DIST_RELAYOUT) rc = wf_lower_region_move(L, op, lo);
+    else if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM_T) rc = wf_lower_gemm_t(L, op, lo);
     else if (op->code == WF_OP_DIST_REDUCE || op->code == WF_OP_DIST_ALLREDUCE ||
@@ -162,6 +179,10 @@ static int lower_func(wf_lower *L) {
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
       rc = WF_EXIT_UNSUPPORTED;
+    }
+    if (band) {
+      int brc = wf_lower_band_leave(L, op->loc);
+      if (!rc) rc = brc;
     }
     if (rc && !errors) errors = rc; /* keep going: report every unsupported op at once */
     /* An op that does the same work on every PE with nothing over the fabric but, at most, a
@@ -316,6 +337,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   L.f = f;
   L.t = t;
   L.region = -1;
+  L.band = -1;
   L.dim_pad = wf_gemm_rect_k_pad;
   for (int i = 0; i < WF_COLOR_ROLES; i++) L.color[i] = -1;
   L.sym_of = malloc((size_t)(f->n_values + 1) * sizeof *L.sym_of);
@@ -358,6 +380,9 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   L.names = wf_value_names_new(f);
   int rc = lower_func(&L);
   if (!rc) wf_lower_close_tasks(&L);
+  if (rc == WF_EXIT_NOFIT && L.band_colors)
+    wf_note(f->loc, "the experts run on bands of the mesh's rows (--expert-parallel), whose colors are their "
+                    "own: without it the plan needs fewer colors");
   if (!rc) rc = wf_lower_plan_memory(&L);
   if (!rc) rc = check_sram(&L);
   if (!rc) rc = wf_lower_check_route_codes(&L);
@@ -385,6 +410,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   free(w.values);
   free(w.offset);
   free(w.bytes);
+  wf_lower_band_free(&L);
   wf_coll_cache_free(&L);
   free(L.ops);
   free(L.skew_in < L.skew_out ? L.skew_in : L.skew_out); /* one allocation holds both */

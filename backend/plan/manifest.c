@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/collectives/lower_band.h"
 #include "backend/plan/llvm_kernels.h"
 #include "backend/collectives/lower_collective.h"
 #include "backend/gemm/lower_gemm.h"
@@ -97,11 +98,12 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name, int s
   cJSON_AddItemToObject(o, "split", split);
   /* Dims the region does not divide are padded with zeros to whole blocks. */
   int64_t pad[WF_MAX_RANK];
-  int any = 0;
+  int any = 0, w, h; /* a value on a band of the rows: the band's size (lower_band.c) */
+  wf_lower_value_wh(L, v, &w, &h);
   for (int d = 0; d < t->rank; d++) {
     int s = t->layout.rank == t->rank ? t->layout.dims[d].split : WF_AXIS_NONE;
-    int64_t p = s == WF_AXIS_X ? L->w : s == WF_AXIS_Y ? L->h : 1;
-    int64_t k = p > 1 ? wf_gemm_rect_k_pad(L->f, v, d, L->w, L->h) : 0; /* the W x H shifts' K */
+    int64_t p = s == WF_AXIS_X ? w : s == WF_AXIS_Y ? h : 1;
+    int64_t k = p > 1 ? wf_gemm_rect_k_pad(L->f, v, d, w, h) : 0; /* the W x H shifts' K */
     pad[d] = k ? k : (t->dims[d] + p - 1) / p * p;
     any |= pad[d] != t->dims[d];
   }
@@ -109,7 +111,8 @@ static cJSON *tensor_json(const wf_lower *L, wf_value v, const char *name, int s
     cJSON *ps = cJSON_AddArrayToObject(o, "padded_shape");
     for (int d = 0; d < t->rank; d++) cJSON_AddItemToArray(ps, cJSON_CreateNumber((double)pad[d]));
   }
-  cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[L->region].name));
+  int region = t->layout.region >= 0 ? t->layout.region : L->region;
+  cJSON_AddStringToObject(o, "region", wf_str(L->m, L->m->regions[region].name));
   /* the ids of a gather: valid in [0, index_bound) (negative ones count from the end), what
    * waferrun's generated inputs draw from */
   int64_t bound = L->f->values[v].kind == WF_VAL_ARG ? wf_lower_index_bound(L, v) : 0;
@@ -177,6 +180,23 @@ static void add_skew(cJSON *o, const wf_gemm_skew *sk) {
   cJSON_AddNumberToObject(so, "other_tile", (double)sk->other_tile);
 }
 
+/* The longest of the bands' runs of ops, which then start again at 0. */
+static int64_t flush_bands(int64_t *on_band, int n) {
+  int64_t most = 0;
+  for (int i = 0; i < n; i++) {
+    if (on_band[i] > most) most = on_band[i];
+    on_band[i] = 0;
+  }
+  return most;
+}
+
+/* A pre-skewed weight's skew on its region (a band's, for an expert's weight). */
+static int value_skew(const wf_lower *L, wf_value v, wf_gemm_skew *sk) {
+  int w, h;
+  wf_lower_value_wh(L, v, &w, &h);
+  return wf_gemm_value_skew(L->f, v, w, h, sk);
+}
+
 int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const char *flags,
                       const char *extra, const char *path) {
   const wf_pe_class *c = L->cls;
@@ -187,7 +207,7 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   int version = 1;
   wf_gemm_skew sk;
   for (int i = 0; i < w->n && version == 1; i++)
-    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) version = 2;
+    if (value_skew(L, w->values[i], &sk)) version = 2;
   for (int i = 0; i < L->f->n_args && version == 1; i++)
     if (arg_skew(L, L->f->args[i], &sk)) version = 2;
   cJSON_AddNumberToObject(root, "format_version", version);
@@ -234,6 +254,19 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
   }
   cJSON_AddItemToArray(classes, cl);
   cJSON_AddItemToArray(regions, r);
+  /* bands of the region's rows that values live on (expert-bands): no classes of their own,
+   * their PEs run the region's */
+  for (int b = 0; b < L->m->n_regions; b++) {
+    if (b == L->region || !wf_lower_region_used(L, b)) continue;
+    const wf_region *br = &L->m->regions[b];
+    cJSON *bo = cJSON_CreateObject();
+    cJSON_AddStringToObject(bo, "name", wf_str(L->m, br->name));
+    cJSON *brect = cJSON_AddArrayToObject(bo, "rect");
+    int bv[4] = {br->x, br->y, br->w, br->h};
+    for (int i = 0; i < 4; i++) cJSON_AddItemToArray(brect, cJSON_CreateNumber(bv[i]));
+    cJSON_AddStringToObject(bo, "within", wf_str(L->m, reg->name));
+    cJSON_AddItemToArray(regions, bo);
+  }
 
   cJSON *colors = cJSON_AddArrayToObject(root, "colors");
   for (int i = 0; i < c->n_colors; i++) {
@@ -313,12 +346,16 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     cJSON_AddNumberToObject(o, "offset", (double)w->offset[i]);
     cJSON_AddNumberToObject(o, "bytes", (double)w->bytes[i]);
     /* a MeshGEMM / Cannon operand the host writes already aligned (gemm_preskew.c) */
-    if (wf_gemm_value_skew(L->f, w->values[i], L->w, L->h, &sk)) add_skew(o, &sk);
+    if (value_skew(L, w->values[i], &sk)) add_skew(o, &sk);
     cJSON_AddItemToArray(wt, o);
   }
 
   cJSON *ops = cJSON_AddArrayToObject(root, "ops");
   int64_t total = 0;
+  /* ops on bands of the rows (expert-bands) run at once, band beside band: a run of them
+   * takes as long as its longest band's ops */
+  int64_t *on_band = calloc((size_t)L->m->n_regions + 1, sizeof *on_band);
+  WF_ASSERT(on_band);
   int n_transposes = 0, n_relayouts = 0; /* ops with a fabric_move of each kind */
   for (int i = 0; i < L->n_ops; i++) {
     const wf_lowered_op *lo = &L->ops[i];
@@ -369,8 +406,17 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
       }
     }
     cJSON_AddItemToArray(ops, o);
-    total += lo->predicted;
+    int br = lo->op->code != WF_OP_DIST_RELAYOUT && lo->op->n_results
+                 ? wf_value_type(L->f, lo->op->results[0])->layout.region : L->region;
+    if (br >= 0 && br != L->region) {
+      cJSON_AddStringToObject(o, "band", wf_str(L->m, L->m->regions[br].name));
+      on_band[br] += lo->predicted;
+    } else {
+      total += flush_bands(on_band, L->m->n_regions) + lo->predicted;
+    }
   }
+  total += flush_bands(on_band, L->m->n_regions);
+  free(on_band);
   cJSON_AddNumberToObject(root, "predicted_cycles", (double)total);
   cJSON_AddNumberToObject(root, "fabric_transposes", n_transposes);
   cJSON_AddNumberToObject(root, "relayouts", n_relayouts);

@@ -123,7 +123,15 @@ typedef struct wf_lower {
    * in skew_out and set skew_out_ok. emit.c passes them on from op to op (h entries each). */
   int64_t *skew_in, *skew_out;
   int skew_in_ok, skew_out_ok;
+  /* Lowering an op on a band of the region's rows (lower_band.c): the band's region, its
+   * first row and the code, route and task counts where it began; band = -1 outside one
+   * (backend/collectives/lower_band.h). */
+  int band, band_y0, band_code0, band_route0, band_task0;
+  struct wf_band_colors *band_colors; /* the colors of the mesh and of each band height */
 } wf_lower;
+
+/* The value's region size: its band's when it lives on one, else the lowered region's. */
+void wf_lower_value_wh(const wf_lower *L, wf_value v, int *w, int *h);
 
 /* The rows' skew for the model of the op being lowered: it starts from the op before's rows'
  * ends (when given) and gives its own in L->skew_out; the lowering then sets L->skew_out_ok
@@ -298,6 +306,8 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out);
  * indices are in its own block (or the axis is whole on every PE), else a gather along the
  * axis over the fabric (wf_relayout_gather_axis) and copies out of it. */
 int wf_lower_slice_concat(wf_lower *L, const wf_op *op, wf_lowered_op *out);
+/* lower_region_move.c: dist.relayout onto a band of the region's rows and off it. */
+int wf_lower_region_move(wf_lower *L, const wf_op *op, wf_lowered_op *out);
 /* lower_slice.c: kv_switch, the prefill->decode switch of a KV cache: two such moves, along x
  * (the decode packing's columns) then along y (the decode rows' first slots). */
 int wf_lower_kv_switch(wf_lower *L, const wf_op *op, wf_lowered_op *out);

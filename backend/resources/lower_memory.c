@@ -127,8 +127,18 @@ int wf_lower_plan_memory(wf_lower *L) {
   for (int i = 0; i < n; i++) {
     if (first[i] < 0) first[i] = last[i] = 0;
     if (unordered) first[i] = 0, last[i] = end;
-    ms[i] = (wf_mem_sym){c->syms[i].name, c->syms[i].bytes, 16, first[i], last[i]};
+    ms[i] = (wf_mem_sym){c->syms[i].name, c->syms[i].bytes, 16, first[i], last[i], 0};
   }
+  /* a value's block on a band of the rows is on no PE of another band */
+  for (int i = 0; i < n; i++) ms[i].group = -1; /* -1: no value yet */
+  for (int v = 1; v < L->n_sym_of && v <= (int)L->f->n_values; v++) {
+    int s = L->sym_of[v];
+    if (s < 0 || s >= n) continue;
+    int r = wf_value_type(L->f, (wf_value)v)->layout.region, g = r >= 0 && r != L->region ? r + 1 : 0;
+    ms[s].group = ms[s].group == -1 || ms[s].group == g ? g : 0; /* aliases on two: none */
+  }
+  for (int i = 0; i < n; i++)
+    if (ms[i].group < 0) ms[i].group = 0;
   wf_mem_plan p;
   int r = wf_memplan(ms, n, L->t->sram_bytes, &p);
   /* Scratch whose size does not shrink with the blocks gets its own advice. */

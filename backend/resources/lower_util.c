@@ -70,15 +70,24 @@ static void value_name(const wf_lower *L, wf_value v, char *buf, size_t cap) {
   snprintf(buf, cap, "%%v%u", (unsigned)v);
 }
 
+void wf_lower_value_wh(const wf_lower *L, wf_value v, int *w, int *h) {
+  int r = wf_value_type(L->f, v)->layout.region;
+  const wf_region *reg = &L->m->regions[r >= 0 && r != L->region ? r : L->region];
+  *w = r >= 0 && r != L->region ? reg->w : L->w;
+  *h = r >= 0 && r != L->region ? reg->h : L->h;
+}
+
 void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols) {
   const wf_type *t = wf_value_type(L->f, v);
   WF_ASSERT(t->layout.rank == t->rank && t->rank >= 1);
   /* Every dim but the last folds into the rows of the PE's contiguous block. */
   *rows = 1;
+  int w, h; /* a value on a band: the band's (lower_band.c) */
+  wf_lower_value_wh(L, v, &w, &h);
   for (int d = 0; d < t->rank; d++) {
-    int64_t parts = t->layout.dims[d].split == WF_AXIS_X ? L->w
-                    : t->layout.dims[d].split == WF_AXIS_Y ? L->h : 1;
-    int64_t pad = parts > 1 && L->dim_pad ? L->dim_pad(L->f, v, d, L->w, L->h) : 0;
+    int64_t parts = t->layout.dims[d].split == WF_AXIS_X ? w
+                    : t->layout.dims[d].split == WF_AXIS_Y ? h : 1;
+    int64_t pad = parts > 1 && L->dim_pad ? L->dim_pad(L->f, v, d, w, h) : 0;
     /* padded: partition_pad.c; past ceil(D/p) for the W x H shift algorithms' K */
     int64_t b = pad ? pad / parts : (t->dims[d] + parts - 1) / parts;
     if (d == t->rank - 1) *cols = b;

@@ -405,8 +405,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "moe"))
     ap.add_argument("-k", default="", help="only blocks whose name contains this")
+    ap.add_argument("--dense", default="", metavar="T:E:F:N:K",
+                    help="only one dense SwiGLU block of T tokens, embedding E, hidden F, N experts, top-K, "
+                         "named moe_dense_T_E_F_N_K (bench/expert_bands.sh)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.dense:
+        t, e, f, n, k = (int(v) for v in a.dense.split(":"))
+        name = "moe_dense_%d_%d_%d_%d_%d" % (t, e, f, n, k)
+        export(name, dict(seed=200, t=t, e=e, f=f, n=n, k=k, expert="swiglu", combine="slice"), a.out, 200)
+        print(name)
+        return
     for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())
                           + list(SORTED.items())):
         if a.k in name:

@@ -124,6 +124,9 @@ static void usage(FILE *out) {
         "                             runs them in order (docs/pipeline.md)\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
+        "  --expert-parallel          a dense MoE block's experts on bands of the mesh's rows,\n"
+        "                             the bands running at once (the expert-bands pass after\n"
+        "                             moe-routes; docs/moe-plans.md)\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
@@ -131,9 +134,12 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,moe-routes,lower-gemm,symbol-dce (without head-layout, partition, moe-routes and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
+/* --expert-parallel: expert-bands follows moe-routes in every default pipeline built */
+static int expert_parallel;
+
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
-  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0);
+  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0) + 16;
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
   char *s = calloc(1, cap);
   WF_ASSERT(s);
@@ -149,6 +155,7 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
       strcat(s, gemm_algo);
       strcat(s, "}");
     }
+    if (expert_parallel && strcmp(default_passes[i], "moe-routes") == 0) strcat(s, ",expert-bands");
     if (gqa && strcmp(default_passes[i], "head-layout") == 0) {
       strcat(s, "{gqa=");
       strcat(s, gqa);
@@ -535,6 +542,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       o->autotune = 1;
     } else if (strcmp(a, "--auto-region") == 0) {
       o->auto_region = 1;
+    } else if (strcmp(a, "--expert-parallel") == 0) {
+      expert_parallel = 1;
     } else if (strcmp(a, "--list-onnx-ops") == 0) {
       o->list_onnx_ops = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -548,7 +557,8 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
                                         "--gemv-allreduce", "--gemv-k", "--gemv-groups", "--output-dir",
                                         "--input-shape", "--input", "--interpret", "--auto-region",
                                         "--list-onnx-ops", "--generate", "--kv-cache", "--autotune",
-                                        "--decode-mesh", "--switch-weights", "--pipeline", "--rope"};
+                                        "--decode-mesh", "--switch-weights", "--pipeline", "--rope",
+                                        "--expert-parallel"};
       wf_cli_unknown_option(c, a, own, (int)(sizeof own / sizeof own[0]));
       return WF_EXIT_USAGE;
     } else if (o->input) {
@@ -675,6 +685,36 @@ static int compile_fitting(void *user) {
   return wf_waferc_fallback(compile_gqa_fitting, compile_minimal, user,
                             "the plan with double-buffered GEMMs does not fit a PE's SRAM; it is compiled "
                             "with the memory-minimal schedule (--gemm-buffers=1)");
+}
+
+/* compile_fitting with every default pipeline built without expert-bands. */
+static int compile_whole_experts(void *user) {
+  compile_try *t = user, r = *t;
+  const options *o = t->o;
+  expert_parallel = 0;
+  r.pipeline = default_pipeline_parsed(t->c, o->gemm_algo, o->gqa);
+  wf_pipeline **extra[] = {&r.replicate, &r.minimal, &r.minimal_replicate, &r.summa, &r.summa_replicate};
+  char algo[80];
+  if (r.replicate) r.replicate = default_pipeline_parsed(t->c, o->gemm_algo, "replicate");
+  if (r.minimal) r.minimal = default_pipeline_parsed(t->c, minimal_algo(o, algo, sizeof algo), o->gqa);
+  if (r.minimal_replicate) r.minimal_replicate = default_pipeline_parsed(t->c, algo, "replicate");
+  if (r.summa) r.summa = default_pipeline_parsed(t->c, "summa", o->gqa);
+  if (r.summa_replicate) r.summa_replicate = default_pipeline_parsed(t->c, "summa", "replicate");
+  int rc = r.pipeline ? compile_fitting(&r) : WF_EXIT_USAGE;
+  if (r.pipeline) wf_pipeline_free(r.pipeline);
+  for (int i = 0; i < 5; i++)
+    if (*extra[i]) wf_pipeline_free(*extra[i]);
+  expert_parallel = 1;
+  return rc;
+}
+
+/* compile_fitting, and with --expert-parallel compile_whole_experts when the plan with bands
+ * does not fit: a band's colors are its own (docs/moe-plans.md). */
+static int compile_bands(void *user) {
+  if (!expert_parallel) return compile_fitting(user);
+  return wf_waferc_fallback(compile_fitting, compile_whole_experts, user,
+                            "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
+                            "target's colors or SRAM; it is compiled with every expert on the whole mesh");
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -959,9 +999,9 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     ct.flags = flags;
     if (o.auto_region) {
-      rc = wf_waferc_auto_region(&c.target, compile_fitting, &ct);
+      rc = wf_waferc_auto_region(&c.target, compile_bands, &ct);
     } else {
-      rc = compile_fitting(&ct);
+      rc = compile_bands(&ct);
       if (rc == WF_EXIT_NOFIT) name_smallest_fit(&ct);
     }
     free(flags);

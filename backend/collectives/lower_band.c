@@ -1,0 +1,273 @@
+/* Ops on a band of the region's rows (passes/expert_bands.c): lowered as on a W x h mesh, the
+ * code run only by the band's PEs, the routes repeated on every band of that height
+ * (docs/moe-plans.md, "Experts on bands").
+ *
+ * A PE's program is one text for the whole region; its terms read the PE's position in the
+ * region. The band's code is bracketed by a one-trip loop that the band's rows run and every
+ * other PE skips at no cost; inside it the lowering's `y` means the row within the band and
+ * `H` the band's height. The routes are configured once for all PEs, so a band's rules read
+ * `y mod h` and hold on every band of height h: bands of one height share their colors, and
+ * their experts run at once without crossing (a direction leaving a band is dropped at its
+ * edge, as the loader drops those leaving the region). The colors of the mesh and of each band
+ * height are kept apart: a mesh color's routes span the columns, a band's stop at its edges. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/collectives/lower_band.h"
+#include "backend/collectives/lower_collective.h"
+#include "waferc/diag.h"
+
+/* The color state of wf_lower that belongs to one kind of routes. */
+typedef struct colors {
+  int h; /* band height; 0 = the mesh's */
+  int color[WF_COLOR_ROLES];
+  struct wf_coll_cache *coll_cache;
+  wf_ring_ch ring_ch[WF_MAX_RING_CH];
+  int n_ring_ch;
+  int attn_grp[4];
+  int dec_up[2], dec_up_set;
+  int shift_col[2][2][2];
+  unsigned shift_set;
+  int attn_gather;
+} colors;
+
+#define MAX_KINDS 8
+typedef struct wf_band_colors {
+  colors kind[MAX_KINDS];
+  int n;
+  colors mesh;
+} wf_band_colors;
+
+static void save(const wf_lower *L, colors *c) {
+  memcpy(c->color, L->color, sizeof c->color);
+  c->coll_cache = L->coll_cache;
+  memcpy(c->ring_ch, L->ring_ch, sizeof c->ring_ch);
+  c->n_ring_ch = L->n_ring_ch;
+  memcpy(c->attn_grp, L->attn_grp, sizeof c->attn_grp);
+  memcpy(c->dec_up, L->dec_up, sizeof c->dec_up);
+  c->dec_up_set = L->dec_up_set;
+  memcpy(c->shift_col, L->shift_col, sizeof c->shift_col);
+  c->shift_set = L->shift_set;
+  c->attn_gather = L->attn_gather;
+}
+
+static void load(wf_lower *L, const colors *c) {
+  memcpy(L->color, c->color, sizeof c->color);
+  L->coll_cache = c->coll_cache;
+  memcpy(L->ring_ch, c->ring_ch, sizeof c->ring_ch);
+  L->n_ring_ch = c->n_ring_ch;
+  memcpy(L->attn_grp, c->attn_grp, sizeof c->attn_grp);
+  memcpy(L->dec_up, c->dec_up, sizeof c->dec_up);
+  L->dec_up_set = c->dec_up_set;
+  memcpy(L->shift_col, c->shift_col, sizeof c->shift_col);
+  L->shift_set = c->shift_set;
+  L->attn_gather = c->attn_gather;
+}
+
+static void fresh(colors *c, int h) {
+  memset(c, 0, sizeof *c);
+  c->h = h;
+  for (int i = 0; i < WF_COLOR_ROLES; i++) c->color[i] = -1;
+}
+
+int wf_lower_region_used(const wf_lower *L, int region) {
+  for (uint32_t v = 1; v <= L->f->n_values; v++)
+    if (L->f->values[v].type.layout.rank && L->f->values[v].type.layout.region == region) return 1;
+  return 0;
+}
+
+int wf_lower_band_enter(wf_lower *L, int region, wf_loc loc) {
+  const wf_region *b = &L->m->regions[region], *r = &L->m->regions[L->region];
+  WF_ASSERT(L->band < 0);
+  if (b->x != r->x || b->w != r->w || b->y < r->y || b->y + b->h > r->y + r->h) {
+    wf_error(loc, "region @%s rect(%d, %d, %d, %d) is not a band of the rows of @%s: an op on another "
+                  "region is lowered only on a band of whole rows (expert-bands makes them)",
+             wf_str(L->m, b->name), b->x, b->y, b->w, b->h, wf_str(L->m, r->name));
+    return WF_EXIT_UNSUPPORTED;
+  }
+  if (!L->band_colors) {
+    L->band_colors = calloc(1, sizeof *L->band_colors);
+    WF_ASSERT(L->band_colors);
+  }
+  wf_band_colors *bc = L->band_colors;
+  save(L, &bc->mesh);
+  int k = 0;
+  while (k < bc->n && bc->kind[k].h != b->h) k++;
+  if (k == bc->n) {
+    if (bc->n == MAX_KINDS) {
+      wf_error(loc, "more than %d band heights in one plan", MAX_KINDS);
+      return WF_EXIT_UNSUPPORTED;
+    }
+    fresh(&bc->kind[bc->n++], b->h);
+  }
+  load(L, &bc->kind[k]);
+  /* the band's rows run the op once; the others skip it */
+  int y0 = b->y - r->y;
+  wf_pe_guard g = wf_guard0();
+  wf_guard_add(&g, wf_term(WF_TERM_Y, 0), WF_CMP_GE, wf_term_int(y0));
+  wf_guard_add(&g, wf_term(WF_TERM_Y, 0), WF_CMP_LT, wf_term_int(y0 + b->h));
+  /* its variable is chosen when the op is lowered (wf_lower_band_leave): one it does not use */
+  wf_emit(L, &g, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(wf_term_var(0, 0)), wf_arg_int(0), wf_arg_int(1)});
+  L->band = region;
+  L->band_y0 = y0;
+  L->band_code0 = L->cls->n_code;
+  L->band_route0 = L->cls->n_routes;
+  L->band_task0 = L->cls->n_tasks;
+  L->h = b->h;
+  L->skew_in_ok = L->skew_out_ok = 0;
+  return 0;
+}
+
+static int64_t scaled(const wf_pe_term *t, int64_t base) {
+  int64_t b = base * (t->mul > 1 || t->mul < 0 ? t->mul : 1);
+  if (t->mod) {
+    b %= t->mod;
+    if (b < 0) b += t->mod;
+  }
+  return b;
+}
+
+/* H as the band's height, a constant. */
+static void band_h(wf_pe_term *t, int h) {
+  if (t->kind != WF_TERM_H) return;
+  int64_t k = scaled(t, h) + t->k;
+  *t = wf_term_int((int32_t)k);
+}
+
+/* An instruction's y as the row within the band: -1 when the term cannot say it. */
+static int code_term(wf_pe_term *t, int y0, int h) {
+  band_h(t, h);
+  if (t->kind != WF_TERM_Y) return 0;
+  int64_t c = t->mul > 1 || t->mul < 0 ? t->mul : 1;
+  if (!t->mod) {
+    t->k = (int32_t)(t->k - c * y0);
+    return 0;
+  }
+  return (c * y0) % t->mod == 0 ? 0 : -1;
+}
+
+/* A route's y as y mod h: the rule holds on every band of height h. */
+static int route_term(wf_pe_term *t, int h) {
+  band_h(t, h);
+  if (t->kind != WF_TERM_Y) return 0;
+  int64_t c = t->mul > 1 || t->mul < 0 ? t->mul : 1;
+  if (c < 1) return -1;
+  if (!t->mod) {
+    if (c * h > 65535) return -1;
+    t->mod = (uint16_t)(c * h);
+    return 0;
+  }
+  return (c * h) % t->mod == 0 ? 0 : -1;
+}
+
+static int guard_terms(wf_pe_guard *g, int (*fn)(wf_pe_term *, int, int), int a0, int a1) {
+  for (int i = 0; i < g->n; i++) {
+    wf_pe_cond *c = &g->c[i];
+    if (fn(&c->a, a0, a1) || fn(&c->b, a0, a1)) return -1;
+  }
+  return 0;
+}
+
+static int route_term2(wf_pe_term *t, int h, int unused) {
+  (void)unused;
+  return route_term(t, h);
+}
+
+int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
+  WF_ASSERT(L->band >= 0);
+  wf_pe_class *c = L->cls;
+  int h = L->h, y0 = L->band_y0, bad = 0;
+  const char *what = "";
+  for (int t = L->band_task0; t < c->n_tasks; t++) /* the main task (async streams) is every PE's */
+    if (strcmp(c->tasks[t].name, "main")) bad = 1, what = "a task";
+  for (int i = L->band_code0; i < c->n_code && !bad; i++) {
+    wf_pe_instr *in = &c->code[i];
+    if (guard_terms(&in->guard, code_term, y0, h)) bad = 1, what = "an instruction's guard";
+    const char *sig = wf_peops[in->op].sig;
+    for (int a = 0; sig[a] && !bad; a++) {
+      if (sig[a] != 'd' && sig[a] != 's' && sig[a] != 'n') continue;
+      if (code_term(&in->args[a].term, y0, h) || code_term(&in->args[a].term2, y0, h))
+        bad = 1, what = "an operand";
+    }
+  }
+  /* routes: y mod h, and what leaves the band dropped at its first and last rows (a later
+   * rule overrides an earlier one where its guard holds) */
+  int n_routes = c->n_routes;
+  for (int r = L->band_route0; r < n_routes && !bad; r++) {
+    wf_pe_route rt = c->routes[r];
+    if (guard_terms(&rt.guard, route_term2, h, 0)) {
+      bad = 1, what = "a route's guard";
+      break;
+    }
+    c->routes[r].guard = rt.guard;
+    unsigned out = (1u << WF_DIR_N) | (1u << WF_DIR_S);
+    if (!(rt.tx & out)) continue;
+    if (h == 1) {
+      c->routes[r].tx &= ~out;
+      continue;
+    }
+    for (int e = 0; e < 2; e++) {
+      unsigned dir = 1u << (e ? WF_DIR_S : WF_DIR_N);
+      if (!(rt.tx & dir)) continue;
+      if (rt.guard.n == WF_PE_MAX_GUARD) {
+        bad = 1, what = "a route's guard (no room for the band's edge)";
+        break;
+      }
+      wf_pe_guard g = rt.guard;
+      wf_pe_term row = wf_term(WF_TERM_Y, 0);
+      row.mod = (uint16_t)h;
+      wf_guard_add(&g, row, WF_CMP_EQ, wf_term_int(e ? h - 1 : 0));
+      wf_pe_class_add_route_pos(c, &g, rt.color, rt.pos, rt.rx, rt.tx & ~dir);
+      c->routes[c->n_routes - 1].line = rt.line;
+    }
+  }
+  if (bad) {
+    wf_error(loc, "the op on band @%s cannot be lowered to the band's rows: %s names the PE's row in a "
+                  "form the band's offset cannot be written in (compile without --expert-parallel)",
+             wf_str(L->m, L->m->regions[L->band].name), what);
+  }
+  /* the one-trip loop's variable: one the op's code never names (a class holds 8) */
+  unsigned used = 0;
+  for (int i = L->band_code0; i < c->n_code; i++) {
+    const wf_pe_instr *in = &c->code[i];
+    for (int k = 0; k < in->guard.n; k++) {
+      if (in->guard.c[k].a.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].a.var;
+      if (in->guard.c[k].b.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].b.var;
+    }
+    for (int a = 0; wf_peops[in->op].sig[a] && a < WF_PE_MAX_ARGS; a++) {
+      if (in->args[a].term.kind == WF_TERM_VAR) used |= 1u << in->args[a].term.var;
+      if (in->args[a].term2.kind == WF_TERM_VAR) used |= 1u << in->args[a].term2.var;
+    }
+  }
+  int var = 0;
+  while (var < c->n_vars && (used >> var & 1)) var++;
+  if (var == c->n_vars && wf_pe_class_find_var(c, "band", 1) < 0) {
+    if (!bad) wf_error(loc, "the op on band @%s uses every loop variable a PE class holds (8), and its band needs one "
+                            "more (compile without --expert-parallel)", wf_str(L->m, L->m->regions[L->band].name));
+    bad = 1;
+  }
+  c->code[L->band_code0 - 1].args[0].term = wf_term_var(var, 0);
+  wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
+  wf_band_colors *bc = L->band_colors;
+  int k = 0;
+  while (k < bc->n && bc->kind[k].h != h) k++;
+  save(L, &bc->kind[k]);
+  load(L, &bc->mesh);
+  L->h = L->m->regions[L->region].h;
+  L->band = -1;
+  L->skew_in_ok = L->skew_out_ok = 0;
+  return bad ? WF_EXIT_UNSUPPORTED : 0;
+}
+
+void wf_lower_band_free(wf_lower *L) {
+  wf_band_colors *bc = L->band_colors;
+  if (!bc) return;
+  struct wf_coll_cache *mine = L->coll_cache;
+  for (int k = 0; k < bc->n; k++) {
+    L->coll_cache = bc->kind[k].coll_cache;
+    wf_coll_cache_free(L);
+  }
+  L->coll_cache = mine;
+  free(bc);
+  L->band_colors = NULL;
+}

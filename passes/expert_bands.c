@@ -1,0 +1,384 @@
+/* expert-bands: expert parallelism for dense MoE blocks. The experts move off the whole mesh
+ * onto bands of its rows, each band running its own experts while the others run theirs
+ * (docs/moe-plans.md, "Experts on bands").
+ *
+ * An MoE block ends in a sum of terms, one per expert: y = t_0 + t_1 + ... with
+ * t_e = mul(gate_e, expert_e(x)) in the dense style (partition_moe's combine gives every export
+ * this shape), or expert e's outputs scattered into a [T, E] matrix of zeros in the sparse
+ * style. The ops that only term e reaches, walking back from it to the values the terms share
+ * (x, the router's gates) and to constants, are expert e's when they hold a matmul by a
+ * weight; other terms (a constant, a shared expert) stay on the mesh and join the sum last.
+ * With N experts and G = gcd(N, H) >= 2 on an H-row mesh,
+ * band g is the region rect(0, g H/G, W, H/G) and holds experts g N/G .. (g + 1) N/G - 1:
+ *
+ *   - every value expert e computes, and every constant only its band reads, moves to the
+ *     band's region, laid out as before (a constant other bands or the mesh also read is
+ *     copied);
+ *   - each value the band reads from the mesh is relaid onto it: `dist.relayout` @mesh ->
+ *     @band (the dispatch: the value's blocks gathered along the columns, each band PE keeping
+ *     its rows);
+ *   - the band sums its experts' terms, and its sum is relaid back onto @mesh (the combine:
+ *     a sum along the columns), where the bands' sums are added in band order.
+ *
+ * The sum's order changes (bands, then experts within a band): equal to the interpreter's
+ * within rounding. Every band's ops are lowered as on a W x H/G mesh (backend/plan/emit.c),
+ * and a PE skips the ops of bands it is not on, so the bands run at once.
+ *
+ * It runs after partition and moe-routes, before lower-gemm (which chooses each GEMM for its
+ * band's size). It is not in the default pipeline: `waferc --expert-parallel` adds it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "waferc/diag.h"
+#include "waferc/pass.h"
+
+static const char *const stats[] = {"blocks", "experts", "bands"};
+
+#define MAX_TERMS 256
+
+static wf_op *def_of(const wf_func *f, wf_value v, wf_opcode code) {
+  const wf_value_info *vi = &f->values[v];
+  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+typedef struct tree {
+  wf_op *root;
+  wf_value term[MAX_TERMS]; int n;
+  int expert[MAX_TERMS]; /* term i is an expert's: it moves to a band (else it stays on the mesh) */
+  wf_op *adds[MAX_TERMS]; int n_adds; /* the sum's add ops, root included */
+} tree;
+
+/* The terms of the sum rooted at op: operands of adds, descending into adds whose only use is
+ * the sum; 0 when a term is not of the root's type (a broadcast) or there are too many. */
+static int collect(const wf_func *f, wf_op *op, const wf_type *rt, tree *t) {
+  if (t->n_adds == MAX_TERMS) return 0;
+  t->adds[t->n_adds++] = op;
+  for (int i = 0; i < 2; i++) {
+    wf_value v = op->operands[i];
+    wf_op *a = def_of(f, v, WF_OP_ADD);
+    if (a && wf_value_use_count(f, v) == 1 && wf_type_equal(wf_value_type(f, v), rt)) {
+      if (!collect(f, a, rt, t)) return 0;
+    } else {
+      if (t->n == MAX_TERMS || !wf_type_equal(wf_value_type(f, v), rt)) return 0;
+      t->term[t->n++] = v;
+    }
+  }
+  return 1;
+}
+
+/* A band's region: found by its rect, else added as experts<g> (or a free name). */
+static int band_region(wf_module *m, const wf_region *mesh, int g, int th, wf_loc loc) {
+  int y = mesh->y + g * th;
+  for (int r = 0; r < m->n_regions; r++) {
+    const wf_region *q = &m->regions[r];
+    if (q->x == mesh->x && q->y == y && q->w == mesh->w && q->h == th && !strncmp(wf_str(m, q->name), "experts", 7))
+      return r;
+  }
+  char name[48];
+  snprintf(name, sizeof name, "experts%d", g);
+  for (int k = 1; wf_module_find_region(m, name) >= 0; k++) snprintf(name, sizeof name, "experts%d_%d", g, k);
+  return wf_module_add_region(m, name, mesh->x, y, mesh->w, th, loc);
+}
+
+static wf_type on_region(const wf_type *t, int region) {
+  wf_type r = *t;
+  r.layout.region = region;
+  return r;
+}
+
+typedef struct ctx {
+  wf_module *m;
+  wf_func *f;
+  int *reach;     /* per value: how many terms reach its defining op */
+  int *who;       /* per value: the last term that reached it */
+  int *stamp;     /* per value: the walk that last visited it */
+  wf_value *stack;
+} ctx;
+
+/* Marks every op term i reaches, walking back to arguments and constants. */
+static void walk(ctx *c, int i, int walk_id, wf_value from) {
+  int sp = 0;
+  c->stack[sp++] = from;
+  while (sp) {
+    wf_value v = c->stack[--sp];
+    const wf_value_info *vi = &c->f->values[v];
+    if (vi->kind != WF_VAL_RESULT || !vi->def) continue;
+    wf_op *d = vi->def;
+    wf_value key = d->results[0];
+    if (c->stamp[key] == walk_id) continue;
+    c->stamp[key] = walk_id;
+    c->reach[key]++;
+    c->who[key] = i;
+    for (int k = 0; k < d->n_operands; k++) c->stack[sp++] = d->operands[k];
+  }
+}
+
+static int is_private(const ctx *c, const wf_op *op, int i) {
+  return op->n_results > 0 && c->reach[op->results[0]] == 1 && c->who[op->results[0]] == i;
+}
+
+/* Whether a matmul with a constant operand (an expert's weight) is among term i's own ops. */
+static int has_weight_gemm(const ctx *c, int i) {
+  wf_func_foreach_op(c->f, op) {
+    if (op->code != WF_OP_MATMUL || !is_private(c, op, i)) continue;
+    for (int k = 0; k < op->n_operands; k++)
+      if (c->f->values[op->operands[k]].kind == WF_VAL_GLOBAL && wf_value_type(c->f, op->operands[k])->rank >= 2)
+        return 1;
+  }
+  return 0;
+}
+
+/* Whether every use of an expert's op's results stays within its term (or is the sum). */
+static int closed(const ctx *c, const tree *t) {
+  wf_func_foreach_op(c->f, u) {
+    int sum = 0;
+    for (int a = 0; a < t->n_adds; a++) sum |= u == t->adds[a];
+    for (int k = 0; k < u->n_operands; k++) {
+      const wf_value_info *vi = &c->f->values[u->operands[k]];
+      if (vi->kind != WF_VAL_RESULT || !vi->def) continue;
+      wf_value key = vi->def->results[0];
+      if (c->reach[key] != 1) continue;
+      int i = c->who[key];
+      if (!t->expert[i] || is_private(c, u, i)) continue;
+      if (sum && u->operands[k] == t->term[i]) continue;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Whether every use of global value gv is by an op of `band` (band_of: op -> band, -1 = mesh). */
+static int global_only_in(const ctx *c, wf_value gv, const int *band_of_term, int band) {
+  wf_func_foreach_op(c->f, u) {
+    for (int k = 0; k < u->n_operands; k++) {
+      if (u->operands[k] != gv) continue;
+      if (u->n_results == 0 || c->reach[u->results[0]] != 1) return 0;
+      if (band_of_term[c->who[u->results[0]]] != band) return 0;
+    }
+  }
+  return 1;
+}
+
+static wf_value band_global(ctx *c, wf_value gv, int region, int share) {
+  wf_module *m = c->m;
+  int g = c->f->values[gv].index;
+  if (share) {
+    m->globals[g].type.layout.region = region;
+    wf_value_get(c->f, gv)->type.layout.region = region;
+    return gv;
+  }
+  if (wf_global_load(m, g)) return 0;
+  wf_type t = on_region(&m->globals[g].type, region);
+  char base[96], name[128];
+  snprintf(base, sizeof base, "%s_%s", wf_str(m, m->globals[g].name), wf_str(m, m->regions[region].name));
+  snprintf(name, sizeof name, "%s", base);
+  for (int i = 1; wf_module_find_global(m, name) >= 0; i++) snprintf(name, sizeof name, "%s.%d", base, i);
+  int ng = wf_module_add_global(m, name, t, m->globals[g].loc);
+  /* the same data, as it is held (a splat stays one element; the arena keeps it) */
+  const wf_global *src = &m->globals[g];
+  m->globals[ng].kind = src->kind;
+  m->globals[ng].data = src->data;
+  m->globals[ng].path = src->path;
+  m->globals[ng].offset = src->offset;
+  return wf_func_global_value(c->f, ng);
+}
+
+/* Whether op is one of band g's (a private op of one of its terms). */
+static int in_band(const ctx *c, const wf_op *op, const int *band_of_term, int g) {
+  if (op->n_results == 0 || c->reach[op->results[0]] != 1) return 0;
+  int i = c->who[op->results[0]];
+  return i >= 0 && band_of_term[i] == g && is_private(c, op, i);
+}
+
+/* The order on the PEs: every dispatch first (the columns' gathers need every PE), then each
+ * band's ops (a PE skips the other bands'), then the combines. A dispatch or combine between
+ * two bands' ops would hold every band until the band before it ended. */
+static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int G, wf_pass_ctx *pctx) {
+  wf_func *f = c->f;
+  int n = 0, th = mesh->h / G, rc = 0;
+  int band_of_term[MAX_TERMS], region[MAX_TERMS], ex[MAX_TERMS];
+  for (int i = 0; i < t->n; i++)
+    if (t->expert[i]) ex[n++] = i;
+  int per = n / G;
+  for (int i = 0; i < t->n; i++) band_of_term[i] = -1;
+  for (int j = 0; j < n; j++) band_of_term[ex[j]] = j / per;
+  wf_op *at = t->root;
+  int n_ops = 0;
+  wf_func_foreach_op(f, op) n_ops++;
+  wf_op **list = malloc((size_t)(n_ops + 1) * sizeof *list);
+  int *start = malloc((size_t)(G + 1) * sizeof *start);
+  WF_ASSERT(list && start);
+  /* each band's ops, in program order, moved before the root band by band */
+  int nl = 0;
+  for (int g = 0; g < G && !rc; g++) {
+    if ((region[g] = band_region(c->m, mesh, g, th, t->root->loc)) < 0) rc = -1;
+    start[g] = nl;
+    wf_func_foreach_op(f, op) if (in_band(c, op, band_of_term, g)) list[nl++] = op;
+  }
+  start[G] = nl;
+  for (int k = 0; k < nl; k++) {
+    wf_op_unlink(f, list[k]);
+    wf_op_insert_before(f, at, list[k]);
+  }
+  /* what each band reads from outside it: constants onto the band (moved or copied), values
+   * relaid onto it, the relayouts of one value next to each other */
+  typedef struct need { wf_value v; int g; wf_value nv; } need;
+  int cap = 64, nn = 0;
+  need *nd = malloc((size_t)cap * sizeof *nd);
+  WF_ASSERT(nd);
+  for (int g = 0; g < G && !rc; g++)
+    for (int k = start[g]; k < start[g + 1] && !rc; k++) {
+      wf_op *op = list[k];
+      for (int a = 0; a < op->n_operands; a++) {
+        wf_value v = op->operands[a];
+        const wf_value_info *vi = &f->values[v];
+        if (vi->kind == WF_VAL_RESULT && vi->def && in_band(c, vi->def, band_of_term, g)) continue;
+        int j = 0;
+        while (j < nn && !(nd[j].v == v && nd[j].g == g)) j++;
+        if (j == nn) {
+          if (nn == cap) {
+            nd = realloc(nd, (size_t)(cap *= 2) * sizeof *nd);
+            WF_ASSERT(nd);
+          }
+          nd[nn++] = (need){v, g, 0};
+          if (vi->kind == WF_VAL_GLOBAL &&
+              !(nd[j].nv = band_global(c, v, region[g], global_only_in(c, v, band_of_term, g)))) {
+            rc = -1;
+            break;
+          }
+        }
+      }
+    }
+  for (int j = 0; j < nn && !rc; j++) {
+    if (nd[j].nv) continue;
+    for (int k = j; k < nn; k++) { /* every band's relayout of this value, in band order */
+      if (nd[k].v != nd[j].v || nd[k].nv) continue;
+      wf_type bt = on_region(wf_value_type(f, nd[k].v), region[nd[k].g]);
+      nd[k].nv = wf_op_insert_new(f, list[0], WF_OP_DIST_RELAYOUT, 1, &nd[k].v, bt, t->root->loc);
+    }
+  }
+  for (int g = 0; g < G && !rc; g++)
+    for (int k = start[g]; k < start[g + 1]; k++) {
+      wf_op *op = list[k];
+      for (int a = 0; a < op->n_operands; a++)
+        for (int j = 0; j < nn; j++)
+          if (nd[j].g == g && nd[j].v == op->operands[a]) {
+            wf_op_set_operand(f, op, a, nd[j].nv);
+            break;
+          }
+      for (int r = 0; r < op->n_results; r++) wf_value_get(f, op->results[r])->type.layout.region = region[g];
+    }
+  free(nd);
+  free(list);
+  free(start);
+  if (rc) return rc;
+  /* each band's sum of its terms, then each relaid back onto the mesh, then their sum */
+  wf_value part[MAX_TERMS] = {0}, sums[MAX_TERMS] = {0};
+  for (int g = 0; g < G; g++) {
+    wf_type rt = on_region(wf_value_type(f, t->root->results[0]), region[g]);
+    part[g] = t->term[ex[g * per]];
+    for (int j = g * per + 1; j < (g + 1) * per; j++) {
+      wf_value ab[2] = {part[g], t->term[ex[j]]};
+      part[g] = wf_op_insert_new(f, at, WF_OP_ADD, 2, ab, rt, t->root->loc);
+    }
+  }
+  wf_type mt = *wf_value_type(f, t->root->results[0]);
+  for (int g = 0; g < G; g++) sums[g] = wf_op_insert_new(f, at, WF_OP_DIST_RELAYOUT, 1, &part[g], mt, t->root->loc);
+  wf_value y = sums[0];
+  for (int g = 1; g < G; g++) {
+    wf_value ab[2] = {y, sums[g]};
+    y = wf_op_insert_new(f, at, WF_OP_ADD, 2, ab, mt, t->root->loc);
+  }
+  for (int i = 0; i < t->n; i++) /* the terms that stay on the mesh (a shared expert, a constant) */
+    if (!t->expert[i]) {
+      wf_value ab[2] = {y, t->term[i]};
+      y = wf_op_insert_new(f, at, WF_OP_ADD, 2, ab, mt, t->root->loc);
+    }
+  wf_value old = t->root->results[0];
+  wf_value_replace_uses(f, old, y);
+  if (f->values[old].name) wf_value_set_name(f, y, wf_str(c->m, f->values[old].name));
+  for (int a = 0; a < t->n_adds; a++) wf_op_unlink(f, t->adds[a]);
+  wf_pass_stat_add(pctx, "blocks", 1);
+  wf_pass_stat_add(pctx, "experts", n);
+  wf_pass_stat_add(pctx, "bands", G);
+  return 0;
+}
+
+static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
+  int mesh_region = wf_module_find_region(m, "mesh");
+  if (mesh_region < 0) return 0;
+  wf_region mesh = m->regions[mesh_region];
+  /* the roots: adds whose result is not a term of a larger sum */
+  int cap = 16, nr = 0;
+  wf_op **roots = malloc((size_t)cap * sizeof *roots);
+  WF_ASSERT(roots);
+  wf_func_foreach_op(f, op) {
+    if (op->code != WF_OP_ADD || op->n_results != 1) continue;
+    const wf_type *rt = wf_value_type(f, op->results[0]);
+    if (rt->layout.rank == 0 || rt->layout.region != mesh_region || rt->dtype != WF_F32) continue;
+    int inner = 0;
+    if (wf_value_use_count(f, op->results[0]) == 1) {
+      wf_func_foreach_op(f, u) if (u->code == WF_OP_ADD) for (int k = 0; k < u->n_operands; k++) inner |=
+          u->operands[k] == op->results[0] && wf_type_equal(wf_value_type(f, u->results[0]), rt);
+    }
+    if (inner) continue;
+    if (nr == cap) {
+      roots = realloc(roots, (size_t)(cap *= 2) * sizeof *roots);
+      WF_ASSERT(roots);
+    }
+    roots[nr++] = op;
+  }
+  size_t nv = (size_t)f->n_values + 1;
+  ctx c = {m, f, NULL, NULL, NULL, NULL};
+  int rc = 0;
+  for (int r = 0; r < nr && !rc; r++) {
+    tree *t = calloc(1, sizeof *t);
+    WF_ASSERT(t);
+    t->root = roots[r];
+    const wf_type *rt = wf_value_type(f, roots[r]->results[0]);
+    int ok = collect(f, roots[r], rt, t) && t->n >= 2;
+    if (ok) {
+      nv = (size_t)f->n_values + 1;
+      c.reach = calloc(nv, sizeof *c.reach);
+      c.who = malloc(nv * sizeof *c.who);
+      c.stamp = calloc(nv, sizeof *c.stamp);
+      size_t pushes = 16;
+      wf_func_foreach_op(f, op) pushes += (size_t)op->n_operands;
+      c.stack = malloc(pushes * sizeof *c.stack);
+      WF_ASSERT(c.reach && c.who && c.stamp && c.stack);
+      for (size_t v = 0; v < nv; v++) c.who[v] = -1;
+      for (int i = 0; i < t->n; i++) walk(&c, i, i + 1, t->term[i]);
+      /* an expert's term: an op of its own that only the sum reads, and a GEMM with a weight
+       * among the ops only it reaches */
+      int n_ex = 0;
+      for (int i = 0; i < t->n; i++) {
+        const wf_value_info *vi = &f->values[t->term[i]];
+        t->expert[i] = vi->kind == WF_VAL_RESULT && vi->def && wf_value_use_count(f, t->term[i]) == 1 &&
+                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i);
+        n_ex += t->expert[i];
+      }
+      int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;
+      if (G >= 2 && closed(&c, t)) rc = rewrite(&c, t, &mesh, mesh_region, G, pctx);
+      free(c.reach), free(c.who), free(c.stamp), free(c.stack);
+    }
+    free(t);
+  }
+  free(roots);
+  return rc ? WF_EXIT_INPUT : 0;
+}
+
+static int run(wf_module *m, wf_pass_ctx *ctx) {
+  for (int i = 0; i < m->n_funcs; i++) {
+    int rc = run_func(m, m->funcs[i], ctx);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+const wf_pass_info wf_pass_expert_bands = {
+    "expert-bands", "Place a dense MoE block's experts on bands of the mesh's rows, each band running its own",
+    NULL, 0, stats, 3, run,
+};

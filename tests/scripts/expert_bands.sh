@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Expert parallelism on bands of the mesh's rows (waferc --expert-parallel, passes/expert_bands.c,
+# backend/resources/lower_band.c, backend/ops/lower_region_move.c; docs/moe-plans.md, "Experts on
+# bands"). MoE blocks exported by torch (examples/models/moe): dense, sparse (expert choice,
+# capacity) and dynamic (token lists), compiled with and without it on meshes whose row count
+# shares a factor G >= 2 with the expert count:
+#  - every plan's output equals torch's (1e-4, rtol 0), with and without bands;
+#  - a plan past the target's colors with bands is said and compiled without them (at most
+#    two here: moe_hf_e4_k2 on 8x8 is one);
+#  - with bands the manifest lists G regions `within` @mesh (G = gcd(experts, H), a band of
+#    H/G rows each), every expert weight lies on one of them and every band has ops;
+#  - the bands run at once: in waferrun's report each band's first op starts before the band
+#    before it ends its last (a dispatch or combine between them would serialize them), and
+#    the report's `bands` give each band's ops, span and the wavelet-hops on its links;
+#  - the plan's prediction takes the longest band, not their sum: within 10% of the
+#    simulation (the sum of the bands' ops would be up to G times that);
+#  - without the flag no plan has a band; a mesh whose rows share no factor with the experts
+#    (5x3 for 4 experts) gets none and still matches;
+#  - bands' weights share bytes (the memory planner's groups): in the class's memory map two
+#    weights of two bands overlap, and none overlaps another of its band or the mesh's.
+set -euo pipefail
+SRC=${WAFERC_SOURCE_DIR:?}
+. "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
+M=$SRC/examples/models/moe
+
+check() { # check NAME PLAN MESH G E: the manifest and report of a plan with bands
+  python3 - "$2/manifest.json" "$TMP/$1.report.json" "$3" "$4" "$5" <<'PY' || fail "$1: see above"
+import json, sys
+man, rep = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+W, H = (int(v) for v in sys.argv[3].split("x"))
+G, experts = int(sys.argv[4]), int(sys.argv[5])
+bands = [r for r in man["regions"] if r.get("within") == "mesh"]
+assert len(bands) == G, ("bands", len(bands), G)
+for g, r in enumerate(sorted(bands, key=lambda r: r["rect"][1])):
+    assert r["rect"] == [0, g * H // G, W, H // G] and "classes" not in r, r
+names = {r["name"] for r in bands}
+on_band = [t for t in man["weights"]["tensors"] if t["region"] in names]
+per = {n: sum(1 for t in on_band if t["region"] == n) for n in names}
+assert len(set(per.values())) == 1 and min(per.values()) >= 2 * experts // G, per
+ops = man["ops"]
+band_ops = {n: [i for i, o in enumerate(ops) if o.get("band") == n] for n in names}
+assert all(band_ops.values()), band_ops
+# the bands overlap in time
+order = sorted(names, key=lambda n: band_ops[n][0])
+rops = rep["ops"]
+for a, b in zip(order, order[1:]):
+    end_a = max(rops[i]["end"] for i in band_ops[a])
+    start_b = min(rops[i]["start"] for i in band_ops[b])
+    assert start_b < end_a, ("serialized", a, end_a, b, start_b)
+# the report's bands: one per band, its ops counted, their spans overlapping, links inside
+rb = {b["region"]: b for b in rep["bands"]}
+assert set(rb) == names, (set(rb), names)
+assert all(rb[n]["ops"] == len(band_ops[n]) for n in names), rb
+assert max(b["start"] for b in rb.values()) < min(b["end"] for b in rb.values()), rb
+assert all(b["wavelet_hops"] >= 0 for b in rb.values()) and any(b["wavelet_hops"] > 0 for b in rb.values()) == (W > 1), rb
+# the prediction: the longest band
+pred, sim = man["predicted_cycles"], rep["cycles"]["total"]
+assert abs(pred - sim) <= 0.1 * sim, ("predicted", pred, "simulated", sim)
+summed = sum(o["predicted_cycles"] for o in ops)
+assert summed > pred or G == 1, (summed, pred)
+# weights share bytes across bands, never within one or with the mesh's
+mem = {m["symbol"]: (m["offset"], m["offset"] + m["bytes"]) for m in man["regions"][0]["classes"][0]["memory"]}
+region_of = {t["symbol"]: t["region"] for t in man["weights"]["tensors"]}
+ws = [(s, region_of[s], mem[s]) for s in region_of if s in mem and mem[s][1] > mem[s][0]]
+meet = lambda a, b: a[0] < b[1] and b[0] < a[1]
+across = False
+for i, (s1, r1, a) in enumerate(ws):
+    for s2, r2, b in ws[i + 1:]:
+        if not meet(a, b):
+            continue
+        assert r1 != r2 and r1 != "mesh" and r2 != "mesh", ("weights overlap", s1, r1, s2, r2)
+        across = True
+assert across, "no two bands' weights share bytes"
+PY
+}
+
+# dense blocks, then the sparse (expert choice, capacity) and dynamic (torch.where /
+# torch.nonzero token lists) ones, whose terms are each expert's outputs scattered into zeros
+DENSE="moe_b2_e4_k2 moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2 moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_nz_e4_putacc moe_nz_e4_select"
+gcd() { local a=$1 b=$2 t; while [ "$b" != 0 ]; do t=$((a % b)); a=$b; b=$t; done; echo "$a"; }
+block() { # block NAME MESH...
+  local b=$1 E mesh H G ep d
+  shift
+  E=$(python3 -c "import re,sys; print(int(re.search(r'_e(\d+)', sys.argv[1]).group(1)))" "$b")
+  for mesh in "$@"; do
+    H=${mesh#*x}
+    G=$(gcd "$E" "$H")
+    [ "$G" -ge 2 ] || continue
+    for ep in "" "--expert-parallel"; do
+      d=$TMP/$b.$mesh${ep:+.ep}
+      waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=$mesh $ep 2>"$TMP/cerr" >/dev/null ||
+        fail "$b $mesh $ep: waferc exited $?: $(grep -m1 error "$TMP/cerr")"
+      waferrun "$d" -q --input "x=$M/${b}_input.npy" --output-dir "$d/out" --report "$TMP/$b.report.json" 2>"$TMP/err" ||
+        fail "$b $mesh $ep: waferrun exited $?: $(head -1 "$TMP/err")"
+      wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
+        fail "$b $mesh $ep: differs from torch: $(head -1 "$TMP/cmp")"
+      if [ -z "$ep" ]; then
+        ! grep -q '"within"' "$d/manifest.json" || fail "$b $mesh: bands without --expert-parallel"
+      elif grep -q "it is compiled with every expert on the whole mesh" "$TMP/cerr"; then
+        # past the colors with bands: said, and compiled without them
+        ! grep -q '"within"' "$d/manifest.json" || fail "$b $mesh: bands after the note that there are none"
+        fallbacks=$((fallbacks + 1))
+      else
+        check "$b" "$d" "$mesh" "$G" "$E"
+      fi
+      rm -rf "$d"
+      n=$((n + 1))
+    done
+  done
+}
+fallbacks=0
+for b in $DENSE; do block "$b" 8x8 6x4 4x2; done
+for b in $SPARSE; do block "$b" 4x4 8x8; done
+[ "$fallbacks" -le 2 ] || fail "$fallbacks plans fell back to no bands (colors)"
+
+# no factor in common: no band, the same output
+d=$TMP/e4.5x3
+waferc "$M/moe_e4_k2.onnx" -o "$d" --target=test8x8 --mesh=5x3 -q --expert-parallel 2>"$TMP/err" ||
+  fail "moe_e4_k2 5x3: waferc exited $?: $(grep -m1 error "$TMP/err")"
+! grep -q '"within"' "$d/manifest.json" || fail "moe_e4_k2 5x3: bands on 3 rows for 4 experts"
+waferrun "$d" -q --input "x=$M/moe_e4_k2_input.npy" --output-dir "$d/out" || fail "moe_e4_k2 5x3: waferrun exited $?"
+wafer-npycmp "$d/out/y.npy" "$M/moe_e4_k2_ref.npy" --atol 1e-4 --rtol 0 >/dev/null || fail "moe_e4_k2 5x3: differs from torch"
+n=$((n + 1))
+
+# the pass in the IR: bands as regions, relayouts onto and off them
+waferc "$M/moe_e8_k2.onnx" -o "$TMP/ir" --target=test8x8 --mesh=8x8 -q --expert-parallel \
+  --print-ir-after=expert-bands 2>"$TMP/ir.txt" || fail "moe_e8_k2: --print-ir-after exited $?"
+grep -q "region @experts7 = rect(0, 7, 8, 1)" "$TMP/ir.txt" || fail "moe_e8_k2: no @experts7 in the IR"
+[ "$(grep -c 'dist.relayout' "$TMP/ir.txt")" -ge 16 ] || fail "moe_e8_k2: fewer relayouts than 8 bands need"
+n=$((n + 1))
+echo "expert_bands: $n checks passed"
