@@ -42,6 +42,7 @@ typedef struct cache_entry {
   int stamp;    /* wf_coll_cache_stamp when last found or added */
   uint32_t merged; /* colors it shares at a reduce's own positions (wf_coll_cache_merge):
                     * no swset on entry, and never reused by find (see there) */
+  int mode;        /* lowered on the region (0) or on a band of that height (lower_band.c) */
 } cache_entry;
 
 struct wf_coll_cache {
@@ -73,6 +74,27 @@ static struct wf_coll_cache *cache(wf_lower *L) {
     L->coll_cache->relay_cycles = -1;
   }
   return L->coll_cache;
+}
+
+/* The kind of rows a collective is lowered for: 0 the region's, else a band's height (a
+ * band's routes read y mod h and stop at its edges, backend/collectives/lower_band.c). */
+static int mode_of(const wf_lower *L) { return L->band >= 0 ? L->h : 0; }
+
+/* A line along x on every row alike: its routes are the same lowered for the region or for a
+ * band, so both may use one entry. */
+static int any_rows(const wf_coll_key *k) {
+  if (k->axis != WF_AXIS_X || k->kind == WF_COLL_KEY_SNAKE || k->kind == WF_COLL_KEY_BCAST2D) return 0;
+  for (int i = 0; i < k->fixed.n; i++) {
+    const wf_pe_cond *c = &k->fixed.c[i];
+    if (c->a.kind == WF_TERM_Y || c->a.kind == WF_TERM_H || c->b.kind == WF_TERM_Y || c->b.kind == WF_TERM_H) return 0;
+  }
+  return 1;
+}
+
+static int same_mode(const wf_lower *L, const cache_entry *e) { return e->mode == mode_of(L) || any_rows(&e->key); }
+
+void wf_coll_cache_forget_last(wf_lower *L) {
+  if (L->coll_cache) L->coll_cache->last_tree = L->coll_cache->enter = L->coll_cache->last = -1;
 }
 
 static int same(const wf_coll_key *a, const wf_coll_key *b) {
@@ -159,7 +181,7 @@ const int *wf_coll_cache_find(wf_lower *L, const wf_coll_key *k, int *n_colors) 
   struct wf_coll_cache *c = cache(L);
   if (!c) return NULL;
   for (int i = 0; i < c->n; i++)
-    if (!c->e[i].merged && entry_ready(c, &c->e[i]) && same(&c->e[i].key, k)) {
+    if (!c->e[i].merged && same_mode(L, &c->e[i]) && entry_ready(c, &c->e[i]) && same(&c->e[i].key, k)) {
       c->enter = c->last = i;
       c->e[i].stamp = ++c->stamp;
       for (int j = 0; j < c->e[i].n; j++) c->touched |= 1u << c->e[i].colors[j];
@@ -185,6 +207,7 @@ void wf_coll_cache_add(wf_lower *L, const wf_coll_key *k, const int *colors, int
   }
   cache_entry *e = &c->e[c->n];
   e->key = *k;
+  e->mode = mode_of(L);
   e->key.parent = NULL;
   if (k->parent) {
     e->key.parent = malloc((size_t)k->n * sizeof *k->parent);
@@ -256,7 +279,8 @@ static int borrow_scan(wf_lower *L, struct wf_coll_cache *c, const wf_coll_key *
       int j = uses(e, col);
       if (j < 0) continue;
       any = 1;
-      ok = (e->done || roots_only(&e->key, k)) && compatible(&e->key, k);
+      /* never across the region's rows and a band's: their rows run different ops */
+      ok = e->mode == mode_of(L) && (e->done || roots_only(&e->key, k)) && compatible(&e->key, k);
       int top = e->base[j] + e->width;
       if (top > next) next = top;
     }

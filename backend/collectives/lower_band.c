@@ -9,7 +9,9 @@
  * `y mod h` and hold on every band of height h: bands of one height share their colors, and
  * their experts run at once without crossing (a direction leaving a band is dropped at its
  * edge, as the loader drops those leaving the region). The colors of the mesh and of each band
- * height are kept apart: a mesh color's routes span the columns, a band's stop at its edges. */
+ * height are kept apart: a mesh color's routes span the columns, a band's stop at its edges;
+ * only a collective along x on every row alike, whose routes are the same for both, shares its
+ * color (collective_cache.c, `any_rows`). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +23,6 @@
 typedef struct colors {
   int h; /* band height; 0 = the mesh's */
   int color[WF_COLOR_ROLES];
-  struct wf_coll_cache *coll_cache;
   wf_ring_ch ring_ch[WF_MAX_RING_CH];
   int n_ring_ch;
   int attn_grp[4];
@@ -40,7 +41,6 @@ typedef struct wf_band_colors {
 
 static void save(const wf_lower *L, colors *c) {
   memcpy(c->color, L->color, sizeof c->color);
-  c->coll_cache = L->coll_cache;
   memcpy(c->ring_ch, L->ring_ch, sizeof c->ring_ch);
   c->n_ring_ch = L->n_ring_ch;
   memcpy(c->attn_grp, L->attn_grp, sizeof c->attn_grp);
@@ -53,7 +53,6 @@ static void save(const wf_lower *L, colors *c) {
 
 static void load(wf_lower *L, const colors *c) {
   memcpy(L->color, c->color, sizeof c->color);
-  L->coll_cache = c->coll_cache;
   memcpy(L->ring_ch, c->ring_ch, sizeof c->ring_ch);
   L->n_ring_ch = c->n_ring_ch;
   memcpy(L->attn_grp, c->attn_grp, sizeof c->attn_grp);
@@ -115,6 +114,7 @@ int wf_lower_band_enter(wf_lower *L, int region, wf_loc loc) {
   L->band_task0 = L->cls->n_tasks;
   L->h = b->h;
   L->skew_in_ok = L->skew_out_ok = 0;
+  wf_coll_cache_forget_last(L);
   return 0;
 }
 
@@ -256,18 +256,11 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   L->h = L->m->regions[L->region].h;
   L->band = -1;
   L->skew_in_ok = L->skew_out_ok = 0;
+  wf_coll_cache_forget_last(L);
   return bad ? WF_EXIT_UNSUPPORTED : 0;
 }
 
 void wf_lower_band_free(wf_lower *L) {
-  wf_band_colors *bc = L->band_colors;
-  if (!bc) return;
-  struct wf_coll_cache *mine = L->coll_cache;
-  for (int k = 0; k < bc->n; k++) {
-    L->coll_cache = bc->kind[k].coll_cache;
-    wf_coll_cache_free(L);
-  }
-  L->coll_cache = mine;
-  free(bc);
+  free(L->band_colors);
   L->band_colors = NULL;
 }

@@ -220,6 +220,9 @@ void wf_coll_cache_enter(wf_lower *L, const wf_coll_line *ln);
 /* 1 when `color` was shared between patterns by serialization (for the manifest). */
 int wf_coll_cache_shared(const wf_lower *L, int color);
 void wf_coll_cache_free(wf_lower *L);
+/* Forgets the collective lowered last (no merge onto it, no reset of it): between the
+ * region's ops and a band's, whose rows did not all run it (lower_band.c). */
+void wf_coll_cache_forget_last(wf_lower *L);
 /* Colors reused / allocated by collectives in this compile (for notes and tests). */
 void wf_coll_cache_stats(const wf_lower *L, int *reused, int *allocated);
 

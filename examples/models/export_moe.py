@@ -408,12 +408,28 @@ def main():
     ap.add_argument("--dense", default="", metavar="T:E:F:N:K",
                     help="only one dense SwiGLU block of T tokens, embedding E, hidden F, N experts, top-K, "
                          "named moe_dense_T_E_F_N_K (bench/expert_bands.sh)")
+    ap.add_argument("--cap", default="", metavar="T:E:F:N:K",
+                    help="only one top-K block with a capacity of T K / N tokens per expert, gathered and "
+                         "added back (index_add), named moe_cap_T_E_F_N_K (bench/expert_bands.sh)")
+    ap.add_argument("--hf", default="", metavar="T:E:F:N:K",
+                    help="only one Hugging Face (Mixtral) style block, tokens dispatched by torch.where, "
+                         "named moe_hf_T_E_F_N_K (bench/expert_bands.sh)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    if a.dense:
-        t, e, f, n, k = (int(v) for v in a.dense.split(":"))
-        name = "moe_dense_%d_%d_%d_%d_%d" % (t, e, f, n, k)
-        export(name, dict(seed=200, t=t, e=e, f=f, n=n, k=k, expert="swiglu", combine="slice"), a.out, 200)
+    if a.dense or a.hf or a.cap:
+        t, e, f, n, k = (int(v) for v in (a.dense or a.hf or a.cap).split(":"))
+        if a.cap:
+            name = "moe_cap_%d_%d_%d_%d_%d" % (t, e, f, n, k)
+            SPARSE[name] = dict(seed=202, t=t, e=e, f=f, n=n, k=k, c=max(1, t * k // n), expert="swiglu",
+                                dispatch="cap")
+            export(name, SPARSE[name], a.out, 202)
+        elif a.dense:
+            name = "moe_dense_%d_%d_%d_%d_%d" % (t, e, f, n, k)
+            export(name, dict(seed=200, t=t, e=e, f=f, n=n, k=k, expert="swiglu", combine="slice"), a.out, 200)
+        else:
+            name = "moe_hf_%d_%d_%d_%d_%d" % (t, e, f, n, k)
+            DYNAMIC[name] = dict(seed=201, t=t, e=e, f=f, n=n, k=k, expert="swiglu", norm=True)
+            export(name, DYNAMIC[name], a.out, 201)
         print(name)
         return
     for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())
