@@ -7,7 +7,8 @@
  * this shape), or expert e's outputs scattered into a [T, E] matrix of zeros in the sparse
  * style. The ops that only term e reaches, walking back from it to the values the terms share
  * (x, the router's gates) and to constants, are expert e's when they hold a matmul by a
- * weight; other terms (a constant, a shared expert) stay on the mesh and join the sum last.
+ * weight and the term reaches the router (an op other terms reach too); other terms (a
+ * constant, a shared expert) stay on the mesh and join the sum last.
  * With N experts and G = gcd(N, H) >= 2 on an H-row mesh,
  * band g is the region rect(0, g H/G, W, H/G) and holds experts g N/G .. (g + 1) N/G - 1:
  *
@@ -96,6 +97,7 @@ typedef struct ctx {
   int *who;       /* per value: the last term that reached it */
   int *stamp;     /* per value: the walk that last visited it */
   wf_value *stack;
+  const wf_value *root_term; /* the terms, for touches_shared */
 } ctx;
 
 /* Marks every op term i reaches, walking back to arguments and constants. */
@@ -118,6 +120,25 @@ static void walk(ctx *c, int i, int walk_id, wf_value from) {
 
 static int is_private(const ctx *c, const wf_op *op, int i) {
   return op->n_results > 0 && c->reach[op->results[0]] == 1 && c->who[op->results[0]] == i;
+}
+
+/* Whether term i reaches an op another term reaches too (the router's): a shared expert, or
+ * any sum of branches that no router weighs, reaches none. */
+static int touches_shared(ctx *c, int i, int walk_id) {
+  int sp = 0, shared = 0;
+  c->stack[sp++] = c->root_term[i];
+  while (sp && !shared) {
+    wf_value v = c->stack[--sp];
+    const wf_value_info *vi = &c->f->values[v];
+    if (vi->kind != WF_VAL_RESULT || !vi->def) continue;
+    wf_op *d = vi->def;
+    wf_value key = d->results[0];
+    if (c->stamp[key] == walk_id) continue;
+    c->stamp[key] = walk_id;
+    shared = c->reach[key] >= 2;
+    for (int k = 0; k < d->n_operands; k++) c->stack[sp++] = d->operands[k];
+  }
+  return shared;
 }
 
 /* Whether a matmul with a constant operand (an expert's weight) is among term i's own ops. */
@@ -332,7 +353,7 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
     roots[nr++] = op;
   }
   size_t nv = (size_t)f->n_values + 1;
-  ctx c = {m, f, NULL, NULL, NULL, NULL};
+  ctx c = {m, f, NULL, NULL, NULL, NULL, NULL};
   int rc = 0;
   for (int r = 0; r < nr && !rc; r++) {
     tree *t = calloc(1, sizeof *t);
@@ -356,8 +377,9 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
       int n_ex = 0;
       for (int i = 0; i < t->n; i++) {
         const wf_value_info *vi = &f->values[t->term[i]];
+        c.root_term = t->term;
         t->expert[i] = vi->kind == WF_VAL_RESULT && vi->def && wf_value_use_count(f, t->term[i]) == 1 &&
-                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i);
+                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i) && touches_shared(&c, i, t->n + 1 + i);
         n_ex += t->expert[i];
       }
       int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;

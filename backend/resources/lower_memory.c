@@ -39,9 +39,20 @@ static wf_loc sym_loc(wf_lower *L, int sym) {
  * weights and constants ('@'), values ('%'), lowering scratch ('$') — so that a user sees
  * whether a larger mesh, a memory-minimal schedule or a smaller model is the way out. */
 static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
+  /* bands' symbols share memory (group): what a PE of the band holding the most holds */
+  int band = 0;
+  int64_t band_bytes = 0;
+  for (int i = 0; i < n; i++) {
+    if (!ms[i].group || ms[i].group == band) continue;
+    int64_t b = 0;
+    for (int j = 0; j < n; j++) b += ms[j].group == ms[i].group ? ms[j].size : 0;
+    if (b > band_bytes) band = ms[i].group, band_bytes = b;
+  }
+#define ON_PE(i) (!ms[i].group || ms[i].group == band)
   int64_t *delta = calloc((size_t)end + 2, sizeof *delta);
   if (!delta) return;
   for (int i = 0; i < n; i++) {
+    if (!ON_PE(i)) continue;
     delta[ms[i].first] += ms[i].size;
     delta[ms[i].last + 1] -= ms[i].size;
   }
@@ -56,7 +67,7 @@ static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
   int64_t bytes[4] = {0};
   int count[4] = {0}, big[4] = {-1, -1, -1, -1};
   for (int i = 0; i < n; i++) {
-    if (ms[i].first > at || ms[i].last < at) continue;
+    if (ms[i].first > at || ms[i].last < at || !ON_PE(i)) continue;
     const char *k = strchr(kinds, ms[i].name[0]);
     int j = k && *k ? (int)(k - kinds) : 3;
     bytes[j] += ms[i].size;
@@ -71,9 +82,10 @@ static void note_fullest(wf_lower *L, const wf_mem_sym *ms, int n, int end) {
     u += (size_t)snprintf(buf + u, sizeof buf - u, "%s%s %lld bytes in %d (the largest '%s', %lld)", u ? "; " : "",
                           what[j], (long long)bytes[j], count[j], ms[big[j]].name, (long long)ms[big[j]].size);
   }
-  wf_note(L->f->loc, "at its fullest, class '%s' holds %lld bytes live per PE: %s", L->cls->name, (long long)most,
-          buf);
+  wf_note(L->f->loc, "at its fullest, class '%s' holds %lld bytes live per PE%s%s: %s", L->cls->name, (long long)most,
+          band ? " of band @" : "", band ? wf_str(L->m, L->m->regions[band - 1].name) : "", buf);
 }
+#undef ON_PE
 
 int wf_lower_plan_memory(wf_lower *L) {
   wf_pe_class *c = L->cls;

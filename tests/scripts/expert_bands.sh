@@ -2,8 +2,9 @@
 # Expert parallelism on bands of the mesh's rows (waferc --expert-parallel, passes/expert_bands.c,
 # backend/resources/lower_band.c, backend/ops/lower_region_move.c; docs/moe-plans.md, "Experts on
 # bands"). MoE blocks exported by torch (examples/models/moe): dense, sparse (expert choice,
-# capacity) and dynamic (token lists), compiled with and without it on meshes whose row count
-# shares a factor G >= 2 with the expert count:
+# capacity) and dynamic (token lists, one with a shared expert, which no router weighs and which
+# stays on the mesh: its four weights and the router's), compiled with and without it on meshes
+# whose row count shares a factor G >= 2 with the expert count:
 #  - every plan's output equals torch's (1e-4, rtol 0), with and without bands;
 #  - a plan past the target's colors with bands is said and compiled without them (at most
 #    two here: moe_hf_e4_k2 on 8x8 is one);
@@ -77,7 +78,7 @@ PY
 # dense blocks, then the sparse (expert choice, capacity) and dynamic (torch.where /
 # torch.nonzero token lists) ones, whose terms are each expert's outputs scattered into zeros
 DENSE="moe_b2_e4_k2 moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2 moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_nz_e4_putacc moe_nz_e4_select"
+SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2 moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_putacc moe_nz_e4_select"
 gcd() { local a=$1 b=$2 t; while [ "$b" != 0 ]; do t=$((a % b)); a=$b; b=$t; done; echo "$a"; }
 block() { # block NAME MESH...
   local b=$1 E mesh H G ep d
@@ -103,6 +104,16 @@ block() { # block NAME MESH...
         fallbacks=$((fallbacks + 1))
       else
         check "$b" "$d" "$mesh" "$G" "$E"
+        if [ "$b" = moe_hf_e4_k2_shared ]; then # the shared expert (no router) stays on the mesh
+          python3 - "$d/manifest.json" <<'PY' || fail "$b $mesh: the shared expert's weights left the mesh"
+import json, sys
+w = json.load(open(sys.argv[1]))["weights"]["tensors"]
+mats = [t for t in w if t["name"].startswith("onnx::MatMul")] # the Linear layers' weights
+on_mesh = [t for t in mats if t["region"] == "mesh"]
+# the router, the shared expert (SwiGLU) and its own sigmoid gate: 5; the experts: 4 x 3
+assert len(on_mesh) == 5 and len(mats) - len(on_mesh) == 12, ([t["name"] for t in on_mesh], len(mats))
+PY
+        fi
       fi
       rm -rf "$d"
       n=$((n + 1))
