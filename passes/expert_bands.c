@@ -97,11 +97,12 @@ typedef struct ctx {
   int *who;       /* per value: the last term that reached it */
   int *stamp;     /* per value: the walk that last visited it */
   wf_value *stack;
-  const wf_value *root_term; /* the terms, for touches_shared */
 } ctx;
 
-/* Marks every op term i reaches, walking back to arguments and constants. */
-static void walk(ctx *c, int i, int walk_id, wf_value from) {
+/* Walks back from term i's value to arguments and constants, each op once per walk_id.
+ * count: marks every op reached (reach, who); else stops at the first op another term
+ * reaches too and returns 1 (term i reaches the router). */
+static int walk(ctx *c, int i, int walk_id, wf_value from, int count) {
   int sp = 0;
   c->stack[sp++] = from;
   while (sp) {
@@ -112,33 +113,18 @@ static void walk(ctx *c, int i, int walk_id, wf_value from) {
     wf_value key = d->results[0];
     if (c->stamp[key] == walk_id) continue;
     c->stamp[key] = walk_id;
-    c->reach[key]++;
-    c->who[key] = i;
+    if (!count && c->reach[key] >= 2) return 1;
+    if (count) {
+      c->reach[key]++;
+      c->who[key] = i;
+    }
     for (int k = 0; k < d->n_operands; k++) c->stack[sp++] = d->operands[k];
   }
+  return 0;
 }
 
 static int is_private(const ctx *c, const wf_op *op, int i) {
   return op->n_results > 0 && c->reach[op->results[0]] == 1 && c->who[op->results[0]] == i;
-}
-
-/* Whether term i reaches an op another term reaches too (the router's): a shared expert, or
- * any sum of branches that no router weighs, reaches none. */
-static int touches_shared(ctx *c, int i, int walk_id) {
-  int sp = 0, shared = 0;
-  c->stack[sp++] = c->root_term[i];
-  while (sp && !shared) {
-    wf_value v = c->stack[--sp];
-    const wf_value_info *vi = &c->f->values[v];
-    if (vi->kind != WF_VAL_RESULT || !vi->def) continue;
-    wf_op *d = vi->def;
-    wf_value key = d->results[0];
-    if (c->stamp[key] == walk_id) continue;
-    c->stamp[key] = walk_id;
-    shared = c->reach[key] >= 2;
-    for (int k = 0; k < d->n_operands; k++) c->stack[sp++] = d->operands[k];
-  }
-  return shared;
 }
 
 /* Whether a matmul with a constant operand (an expert's weight) is among term i's own ops. */
@@ -353,7 +339,7 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
     roots[nr++] = op;
   }
   size_t nv = (size_t)f->n_values + 1;
-  ctx c = {m, f, NULL, NULL, NULL, NULL, NULL};
+  ctx c = {m, f, NULL, NULL, NULL, NULL};
   int rc = 0;
   for (int r = 0; r < nr && !rc; r++) {
     tree *t = calloc(1, sizeof *t);
@@ -371,15 +357,14 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
       c.stack = malloc(pushes * sizeof *c.stack);
       WF_ASSERT(c.reach && c.who && c.stamp && c.stack);
       for (size_t v = 0; v < nv; v++) c.who[v] = -1;
-      for (int i = 0; i < t->n; i++) walk(&c, i, i + 1, t->term[i]);
+      for (int i = 0; i < t->n; i++) walk(&c, i, i + 1, t->term[i], 1);
       /* an expert's term: an op of its own that only the sum reads, and a GEMM with a weight
        * among the ops only it reaches */
       int n_ex = 0;
       for (int i = 0; i < t->n; i++) {
         const wf_value_info *vi = &f->values[t->term[i]];
-        c.root_term = t->term;
         t->expert[i] = vi->kind == WF_VAL_RESULT && vi->def && wf_value_use_count(f, t->term[i]) == 1 &&
-                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i) && touches_shared(&c, i, t->n + 1 + i);
+                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i) && walk(&c, i, t->n + 1 + i, t->term[i], 0);
         n_ex += t->expert[i];
       }
       int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;

@@ -39,29 +39,22 @@ typedef struct wf_band_colors {
   colors mesh;
 } wf_band_colors;
 
-static void save(const wf_lower *L, colors *c) {
-  memcpy(c->color, L->color, sizeof c->color);
-  memcpy(c->ring_ch, L->ring_ch, sizeof c->ring_ch);
-  c->n_ring_ch = L->n_ring_ch;
-  memcpy(c->attn_grp, L->attn_grp, sizeof c->attn_grp);
-  memcpy(c->dec_up, L->dec_up, sizeof c->dec_up);
-  c->dec_up_set = L->dec_up_set;
-  memcpy(c->shift_col, L->shift_col, sizeof c->shift_col);
-  c->shift_set = L->shift_set;
-  c->attn_gather = L->attn_gather;
-}
+/* The fields of wf_lower that `colors` keeps, copied one way or the other. */
+#define COPY_STATE(dst, src)                                                  \
+  do {                                                                        \
+    memcpy((dst)->color, (src)->color, sizeof (dst)->color);                  \
+    memcpy((dst)->ring_ch, (src)->ring_ch, sizeof (dst)->ring_ch);            \
+    (dst)->n_ring_ch = (src)->n_ring_ch;                                      \
+    memcpy((dst)->attn_grp, (src)->attn_grp, sizeof (dst)->attn_grp);         \
+    memcpy((dst)->dec_up, (src)->dec_up, sizeof (dst)->dec_up);               \
+    (dst)->dec_up_set = (src)->dec_up_set;                                    \
+    memcpy((dst)->shift_col, (src)->shift_col, sizeof (dst)->shift_col);      \
+    (dst)->shift_set = (src)->shift_set;                                      \
+    (dst)->attn_gather = (src)->attn_gather;                                  \
+  } while (0)
 
-static void load(wf_lower *L, const colors *c) {
-  memcpy(L->color, c->color, sizeof c->color);
-  memcpy(L->ring_ch, c->ring_ch, sizeof c->ring_ch);
-  L->n_ring_ch = c->n_ring_ch;
-  memcpy(L->attn_grp, c->attn_grp, sizeof c->attn_grp);
-  memcpy(L->dec_up, c->dec_up, sizeof c->dec_up);
-  L->dec_up_set = c->dec_up_set;
-  memcpy(L->shift_col, c->shift_col, sizeof c->shift_col);
-  L->shift_set = c->shift_set;
-  L->attn_gather = c->attn_gather;
-}
+static void save(const wf_lower *L, colors *c) { COPY_STATE(c, L); }
+static void load(wf_lower *L, const colors *c) { COPY_STATE(L, c); }
 
 static void fresh(colors *c, int h) {
   memset(c, 0, sizeof *c);
