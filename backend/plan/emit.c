@@ -64,8 +64,9 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
   }
   if (L->region < 0) L->region = t->layout.region;
   if (t->layout.region != L->region && !band_of(L, t->layout.region)) {
-    wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: a plan holds one region "
-                  "(give every tensor the same region, as the partition pass does)", name, wf_str(L->m, L->m->regions[t->layout.region].name),
+    wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: a plan holds one region and bands of "
+                  "its whole rows (give every tensor the same region, as the partition pass does; expert-bands "
+                  "makes bands)", name, wf_str(L->m, L->m->regions[t->layout.region].name),
              wf_str(L->m, L->m->regions[L->region].name));
     return -1;
   }
@@ -142,7 +143,22 @@ static int lower_func(wf_lower *L) {
     int rc = 0;
     int region = op->n_results ? wf_value_type(f, op->results[0])->layout.region : L->region;
     int band = op->code != WF_OP_DIST_RELAYOUT && region != L->region;
-    if (band && (rc = wf_lower_band_enter(L, region, op->loc))) {
+    /* an op reads the values of its own region: dist.relayout alone moves one between the
+     * region and a band (a band's PEs hold no block of the region's values, nor the reverse) */
+    for (int i = 0; i < op->n_operands && !rc && op->code != WF_OP_DIST_RELAYOUT; i++) {
+      const wf_type *ot = wf_value_type(f, op->operands[i]);
+      if (ot->layout.rank && ot->layout.region != region) {
+        char name[64];
+        wf_lower_value_name(L, op->operands[i], name, sizeof name);
+        wf_error(op->loc, "'%s' on region @%s reads %s on @%s: an op reads values of its own region, and "
+                          "dist.relayout moves one onto or off a band of the rows (expert-bands makes them)",
+                 wf_opinfos[op->code].name, wf_str(L->m, L->m->regions[region].name), name,
+                 wf_str(L->m, L->m->regions[ot->layout.region].name));
+        rc = WF_EXIT_INPUT;
+      }
+    }
+    if (!rc && band) rc = wf_lower_band_enter(L, region, op->loc);
+    if (rc) {
       if (!errors) errors = rc;
       L->n_ops++;
       continue;
