@@ -7,8 +7,9 @@
  * this shape), or expert e's outputs scattered into a [T, E] matrix of zeros in the sparse
  * style. The ops that only term e reaches, walking back from it to the values the terms share
  * (x, the router's gates) and to constants, are expert e's when they hold a matmul by a
- * weight and the term reaches the router (an op other terms reach too); other terms (a
- * constant, a shared expert) stay on the mesh and join the sum last.
+ * weight and the term reaches the router (an op other terms reach too; when no term does, as
+ * in a pipeline stage whose gates are an argument, every such term); other terms (a constant,
+ * a shared expert) stay on the mesh and join the sum last.
  * With N experts and G = gcd(N, H) >= 2 on an H-row mesh,
  * band g is the region rect(0, g H/G, W, H/G) and holds experts g N/G .. (g + 1) N/G - 1:
  *
@@ -360,11 +361,17 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
       for (int i = 0; i < t->n; i++) walk(&c, i, i + 1, t->term[i], 1);
       /* an expert's term: an op of its own that only the sum reads, and a GEMM with a weight
        * among the ops only it reaches */
-      int n_ex = 0;
+      int n_ex = 0, routed = 0, routed_of[MAX_TERMS];
       for (int i = 0; i < t->n; i++) {
         const wf_value_info *vi = &f->values[t->term[i]];
         t->expert[i] = vi->kind == WF_VAL_RESULT && vi->def && wf_value_use_count(f, t->term[i]) == 1 &&
-                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i) && walk(&c, i, t->n + 1 + i, t->term[i], 0);
+                       is_private(&c, vi->def, i) && has_weight_gemm(&c, i);
+        routed += routed_of[i] = t->expert[i] && walk(&c, i, t->n + 1 + i, t->term[i], 0);
+      }
+      /* when no term reaches a router here (it ran in an earlier pipeline stage, its gates an
+       * argument), every branch with a weight is an expert */
+      for (int i = 0; i < t->n; i++) {
+        if (routed) t->expert[i] = routed_of[i];
         n_ex += t->expert[i];
       }
       int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;

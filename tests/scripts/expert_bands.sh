@@ -16,7 +16,8 @@
 #  - the plan's prediction takes the longest band, not their sum: within 10% of the
 #    simulation (the sum of the bands' ops would be up to G times that);
 #  - without the flag no plan has a band; a mesh whose rows share no factor with the experts
-#    (5x3 for 4 experts) gets none and still matches;
+#    (5x3 for 4 experts) gets none and still matches; a pipeline's last stage, whose gates
+#    arrive as an argument, gets bands and matches;
 #  - bands' weights share bytes (the memory planner's groups): in the class's memory map two
 #    weights of two bands overlap, and none overlaps another of its band or the mesh's.
 set -euo pipefail
@@ -132,6 +133,16 @@ waferc "$M/moe_e4_k2.onnx" -o "$d" --target=test8x8 --mesh=5x3 -q --expert-paral
 ! grep -q '"within"' "$d/manifest.json" || fail "moe_e4_k2 5x3: bands on 3 rows for 4 experts"
 waferrun "$d" -q --input "x=$M/moe_e4_k2_input.npy" --output-dir "$d/out" || fail "moe_e4_k2 5x3: waferrun exited $?"
 wafer-npycmp "$d/out/y.npy" "$M/moe_e4_k2_ref.npy" --atol 1e-4 --rtol 0 >/dev/null || fail "moe_e4_k2 5x3: differs from torch"
+n=$((n + 1))
+
+# a pipeline's stage whose gates arrive as an argument (the router ran in the stage before):
+# its branches with weights are the experts
+d=$TMP/pipe
+waferc "$M/moe_e4_k2.onnx" -o "$d" --target=test8x8 --mesh=4x4 --pipeline=2 -q --expert-parallel 2>"$TMP/err" ||
+  fail "moe_e4_k2 --pipeline=2: waferc exited $?: $(grep -m1 error "$TMP/err")"
+grep -q '"within"' "$d/pipeline/stage1/manifest.json" || fail "moe_e4_k2 --pipeline=2: no bands in stage 1"
+waferrun "$d" -q --input "x=$M/moe_e4_k2_input.npy" --output-dir "$d/out" || fail "moe_e4_k2 --pipeline=2: waferrun exited $?"
+wafer-npycmp "$d/out/y.npy" "$M/moe_e4_k2_ref.npy" --atol 1e-4 --rtol 0 >/dev/null || fail "moe_e4_k2 --pipeline=2: differs from torch"
 n=$((n + 1))
 
 # the pass in the IR: bands as regions, relayouts onto and off them
