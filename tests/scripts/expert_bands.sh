@@ -17,7 +17,8 @@
 #    simulation (the sum of the bands' ops would be up to G times that);
 #  - without the flag no plan has a band; a mesh whose rows share no factor with the experts
 #    (5x3 for 4 experts) gets none and still matches; a pipeline's last stage, whose gates
-#    arrive as an argument, gets bands and matches;
+#    arrive as an argument, gets bands and matches; --expert-parallel=auto keeps the plan
+#    with fewer predicted cycles (one of each kind here), and a bad value is exit 2;
 #  - bands' weights share bytes (the memory planner's groups): in the class's memory map two
 #    weights of two bands overlap, and none overlaps another of its band or the mesh's.
 set -euo pipefail
@@ -144,6 +145,25 @@ grep -q '"within"' "$d/pipeline/stage1/manifest.json" || fail "moe_e4_k2 --pipel
 waferrun "$d" -q --input "x=$M/moe_e4_k2_input.npy" --output-dir "$d/out" || fail "moe_e4_k2 --pipeline=2: waferrun exited $?"
 wafer-npycmp "$d/out/y.npy" "$M/moe_e4_k2_ref.npy" --atol 1e-4 --rtol 0 >/dev/null || fail "moe_e4_k2 --pipeline=2: differs from torch"
 n=$((n + 1))
+
+# --expert-parallel=auto keeps the plan with fewer predicted cycles: moe_e8_k2 on 8x8 keeps its
+# 8 bands (8,883 against 10,292), moe_e4_k2 on 4x4 does not (5,991 against 5,781); both match
+for c in "moe_e8_k2 8x8 kept 8" "moe_e4_k2 4x4 without 0"; do
+  set -- $c
+  d=$TMP/auto.$1
+  waferc "$M/$1.onnx" -o "$d" --target=test8x8 --mesh=$2 --expert-parallel=auto 2>"$TMP/cerr" >/dev/null ||
+    fail "$1 auto: waferc exited $?: $(grep -m1 error "$TMP/cerr")"
+  grep -q "expert-parallel=auto: .* compiled $3\|expert-parallel=auto: .* $3 the bands" "$TMP/cerr" ||
+    fail "$1 auto: no note that it $3: $(grep auto "$TMP/cerr")"
+  [ "$(grep -c '"within"' "$d/manifest.json")" = "$4" ] || fail "$1 auto: not $4 bands"
+  waferrun "$d" -q --input "x=$M/$1_input.npy" --output-dir "$d/out" || fail "$1 auto: waferrun exited $?"
+  wafer-npycmp "$d/out/y.npy" "$M/$1_ref.npy" --atol 1e-4 --rtol 0 >/dev/null || fail "$1 auto: differs from torch"
+  n=$((n + 1))
+done
+rc=0
+waferc "$M/moe_e4_k2.onnx" -o "$TMP/bad" --expert-parallel=maybe 2>"$TMP/cerr" || rc=$?
+[ "$rc" = 2 ] || fail "--expert-parallel=maybe: exit $rc, want 2 (usage)"
+grep -q "not one of on, off, auto" "$TMP/cerr" || fail "--expert-parallel=maybe: $(cat "$TMP/cerr")"
 
 # the pass in the IR: bands as regions, relayouts onto and off them
 waferc "$M/moe_e8_k2.onnx" -o "$TMP/ir" --target=test8x8 --mesh=8x8 -q --expert-parallel \

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "backend/gemm/gemm_algos.h"
 #include "ir/support/fsutil.h"
 #include "passes/cli.h"
@@ -124,9 +126,10 @@ static void usage(FILE *out) {
         "                             runs them in order (docs/pipeline.md)\n"
         "  --auto-region              when the per-PE SRAM is over budget, compile for the\n"
         "                             smallest larger mesh that fits (a note names it)\n"
-        "  --expert-parallel          a dense MoE block's experts on bands of the mesh's rows,\n"
-        "                             the bands running at once (the expert-bands pass after\n"
-        "                             moe-routes; docs/moe-plans.md)\n"
+        "  --expert-parallel[=on|off|auto]  an MoE block's experts on bands of the mesh's\n"
+        "                             rows, the bands running at once (the expert-bands pass\n"
+        "                             after moe-routes; docs/moe-plans.md); auto compiles with\n"
+        "                             and without and keeps the fewer predicted cycles\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
@@ -134,8 +137,9 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,moe-routes,lower-gemm,symbol-dce (without head-layout, partition, moe-routes and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
-/* --expert-parallel: expert-bands follows moe-routes in every default pipeline built */
-static int expert_parallel;
+/* --expert-parallel: expert-bands follows moe-routes in every default pipeline built; =auto
+ * keeps the plan with or without bands whose predicted cycles are fewer */
+static int expert_parallel, expert_auto;
 
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
@@ -542,8 +546,15 @@ static int parse_args(wf_cli *c, options *o, int argc, char **argv) {
       o->autotune = 1;
     } else if (strcmp(a, "--auto-region") == 0) {
       o->auto_region = 1;
-    } else if (strcmp(a, "--expert-parallel") == 0) {
+    } else if (strcmp(a, "--expert-parallel") == 0 || strcmp(a, "--expert-parallel=on") == 0) {
       expert_parallel = 1;
+    } else if (strcmp(a, "--expert-parallel=auto") == 0) {
+      expert_parallel = 1, expert_auto = 1;
+    } else if (strcmp(a, "--expert-parallel=off") == 0) {
+      expert_parallel = 0;
+    } else if (strncmp(a, "--expert-parallel=", 18) == 0) {
+      wf_error(WF_LOC_NONE, "--expert-parallel: '%s' is not one of on, off, auto", a + 18);
+      return WF_EXIT_USAGE;
     } else if (strcmp(a, "--list-onnx-ops") == 0) {
       o->list_onnx_ops = 1;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -715,6 +726,63 @@ static int compile_bands(void *user) {
   return wf_waferc_fallback(compile_fitting, compile_whole_experts, user,
                             "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
                             "target's colors or SRAM; it is compiled with every expert on the whole mesh");
+}
+
+static void drop_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) { (void)sev, (void)loc, (void)msg, (void)user; }
+
+/* The plan's predicted cycles and whether it has bands (manifest.json); -1 when unreadable. */
+static int64_t plan_predicted(const char *dir, int *bands) {
+  char *path = wf_path_join(dir, "manifest.json");
+  char *text = wf_read_file(path, NULL);
+  free(path);
+  *bands = 0;
+  if (!text) return -1;
+  cJSON *m = cJSON_Parse(text);
+  free(text);
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "predicted_cycles");
+  int64_t cycles = cJSON_IsNumber(p) ? (int64_t)p->valuedouble : -1;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(m, "regions")) *bands += cJSON_HasObjectItem(r, "within");
+  cJSON_Delete(m);
+  return cycles;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
+/* compile_bands, and with --expert-parallel=auto the plan without bands too when the plan has
+ * them: the one with fewer predicted cycles is kept (compiled again into the plan directory when
+ * it is the one without), and a note gives both. */
+static int compile_choose(void *user) {
+  compile_try *t = user;
+  int rc = compile_bands(user), bands = 0;
+  if (rc || !expert_auto) return rc;
+  int64_t with = plan_predicted(t->o->output, &bands);
+  if (!bands || with < 0) return rc;
+  char dir[] = "/tmp/waferc-ep-XXXXXX";
+  if (!mkdtemp(dir)) return rc;
+  options o2 = *t->o;
+  char *plan = wf_path_join(dir, "plan");
+  o2.output = plan;
+  compile_try r = *t;
+  r.o = &o2;
+  void *prev_user;
+  wf_diag_sink prev_user_sink = wf_diag_get_sink(&prev_user); /* the second compile's: not shown */
+  wf_diag_set_sink(drop_diag, NULL);
+  int rc2 = compile_whole_experts(&r), none = 0;
+  wf_diag_set_sink(prev_user_sink, prev_user);
+  int64_t without = rc2 ? -1 : plan_predicted(plan, &none);
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(plan);
+  if (without >= 0 && without < with) {
+    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %lld cycles predicted with the experts on %d bands, %lld without: "
+                         "compiled without", (long long)with, bands, (long long)without);
+    r.o = t->o;
+    return compile_whole_experts(&r);
+  }
+  if (without >= 0)
+    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %lld cycles predicted with the experts on %d bands, %lld without: "
+                         "kept the bands", (long long)with, bands, (long long)without);
+  return rc;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -999,9 +1067,9 @@ int main(int argc, char **argv) {
     char *flags = joined_args(argc, argv);
     ct.flags = flags;
     if (o.auto_region) {
-      rc = wf_waferc_auto_region(&c.target, compile_bands, &ct);
+      rc = wf_waferc_auto_region(&c.target, compile_choose, &ct);
     } else {
-      rc = compile_bands(&ct);
+      rc = compile_choose(&ct);
       if (rc == WF_EXIT_NOFIT) name_smallest_fit(&ct);
     }
     free(flags);
