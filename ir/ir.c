@@ -261,6 +261,11 @@ wf_value_info *wf_value_get(const wf_func *f, wf_value v) {
   return &f->values[v];
 }
 
+wf_op *wf_def_of(const wf_func *f, wf_value v, wf_opcode code) {
+  const wf_value_info *vi = wf_value_get(f, v);
+  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
+}
+
 void wf_value_set_name(wf_func *f, wf_value v, const char *name) {
   wf_value_get(f, v)->name = wf_intern(f->module, name);
 }

@@ -140,6 +140,8 @@ int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
 /* A top-1 router: an argmax over the last axis of a matrix (or batch of them) whose result is
  * compared with expert numbers (`sel == e`, a one-hot of it: Switch, GShard, token lists). */
 int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am);
+/* v, or what v is a reshape (of a reshape...) of. */
+wf_value wf_unreshaped(const wf_func *f, wf_value v);
 
 /* Whether v, an integer or bool tensor, may live on the mesh: the PEs hold integers and bools
  * as f32 words, exact up to 2^24, so only values that stay so: a bool, a function argument

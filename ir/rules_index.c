@@ -186,8 +186,7 @@ int wf_rule_argmax(wf_func *f, const wf_op *op, wf_type *out) {
 /* one comparison per element */
 int64_t wf_cost_argmax(const wf_func *f, const wf_op *op) { return wf_type_numel(wf_rule_in(f, op, 0)); }
 
-/* v, or what v is a reshape (of a reshape...) of */
-static wf_value unreshaped(const wf_func *f, wf_value v) {
+wf_value wf_unreshaped(const wf_func *f, wf_value v) {
   for (int i = 0; i < 8; i++) {
     const wf_value_info *vi = &f->values[v];
     if (vi->kind != WF_VAL_RESULT || !vi->def || vi->def->code != WF_OP_RESHAPE) break;
@@ -202,8 +201,8 @@ int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am) {
   int64_t ax = wf_op_int(f, am, "axis", 0);
   if (in->rank < 2 || (ax < 0 ? ax + in->rank : ax) != in->rank - 1) return 0;
   wf_func_foreach_op(f, op) /* each token's expert compared with the experts' numbers */
-    if (op->code == WF_OP_EQUAL && (unreshaped(f, op->operands[0]) == am->results[0] ||
-                                    unreshaped(f, op->operands[1]) == am->results[0]))
+    if (op->code == WF_OP_EQUAL && (wf_unreshaped(f, op->operands[0]) == am->results[0] ||
+                                    wf_unreshaped(f, op->operands[1]) == am->results[0]))
       return 1;
   return 0;
 }
@@ -215,8 +214,8 @@ int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk) {
         op->operands[1] == topk->results[1])
       return 1;
     /* a one-hot of the indices: equal(reshape(indices) [.., k, 1], the expert numbers) */
-    if (op->code == WF_OP_EQUAL && (unreshaped(f, op->operands[0]) == topk->results[1] ||
-                                    unreshaped(f, op->operands[1]) == topk->results[1]))
+    if (op->code == WF_OP_EQUAL && (wf_unreshaped(f, op->operands[0]) == topk->results[1] ||
+                                    wf_unreshaped(f, op->operands[1]) == topk->results[1]))
       return 1;
   }
   return 0;

@@ -41,11 +41,6 @@ static void note_orphan(canon *c, wf_op *op) {
   c->orphans[c->n_orphans++] = op;
 }
 
-static wf_op *def_of(const canon *c, wf_value v, wf_opcode code) {
-  const wf_value_info *vi = wf_value_get(c->f, v);
-  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
-}
-
 /* `op`'s single result is replaced by `by`; the op is unlinked. */
 static void replace_op(canon *c, wf_op *op, wf_value by, const char *stat) {
   c->repl[op->results[0]] = by;
@@ -85,7 +80,7 @@ static void bypass_inner(canon *c, wf_op *op, wf_op *inner, const char *stat) {
 static void fold_transpose(canon *c, wf_op *op) {
   const wf_attr *p2 = perm_of(c, op);
   if (!p2) return;
-  wf_op *inner = def_of(c, op->operands[0], WF_OP_TRANSPOSE);
+  wf_op *inner = wf_def_of(c->f, op->operands[0], WF_OP_TRANSPOSE);
   const wf_attr *p1 = inner ? perm_of(c, inner) : NULL;
   if (p1 && p1->u.ints.n == p2->u.ints.n) {
     int n = p2->u.ints.n;
@@ -116,7 +111,7 @@ static void canon_op(canon *c, wf_op *op) {
   if (op->n_operands != 1 || op->n_results != 1) return;
   switch (op->code) {
   case WF_OP_RESHAPE: {
-    wf_op *inner = def_of(c, op->operands[0], WF_OP_RESHAPE);
+    wf_op *inner = wf_def_of(c->f, op->operands[0], WF_OP_RESHAPE);
     if (inner) bypass_inner(c, op, inner, "reshape-of-reshape");
     else if (same_type(c, op->operands[0], op->results[0])) replace_op(c, op, op->operands[0], "identity-reshape");
     break;
@@ -125,7 +120,7 @@ static void canon_op(canon *c, wf_op *op) {
     fold_transpose(c, op);
     break;
   case WF_OP_DIST_RELAYOUT: {
-    wf_op *inner = def_of(c, op->operands[0], WF_OP_DIST_RELAYOUT);
+    wf_op *inner = wf_def_of(c->f, op->operands[0], WF_OP_DIST_RELAYOUT);
     if (inner) bypass_inner(c, op, inner, "double-relayout");
     break;
   }

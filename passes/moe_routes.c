@@ -22,12 +22,6 @@
 
 static const char *const stats[] = {"routes"};
 
-/* v, or the argmax result v is a column reshape of (a route this pass made) */
-static wf_value unreshaped_route(const wf_func *f, wf_value v) {
-  const wf_value_info *vi = &f->values[v];
-  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == WF_OP_RESHAPE ? vi->def->operands[0] : v;
-}
-
 /* An argmax's [..] indices as the [.., 1] column a route is (the manifest's k = 1), laid out
  * as the argmax keeps its rows, the new dim held whole; inserted after the argmax. */
 static wf_value as_column(wf_func *f, wf_op *am, wf_value idx) {
@@ -56,7 +50,7 @@ static int run_func(wf_func *f, wf_pass_ctx *ctx) {
     if (!am && !wf_topk_is_moe_route(f, op)) continue;
     wf_value idx = op->results[am ? 0 : 1];
     int have = 0;
-    for (int i = 0; i < n && !have; i++) have = ops[i] == idx || unreshaped_route(f, ops[i]) == idx;
+    for (int i = 0; i < n && !have; i++) have = ops[i] == idx || wf_unreshaped(f, ops[i]) == idx;
     if (have) continue;
     if (am && wf_op_int(f, op, "keepdims", 1) == 0) idx = as_column(f, op, idx); /* [.., 1]: k = 1 */
     if (n == cap) {

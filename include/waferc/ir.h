@@ -263,6 +263,8 @@ void wf_func_set_result_types(wf_func *f, int n, const wf_type *types);
 /* The value standing for global `global` inside f (created on first use). */
 wf_value wf_func_global_value(wf_func *f, int global);
 wf_value_info *wf_value_get(const wf_func *f, wf_value v);
+/* The op of `code` that defines v, or NULL (v an argument, a constant, or another op's). */
+wf_op *wf_def_of(const wf_func *f, wf_value v, wf_opcode code);
 static inline wf_type *wf_value_type(const wf_func *f, wf_value v) { return &f->values[v].type; }
 void wf_value_set_name(wf_func *f, wf_value v, const char *name);
 /* The return op, or NULL if the body does not end in one. */
