@@ -1,4 +1,4 @@
-/* expert-bands: expert parallelism for dense MoE blocks. The experts move off the whole mesh
+/* expert-bands: expert parallelism for MoE blocks. The experts move off the whole mesh
  * onto bands of its rows, each band running its own experts while the others run theirs
  * (docs/moe-plans.md, "Experts on bands").
  *
@@ -39,11 +39,6 @@ static const char *const stats[] = {"blocks", "experts", "bands"};
 
 #define MAX_TERMS 256
 
-static wf_op *def_of(const wf_func *f, wf_value v, wf_opcode code) {
-  const wf_value_info *vi = &f->values[v];
-  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
-}
-
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 typedef struct tree {
@@ -60,7 +55,7 @@ static int collect(const wf_func *f, wf_op *op, const wf_type *rt, tree *t) {
   t->adds[t->n_adds++] = op;
   for (int i = 0; i < 2; i++) {
     wf_value v = op->operands[i];
-    wf_op *a = def_of(f, v, WF_OP_ADD);
+    wf_op *a = wf_def_of(f, v, WF_OP_ADD);
     if (a && wf_value_use_count(f, v) == 1 && wf_type_equal(wf_value_type(f, v), rt)) {
       if (!collect(f, a, rt, t)) return 0;
     } else {
@@ -170,6 +165,9 @@ static int global_only_in(const ctx *c, wf_value gv, const int *band_of_term, in
   return 1;
 }
 
+/* The constant gv on the band's region: moved there when `share` (only the band reads it), else
+ * a copy holding the same data as the original holds it (a splat stays one element, a file is
+ * read when the copy is). */
 static wf_value band_global(ctx *c, wf_value gv, int region, int share) {
   wf_module *m = c->m;
   int g = c->f->values[gv].index;
@@ -178,14 +176,12 @@ static wf_value band_global(ctx *c, wf_value gv, int region, int share) {
     wf_value_get(c->f, gv)->type.layout.region = region;
     return gv;
   }
-  if (wf_global_load(m, g)) return 0;
   wf_type t = on_region(&m->globals[g].type, region);
   char base[96], name[128];
   snprintf(base, sizeof base, "%s_%s", wf_str(m, m->globals[g].name), wf_str(m, m->regions[region].name));
   snprintf(name, sizeof name, "%s", base);
   for (int i = 1; wf_module_find_global(m, name) >= 0; i++) snprintf(name, sizeof name, "%s.%d", base, i);
   int ng = wf_module_add_global(m, name, t, m->globals[g].loc);
-  /* the same data, as it is held (a splat stays one element; the arena keeps it) */
   const wf_global *src = &m->globals[g];
   m->globals[ng].kind = src->kind;
   m->globals[ng].data = src->data;
@@ -204,9 +200,9 @@ static int in_band(const ctx *c, const wf_op *op, const int *band_of_term, int g
 /* The order on the PEs: every dispatch first (the columns' gathers need every PE), then each
  * band's ops (a PE skips the other bands'), then the combines. A dispatch or combine between
  * two bands' ops would hold every band until the band before it ended. */
-static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int G, wf_pass_ctx *pctx) {
+static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int G, wf_pass_ctx *pctx) {
   wf_func *f = c->f;
-  int n = 0, th = mesh->h / G, rc = 0;
+  int n = 0, th = mesh->h / G;
   int band_of_term[MAX_TERMS], region[MAX_TERMS], ex[MAX_TERMS];
   for (int i = 0; i < t->n; i++)
     if (t->expert[i]) ex[n++] = i;
@@ -221,8 +217,8 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
   WF_ASSERT(list && start);
   /* each band's ops, in program order, moved before the root band by band */
   int nl = 0;
-  for (int g = 0; g < G && !rc; g++) {
-    if ((region[g] = band_region(c->m, mesh, g, th, t->root->loc)) < 0) rc = -1;
+  for (int g = 0; g < G; g++) {
+    region[g] = band_region(c->m, mesh, g, th, t->root->loc);
     start[g] = nl;
     wf_func_foreach_op(f, op) if (in_band(c, op, band_of_term, g)) list[nl++] = op;
   }
@@ -237,8 +233,8 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
   int cap = 64, nn = 0;
   need *nd = malloc((size_t)cap * sizeof *nd);
   WF_ASSERT(nd);
-  for (int g = 0; g < G && !rc; g++)
-    for (int k = start[g]; k < start[g + 1] && !rc; k++) {
+  for (int g = 0; g < G; g++)
+    for (int k = start[g]; k < start[g + 1]; k++) {
       wf_op *op = list[k];
       for (int a = 0; a < op->n_operands; a++) {
         wf_value v = op->operands[a];
@@ -252,15 +248,11 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
             WF_ASSERT(nd);
           }
           nd[nn++] = (need){v, g, 0};
-          if (vi->kind == WF_VAL_GLOBAL &&
-              !(nd[j].nv = band_global(c, v, region[g], global_only_in(c, v, band_of_term, g)))) {
-            rc = -1;
-            break;
-          }
+          if (vi->kind == WF_VAL_GLOBAL) nd[j].nv = band_global(c, v, region[g], global_only_in(c, v, band_of_term, g));
         }
       }
     }
-  for (int j = 0; j < nn && !rc; j++) {
+  for (int j = 0; j < nn; j++) {
     if (nd[j].nv) continue;
     for (int k = j; k < nn; k++) { /* every band's relayout of this value, in band order */
       if (nd[k].v != nd[j].v || nd[k].nv) continue;
@@ -268,7 +260,7 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
       nd[k].nv = wf_op_insert_new(f, list[0], WF_OP_DIST_RELAYOUT, 1, &nd[k].v, bt, t->root->loc);
     }
   }
-  for (int g = 0; g < G && !rc; g++)
+  for (int g = 0; g < G; g++)
     for (int k = start[g]; k < start[g + 1]; k++) {
       wf_op *op = list[k];
       for (int a = 0; a < op->n_operands; a++)
@@ -282,7 +274,6 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
   free(nd);
   free(list);
   free(start);
-  if (rc) return rc;
   /* each band's sum of its terms, then each relaid back onto the mesh, then their sum */
   wf_value part[MAX_TERMS] = {0}, sums[MAX_TERMS] = {0};
   for (int g = 0; g < G; g++) {
@@ -312,37 +303,39 @@ static int rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int 
   wf_pass_stat_add(pctx, "blocks", 1);
   wf_pass_stat_add(pctx, "experts", n);
   wf_pass_stat_add(pctx, "bands", G);
-  return 0;
 }
 
-static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
+static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
   int mesh_region = wf_module_find_region(m, "mesh");
-  if (mesh_region < 0) return 0;
+  if (mesh_region < 0) return;
   wf_region mesh = m->regions[mesh_region];
-  /* the roots: adds whose result is not a term of a larger sum */
+  /* the roots: adds whose result is not a term of a larger sum (collect's rule: an add's
+   * operand of its type, used once, is part of it) */
+  uint8_t *inner = calloc((size_t)f->n_values + 1, 1);
   int cap = 16, nr = 0;
   wf_op **roots = malloc((size_t)cap * sizeof *roots);
-  WF_ASSERT(roots);
+  WF_ASSERT(inner && roots);
+  wf_func_foreach_op(f, u) {
+    if (u->code != WF_OP_ADD) continue;
+    for (int k = 0; k < u->n_operands; k++)
+      if (wf_def_of(f, u->operands[k], WF_OP_ADD) && wf_value_use_count(f, u->operands[k]) == 1 &&
+          wf_type_equal(wf_value_type(f, u->operands[k]), wf_value_type(f, u->results[0])))
+        inner[u->operands[k]] = 1;
+  }
   wf_func_foreach_op(f, op) {
-    if (op->code != WF_OP_ADD || op->n_results != 1) continue;
+    if (op->code != WF_OP_ADD || op->n_results != 1 || inner[op->results[0]]) continue;
     const wf_type *rt = wf_value_type(f, op->results[0]);
     if (rt->layout.rank == 0 || rt->layout.region != mesh_region || rt->dtype != WF_F32) continue;
-    int inner = 0;
-    if (wf_value_use_count(f, op->results[0]) == 1) {
-      wf_func_foreach_op(f, u) if (u->code == WF_OP_ADD) for (int k = 0; k < u->n_operands; k++) inner |=
-          u->operands[k] == op->results[0] && wf_type_equal(wf_value_type(f, u->results[0]), rt);
-    }
-    if (inner) continue;
     if (nr == cap) {
       roots = realloc(roots, (size_t)(cap *= 2) * sizeof *roots);
       WF_ASSERT(roots);
     }
     roots[nr++] = op;
   }
-  size_t nv = (size_t)f->n_values + 1;
+  free(inner);
+  size_t nv;
   ctx c = {m, f, NULL, NULL, NULL, NULL};
-  int rc = 0;
-  for (int r = 0; r < nr && !rc; r++) {
+  for (int r = 0; r < nr; r++) {
     tree *t = calloc(1, sizeof *t);
     WF_ASSERT(t);
     t->root = roots[r];
@@ -375,24 +368,20 @@ static int run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
         n_ex += t->expert[i];
       }
       int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;
-      if (G >= 2 && closed(&c, t)) rc = rewrite(&c, t, &mesh, mesh_region, G, pctx);
+      if (G >= 2 && closed(&c, t)) rewrite(&c, t, &mesh, mesh_region, G, pctx);
       free(c.reach), free(c.who), free(c.stamp), free(c.stack);
     }
     free(t);
   }
   free(roots);
-  return rc ? WF_EXIT_INPUT : 0;
 }
 
 static int run(wf_module *m, wf_pass_ctx *ctx) {
-  for (int i = 0; i < m->n_funcs; i++) {
-    int rc = run_func(m, m->funcs[i], ctx);
-    if (rc) return rc;
-  }
+  for (int i = 0; i < m->n_funcs; i++) run_func(m, m->funcs[i], ctx);
   return 0;
 }
 
 const wf_pass_info wf_pass_expert_bands = {
-    "expert-bands", "Place a dense MoE block's experts on bands of the mesh's rows, each band running its own",
+    "expert-bands", "Place an MoE block's experts on bands of the mesh's rows, each band running its own",
     NULL, 0, stats, 3, run,
 };

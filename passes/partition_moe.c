@@ -16,11 +16,6 @@
  * view of the rows (DeepSeek's combine). */
 #include "passes/decompose.h"
 
-static wf_op *def_of(const wf_func *f, wf_value v, wf_opcode code) {
-  const wf_value_info *vi = &f->values[v];
-  return vi->kind == WF_VAL_RESULT && vi->def && vi->def->code == code ? vi->def : NULL;
-}
-
 /* x's dims equal y's with a 1 inserted at position at. */
 static int inserts_one(const wf_type *x, const wf_type *y, int at) {
   if (y->rank != x->rank + 1 || y->dims[at] != 1) return 0;
@@ -85,8 +80,8 @@ static int rows_combine(wf_module *m, wf_func *f, wf_op *op, wf_op *mul, const w
   int64_t T = st->dims[0], K = st->dims[1], E = st->dims[2];
   wf_op *rx = NULL, *gr = NULL;
   for (int s = 0; s < 2 && !rx; s++) {
-    rx = def_of(f, mul->operands[s], WF_OP_RESHAPE);
-    gr = def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
+    rx = wf_def_of(f, mul->operands[s], WF_OP_RESHAPE);
+    gr = wf_def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
     const wf_type *xt = rx ? wf_value_type(f, rx->operands[0]) : NULL;
     const wf_type *x3 = rx ? wf_value_type(f, rx->results[0]) : NULL;
     if (!rx || !gr || xt->rank != 2 || xt->dims[0] != T * K || xt->dims[1] != E || x3->rank != 3 ||
@@ -109,59 +104,65 @@ static int rows_combine(wf_module *m, wf_func *f, wf_op *op, wf_op *mul, const w
   return 1;
 }
 
-int wf_partition_moe_combine(wf_module *m, wf_func *f) {
+/* The stacked combine at op (a reduce_sum) rewritten, or the [T, k, E] one (rows_combine):
+ * 1, else 0. */
+static int stacked_combine(wf_module *m, wf_func *f, wf_op *op) {
+  if (op->code != WF_OP_REDUCE_SUM || wf_op_int(f, op, "keepdims", 1) != 0) return 0;
+  const wf_attr *axes = wf_op_attr(f, op, "axes");
+  wf_op *mul = wf_def_of(f, op->operands[0], WF_OP_MUL);
+  if (!axes || axes->u.ints.n != 1 || !mul || wf_value_use_count(f, mul->results[0]) != 1) return 0;
+  const wf_type *st = wf_value_type(f, mul->results[0]);
+  int r = st->rank, a = (int)(axes->u.ints.v[0] < 0 ? axes->u.ints.v[0] + r : axes->u.ints.v[0]);
+  if (r < 3 || a != r - 2 || st->dtype != WF_F32) return 0;
+  wf_op *cat = NULL, *gr = NULL;
+  for (int s = 0; s < 2 && !cat; s++) {
+    cat = wf_def_of(f, mul->operands[s], WF_OP_CONCAT);
+    gr = wf_def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
+    if (!cat || !gr) cat = NULL;
+  }
+  if (!cat) return rows_combine(m, f, op, mul, st);
+  int64_t cax = wf_op_int(f, cat, "axis", 0);
+  const wf_type *ct = wf_value_type(f, cat->results[0]), *g3 = wf_value_type(f, gr->results[0]);
+  wf_value gv = gr->operands[0];
+  const wf_type *gt = wf_value_type(f, gv);
+  int64_t N = st->dims[a];
+  if ((cax < 0 ? cax + r : cax) != a || ct->rank != r || ct->dims[a] != N || cat->n_operands != N ||
+      !inserts_one(gt, g3, r - 1) || g3->dims[a] != N || gt->dtype != WF_F32)
+    return 0;
+  /* the mul must not broadcast the stack itself: S and the product have one shape */
+  int same = 1;
+  for (int d = 0; d < r; d++) same &= ct->dims[d] == st->dims[d];
+  wf_value ev[64];
+  int ok = same && N <= 64;
+  for (int i = 0; ok && i < N; i++) {
+    wf_op *rs = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    ok = rs && inserts_one(wf_value_type(f, rs->operands[0]), wf_value_type(f, cat->operands[i]), a);
+    if (ok) ev[i] = rs->operands[0];
+  }
+  if (!ok) return 0;
+  weighted_sum(m, f, op, gv, ev, N);
+  unlink_if_dead(f, mul);
+  unlink_if_dead(f, gr);
+  if (wf_value_use_count(f, cat->results[0]) == 0) {
+    wf_op *rs[64];
+    for (int i = 0; i < N; i++) rs[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    wf_op_unlink(f, cat);
+    for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
+  }
+  return 1;
+}
+
+/* Applies a rewrite to every op of f (it may unlink the op and those before it); the count. */
+static int each_op(wf_module *m, wf_func *f, int (*rewrite)(wf_module *, wf_func *, wf_op *)) {
   int n = 0;
   for (wf_op *op = f->first, *next; op; op = next) {
     next = op->next;
-    if (op->code != WF_OP_REDUCE_SUM || wf_op_int(f, op, "keepdims", 1) != 0) continue;
-    const wf_attr *axes = wf_op_attr(f, op, "axes");
-    wf_op *mul = def_of(f, op->operands[0], WF_OP_MUL);
-    if (!axes || axes->u.ints.n != 1 || !mul || wf_value_use_count(f, mul->results[0]) != 1) continue;
-    const wf_type *st = wf_value_type(f, mul->results[0]);
-    int r = st->rank, a = (int)(axes->u.ints.v[0] < 0 ? axes->u.ints.v[0] + r : axes->u.ints.v[0]);
-    if (r < 3 || a != r - 2 || st->dtype != WF_F32) continue;
-    wf_op *cat = NULL, *gr = NULL;
-    for (int s = 0; s < 2 && !cat; s++) {
-      cat = def_of(f, mul->operands[s], WF_OP_CONCAT);
-      gr = def_of(f, mul->operands[1 - s], WF_OP_RESHAPE);
-      if (!cat || !gr) cat = NULL;
-    }
-    if (!cat) {
-      n += rows_combine(m, f, op, mul, st);
-      continue;
-    }
-    int64_t cax = wf_op_int(f, cat, "axis", 0);
-    const wf_type *ct = wf_value_type(f, cat->results[0]), *g3 = wf_value_type(f, gr->results[0]);
-    wf_value gv = gr->operands[0];
-    const wf_type *gt = wf_value_type(f, gv);
-    int64_t N = st->dims[a];
-    if ((cax < 0 ? cax + r : cax) != a || ct->rank != r || ct->dims[a] != N || cat->n_operands != N ||
-        !inserts_one(gt, g3, r - 1) || g3->dims[a] != N || gt->dtype != WF_F32)
-      continue;
-    /* the mul must not broadcast the stack itself: S and the product have one shape */
-    int same = 1;
-    for (int d = 0; d < r; d++) same &= ct->dims[d] == st->dims[d];
-    wf_value ev[64];
-    int ok = same && N <= 64;
-    for (int i = 0; ok && i < N; i++) {
-      wf_op *rs = def_of(f, cat->operands[i], WF_OP_RESHAPE);
-      ok = rs && inserts_one(wf_value_type(f, rs->operands[0]), wf_value_type(f, cat->operands[i]), a);
-      if (ok) ev[i] = rs->operands[0];
-    }
-    if (!ok) continue;
-    weighted_sum(m, f, op, gv, ev, N);
-    unlink_if_dead(f, mul);
-    unlink_if_dead(f, gr);
-    if (wf_value_use_count(f, cat->results[0]) == 0) {
-      wf_op *rs[64];
-      for (int i = 0; i < N; i++) rs[i] = def_of(f, cat->operands[i], WF_OP_RESHAPE);
-      wf_op_unlink(f, cat);
-      for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
-    }
-    n++;
+    n += rewrite(m, f, op);
   }
   return n;
 }
+
+int wf_partition_moe_combine(wf_module *m, wf_func *f) { return each_op(m, f, stacked_combine); }
 
 /* ---- DeepSeek-V3's grouped gate -------------------------------------------------------------
  * The scores [T, N] viewed as [T, G, S] (G groups of S experts): the sum of each group's k best
@@ -188,11 +189,11 @@ static void replace_by_columns(wf_module *m, wf_func *f, wf_op *op, const wf_val
 static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
   if (op->code != WF_OP_REDUCE_SUM || wf_op_int(f, op, "keepdims", 1) != 0) return 0;
   const wf_attr *axes = wf_op_attr(f, op, "axes");
-  wf_op *tk = def_of(f, op->operands[0], WF_OP_TOPK);
+  wf_op *tk = wf_def_of(f, op->operands[0], WF_OP_TOPK);
   if (!axes || axes->u.ints.n != 1 || !tk || tk->results[0] != op->operands[0] ||
       wf_value_use_count(f, tk->results[1]) || wf_value_use_count(f, tk->results[0]) != 1)
     return 0;
-  wf_op *rs = def_of(f, tk->operands[0], WF_OP_RESHAPE);
+  wf_op *rs = wf_def_of(f, tk->operands[0], WF_OP_RESHAPE);
   const wf_type *t3 = wf_value_type(f, tk->operands[0]);
   int64_t ta = wf_op_int(f, tk, "axis", -1), ra = axes->u.ints.v[0];
   if (!rs || t3->rank != 3 || (ta != -1 && ta != 2) || (ra != -1 && ra != 2)) return 0;
@@ -227,8 +228,8 @@ static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
 
 static int group_expand(wf_module *m, wf_func *f, wf_op *op) {
   if (op->code != WF_OP_RESHAPE) return 0;
-  wf_op *ex = def_of(f, op->operands[0], WF_OP_EXPAND);
-  wf_op *un = ex ? def_of(f, ex->operands[0], WF_OP_RESHAPE) : NULL;
+  wf_op *ex = wf_def_of(f, op->operands[0], WF_OP_EXPAND);
+  wf_op *un = ex ? wf_def_of(f, ex->operands[0], WF_OP_RESHAPE) : NULL;
   if (!un || wf_value_use_count(f, ex->results[0]) != 1) return 0;
   const wf_type *rt = wf_value_type(f, op->results[0]), *et = wf_value_type(f, ex->results[0]);
   wf_value mv = un->operands[0];
@@ -249,11 +250,6 @@ static int group_expand(wf_module *m, wf_func *f, wf_op *op) {
   return 1;
 }
 
-int wf_partition_moe_groups(wf_module *m, wf_func *f) {
-  int n = 0;
-  for (wf_op *op = f->first, *next; op; op = next) {
-    next = op->next;
-    n += group_topk(m, f, op) || group_expand(m, f, op);
-  }
-  return n;
-}
+static int grouped_gate(wf_module *m, wf_func *f, wf_op *op) { return group_topk(m, f, op) || group_expand(m, f, op); }
+
+int wf_partition_moe_groups(wf_module *m, wf_func *f) { return each_op(m, f, grouped_gate); }
