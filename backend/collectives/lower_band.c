@@ -62,6 +62,12 @@ static void fresh(colors *c, int h) {
   for (int i = 0; i < WF_COLOR_ROLES; i++) c->color[i] = -1;
 }
 
+int wf_lower_is_band(const wf_lower *L, int r) {
+  if (L->region < 0 || r < 0) return 0;
+  const wf_region *b = &L->m->regions[r], *g = &L->m->regions[L->region];
+  return b->x == g->x && b->w == g->w && b->y >= g->y && b->y + b->h <= g->y + g->h && b->h < g->h;
+}
+
 int wf_lower_region_used(const wf_lower *L, int region) {
   for (uint32_t v = 1; v <= L->f->n_values; v++)
     if (L->f->values[v].type.layout.rank && L->f->values[v].type.layout.region == region) return 1;
@@ -70,13 +76,7 @@ int wf_lower_region_used(const wf_lower *L, int region) {
 
 int wf_lower_band_enter(wf_lower *L, int region, wf_loc loc) {
   const wf_region *b = &L->m->regions[region], *r = &L->m->regions[L->region];
-  WF_ASSERT(L->band < 0);
-  if (b->x != r->x || b->w != r->w || b->y < r->y || b->y + b->h > r->y + r->h) {
-    wf_error(loc, "region @%s rect(%d, %d, %d, %d) is not a band of the rows of @%s: an op on another "
-                  "region is lowered only on a band of whole rows (expert-bands makes them)",
-             wf_str(L->m, b->name), b->x, b->y, b->w, b->h, wf_str(L->m, r->name));
-    return WF_EXIT_UNSUPPORTED;
-  }
+  WF_ASSERT(L->band < 0 && wf_lower_is_band(L, region)); /* emit.c's check_layout refuses others */
   if (!L->band_colors) {
     L->band_colors = calloc(1, sizeof *L->band_colors);
     WF_ASSERT(L->band_colors);
@@ -111,59 +111,32 @@ int wf_lower_band_enter(wf_lower *L, int region, wf_loc loc) {
   return 0;
 }
 
-static int64_t scaled(const wf_pe_term *t, int64_t base) {
-  int64_t b = base * (t->mul > 1 || t->mul < 0 ? t->mul : 1);
-  if (t->mod) {
-    b %= t->mod;
-    if (b < 0) b += t->mod;
+/* A term rewritten for a band of height h from row y0: `H` as h (a constant, evaluated as the
+ * PE evaluates it); `y`, in an instruction (route = 0), as the row within the band (y - y0), in
+ * a route (route = 1, configured once for every band) as y mod h. -1 when the term cannot say
+ * it in the terms' form ((c y mod M) + k). */
+static int band_term(wf_pe_term *t, int y0, int h, int route) {
+  if (t->kind == WF_TERM_H) {
+    wf_pe_env e = {0};
+    e.h = h;
+    *t = wf_term_int(wf_term_eval(t, &e));
   }
-  return b;
-}
-
-/* H as the band's height, a constant. */
-static void band_h(wf_pe_term *t, int h) {
-  if (t->kind != WF_TERM_H) return;
-  int64_t k = scaled(t, h) + t->k;
-  *t = wf_term_int((int32_t)k);
-}
-
-/* An instruction's y as the row within the band: -1 when the term cannot say it. */
-static int code_term(wf_pe_term *t, int y0, int h) {
-  band_h(t, h);
   if (t->kind != WF_TERM_Y) return 0;
-  int64_t c = t->mul > 1 || t->mul < 0 ? t->mul : 1;
-  if (!t->mod) {
+  int64_t c = t->mul > 1 || t->mul < 0 ? t->mul : 1, shift = route ? h : y0;
+  if (t->mod) return (c * shift) % t->mod == 0 ? 0 : -1; /* c y mod M unchanged */
+  if (!route) {
     t->k = (int32_t)(t->k - c * y0);
     return 0;
   }
-  return (c * y0) % t->mod == 0 ? 0 : -1;
-}
-
-/* A route's y as y mod h: the rule holds on every band of height h. */
-static int route_term(wf_pe_term *t, int h) {
-  band_h(t, h);
-  if (t->kind != WF_TERM_Y) return 0;
-  int64_t c = t->mul > 1 || t->mul < 0 ? t->mul : 1;
-  if (c < 1) return -1;
-  if (!t->mod) {
-    if (c * h > 65535) return -1;
-    t->mod = (uint16_t)(c * h);
-    return 0;
-  }
-  return (c * h) % t->mod == 0 ? 0 : -1;
-}
-
-static int guard_terms(wf_pe_guard *g, int (*fn)(wf_pe_term *, int, int), int a0, int a1) {
-  for (int i = 0; i < g->n; i++) {
-    wf_pe_cond *c = &g->c[i];
-    if (fn(&c->a, a0, a1) || fn(&c->b, a0, a1)) return -1;
-  }
+  if (c < 1 || c * h > 65535) return -1;
+  t->mod = (uint16_t)(c * h); /* c y mod c h = c (y mod h) */
   return 0;
 }
 
-static int route_term2(wf_pe_term *t, int h, int unused) {
-  (void)unused;
-  return route_term(t, h);
+static int guard_terms(wf_pe_guard *g, int y0, int h, int route) {
+  for (int i = 0; i < g->n; i++)
+    if (band_term(&g->c[i].a, y0, h, route) || band_term(&g->c[i].b, y0, h, route)) return -1;
+  return 0;
 }
 
 int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
@@ -175,11 +148,11 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
     if (strcmp(c->tasks[t].name, "main")) bad = 1, what = "a task";
   for (int i = L->band_code0; i < c->n_code && !bad; i++) {
     wf_pe_instr *in = &c->code[i];
-    if (guard_terms(&in->guard, code_term, y0, h)) bad = 1, what = "an instruction's guard";
+    if (guard_terms(&in->guard, y0, h, 0)) bad = 1, what = "an instruction's guard";
     const char *sig = wf_peops[in->op].sig;
     for (int a = 0; sig[a] && !bad; a++) {
       if (sig[a] != 'd' && sig[a] != 's' && sig[a] != 'n') continue;
-      if (code_term(&in->args[a].term, y0, h) || code_term(&in->args[a].term2, y0, h))
+      if (band_term(&in->args[a].term, y0, h, 0) || band_term(&in->args[a].term2, y0, h, 0))
         bad = 1, what = "an operand";
     }
   }
@@ -188,7 +161,7 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   int n_routes = c->n_routes;
   for (int r = L->band_route0; r < n_routes && !bad; r++) {
     wf_pe_route rt = c->routes[r];
-    if (guard_terms(&rt.guard, route_term2, h, 0)) {
+    if (guard_terms(&rt.guard, y0, h, 1)) {
       bad = 1, what = "a route's guard";
       break;
     }
@@ -234,10 +207,10 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   }
   int var = 0;
   while (var < c->n_vars && (used >> var & 1)) var++;
-  if (var == c->n_vars && wf_pe_class_find_var(c, "band", 1) < 0) {
+  if (var == c->n_vars && (var = wf_pe_class_find_var(c, "band", 1)) < 0) {
     if (!bad) wf_error(loc, "the op on band @%s uses every loop variable a PE class holds (8), and its band needs one "
                             "more (compile without --expert-parallel)", wf_str(L->m, L->m->regions[L->band].name));
-    bad = 1;
+    bad = 1, var = 0;
   }
   c->code[L->band_code0 - 1].args[0].term = wf_term_var(var, 0);
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);

@@ -14,6 +14,8 @@
 int wf_lower_band_enter(wf_lower *L, int region, wf_loc loc);
 int wf_lower_band_leave(wf_lower *L, wf_loc loc);
 void wf_lower_band_free(wf_lower *L);
+/* Whether region r is a band of whole rows of the lowered region. */
+int wf_lower_is_band(const wf_lower *L, int r);
 /* Whether a value of the function lives on the region. */
 int wf_lower_region_used(const wf_lower *L, int region);
 

@@ -65,7 +65,7 @@ static int onto_band(const wf_lower *L, const wf_op *op) {
 int wf_lower_region_move(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_type *ts = wf_value_type(L->f, op->operands[0]), *td = wf_value_type(L->f, op->results[0]);
   int rs = ts->layout.region, rd = td->layout.region;
-  int onto = rs == L->region && rd != L->region, off = rd == L->region && rs != L->region;
+  int onto = onto_band(L, op), off = rd == L->region && rs != L->region;
   int same = ts->layout.rank == td->layout.rank;
   for (int d = 0; same && d < ts->layout.rank; d++) same = ts->layout.dims[d].split == td->layout.dims[d].split;
   if (!(onto || off) || !same) {

@@ -44,13 +44,6 @@ static void remove_partial_plan(const char *plan_dir, const char *cls) {
   rmdir(path);
 }
 
-/* Whether region r is a band of the lowered region's rows (expert-bands; lower_band.c). */
-static int band_of(const wf_lower *L, int r) {
-  if (L->region < 0 || r < 0) return 0;
-  const wf_region *b = &L->m->regions[r], *g = &L->m->regions[L->region];
-  return b->x == g->x && b->w == g->w && b->y >= g->y && b->y + b->h <= g->y + g->h && b->h < g->h;
-}
-
 /* Every value the backend touches must carry a layout on the same region, or on a band of its
  * rows. */
 static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
@@ -63,7 +56,7 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
     return -1;
   }
   if (L->region < 0) L->region = t->layout.region;
-  if (t->layout.region != L->region && !band_of(L, t->layout.region)) {
+  if (t->layout.region != L->region && !wf_lower_is_band(L, t->layout.region)) {
     wf_error(loc, "%s lives on region @%s but the plan lowers region @%s: a plan holds one region and bands of "
                   "its whole rows (give every tensor the same region, as the partition pass does; expert-bands "
                   "makes bands)", name, wf_str(L->m, L->m->regions[t->layout.region].name),
@@ -143,6 +136,7 @@ static int lower_func(wf_lower *L) {
     int rc = 0;
     int region = op->n_results ? wf_value_type(f, op->results[0])->layout.region : L->region;
     int band = op->code != WF_OP_DIST_RELAYOUT && region != L->region;
+    lo->band = band ? region : -1;
     /* an op reads the values of its own region: dist.relayout alone moves one between the
      * region and a band (a band's PEs hold no block of the region's values, nor the reverse) */
     for (int i = 0; i < op->n_operands && !rc && op->code != WF_OP_DIST_RELAYOUT; i++) {

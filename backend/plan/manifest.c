@@ -319,8 +319,8 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
     /* an MoE router's expert indices (passes/moe_routes.c): waferrun counts tokens per expert */
     const wf_op *def = wf_value_get(L->f, v)->def;
     /* an argmax router's indices as a [.., 1] column (a reshape), or kept dims */
-    const wf_op *am = def && def->code == WF_OP_RESHAPE ? wf_value_get(L->f, def->operands[0])->def : def;
-    int top1 = am && am->code == WF_OP_ARGMAX && wf_argmax_is_moe_route(L->f, am) &&
+    const wf_op *am = wf_def_of(L->f, wf_unreshaped(L->f, v), WF_OP_ARGMAX);
+    int top1 = am && wf_argmax_is_moe_route(L->f, am) &&
                wf_value_type(L->f, v)->dims[wf_value_type(L->f, v)->rank - 1] == 1;
     if (top1 || (def && def->code == WF_OP_TOPK && def->results[1] == v && wf_topk_is_moe_route(L->f, def))) {
       const wf_op *r0 = top1 ? am : def;
@@ -406,11 +406,9 @@ int wf_manifest_write(const wf_lower *L, const wf_manifest_weights *w, const cha
       }
     }
     cJSON_AddItemToArray(ops, o);
-    int br = lo->op->code != WF_OP_DIST_RELAYOUT && lo->op->n_results
-                 ? wf_value_type(L->f, lo->op->results[0])->layout.region : L->region;
-    if (br >= 0 && br != L->region) {
-      cJSON_AddStringToObject(o, "band", wf_str(L->m, L->m->regions[br].name));
-      on_band[br] += lo->predicted;
+    if (lo->band >= 0) {
+      cJSON_AddStringToObject(o, "band", wf_str(L->m, L->m->regions[lo->band].name));
+      on_band[lo->band] += lo->predicted;
     } else {
       total += flush_bands(on_band, L->m->n_regions) + lo->predicted;
     }

@@ -73,6 +73,7 @@ typedef struct wf_lowered_op {
   unsigned fabric_move;  /* WF_MOVE_* bits */
   int has_phases;        /* a rank-2 dist.gemm: `phase` markers split its program (manifest "phases") */
   int64_t phase_predicted[3]; /* alignment and drain (the loop is the rest of `predicted`) */
+  int band;              /* the band of the rows it runs on (lower_band.c), else -1 */
 } wf_lowered_op;
 
 typedef struct wf_lower {
