@@ -14,7 +14,8 @@
 #    before it ends its last (a dispatch or combine between them would serialize them), and
 #    the report's `bands` give each band's ops, span and the wavelet-hops on its links;
 #  - the plan's prediction takes the longest band, not their sum: within 10% of the
-#    simulation (the sum of the bands' ops would be up to G times that);
+#    simulation (8.7% at worst, 2026-12-01), where the sum of every op's prediction is 1.7x it
+#    or more;
 #  - without the flag no plan has a band; a mesh whose rows share no factor with the experts
 #    (5x3 for 4 experts) gets none and still matches; a pipeline's last stage, whose gates
 #    arrive as an argument, gets bands and matches; --expert-parallel=auto keeps the plan
@@ -55,12 +56,14 @@ rb = {b["region"]: b for b in rep["bands"]}
 assert set(rb) == names, (set(rb), names)
 assert all(rb[n]["ops"] == len(band_ops[n]) for n in names), rb
 assert max(b["start"] for b in rb.values()) < min(b["end"] for b in rb.values()), rb
-assert all(b["wavelet_hops"] >= 0 for b in rb.values()) and any(b["wavelet_hops"] > 0 for b in rb.values()) == (W > 1), rb
+assert any(b["wavelet_hops"] > 0 for b in rb.values()) == (W > 1), rb
 # the prediction: the longest band
 pred, sim = man["predicted_cycles"], rep["cycles"]["total"]
 assert abs(pred - sim) <= 0.1 * sim, ("predicted", pred, "simulated", sim)
+# (worst over these plans: 8.7%, moe_e8_k2_gather on 8x8); adding the bands' ops instead of
+# taking the longest would be 1.7x the simulation or more on every plan here
 summed = sum(o["predicted_cycles"] for o in ops)
-assert summed > pred or G == 1, (summed, pred)
+assert summed > 1.5 * sim, ("the bands' ops summed", summed, "simulated", sim)
 # weights share bytes across bands, never within one or with the mesh's
 mem = {m["symbol"]: (m["offset"], m["offset"] + m["bytes"]) for m in man["regions"][0]["classes"][0]["memory"]}
 region_of = {t["symbol"]: t["region"] for t in man["weights"]["tensors"]}
