@@ -20,6 +20,22 @@
 #include "backend/collectives/lower_relayout.h"
 #include "waferc/diag.h"
 
+/* The mirror's cycles: count * P steps of mn-word blocks, pipelined. Step k + 1 cannot start
+ * before two chains of step k end (docs/partition.md, "Transpose over the fabric"):
+ *   - near the diagonal: PE (k+1, k+1)'s column broadcast needs the row PE (k, k+1) sent one hop
+ *     away, and PE (k+1, y), the next row sender, needs that column: two transfers of
+ *     mn + 2 T_R + hop, each with its swset and its receiver's store cycle;
+ *   - row k transposes what it kept (mn) after its row and column transfers (2 mn, two swsets,
+ *     two store cycles); a flooding broadcast moves only when every receiver takes it, so row
+ *     k's lag holds back step k + 1's columns, and with them every row.
+ * The rest of the broadcasts' distance is paid once: the last step's farthest receiver.
+ * (Charging every step both broadcasts' whole distance over-predicted the mirror 4.5x on
+ * 32 x 32; BENCHMARKS.md, "Predictions of the mirror transpose".) */
+static int64_t bcast_transpose_cycles(const wf_target *t, int P, int64_t count, int64_t mn) {
+  int64_t chain = 2 * (mn + 2 * t->ramp_cycles + t->hop_cycles) + 4, row = 3 * mn + 4;
+  return count * P * (chain > row ? chain : row) + (int64_t)(P > 2 ? P - 2 : 0) * t->hop_cycles;
+}
+
 /* W x H, W != H: each matrix of the batch through the two-phase relayout. */
 static int lower_rect(wf_lower *L, const wf_op *op, wf_lowered_op *out, int64_t count, int64_t m, int64_t n) {
   wf_value xv = op->operands[0], rv = op->results[0];
@@ -107,7 +123,6 @@ int wf_lower_transpose_dist(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
   }
   out->lowering = "bcast-transpose";
-  /* per step: two broadcasts, each after a swset on every PE (lower_util.c), then the copy */
-  out->predicted = count * L->w * (2 * wf_cost_bcast(L->t, mn, L->w - 1) + mn + 2);
+  out->predicted = bcast_transpose_cycles(L->t, L->w, count, mn);
   return 0;
 }
