@@ -12,10 +12,9 @@
  * a shared expert) stay on the mesh and join the sum last.
  * With N >= 2 experts on an H >= 2-row mesh there are G bands: G = gcd(N, H) when it is 2 or
  * more, band g the region rect(0, g H/G, W, H/G) holding experts g N/G .. (g + 1) N/G - 1;
- * else G = min(N, H) bands of uneven height (H = q G + r: the first r bands have q + 1 rows, the
- * others q) holding uneven counts of experts (N = a G + s: the first s bands hold a + 1, the
- * others a). With G = min(N, H) only one of the two is uneven: N < H gives every band one
- * expert, N > H every band one row.
+ * else G uneven bands (H = q G + r: the first r bands have q + 1 rows, the others q; N = a G + s:
+ * the first s bands hold a + 1 experts, the others a), G the count whose most loaded band has
+ * the fewest experts per row (bands()):
  *
  *   - every value expert e computes, and every constant only its band reads, moves to the
  *     band's region, laid out as before (a constant other bands or the mesh also read is
@@ -44,8 +43,6 @@
 static const char *const stats[] = {"blocks", "experts", "bands"};
 
 #define MAX_TERMS 256
-
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 typedef struct tree {
   wf_op *root;
@@ -76,6 +73,24 @@ static int collect(const wf_func *f, wf_op *op, const wf_type *rt, tree *t) {
  * n mod G bands one more than the others. */
 static int split_at(int g, int G, int n) { return g * (n / G) + (g < n % G ? g : n % G); }
 static int split_len(int g, int G, int n) { return n / G + (g < n % G); }
+
+/* How many bands for n experts on H rows: the count whose most loaded band (experts per row,
+ * the first bands both a row taller and an expert more) has the fewest, the most bands among
+ * those. A band's experts take about experts / rows of the time one takes on the whole mesh,
+ * so that band ends the run. Where gcd(n, H) >= 2 it is the gcd (equal bands, every band at
+ * n / H, and no more bands can be); else uneven: 5 experts on 8 rows take 3 bands (rows
+ * 3+3+2, experts 2+2+1: 2/3 per row) where 5 bands of 2+2+2+1+1 rows would put an expert on
+ * one row; 1 when H < 2. */
+static int bands(int n, int H) {
+  int best = 1, be = 0, bh = 1; /* the most loaded band's experts and rows */
+  for (int G = 2; G <= n && G <= H; G++) {
+    int e = split_len(0, G, n), h = split_len(0, G, H);
+    for (int g = 1; g < G; g++) /* the most experts per row of any band */
+      if ((int64_t)split_len(g, G, n) * h > (int64_t)e * split_len(g, G, H)) e = split_len(g, G, n), h = split_len(g, G, H);
+    if (!be || (int64_t)e * bh <= (int64_t)be * h) best = G, be = e, bh = h;
+  }
+  return best;
+}
 
 /* A band's region: found by its rect, else added as experts<g> (or a free name). */
 static int band_region(wf_module *m, const wf_region *mesh, int g, int G, wf_loc loc) {
@@ -379,9 +394,7 @@ static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
         if (routed) t->expert[i] = routed_of[i];
         n_ex += t->expert[i];
       }
-      /* equal bands where the counts share a factor, else as many as the fewer of the two */
-      int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;
-      if (n_ex >= 2 && G < 2) G = n_ex < mesh.h ? n_ex : mesh.h;
+      int G = n_ex >= 2 ? bands(n_ex, mesh.h) : 0;
       if (G >= 2 && closed(&c, t)) rewrite(&c, t, &mesh, mesh_region, G, pctx);
       free(c.reach), free(c.who), free(c.stamp), free(c.stack);
     }

@@ -11,8 +11,9 @@
 #  - a plan past the target's colors with bands is said and compiled without them (at most
 #    two here: moe_hf_e4_k2 on 8x8 is one);
 #  - with bands the manifest lists G regions `within` @mesh (G = gcd(experts, H) when >= 2, a
-#    band of H/G rows each; else G = min(experts, H), the first H mod G bands a row taller and
-#    the first experts mod G bands an expert more), every expert weight lies on one of them
+#    band of H/G rows each; else uneven bands, the first H mod G a row taller and the first
+#    experts mod G an expert more, G the count whose most loaded band has the fewest experts
+#    per row), every expert weight lies on one of them
 #    (as many on bands of as many experts, more on those of more) and every band has ops;
 #  - the bands run at once: in waferrun's report each band's first op starts before the band
 #    before it ends its last (a dispatch or combine between them would serialize them), and
@@ -96,11 +97,16 @@ PY
 DENSE="moe_b2_e4_k2 moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
 SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2 moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_putacc moe_nz_e4_select"
 gcd() { local a=$1 b=$2 t; while [ "$b" != 0 ]; do t=$((a % b)); a=$b; b=$t; done; echo "$a"; }
-bands() { # bands E H: how many expert-bands makes (equal where they share a factor)
-  local g
-  g=$(gcd "$1" "$2")
-  if [ "$g" -lt 2 ]; then g=$(($1 < $2 ? $1 : $2)); fi
-  echo "$g"
+bands() { # bands E H: how many expert-bands makes: gcd(E, H) >= 2 equal bands, else the count
+  # whose most loaded band (experts per row; the first bands a row taller and an expert more)
+  # has the fewest, the most bands among those
+  python3 -c '
+import sys
+from fractions import Fraction as F
+n, H = int(sys.argv[1]), int(sys.argv[2])
+size = lambda g, G, m: m // G + (g < m % G)
+load = lambda G: max(F(size(g, G, n), size(g, G, H)) for g in range(G))
+print(min(range(2, min(n, H) + 1), key=lambda G: (load(G), -G)) if min(n, H) >= 2 else 1)' "$1" "$2"
 }
 block() { # block NAME MESH...
   local b=$1 E mesh H G ep d
@@ -144,9 +150,10 @@ PY
 fallbacks=0
 for b in $DENSE; do block "$b" 8x8 6x4 4x2; done
 for b in $SPARSE; do block "$b" 4x4 8x8; done
-# uneven bands, where the experts and the rows share no factor: rows 3+2+2 for 3 experts on 7
-# (the bands of 2 rows start at rows 3 and 5), 2+2+1 on 5, one row each for 3 experts on 2,
-# 5 on 4 and 3, 8 on 3 and 4 on 3 (experts 2+1, 2+1+1+1, 2+2+1, 3+3+2, 2+1+1); none falls back
+# uneven bands, where the experts and the rows share no factor: 3 experts on 7 rows take rows
+# 3+2+2 (the bands of 2 rows start at rows 3 and 5), 3 on 5 and 5 on 4 two bands (rows 3+2
+# with experts 2+1, rows 2+2 with experts 3+2), 3 on 2, 5 on 3, 8 on 3 and 4 on 3 a row each
+# (experts 2+1, 2+2+1, 3+3+2, 2+1+1); none falls back
 even=$fallbacks
 block moe_e3_k1 4x2 4x5 4x7
 block moe_e5_k2 4x4 4x3
