@@ -10,8 +10,11 @@
  * weight and the term reaches the router (an op other terms reach too; when no term does, as
  * in a pipeline stage whose gates are an argument, every such term); other terms (a constant,
  * a shared expert) stay on the mesh and join the sum last.
- * With N experts and G = gcd(N, H) >= 2 on an H-row mesh,
- * band g is the region rect(0, g H/G, W, H/G) and holds experts g N/G .. (g + 1) N/G - 1:
+ * With N >= 2 experts on an H >= 2-row mesh there are G bands: G = gcd(N, H) when it is 2 or
+ * more, band g the region rect(0, g H/G, W, H/G) holding experts g N/G .. (g + 1) N/G - 1;
+ * else G uneven bands (H = q G + r: the first r bands have q + 1 rows, the others q; N = a G + s:
+ * the first s bands hold a + 1 experts, the others a), G the count whose most loaded band has
+ * the fewest experts per row (bands()):
  *
  *   - every value expert e computes, and every constant only its band reads, moves to the
  *     band's region, laid out as before (a constant other bands or the mesh also read is
@@ -23,8 +26,10 @@
  *     a sum along the columns), where the bands' sums are added in band order.
  *
  * The sum's order changes (bands, then experts within a band): equal to the interpreter's
- * within rounding. Every band's ops are lowered as on a W x H/G mesh (backend/plan/emit.c),
- * and a PE skips the ops of bands it is not on, so the bands run at once.
+ * within rounding. Every band's ops are lowered as on a W x h mesh, h its height
+ * (backend/plan/emit.c), and a PE skips the ops of bands it is not on, so the bands run at once.
+ * Bands of two heights are lowered alike (backend/collectives/lower_band.c writes the routes
+ * of a height whose bands start off its multiples for their rows).
  *
  * It runs after partition and moe-routes, before lower-gemm (which chooses each GEMM for its
  * band's size). It is not in the default pipeline: `waferc --expert-parallel` adds it. */
@@ -38,8 +43,6 @@
 static const char *const stats[] = {"blocks", "experts", "bands"};
 
 #define MAX_TERMS 256
-
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 typedef struct tree {
   wf_op *root;
@@ -66,9 +69,32 @@ static int collect(const wf_func *f, wf_op *op, const wf_type *rt, tree *t) {
   return 1;
 }
 
+/* Band g of G on an n-row span (experts or rows): its first index and its count, the first
+ * n mod G bands one more than the others. */
+static int split_at(int g, int G, int n) { return g * (n / G) + (g < n % G ? g : n % G); }
+static int split_len(int g, int G, int n) { return n / G + (g < n % G); }
+
+/* How many bands for n experts on H rows: the count whose most loaded band (experts per row,
+ * the first bands both a row taller and an expert more) has the fewest, the most bands among
+ * those. A band's experts take about experts / rows of the time one takes on the whole mesh,
+ * so that band ends the run. Where gcd(n, H) >= 2 it is the gcd (equal bands, every band at
+ * n / H, and no more bands can be); else uneven: 5 experts on 8 rows take 3 bands (rows
+ * 3+3+2, experts 2+2+1: 2/3 per row) where 5 bands of 2+2+2+1+1 rows would put an expert on
+ * one row; 1 when H < 2. */
+static int bands(int n, int H) {
+  int best = 1, be = 0, bh = 1; /* the most loaded band's experts and rows */
+  for (int G = 2; G <= n && G <= H; G++) {
+    int e = split_len(0, G, n), h = split_len(0, G, H);
+    for (int g = 1; g < G; g++) /* the most experts per row of any band */
+      if ((int64_t)split_len(g, G, n) * h > (int64_t)e * split_len(g, G, H)) e = split_len(g, G, n), h = split_len(g, G, H);
+    if (!be || (int64_t)e * bh <= (int64_t)be * h) best = G, be = e, bh = h;
+  }
+  return best;
+}
+
 /* A band's region: found by its rect, else added as experts<g> (or a free name). */
-static int band_region(wf_module *m, const wf_region *mesh, int g, int th, wf_loc loc) {
-  int y = mesh->y + g * th;
+static int band_region(wf_module *m, const wf_region *mesh, int g, int G, wf_loc loc) {
+  int y = mesh->y + split_at(g, G, mesh->h), th = split_len(g, G, mesh->h);
   for (int r = 0; r < m->n_regions; r++) {
     const wf_region *q = &m->regions[r];
     if (q->x == mesh->x && q->y == y && q->w == mesh->w && q->h == th && !strncmp(wf_str(m, q->name), "experts", 7))
@@ -202,13 +228,13 @@ static int in_band(const ctx *c, const wf_op *op, const int *band_of_term, int g
  * two bands' ops would hold every band until the band before it ended. */
 static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int G, wf_pass_ctx *pctx) {
   wf_func *f = c->f;
-  int n = 0, th = mesh->h / G;
+  int n = 0;
   int band_of_term[MAX_TERMS], region[MAX_TERMS], ex[MAX_TERMS];
   for (int i = 0; i < t->n; i++)
     if (t->expert[i]) ex[n++] = i;
-  int per = n / G;
   for (int i = 0; i < t->n; i++) band_of_term[i] = -1;
-  for (int j = 0; j < n; j++) band_of_term[ex[j]] = j / per;
+  for (int g = 0; g < G; g++)
+    for (int j = split_at(g, G, n); j < split_at(g, G, n) + split_len(g, G, n); j++) band_of_term[ex[j]] = g;
   wf_op *at = t->root;
   int n_ops = 0;
   wf_func_foreach_op(f, op) n_ops++;
@@ -218,7 +244,7 @@ static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int
   /* each band's ops, in program order, moved before the root band by band */
   int nl = 0;
   for (int g = 0; g < G; g++) {
-    region[g] = band_region(c->m, mesh, g, th, t->root->loc);
+    region[g] = band_region(c->m, mesh, g, G, t->root->loc);
     start[g] = nl;
     wf_func_foreach_op(f, op) if (in_band(c, op, band_of_term, g)) list[nl++] = op;
   }
@@ -278,8 +304,9 @@ static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int
   wf_value part[MAX_TERMS] = {0}, sums[MAX_TERMS] = {0};
   for (int g = 0; g < G; g++) {
     wf_type rt = on_region(wf_value_type(f, t->root->results[0]), region[g]);
-    part[g] = t->term[ex[g * per]];
-    for (int j = g * per + 1; j < (g + 1) * per; j++) {
+    int j0 = split_at(g, G, n);
+    part[g] = t->term[ex[j0]];
+    for (int j = j0 + 1; j < j0 + split_len(g, G, n); j++) {
       wf_value ab[2] = {part[g], t->term[ex[j]]};
       part[g] = wf_op_insert_new(f, at, WF_OP_ADD, 2, ab, rt, t->root->loc);
     }
@@ -367,7 +394,7 @@ static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
         if (routed) t->expert[i] = routed_of[i];
         n_ex += t->expert[i];
       }
-      int G = n_ex >= 2 ? gcd(n_ex, mesh.h) : 0;
+      int G = n_ex >= 2 ? bands(n_ex, mesh.h) : 0;
       if (G >= 2 && closed(&c, t)) rewrite(&c, t, &mesh, mesh_region, G, pctx);
       free(c.reach), free(c.who), free(c.stamp), free(c.stack);
     }

@@ -56,6 +56,19 @@ static void zero_padding(wf_lower *L, int sym, const move *m, int64_t b, int row
   }
 }
 
+/* The panel's indices along a dim of length D onto a band: the gathered blocks (bm on each of
+ * the region's H rows) and every used band's blocks (ceil(D/h) on each of its h rows), so that
+ * one gather serves bands of every height. */
+static int64_t onto_panel(const wf_lower *L, int64_t D, int64_t bm, int H) {
+  int64_t P = bm * H;
+  for (int r = 0; r < L->m->n_regions; r++) {
+    if (!wf_lower_is_band(L, r) || !wf_lower_region_used(L, r)) continue;
+    int64_t h = L->m->regions[r].h, p = (D + h - 1) / h * h;
+    if (p > P) P = p;
+  }
+  return P;
+}
+
 /* Whether a dist.relayout moves its value from the region onto a band. */
 static int onto_band(const wf_lower *L, const wf_op *op) {
   int rs = wf_value_type(L->f, op->operands[0])->layout.region, rd = wf_value_type(L->f, op->results[0])->layout.region;
@@ -91,7 +104,7 @@ int wf_lower_region_move(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     m.D = ts->dims[dim];
     m.bm = bd[dim];
     m.bb = (m.D + h - 1) / h;
-    m.P = m.bm * H > m.bb * h ? m.bm * H : m.bb * h;
+    m.P = onto ? onto_panel(L, m.D, m.bm, H) : m.bm * H > m.bb * h ? m.bm * H : m.bb * h;
     if (m.outer > 64 || m.bb * m.inner > WF_PE_MAX_SCALE || m.bm * m.inner > WF_PE_MAX_SCALE) {
       wf_error(op->loc, "dist.relayout onto or off band @%s: blocks of %lld x %lld words per row are past what "
                         "one instruction addresses",
@@ -112,11 +125,11 @@ int wf_lower_region_move(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
       return wf_lower_band_leave(L, op->loc);
     }
     int panel = wf_lower_temp(L, "$rm_panel", m.outer * m.P * m.inner * 4);
-    /* the op before relaid the same value onto another band of this height: its panel holds
-     * the gathered columns already (expert-bands puts a value's relayouts side by side) */
+    /* the op before relaid the same value onto another band: its panel holds the gathered
+     * columns already, laid out alike for every band (expert-bands puts a value's relayouts
+     * side by side) */
     const wf_op *prev = L->n_ops ? L->ops[L->n_ops - 1].op : NULL;
-    int again = prev && prev->code == WF_OP_DIST_RELAYOUT && prev->operands[0] == op->operands[0] &&
-                onto_band(L, prev) && L->m->regions[wf_value_type(L->f, prev->results[0])->layout.region].h == h;
+    int again = prev && prev->code == WF_OP_DIST_RELAYOUT && prev->operands[0] == op->operands[0] && onto_band(L, prev);
     wf_relayout_gather ga = {WF_AXIS_Y, src, panel, 0, 0, m.outer, m.inner, m.bm, m.P * m.inner, 0, H};
     if (!again && (rc = wf_relayout_gather_axis(L, &ga, op->loc, pred))) return rc;
     if ((rc = wf_lower_band_enter(L, band, op->loc))) return rc;

@@ -389,6 +389,7 @@ int wf_backend_emit_plan(wf_module *m, const wf_target *t, const char *plan_dir,
   }
   L.names = wf_value_names_new(f);
   int rc = lower_func(&L);
+  if (!rc) rc = wf_lower_band_finish(&L);
   if (!rc) wf_lower_close_tasks(&L);
   if (rc == WF_EXIT_NOFIT && L.band_colors)
     wf_note(f->loc, "the experts run on bands of the mesh's rows (--expert-parallel), whose colors are their "

@@ -129,6 +129,10 @@ typedef struct wf_lower {
    * (backend/collectives/lower_band.h). */
   int band, band_y0, band_code0, band_route0, band_task0;
   struct wf_band_colors *band_colors; /* the colors of the mesh and of each band height */
+  /* Loop variables lent to the op being lowered (wf_lower_var) once the class holds 8 names:
+   * the op's own names for them, and the op they were lent to. */
+  char lent_name[8][16];
+  int lent_var[8], n_lent, lent_op;
 } wf_lower;
 
 /* The value's region size: its band's when it lives on one, else the lowered region's. */
@@ -153,7 +157,10 @@ void wf_lower_alias(wf_lower *L, wf_value v, int sym);
 /* A scratch symbol shared by all ops, at least `bytes` large. */
 int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes);
 /* The class's loop variable `name`, declared on first use. A class holds at most 8 (the PE
- * environment's size): past that it is an internal error, never an index of -1. */
+ * environment's size): past that the op is lent one of them that its code so far and every
+ * open loop leave unused, under that name for the rest of the op (a plan whose ops loop over
+ * many kinds of variable, a GEMM of another algorithm on each band height); none left is an
+ * internal error, never an index of -1. */
 int wf_lower_var(wf_lower *L, const char *name);
 /* The color for a purpose, allocating it and its routes on first use; -1 (reported) if the
  * target has no color left. */

@@ -189,10 +189,43 @@ int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   return s;
 }
 
+/* Whether instruction in names loop variable v. */
+static int names_var(const wf_pe_instr *in, int v) {
+  for (int k = 0; k < in->guard.n; k++)
+    if ((in->guard.c[k].a.kind == WF_TERM_VAR && in->guard.c[k].a.var == v) ||
+        (in->guard.c[k].b.kind == WF_TERM_VAR && in->guard.c[k].b.var == v))
+      return 1;
+  for (int a = 0; a < WF_PE_MAX_ARGS && wf_peops[in->op].sig[a]; a++)
+    if ((in->args[a].term.kind == WF_TERM_VAR && in->args[a].term.var == v) ||
+        (in->args[a].term2.kind == WF_TERM_VAR && in->args[a].term2.var == v))
+      return 1;
+  return 0;
+}
+
 int wf_lower_var(wf_lower *L, const char *name) {
-  int v = wf_pe_class_find_var(L->cls, name, 1);
-  WF_ASSERT(v >= 0); /* more loop variables than a PE class holds */
-  return v;
+  wf_pe_class *c = L->cls;
+  int v = wf_pe_class_find_var(c, name, 1);
+  if (v >= 0) return v;
+  /* the class holds 8: lend the op one that no open loop and none of its code so far names
+   * (earlier ops' loops are over, and a loop sets its variable when it starts) */
+  if (L->lent_op != L->n_ops + 1) L->lent_op = L->n_ops + 1, L->n_lent = 0;
+  for (int i = 0; i < L->n_lent; i++)
+    if (!strcmp(L->lent_name[i], name)) return L->lent_var[i];
+  int op0 = c->n_code;
+  while (op0 > 0 && c->code[op0 - 1].op != WF_PEOP_OP) op0--;
+  for (v = 0; v < c->n_vars; v++) {
+    int busy = 0;
+    for (int i = 0; i < L->n_lent; i++) busy |= L->lent_var[i] == v;
+    for (int i = 0; i < c->n_code && !busy; i++)
+      busy = (i >= op0 || (c->code[i].op == WF_PEOP_LOOP && c->code[i].match < 0)) && names_var(&c->code[i], v);
+    if (busy) continue;
+    WF_ASSERT(L->n_lent < 8);
+    snprintf(L->lent_name[L->n_lent], sizeof L->lent_name[0], "%s", name);
+    L->lent_var[L->n_lent++] = v;
+    return v;
+  }
+  WF_ASSERT(0); /* every loop variable a PE class holds in use at once */
+  return -1;
 }
 
 /* The switch positions of a broadcast color: the PE's place relative to the root. */

@@ -338,6 +338,9 @@ BLOCKS = {
     "moe_e5_k2_einsum": dict(seed=110, t=8, e=16, f=16, n=5, k=2, expert="swiglu", combine="einsum"),
     "moe_e6_k2_softk": dict(seed=107, t=10, e=16, f=24, n=6, k=2, expert="gelu", combine="slice", weights="softk"),
     "moe_e4_k2_onehot": dict(seed=111, t=8, e=16, f=24, n=4, k=2, expert="swiglu", combine="slice", weights="onehot"),
+    # expert counts that share no factor with most meshes' rows (uneven bands, tests/scripts/expert_bands.sh)
+    "moe_e3_k1": dict(seed=112, t=8, e=16, f=24, n=3, k=1, expert="swiglu", combine="slice"),
+    "moe_e5_k2": dict(seed=113, t=8, e=16, f=24, n=5, k=2, expert="swiglu", combine="slice"),
 }
 # sparse blocks: C tokens per expert, dispatch "ec" (expert choice) or "cap" (top-k with capacity)
 SPARSE = {
@@ -346,6 +349,8 @@ SPARSE = {
     "moe_cap_e4_k2_c8": dict(seed=122, t=8, e=16, f=24, n=4, k=2, c=8, expert="swiglu", dispatch="cap"),
     "moe_cap_e6_k1_c3": dict(seed=123, t=10, e=20, f=16, n=6, k=1, c=3, expert="swiglu", dispatch="cap"),
     "moe_cap_e16_k2_c2": dict(seed=124, t=8, e=16, f=16, n=16, k=2, c=2, expert="swiglu", dispatch="cap"),
+    "moe_cap_e3_k2_c6": dict(seed=125, t=8, e=16, f=16, n=3, k=2, c=6, expert="swiglu", dispatch="cap"),
+    "moe_cap_e5_k1_c3": dict(seed=127, t=10, e=16, f=16, n=5, k=1, c=3, expert="swiglu", dispatch="cap"),
 }
 
 # dynamic dispatch (Hugging Face): norm = renormalise the top-k weights, shared = Qwen2's
