@@ -14,7 +14,8 @@
  * more, band g the region rect(0, g H/G, W, H/G) holding experts g N/G .. (g + 1) N/G - 1;
  * else G uneven bands (H = q G + r: the first r bands have q + 1 rows, the others q; N = a G + s:
  * the first s bands hold a + 1 experts, the others a), G the count whose most loaded band has
- * the fewest experts per row (bands()):
+ * the fewest experts per row (bands(); option `rank` = k takes the (k+1)-th count in that
+ * order instead, which waferc tries when a plan does not fit):
  *
  *   - every value expert e computes, and every constant only its band reads, moves to the
  *     band's region, laid out as before (a constant other bands or the mesh also read is
@@ -74,22 +75,41 @@ static int collect(const wf_func *f, wf_op *op, const wf_type *rt, tree *t) {
 static int split_at(int g, int G, int n) { return g * (n / G) + (g < n % G ? g : n % G); }
 static int split_len(int g, int G, int n) { return n / G + (g < n % G); }
 
-/* How many bands for n experts on H rows: the count whose most loaded band (experts per row,
- * the first bands both a row taller and an expert more) has the fewest, the most bands among
- * those. A band's experts take about experts / rows of the time one takes on the whole mesh,
- * so that band ends the run. Where gcd(n, H) >= 2 it is the gcd (equal bands, every band at
- * n / H, and no more bands can be); else uneven: 5 experts on 8 rows take 3 bands (rows
- * 3+3+2, experts 2+2+1: 2/3 per row) where 5 bands of 2+2+2+1+1 rows would put an expert on
- * one row; 1 when H < 2. */
-static int bands(int n, int H) {
-  int best = 1, be = 0, bh = 1; /* the most loaded band's experts and rows */
-  for (int G = 2; G <= n && G <= H; G++) {
-    int e = split_len(0, G, n), h = split_len(0, G, H);
-    for (int g = 1; g < G; g++) /* the most experts per row of any band */
-      if ((int64_t)split_len(g, G, n) * h > (int64_t)e * split_len(g, G, H)) e = split_len(g, G, n), h = split_len(g, G, H);
-    if (!be || (int64_t)e * bh <= (int64_t)be * h) best = G, be = e, bh = h;
+/* The load of G bands for n experts on H rows: the most experts per row of any band (the
+ * first bands both a row taller and an expert more), as the fraction e / h. A band's experts
+ * take about experts / rows of the time one takes on the whole mesh, so that band ends the
+ * run. */
+static void load_of(int G, int n, int H, int *e, int *h) {
+  *e = split_len(0, G, n), *h = split_len(0, G, H);
+  for (int g = 1; g < G; g++)
+    if ((int64_t)split_len(g, G, n) * *h > (int64_t)*e * split_len(g, G, H)) *e = split_len(g, G, n), *h = split_len(g, G, H);
+}
+
+/* Whether G bands come before G2 in the order counts are tried: the smaller load first, the
+ * more bands among equal loads. */
+static int before(int G, int G2, int n, int H) {
+  int e, h, e2, h2;
+  load_of(G, n, H, &e, &h);
+  load_of(G2, n, H, &e2, &h2);
+  int64_t a = (int64_t)e * h2, b = (int64_t)e2 * h;
+  return a < b || (a == b && G > G2);
+}
+
+/* How many bands for n experts on H rows: the rank-th count (from 0) in the order `before`
+ * gives, among 2 .. min(n, H); 1 (no bands) past the last. Rank 0 is the count whose most
+ * loaded band has the fewest experts per row. Where gcd(n, H) >= 2 that is the gcd (equal
+ * bands, every band at n / H, and no more bands can be); else uneven: 5 experts on 8 rows take
+ * 3 bands (rows 3+3+2, experts 2+2+1: 2/3 per row) where 5 bands of 2+2+2+1+1 rows would put an
+ * expert on one row. Later ranks are what waferc tries when a plan does not fit (a band's
+ * colors and SRAM depend on its height and experts). */
+static int bands(int n, int H, int rank) {
+  int cand[64], nc = 0;
+  for (int G = 2; G <= n && G <= H && nc < 64; G++) {
+    int i = nc++;
+    while (i > 0 && before(G, cand[i - 1], n, H)) cand[i] = cand[i - 1], i--;
+    cand[i] = G;
   }
-  return best;
+  return rank < nc ? cand[rank] : 1;
 }
 
 /* A band's region: found by its rect, else added as experts<g> (or a free name). */
@@ -394,7 +414,7 @@ static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
         if (routed) t->expert[i] = routed_of[i];
         n_ex += t->expert[i];
       }
-      int G = n_ex >= 2 ? bands(n_ex, mesh.h) : 0;
+      int G = n_ex >= 2 ? bands(n_ex, mesh.h, (int)wf_pass_opt_int(pctx, "rank")) : 0;
       if (G >= 2 && closed(&c, t)) rewrite(&c, t, &mesh, mesh_region, G, pctx);
       free(c.reach), free(c.who), free(c.stamp), free(c.stack);
     }
@@ -408,7 +428,12 @@ static int run(wf_module *m, wf_pass_ctx *ctx) {
   return 0;
 }
 
+static const wf_pass_option opts[] = {
+    {"rank", WF_OPT_INT, "0",
+     "which band count: 0 the least loaded, k the (k+1)-th in that order (waferc tries the next when a plan does not fit)"},
+};
+
 const wf_pass_info wf_pass_expert_bands = {
     "expert-bands", "Place an MoE block's experts on bands of the mesh's rows, each band running its own",
-    NULL, 0, stats, 3, run,
+    opts, 1, stats, 3, run,
 };

@@ -195,7 +195,7 @@ int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, 
     int rc2 = attempt(second, user, h2);
     if (rc2 == WF_EXIT_OK) {
       release(h, 0);
-      wf_note(WF_LOC_NONE, "%s", why); /* before what the second attempt said (a nested fallback's note) */
+      if (why) wf_note(WF_LOC_NONE, "%s", why); /* before what the second attempt said (a nested fallback's note) */
       release(h2, 1);
       rc = rc2;
     } else {

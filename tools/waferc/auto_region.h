@@ -12,8 +12,8 @@ int wf_waferc_auto_region(wf_target *t, int (*try_compile)(void *), void *user);
  * when one fits. */
 int wf_waferc_smallest_fit(wf_target *t, int (*try_compile)(void *), void *user, int *w, int *h);
 /* Compiles with `first`; when that plan does not fit (exit 4), with `second`, and keeps the
- * one that fits: the other attempt's diagnostics are dropped, and `why` noted when `second`
- * is kept. */
+ * one that fits: the other attempt's diagnostics are dropped, and `why` (unless NULL) noted
+ * when `second` is kept. */
 int wf_waferc_fallback(int (*first)(void *), int (*second)(void *), void *user, const char *why);
 /* Compiles with `first` and then `second`, each attempt's diagnostics held back; pick(user, rc1,
  * rc2) says which to keep (1: the second); the kept attempt's diagnostics are shown and its exit

@@ -137,13 +137,14 @@ static void usage(FILE *out) {
   fputs("The default pipeline is canonicalize,raise,cse,dce,head-layout,partition,moe-routes,lower-gemm,symbol-dce (without head-layout, partition, moe-routes and lower-gemm for --interpret and --emit=ir).\n", out);
 }
 
-/* --expert-parallel: expert-bands follows moe-routes in every default pipeline built; =auto
- * keeps the plan with or without bands whose predicted cycles are fewer */
-static int expert_parallel, expert_auto;
+/* --expert-parallel: expert-bands follows moe-routes in every default pipeline built, with
+ * band_rank its `rank` (which band count; the next ones are tried when a plan does not fit);
+ * =auto keeps the plan with or without bands whose predicted cycles are fewer */
+static int expert_parallel, expert_auto, band_rank;
 
 static char *default_pipeline(int interpret, const char *gemm_algo, const char *gqa) {
   wf_pass_registry *r = wf_pass_registry_global();
-  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0) + 16;
+  size_t cap = 1 + (gemm_algo ? strlen(gemm_algo) + 8 : 0) + (gqa ? strlen(gqa) + 7 : 0) + 48;
   for (size_t i = 0; i < sizeof default_passes / sizeof default_passes[0]; i++) cap += strlen(default_passes[i]) + 1;
   char *s = calloc(1, cap);
   WF_ASSERT(s);
@@ -159,7 +160,10 @@ static char *default_pipeline(int interpret, const char *gemm_algo, const char *
       strcat(s, gemm_algo);
       strcat(s, "}");
     }
-    if (expert_parallel && strcmp(default_passes[i], "moe-routes") == 0) strcat(s, ",expert-bands");
+    if (expert_parallel && strcmp(default_passes[i], "moe-routes") == 0) {
+      strcat(s, ",expert-bands");
+      if (band_rank) sprintf(s + strlen(s), "{rank=%d}", band_rank);
+    }
     if (gqa && strcmp(default_passes[i], "head-layout") == 0) {
       strcat(s, "{gqa=");
       strcat(s, gqa);
@@ -698,11 +702,10 @@ static int compile_fitting(void *user) {
                             "with the memory-minimal schedule (--gemm-buffers=1)");
 }
 
-/* compile_fitting with every default pipeline built without expert-bands. */
-static int compile_whole_experts(void *user) {
+/* compile_fitting with every default pipeline built again (expert_parallel, band_rank). */
+static int compile_rebuilt(void *user) {
   compile_try *t = user, r = *t;
   const options *o = t->o;
-  expert_parallel = 0;
   r.pipeline = default_pipeline_parsed(t->c, o->gemm_algo, o->gqa);
   wf_pipeline **extra[] = {&r.replicate, &r.minimal, &r.minimal_replicate, &r.summa, &r.summa_replicate};
   char algo[80];
@@ -715,17 +718,52 @@ static int compile_whole_experts(void *user) {
   if (r.pipeline) wf_pipeline_free(r.pipeline);
   for (int i = 0; i < 5; i++)
     if (*extra[i]) wf_pipeline_free(*extra[i]);
+  return rc;
+}
+
+/* The plan without expert-bands. */
+static int compile_whole_experts(void *user) {
+  expert_parallel = 0;
+  int rc = compile_rebuilt(user);
   expert_parallel = 1;
   return rc;
 }
 
-/* compile_fitting, and with --expert-parallel compile_whole_experts when the plan with bands
- * does not fit: a band's colors are its own (docs/moe-plans.md). */
+/* Band counts tried after the first before every expert goes on the whole mesh (a block has
+ * up to min(experts, rows) - 1 counts; past its last, expert-bands gives it none). */
+#define MORE_BAND_COUNTS 3
+
+/* The next band count (expert-bands' rank + 1), then the ones after it, then the whole mesh
+ * (compile_bands' note says which was kept). */
+static int bands_refit; /* compile_next_bands ran: the first band count did not fit */
+static int compile_next_bands(void *user) {
+  bands_refit = 1;
+  if (band_rank >= MORE_BAND_COUNTS) return compile_whole_experts(user);
+  band_rank++;
+  int rc = wf_waferc_fallback(compile_rebuilt, compile_next_bands, user, NULL);
+  band_rank--;
+  return rc;
+}
+
+static int64_t plan_predicted(const char *dir, int *bands);
+
+/* compile_fitting, and with --expert-parallel the next band counts, then compile_whole_experts,
+ * while the plan with bands does not fit: a band's colors are its own, and its SRAM depends on
+ * its height and experts (docs/moe-plans.md). */
 static int compile_bands(void *user) {
   if (!expert_parallel) return compile_fitting(user);
-  return wf_waferc_fallback(compile_fitting, compile_whole_experts, user,
-                            "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
-                            "target's colors or SRAM; it is compiled with every expert on the whole mesh");
+  compile_try *t = user;
+  bands_refit = 0;
+  int rc = wf_waferc_fallback(compile_fitting, compile_next_bands, user,
+                              "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
+                              "target's colors or SRAM; other band counts are tried, then every expert on the whole mesh");
+  int bands = 0;
+  if (rc || !bands_refit || plan_predicted(t->o->output, &bands) < 0) return rc;
+  if (bands)
+    wf_note(WF_LOC_NONE, "--expert-parallel: the experts are on %d bands, a band count that fits", bands);
+  else
+    wf_note(WF_LOC_NONE, "--expert-parallel: no band count tried fits; every expert is on the whole mesh");
+  return rc;
 }
 
 static void drop_diag(wf_severity sev, wf_loc loc, const char *msg, void *user) { (void)sev, (void)loc, (void)msg, (void)user; }
