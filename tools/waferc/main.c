@@ -129,7 +129,8 @@ static void usage(FILE *out) {
         "  --expert-parallel[=on|off|auto]  an MoE block's experts on bands of the mesh's\n"
         "                             rows, the bands running at once (the expert-bands pass\n"
         "                             after moe-routes; docs/moe-plans.md); auto compiles with\n"
-        "                             and without and keeps the fewer predicted cycles\n"
+        "                             up to four band counts and without, and keeps the\n"
+        "                             fewest predicted cycles\n"
         "  -q                         no progress lines\n"
         "  --help, --version\n",
         out);
@@ -736,11 +737,23 @@ static int compile_whole_experts(void *user) {
 /* The next band count (expert-bands' rank + 1), then the ones after it, then the whole mesh
  * (compile_bands' note says which was kept). */
 static int bands_refit; /* compile_next_bands ran: the first band count did not fit */
+static int kept_rank;   /* the band_rank of the plan compile_bands kept (-1: the whole mesh) */
+
+/* compile_rebuilt at band_rank, noting the rank when the plan fits. */
+static int compile_rank(void *user) {
+  int rc = compile_rebuilt(user);
+  if (!rc) kept_rank = band_rank;
+  return rc;
+}
+
 static int compile_next_bands(void *user) {
   bands_refit = 1;
-  if (band_rank >= MORE_BAND_COUNTS) return compile_whole_experts(user);
+  if (band_rank >= MORE_BAND_COUNTS) {
+    kept_rank = -1;
+    return compile_whole_experts(user);
+  }
   band_rank++;
-  int rc = wf_waferc_fallback(compile_rebuilt, compile_next_bands, user, NULL);
+  int rc = wf_waferc_fallback(compile_rank, compile_next_bands, user, NULL);
   band_rank--;
   return rc;
 }
@@ -753,7 +766,7 @@ static int64_t plan_predicted(const char *dir, int *bands);
 static int compile_bands(void *user) {
   if (!expert_parallel) return compile_fitting(user);
   compile_try *t = user;
-  bands_refit = 0;
+  bands_refit = 0, kept_rank = 0;
   int rc = wf_waferc_fallback(compile_fitting, compile_next_bands, user,
                               "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
                               "target's colors or SRAM; other band counts are tried, then every expert on the whole mesh");
@@ -787,39 +800,69 @@ static int64_t plan_predicted(const char *dir, int *bands) {
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
 
-/* compile_bands, and with --expert-parallel=auto the plan without bands too when the plan has
- * them: the one with fewer predicted cycles is kept (compiled again into the plan directory when
- * it is the one without), and a note gives both. */
-static int compile_choose(void *user) {
-  compile_try *t = user;
-  int rc = compile_bands(user), bands = 0;
-  if (rc || !expert_auto) return rc;
-  int64_t with = plan_predicted(t->o->output, &bands);
-  if (!bands || with < 0) return rc;
+/* Compiles into a scratch directory with `fn` at band_rank = rank, its diagnostics dropped:
+ * the plan's predicted cycles and bands, or -1 when it does not compile or fit. */
+static int64_t predicted_silently(compile_try *t, int (*fn)(void *), int rank, int *bands) {
   char dir[] = "/tmp/waferc-ep-XXXXXX";
-  if (!mkdtemp(dir)) return rc;
+  *bands = 0;
+  if (!mkdtemp(dir)) return -1;
   options o2 = *t->o;
   char *plan = wf_path_join(dir, "plan");
   o2.output = plan;
   compile_try r = *t;
   r.o = &o2;
   void *prev_user;
-  wf_diag_sink prev_user_sink = wf_diag_get_sink(&prev_user); /* the second compile's: not shown */
+  wf_diag_sink prev_sink = wf_diag_get_sink(&prev_user);
   wf_diag_set_sink(drop_diag, NULL);
-  int rc2 = compile_whole_experts(&r), none = 0;
-  wf_diag_set_sink(prev_user_sink, prev_user);
-  int64_t without = rc2 ? -1 : plan_predicted(plan, &none);
+  int saved = band_rank;
+  band_rank = rank;
+  int rc = fn(&r);
+  band_rank = saved;
+  wf_diag_set_sink(prev_sink, prev_user);
+  int64_t cycles = rc ? -1 : plan_predicted(plan, bands);
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   free(plan);
-  if (without >= 0 && without < with) {
-    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %lld cycles predicted with the experts on %d bands, %lld without: "
-                         "compiled without", (long long)with, bands, (long long)without);
-    r.o = t->o;
-    return compile_whole_experts(&r);
+  return cycles;
+}
+
+/* compile_bands, and with --expert-parallel=auto, when that plan has bands, the plans with the
+ * band counts after it (up to MORE_BAND_COUNTS more, while they make bands) and the plan
+ * without bands: the one with the fewest predicted cycles is kept (compiled again into the
+ * plan directory when it is not the first), and a note gives every one weighed. */
+static int compile_choose(void *user) {
+  compile_try *t = user;
+  int rc = compile_bands(user), bands = 0;
+  if (rc || !expert_auto) return rc;
+  int64_t first = plan_predicted(t->o->output, &bands);
+  if (!bands || first < 0) return rc;
+  int first_rank = kept_rank, best_rank = first_rank, best_bands = bands;
+  int64_t best = first;
+  char said[512];
+  int at = snprintf(said, sizeof said, "%lld cycles predicted with the experts on %d bands", (long long)first, bands);
+  for (int r = first_rank + 1; r <= MORE_BAND_COUNTS; r++) {
+    int nb;
+    int64_t c = predicted_silently(t, compile_rebuilt, r, &nb);
+    if (c < 0) continue; /* does not fit: the next may */
+    if (!nb) break;      /* past every block's band counts */
+    if (at < (int)sizeof said) at += snprintf(said + at, sizeof said - (size_t)at, ", %lld on %d", (long long)c, nb);
+    if (c < best) best = c, best_rank = r, best_bands = nb;
   }
-  if (without >= 0)
-    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %lld cycles predicted with the experts on %d bands, %lld without: "
-                         "kept the bands", (long long)with, bands, (long long)without);
+  int none;
+  int64_t without = predicted_silently(t, compile_whole_experts, 0, &none);
+  if (without >= 0 && at < (int)sizeof said) snprintf(said + at, sizeof said - (size_t)at, ", %lld without", (long long)without);
+  if (without >= 0 && without < best) {
+    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %s: compiled without", said);
+    return compile_whole_experts(user);
+  }
+  if (best_rank == first_rank) {
+    wf_note(WF_LOC_NONE, "--expert-parallel=auto: %s: kept the bands (%d)", said, best_bands);
+    return rc;
+  }
+  wf_note(WF_LOC_NONE, "--expert-parallel=auto: %s: compiled with the bands (%d)", said, best_bands);
+  int saved = band_rank;
+  band_rank = best_rank;
+  rc = compile_rebuilt(user);
+  band_rank = saved;
   return rc;
 }
 
