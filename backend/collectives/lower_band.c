@@ -230,17 +230,7 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   }
   /* the one-trip loop's variable: one the op's code never names (a class holds 8) */
   unsigned used = 0;
-  for (int i = L->band_code0; i < c->n_code; i++) {
-    const wf_pe_instr *in = &c->code[i];
-    for (int k = 0; k < in->guard.n; k++) {
-      if (in->guard.c[k].a.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].a.var;
-      if (in->guard.c[k].b.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].b.var;
-    }
-    for (int a = 0; wf_peops[in->op].sig[a] && a < WF_PE_MAX_ARGS; a++) {
-      if (in->args[a].term.kind == WF_TERM_VAR) used |= 1u << in->args[a].term.var;
-      if (in->args[a].term2.kind == WF_TERM_VAR) used |= 1u << in->args[a].term2.var;
-    }
-  }
+  for (int i = L->band_code0; i < c->n_code; i++) used |= wf_lower_vars_named(&c->code[i]);
   int var = 0;
   while (var < c->n_vars && (used >> var & 1)) var++;
   if (var == c->n_vars && (var = wf_pe_class_find_var(c, "band", 1)) < 0) {

@@ -162,6 +162,8 @@ int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes);
  * many kinds of variable, a GEMM of another algorithm on each band height); none left is an
  * internal error, never an index of -1. */
 int wf_lower_var(wf_lower *L, const char *name);
+/* The loop variables instruction `in` names in its guard or operands, as a bit mask. */
+unsigned wf_lower_vars_named(const wf_pe_instr *in);
 /* The color for a purpose, allocating it and its routes on first use; -1 (reported) if the
  * target has no color left. */
 int wf_lower_color(wf_lower *L, int purpose, wf_loc loc);

@@ -189,17 +189,17 @@ int wf_lower_temp(wf_lower *L, const char *name, int64_t bytes) {
   return s;
 }
 
-/* Whether instruction in names loop variable v. */
-static int names_var(const wf_pe_instr *in, int v) {
-  for (int k = 0; k < in->guard.n; k++)
-    if ((in->guard.c[k].a.kind == WF_TERM_VAR && in->guard.c[k].a.var == v) ||
-        (in->guard.c[k].b.kind == WF_TERM_VAR && in->guard.c[k].b.var == v))
-      return 1;
-  for (int a = 0; a < WF_PE_MAX_ARGS && wf_peops[in->op].sig[a]; a++)
-    if ((in->args[a].term.kind == WF_TERM_VAR && in->args[a].term.var == v) ||
-        (in->args[a].term2.kind == WF_TERM_VAR && in->args[a].term2.var == v))
-      return 1;
-  return 0;
+unsigned wf_lower_vars_named(const wf_pe_instr *in) {
+  unsigned used = 0;
+  for (int k = 0; k < in->guard.n; k++) {
+    if (in->guard.c[k].a.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].a.var;
+    if (in->guard.c[k].b.kind == WF_TERM_VAR) used |= 1u << in->guard.c[k].b.var;
+  }
+  for (int a = 0; a < WF_PE_MAX_ARGS && wf_peops[in->op].sig[a]; a++) {
+    if (in->args[a].term.kind == WF_TERM_VAR) used |= 1u << in->args[a].term.var;
+    if (in->args[a].term2.kind == WF_TERM_VAR) used |= 1u << in->args[a].term2.var;
+  }
+  return used;
 }
 
 int wf_lower_var(wf_lower *L, const char *name) {
@@ -217,7 +217,7 @@ int wf_lower_var(wf_lower *L, const char *name) {
     int busy = 0;
     for (int i = 0; i < L->n_lent; i++) busy |= L->lent_var[i] == v;
     for (int i = 0; i < c->n_code && !busy; i++)
-      busy = (i >= op0 || (c->code[i].op == WF_PEOP_LOOP && c->code[i].match < 0)) && names_var(&c->code[i], v);
+      busy = (i >= op0 || (c->code[i].op == WF_PEOP_LOOP && c->code[i].match < 0)) && (wf_lower_vars_named(&c->code[i]) >> v & 1);
     if (busy) continue;
     WF_ASSERT(L->n_lent < 8);
     snprintf(L->lent_name[L->n_lent], sizeof L->lent_name[0], "%s", name);
