@@ -443,7 +443,6 @@ int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir, const w
   plan_line(p, pl, sizeof pl);
   static const char *const dir_file[4] = {"link_n", "link_e", "link_s", "link_w"};
   static const char *const dir_word[4] = {"north", "east", "south", "west"};
-  static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
   int rc = WF_EXIT_OK;
   for (int k = -1; k < 4 && !rc; k++) {
     map m = {k < 0 ? "pe_busy" : dir_file[k], "", k >= 0, calloc(cells, sizeof(double)),
@@ -464,7 +463,7 @@ int wf_heatmap_write(const wf_sim *s, const wf_plan *p, const char *dir, const w
           /* a link carries at most one wavelet per direction per cycle (cycle-model.md,
            * "Fabric"): the rate is the share of its capacity used */
           m.v[i] = total > 0 ? (double)wf_sim_link_wavelets(s, x, y, k) / (double)total : 0;
-          int nx = x + dx[k], ny = y + dy[k];
+          int nx = x + wf_dir_dx[k], ny = y + wf_dir_dy[k];
           /* a port with no PE behind it carries nothing: shown as "none" */
           m.has[i] = nx >= 0 && ny >= 0 && nx < w && ny < h && pe[(size_t)ny * w + nx];
         }

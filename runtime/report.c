@@ -132,13 +132,12 @@ static band_stat band_stats(const wf_sim *s, int region) {
     if (s->ops[i].end > b.end) b.end = s->ops[i].end;
   }
   if (b.start == INT64_MAX) b.start = 0;
-  static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0}; /* N E S W */
   for (int y = r->y; y < r->y + r->h; y++)
     for (int x = r->x; x < r->x + r->w; x++) {
       const wf_router *rt = s->routers[(size_t)y * s->w + x];
       if (!rt) continue;
       for (int d = 0; d < WF_DIR_RAMP; d++) {
-        int nx = x + dx[d], ny = y + dy[d];
+        int nx = x + wf_dir_dx[d], ny = y + wf_dir_dy[d];
         if (nx < r->x || nx >= r->x + r->w || ny < r->y || ny >= r->y + r->h) continue;
         b.hops += rt->out_count[d];
         if (rt->out_count[d] > b.busiest) b.busiest = rt->out_count[d], b.bx = x, b.by = y, b.bdir = d;

@@ -8,8 +8,6 @@
 #include "runtime/sim_sched.h"
 #include "waferc/diag.h"
 
-static const int dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
-static const int dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 static const int dir_opp[WF_DIR_COUNT] = {WF_DIR_S, WF_DIR_W, WF_DIR_N, WF_DIR_E, WF_DIR_RAMP};
 
 static void popped(wf_router *r, int lc, int rx) {
@@ -47,7 +45,7 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
     if (!wf_guard_eval(&rt->guard, &p->env)) continue;
     unsigned tx = rt->tx;
     for (int d = 0; d < WF_DIR_RAMP; d++) {
-      int nx = p->x + dir_dx[d], ny = p->y + dir_dy[d];
+      int nx = p->x + wf_dir_dx[d], ny = p->y + wf_dir_dy[d];
       if (nx < reg->x || ny < reg->y || nx >= reg->x + reg->w || ny >= reg->y + reg->h)
         tx &= ~(1u << d);
     }
@@ -60,7 +58,7 @@ int wf_router_setup(wf_sim *s, wf_pe *p, wf_router *r) {
 }
 
 static wf_router *neighbour(wf_sim *s, const wf_router *r, int d) {
-  int nx = r->x + dir_dx[d], ny = r->y + dir_dy[d];
+  int nx = r->x + wf_dir_dx[d], ny = r->y + wf_dir_dy[d];
   if (nx < 0 || ny < 0 || nx >= s->w || ny >= s->h) return NULL;
   return s->routers[(size_t)ny * s->w + nx];
 }

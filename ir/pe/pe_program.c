@@ -14,6 +14,8 @@ const wf_peop_info wf_peops[WF_PEOP_COUNT] = {
 };
 
 const char *const wf_dir_names[WF_DIR_COUNT] = {"N", "E", "S", "W", "RAMP"};
+const int wf_dir_dx[WF_DIR_COUNT] = {0, 1, 0, -1, 0};
+const int wf_dir_dy[WF_DIR_COUNT] = {-1, 0, 1, 0, 0};
 
 int wf_peop_lookup(const char *name, wf_peop *out) {
   for (int i = 0; i < WF_PEOP_COUNT; i++)

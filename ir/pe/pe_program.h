@@ -60,6 +60,8 @@ int wf_peop_lookup(const char *name, wf_peop *out); /* 0 on success */
 /* Router ports. N is toward y-1, E toward x+1. */
 enum { WF_DIR_N, WF_DIR_E, WF_DIR_S, WF_DIR_W, WF_DIR_RAMP, WF_DIR_COUNT };
 extern const char *const wf_dir_names[WF_DIR_COUNT];
+/* The step to the neighbour a port leads to (y grows southward; RAMP: none). */
+extern const int wf_dir_dx[WF_DIR_COUNT], wf_dir_dy[WF_DIR_COUNT];
 
 /* A term: (c * base) % M + k, where base is a constant 0, a PE parameter, a step parameter
  * (R, C: set by the host before each decode step, 0 otherwise) or a loop variable; the scale
