@@ -736,8 +736,7 @@ static int compile_whole_experts(void *user) {
 
 /* The next band count (expert-bands' rank + 1), then the ones after it, then the whole mesh
  * (compile_bands' note says which was kept). */
-static int bands_refit; /* compile_next_bands ran: the first band count did not fit */
-static int kept_rank;   /* the band_rank of the plan compile_bands kept (-1: the whole mesh) */
+static int kept_rank; /* the band_rank of the plan compile_bands kept (-1: the whole mesh) */
 
 /* compile_rebuilt at band_rank, noting the rank when the plan fits. */
 static int compile_rank(void *user) {
@@ -747,7 +746,6 @@ static int compile_rank(void *user) {
 }
 
 static int compile_next_bands(void *user) {
-  bands_refit = 1;
   if (band_rank >= MORE_BAND_COUNTS) {
     kept_rank = -1;
     return compile_whole_experts(user);
@@ -766,12 +764,12 @@ static int64_t plan_predicted(const char *dir, int *bands);
 static int compile_bands(void *user) {
   if (!expert_parallel) return compile_fitting(user);
   compile_try *t = user;
-  bands_refit = 0, kept_rank = 0;
+  kept_rank = 0;
   int rc = wf_waferc_fallback(compile_fitting, compile_next_bands, user,
                               "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
                               "target's colors or SRAM; other band counts are tried, then every expert on the whole mesh");
   int bands = 0;
-  if (rc || !bands_refit || plan_predicted(t->o->output, &bands) < 0) return rc;
+  if (rc || !kept_rank || plan_predicted(t->o->output, &bands) < 0) return rc; /* the first count fit */
   if (bands)
     wf_note(WF_LOC_NONE, "--expert-parallel: the experts are on %d bands, a band count that fits", bands);
   else
