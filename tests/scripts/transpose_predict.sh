@@ -6,7 +6,7 @@
 # predicted 2,400 cycles for the 32x32 case of 1-word blocks, which simulates in 539: this
 # test fails on it. Measured with the model (BENCHMARKS.md, "Predictions of the mirror
 # transpose"): within 2.5% on the cases below, +6.5% / -6% on 3x3 to 32x32 in general, up to
-# +9.3% for 4x4 blocks on 128x128; held to 8% here. The outputs equal the interpreter's
+# +9.3% for 4x4 blocks on 128x128; held to 3% here (the cases below measure 2.3% at most). The outputs equal the interpreter's
 # (functional mode), so the plans measured are working ones.
 set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
@@ -37,7 +37,7 @@ op = [o for o in rep["ops"] if o["op"] == "transpose"][0]
 sim, pred = op["cycles"], op["predicted_cycles"]
 err = (pred - sim) / sim
 print("transpose %sx%s [%s, %s, %s]: %d simulated, %d predicted (%+.1f%%)" % (sys.argv[2], sys.argv[2], *sys.argv[3:], sim, pred, 100 * err))
-sys.exit(0 if abs(err) <= 0.08 else 1)
+sys.exit(0 if abs(err) <= 0.03 else 1)
 EOF
 }
 
