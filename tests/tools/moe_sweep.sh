@@ -11,7 +11,7 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export WAFERC_TARGET_PATH=${WAFERC_TARGET_PATH:-$SRC/targets}
 waferc=${WAFERC:-waferc}
 waferrun=${WAFERRUN:-waferrun}
-npycmp=${NPYCMP:-$(dirname "$waferc")/wafer-npycmp}
+case $waferc in */*) npycmp=${NPYCMP:-$(dirname "$waferc")/wafer-npycmp} ;; *) npycmp=${NPYCMP:-wafer-npycmp} ;; esac
 M=$SRC/examples/models/moe
 EXTRA=${EXTRA:-}
 tmp=$(mktemp -d)
