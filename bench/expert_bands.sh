@@ -3,8 +3,8 @@
 # bands"; BENCHMARKS.md "MoE blocks: experts on bands") against every expert on the whole mesh,
 # SIMULATED: SwiGLU MoE blocks exported by torch (examples/models/export_moe.py): dense (every
 # expert on every token, --dense), top-K with a capacity of T K / N tokens per expert gathered
-# and added back (--cap), and Hugging Face's Mixtral style (tokens dispatched by torch.where,
-# --hf), compiled for wse2 with and without bands. "bands" 0: the plan with bands did not fit
+# and added back (--cap), Hugging Face's Mixtral style (tokens dispatched by torch.where,
+# --hf) and the capacity einsums of Switch (K = 1) and GShard (K = 2) (--switch), compiled for wse2 with and without bands. "bands" 0: the plan with bands did not fit
 # (waferc said so and compiled without them). Per row: the cycles of each (simulated, and the
 # plan's prediction), their ratio, the bands, and the largest SRAM a PE holds. With
 # MODE=functional (the default) every output is checked against torch's.
@@ -12,7 +12,7 @@
 #   CONFIGS="hf:64:128:256:8:2:16x16" bench/expert_bands.sh   # STYLE:T:E:F:N:K:MESH ...
 # Needs /usr/bin/python3 with torch and onnx (Debian python3-torch, python3-onnx).
 set -euo pipefail
-CONFIGS=${CONFIGS:-"dense:8:32:48:8:2:8x8 dense:32:64:128:8:2:8x8 dense:32:64:128:8:2:16x16 dense:64:128:256:8:2:16x16 dense:64:128:256:16:2:16x16 dense:128:256:512:8:2:32x32 cap:8:32:48:8:2:8x8 cap:32:64:128:8:2:8x8 cap:32:64:128:8:2:16x16 cap:64:128:256:8:2:16x16 cap:64:128:256:16:2:16x16 cap:128:256:512:8:2:32x32 hf:8:32:48:8:2:8x8 hf:8:32:48:8:2:16x16"}
+CONFIGS=${CONFIGS:-"dense:8:32:48:8:2:8x8 dense:32:64:128:8:2:8x8 dense:32:64:128:8:2:16x16 dense:64:128:256:8:2:16x16 dense:64:128:256:16:2:16x16 dense:128:256:512:8:2:32x32 cap:8:32:48:8:2:8x8 cap:32:64:128:8:2:8x8 cap:32:64:128:8:2:16x16 cap:64:128:256:8:2:16x16 cap:64:128:256:16:2:16x16 cap:128:256:512:8:2:32x32 hf:8:32:48:8:2:8x8 hf:8:32:48:8:2:16x16 switch:32:64:128:8:1:8x8 switch:32:64:128:8:2:8x8"}
 MODE=${MODE:-functional}
 . "$(dirname "${BASH_SOURCE[0]}")/env.bash" # $here, targets, $waferc, $waferrun, $tmp
 

@@ -307,6 +307,17 @@ wf_value wf_op_insert_new(wf_func *f, wf_op *pos, wf_opcode code, int n_operands
   return op->results[0];
 }
 
+wf_value wf_op_insert_slice(wf_func *f, wf_op *pos, wf_value v, wf_type result, int64_t start, int64_t end,
+                            int64_t axis, int64_t step, wf_loc loc) {
+  wf_value r = wf_op_insert_new(f, pos, WF_OP_SLICE, 1, &v, result, loc);
+  wf_op *sl = f->values[r].def;
+  wf_op_set_ints(f, sl, "starts", 1, &start);
+  wf_op_set_ints(f, sl, "ends", 1, &end);
+  wf_op_set_ints(f, sl, "axes", 1, &axis);
+  wf_op_set_ints(f, sl, "steps", 1, &step);
+  return r;
+}
+
 void wf_op_insert_before(wf_func *f, wf_op *pos, wf_op *op) {
   if (!pos) { /* append */
     op->prev = f->last;

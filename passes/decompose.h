@@ -22,7 +22,8 @@ int wf_decompose_gemm(wf_module *m, wf_func *f);
 int wf_decompose_matvec(wf_module *m, wf_func *f);
 
 /* Rewrites a dense MoE block's stacked combine, reduce_sum over -2 of
- * concat(reshape(e_i) -> [.., 1, E]) * reshape(gates) -> [.., N, 1], into the sum over i of
+ * concat(reshape(e_i) -> [.., 1, E]) * reshape(gates) -> [.., N, 1], or the batched product
+ * of reshape(gates) -> [T, 1, N] by concat(reshape(e_i) -> [T, 1, E]), into the sum over i of
  * slice(gates, i) * e_i (passes/partition_moe.c). Returns the number rewritten. */
 int wf_partition_moe_combine(wf_module *m, wf_func *f);
 /* Rewrites DeepSeek-V3's grouped gate, a top-k over a [T, G, S] view of the scores and the

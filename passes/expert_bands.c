@@ -32,6 +32,10 @@
  * Bands of two heights are lowered alike (backend/collectives/lower_band.c writes the routes
  * of a height whose bands start off its multiples for their rows).
  *
+ * A block whose dispatch and combine are capacity einsums (Switch, GShard: one product over
+ * every (expert, slot) pair) is first split into one product per expert (split_einsums below),
+ * which makes its combine such a sum.
+ *
  * It runs after partition and moe-routes, before lower-gemm (which chooses each GEMM for its
  * band's size). It is not in the default pipeline: `waferc --expert-parallel` adds it. */
 #include <stdio.h>
@@ -40,6 +44,7 @@
 
 #include "waferc/diag.h"
 #include "waferc/pass.h"
+#include "ir/rules.h"
 
 static const char *const stats[] = {"blocks", "experts", "bands"};
 
@@ -352,10 +357,152 @@ static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int
   wf_pass_stat_add(pctx, "bands", G);
 }
 
+/* ---- the capacity einsums, split per expert ------------------------------------------------
+ * A Switch / GShard block dispatches and combines by einsums over (expert, slot) pairs, which
+ * torch exports as one matmul each:
+ *
+ *   dispatch  X_e = reshape(slice(reshape(matmul(P, x) -> [N, C, E]), e, axis 0) -> [C, E])
+ *   combine   y   = matmul(A, reshape(concat(reshape(o_e -> [1, C, E]), axis 0) -> [N C, E]))
+ *
+ * (P [N C, T] and A [T, N C] the routing masks). Its sum over the experts is inside one
+ * product, so no term is an expert's. Split per expert: X_e = matmul(slice(P, rows e C ..
+ * e C + C), x) and y = sum_e matmul(slice(A, columns e C .. e C + C), o_e), which the bands
+ * below take like any sum of terms. Only where N experts make bands (at this rank): on the
+ * whole mesh N products of C-wide operands cost more than one. */
+
+static void unlink_dead(wf_func *f, wf_op *op) {
+  if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
+}
+
+/* Whether v is an [N C, E] view of N blocks [C, E] stacked along axis 0 (concat of reshapes
+ * inserting a leading 1); the blocks in o. */
+static int stacked_rows(const wf_func *f, wf_value v, int64_t N_max, wf_value *o, int *n) {
+  wf_op *rs = wf_def_of(f, v, WF_OP_RESHAPE);
+  wf_op *cat = rs ? wf_def_of(f, rs->operands[0], WF_OP_CONCAT) : NULL;
+  if (!cat || wf_op_int(f, cat, "axis", 0) != 0 || cat->n_operands < 2 || cat->n_operands > N_max) return 0;
+  const wf_type *ct = wf_value_type(f, cat->results[0]);
+  if (ct->rank != 3) return 0;
+  for (int i = 0; i < cat->n_operands; i++) {
+    wf_op *r = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    const wf_type *ot = r ? wf_value_type(f, r->operands[0]) : NULL;
+    if (!ot || ot->rank != 2 || ot->dims[0] != ct->dims[1] || ot->dims[1] != ct->dims[2] ||
+        wf_value_type(f, cat->operands[i])->dims[0] != 1)
+      return 0;
+    o[i] = r->operands[0];
+  }
+  *n = cat->n_operands;
+  return 1;
+}
+
+/* The combine at mm split: 1, else 0. */
+static int split_combine(wf_module *m, wf_func *f, wf_op *mm, int H, int rank) {
+  wf_value o[MAX_TERMS];
+  int N;
+  if (mm->code != WF_OP_MATMUL || !stacked_rows(f, mm->operands[1], MAX_TERMS, o, &N)) return 0;
+  const wf_type *at = wf_value_type(f, mm->operands[0]), *yt = wf_value_type(f, mm->results[0]);
+  int64_t C = wf_value_type(f, o[0])->dims[0];
+  if (at->rank != 2 || yt->rank != 2 || at->dims[1] != N * C || yt->dtype != WF_F32 || bands(N, H, rank) < 2) return 0;
+  wf_type st = *at;
+  st.dims[1] = C;
+  wf_value acc = 0;
+  for (int e = 0; e < N; e++) {
+    wf_value p[2] = {wf_op_insert_slice(f, mm, mm->operands[0], st, e * C, e * C + C, 1, 1, mm->loc), o[e]};
+    wf_value t = wf_op_insert_new(f, mm, WF_OP_MATMUL, 2, p, *yt, mm->loc);
+    if (e) {
+      wf_value a[2] = {acc, t};
+      t = wf_op_insert_new(f, mm, WF_OP_ADD, 2, a, *yt, mm->loc);
+    }
+    acc = t;
+  }
+  wf_value old = mm->results[0];
+  wf_value_replace_uses(f, old, acc);
+  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
+  wf_op *rs = wf_def_of(f, mm->operands[1], WF_OP_RESHAPE), *cat = wf_def_of(f, rs->operands[0], WF_OP_CONCAT);
+  wf_op_unlink(f, mm);
+  unlink_dead(f, rs);
+  if (wf_value_use_count(f, cat->results[0]) == 0) {
+    wf_op *r[MAX_TERMS];
+    for (int i = 0; i < N; i++) r[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    wf_op_unlink(f, cat);
+    for (int i = 0; i < N; i++) unlink_dead(f, r[i]);
+  }
+  return 1;
+}
+
+/* The dispatch at rs (the [N C, E] -> [N, C, E] reshape of a matmul) split: 1, else 0. Every
+ * use must be one expert's slice, read by one reshape dropping its axis. */
+static int split_dispatch(wf_module *m, wf_func *f, wf_op *rs, int H, int rank) {
+  if (rs->code != WF_OP_RESHAPE) return 0;
+  wf_op *mm = wf_def_of(f, rs->operands[0], WF_OP_MATMUL);
+  const wf_type *t3 = wf_value_type(f, rs->results[0]);
+  if (!mm || wf_value_use_count(f, mm->results[0]) != 1 || t3->rank != 3 || t3->dims[0] > 64 ||
+      bands((int)t3->dims[0], H, rank) < 2)
+    return 0;
+  const wf_type *pt = wf_value_type(f, mm->operands[0]);
+  int64_t C = t3->dims[1];
+  if (pt->rank != 2 || pt->dims[0] != t3->dims[0] * C) return 0;
+  int n = 0;
+  wf_func_foreach_op(f, u) {
+    for (int k = 0; k < u->n_operands; k++) {
+      if (u->operands[k] != rs->results[0]) continue;
+      int na, ns, nx, nt;
+      const int64_t *ax = wf_rule_ints(f, u, "axes", &na), *st = wf_rule_ints(f, u, "starts", &ns);
+      const int64_t *en = wf_rule_ints(f, u, "ends", &nx), *sp = wf_rule_ints(f, u, "steps", &nt);
+      if (u->code != WF_OP_SLICE || !ax || !st || !en || na != 1 || ns != 1 || nx != 1 || ax[0] != 0 ||
+          st[0] < 0 || en[0] != st[0] + 1 || (sp && sp[0] != 1) || wf_value_use_count(f, u->results[0]) != 1)
+        return 0;
+      n++;
+    }
+  }
+  if (n < 2) return 0;
+  /* every slice's one use a reshape to [C, E] */
+  wf_func_foreach_op(f, u) {
+    if (u->code != WF_OP_SLICE || u->operands[0] != rs->results[0]) continue;
+    wf_func_foreach_op(f, r) {
+      if (r->n_operands < 1 || r->operands[0] != u->results[0]) continue;
+      const wf_type *rt = wf_value_type(f, r->results[0]);
+      if (r->code != WF_OP_RESHAPE || rt->rank != 2 || rt->dims[0] != C || rt->dims[1] != t3->dims[2]) return 0;
+    }
+  }
+  wf_type st = *pt;
+  st.dims[0] = C;
+  for (wf_op *u = f->first, *next; u; u = next) {
+    next = u->next;
+    if (u->code != WF_OP_SLICE || u->operands[0] != rs->results[0]) continue;
+    int na;
+    int64_t e = wf_rule_ints(f, u, "starts", &na)[0];
+    wf_op *r = NULL;
+    wf_func_foreach_op(f, q) if (q->n_operands >= 1 && q->operands[0] == u->results[0]) r = q;
+    wf_value p[2] = {wf_op_insert_slice(f, r, mm->operands[0], st, e * C, e * C + C, 0, 1, r->loc), mm->operands[1]};
+    wf_value x = wf_op_insert_new(f, r, WF_OP_MATMUL, 2, p, *wf_value_type(f, r->results[0]), r->loc);
+    wf_value old = r->results[0];
+    wf_value_replace_uses(f, old, x);
+    if (f->values[old].name) wf_value_set_name(f, x, wf_str(m, f->values[old].name));
+    if (next == r) next = r->next;
+    wf_op_unlink(f, r);
+    wf_op_unlink(f, u);
+  }
+  wf_op_unlink(f, rs);
+  wf_op_unlink(f, mm);
+  return 1;
+}
+
+static void split_einsums(wf_module *m, wf_func *f, int H, int rank) {
+  for (wf_op *op = f->first, *next; op; op = next) {
+    next = op->next;
+    if (split_dispatch(m, f, op, H, rank)) next = f->first;
+  }
+  for (wf_op *op = f->first, *next; op; op = next) {
+    next = op->next;
+    split_combine(m, f, op, H, rank);
+  }
+}
+
 static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
   int mesh_region = wf_module_find_region(m, "mesh");
   if (mesh_region < 0) return;
   wf_region mesh = m->regions[mesh_region];
+  split_einsums(m, f, mesh.h, (int)wf_pass_opt_int(pctx, "rank"));
   /* the roots: adds whose result is not a term of a larger sum (collect's rule: an add's
    * operand of its type, used once, is part of it) */
   uint8_t *inner = calloc((size_t)f->n_values + 1, 1);

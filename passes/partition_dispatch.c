@@ -65,13 +65,7 @@ static int scalar_index(wf_module *m, wf_func *f, wf_op *op) {
   if (k < 0 || k >= xt->dims[axis]) return 0; /* the interpreter's to report */
   wf_type st = wf_rewrite_type(xt);
   st.dims[axis] = 1;
-  wf_value sv = wf_op_insert_new(f, op, WF_OP_SLICE, 1, &op->operands[0], st, op->loc);
-  wf_op *sl = f->values[sv].def;
-  int64_t starts[1] = {k}, ends[1] = {k + 1}, axes[1] = {axis}, steps[1] = {1};
-  wf_op_set_ints(f, sl, "starts", 1, starts);
-  wf_op_set_ints(f, sl, "ends", 1, ends);
-  wf_op_set_ints(f, sl, "axes", 1, axes);
-  wf_op_set_ints(f, sl, "steps", 1, steps);
+  wf_value sv = wf_op_insert_slice(f, op, op->operands[0], st, k, k + 1, axis, 1, op->loc);
   wf_value rv = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &sv, wf_rewrite_type(wf_value_type(f, op->results[0])), op->loc);
   replace(m, f, op->results[0], rv);
   return 1;

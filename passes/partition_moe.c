@@ -13,7 +13,8 @@
  * which this rewrite builds (a slice of a column of the gate matrix, a broadcast mul, a chain
  * of adds, in expert order as the sum over N). The stacked ops are removed when nothing else
  * reads them. Any other shape of the pattern is left alone. rows_combine: the same sum over a
- * view of the rows (DeepSeek's combine). */
+ * view of the rows (DeepSeek's combine); batched_combine: over the stack as a batched product
+ * (`einsum("tn,tne->te")`). */
 #include "passes/decompose.h"
 
 /* x's dims equal y's with a 1 inserted at position at. */
@@ -26,18 +27,6 @@ static int inserts_one(const wf_type *x, const wf_type *y, int at) {
 
 static void unlink_if_dead(wf_func *f, wf_op *op) {
   if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
-}
-
-/* slice(v, start:end:step) along axis, of type t, before op. */
-static wf_value slice_before(wf_func *f, wf_op *op, wf_value v, const wf_type *t, int64_t start, int64_t end,
-                             int64_t axis, int64_t step) {
-  wf_op *sl = wf_op_new(f, WF_OP_SLICE, 1, &v, 1, t, op->loc);
-  wf_op_set_ints(f, sl, "starts", 1, &start);
-  wf_op_set_ints(f, sl, "ends", 1, &end);
-  wf_op_set_ints(f, sl, "axes", 1, &axis);
-  wf_op_set_ints(f, sl, "steps", 1, &step);
-  wf_op_insert_before(f, op, sl);
-  return sl->results[0];
 }
 
 /* op's result replaced by v (keeping its name), op unlinked. */
@@ -56,7 +45,7 @@ static void weighted_sum(wf_module *m, wf_func *f, wf_op *op, wf_value gv, const
   colt.dims[colt.rank - 1] = 1;
   wf_value acc = 0;
   for (int64_t i = 0; i < N; i++) {
-    wf_value mo[2] = {slice_before(f, op, gv, &colt, i, i + 1, gt->rank - 1, 1), ev[i]};
+    wf_value mo[2] = {wf_op_insert_slice(f, op, gv, colt, i, i + 1, gt->rank - 1, 1, op->loc), ev[i]};
     wf_op *mi = wf_op_new(f, WF_OP_MUL, 2, mo, 1, &yt, op->loc);
     wf_op_insert_before(f, op, mi);
     if (i == 0) {
@@ -96,7 +85,7 @@ static int rows_combine(wf_module *m, wf_func *f, wf_op *op, wf_op *mul, const w
     return 0;
   wf_type rowt = wf_rewrite_type(wf_value_type(f, op->results[0]));
   wf_value ev[64];
-  for (int64_t j = 0; j < K; j++) ev[j] = slice_before(f, op, xv, &rowt, j, T * K, 0, K);
+  for (int64_t j = 0; j < K; j++) ev[j] = wf_op_insert_slice(f, op, xv, rowt, j, T * K, 0, K, op->loc);
   weighted_sum(m, f, op, gv, ev, K);
   unlink_if_dead(f, mul);
   unlink_if_dead(f, gr);
@@ -152,6 +141,45 @@ static int stacked_combine(wf_module *m, wf_func *f, wf_op *op) {
   return 1;
 }
 
+/* The combine as a batched product, `einsum("tn,tne->te", gates, stack)`, which torch exports
+ * as reshape(matmul(reshape(gates) -> [T, 1, N], concat(reshape(e_i) -> [T, 1, E], axis 1)))
+ * -> [T, E] at op (the last reshape): the same weighted sum (weighted_sum), 1, else 0. The
+ * batched product would hold each token's N x E stack on the PEs of its row. */
+static int batched_combine(wf_module *m, wf_func *f, wf_op *op) {
+  if (op->code != WF_OP_RESHAPE) return 0;
+  const wf_type *yt = wf_value_type(f, op->results[0]);
+  wf_op *mm = wf_def_of(f, op->operands[0], WF_OP_MATMUL);
+  if (yt->rank != 2 || yt->dtype != WF_F32 || !mm || wf_value_use_count(f, mm->results[0]) != 1 ||
+      !inserts_one(yt, wf_value_type(f, mm->results[0]), 1))
+    return 0;
+  wf_op *gr = wf_def_of(f, mm->operands[0], WF_OP_RESHAPE), *cat = wf_def_of(f, mm->operands[1], WF_OP_CONCAT);
+  if (!gr || !cat || wf_op_int(f, cat, "axis", 0) != 1 || wf_value_use_count(f, gr->results[0]) != 1) return 0;
+  wf_value gv = gr->operands[0];
+  const wf_type *gt = wf_value_type(f, gv), *ct = wf_value_type(f, cat->results[0]);
+  int64_t T = yt->dims[0], N = cat->n_operands;
+  if (gt->rank != 2 || gt->dtype != WF_F32 || gt->dims[0] != T || gt->dims[1] != N || N < 2 || N > 64 ||
+      !inserts_one(gt, wf_value_type(f, gr->results[0]), 1) || ct->rank != 3 || ct->dims[1] != N)
+    return 0;
+  wf_value ev[64];
+  for (int i = 0; i < N; i++) {
+    wf_op *rs = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    if (!rs || !inserts_one(wf_value_type(f, rs->operands[0]), wf_value_type(f, cat->operands[i]), 1) ||
+        !wf_type_same_shape(wf_value_type(f, rs->operands[0]), yt))
+      return 0;
+    ev[i] = rs->operands[0];
+  }
+  weighted_sum(m, f, op, gv, ev, N);
+  wf_op_unlink(f, mm);
+  wf_op_unlink(f, gr);
+  if (wf_value_use_count(f, cat->results[0]) == 0) {
+    wf_op *rs[64];
+    for (int i = 0; i < N; i++) rs[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+    wf_op_unlink(f, cat);
+    for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
+  }
+  return 1;
+}
+
 /* Applies a rewrite to every op of f (it may unlink the op and those before it); the count. */
 static int each_op(wf_module *m, wf_func *f, int (*rewrite)(wf_module *, wf_func *, wf_op *)) {
   int n = 0;
@@ -162,7 +190,11 @@ static int each_op(wf_module *m, wf_func *f, int (*rewrite)(wf_module *, wf_func
   return n;
 }
 
-int wf_partition_moe_combine(wf_module *m, wf_func *f) { return each_op(m, f, stacked_combine); }
+static int combine(wf_module *m, wf_func *f, wf_op *op) {
+  return stacked_combine(m, f, op) || batched_combine(m, f, op);
+}
+
+int wf_partition_moe_combine(wf_module *m, wf_func *f) { return each_op(m, f, combine); }
 
 /* ---- DeepSeek-V3's grouped gate -------------------------------------------------------------
  * The scores [T, N] viewed as [T, G, S] (G groups of S experts): the sum of each group's k best
@@ -205,7 +237,7 @@ static int group_topk(wf_module *m, wf_func *f, wf_op *op) {
   st.dims[1] = S, vt.dims[1] = k, it.dims[1] = k, it.dtype = WF_I64, ct.dims[1] = 1;
   wf_value parts[64];
   for (int64_t g = 0; g < G; g++) {
-    wf_value sl = slice_before(f, op, xv, &st, g * S, g * S + S, 1, 1);
+    wf_value sl = wf_op_insert_slice(f, op, xv, st, g * S, g * S + S, 1, 1, op->loc);
     wf_type rt[2] = {vt, it};
     wf_op *t2 = wf_op_new(f, WF_OP_TOPK, 1, &sl, 2, rt, op->loc);
     wf_op_set_int(f, t2, "k", k);
@@ -241,7 +273,7 @@ static int group_expand(wf_module *m, wf_func *f, wf_op *op) {
   colt.dims[1] = 1, wt.dims[1] = S;
   wf_value parts[64];
   for (int64_t g = 0; g < G; g++) {
-    wf_value c = slice_before(f, op, mv, &colt, g, g + 1, 1, 1);
+    wf_value c = wf_op_insert_slice(f, op, mv, colt, g, g + 1, 1, 1, op->loc);
     parts[g] = wf_op_insert_new(f, op, WF_OP_EXPAND, 1, &c, wt, op->loc);
   }
   replace_by_columns(m, f, op, parts, G);

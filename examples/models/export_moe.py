@@ -384,7 +384,7 @@ def export(name, c, out, seed):
     if name in SORTED:
         model = DeepSeekMoE(c["e"], c["f"], c["n"], c["k"], c.get("groups", 0), c.get("top_groups", 0)).eval()
     elif name in CAPACITY:
-        kind = GShardMoE if name.startswith("moe_gs_") else SwitchMoE
+        kind = GShardMoE if name.startswith("moe_gs_") or c.get("top2") else SwitchMoE
         model = kind(c["e"], c["f"], c["n"], c["c"], c["expert"]).eval()
     elif "mode" in c:
         model = NonzeroMoE(c["e"], c["f"], c["n"], c["mode"]).eval()
@@ -419,11 +419,20 @@ def main():
     ap.add_argument("--hf", default="", metavar="T:E:F:N:K",
                     help="only one Hugging Face (Mixtral) style block, tokens dispatched by torch.where, "
                          "named moe_hf_T_E_F_N_K (bench/expert_bands.sh)")
+    ap.add_argument("--switch", default="", metavar="T:E:F:N:K",
+                    help="only one capacity-einsum block, Switch's (K = 1) or GShard's (K = 2), with a capacity "
+                         "of T K / N tokens per expert, named moe_switch_T_E_F_N_K (bench/expert_bands.sh)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    if a.dense or a.hf or a.cap:
-        t, e, f, n, k = (int(v) for v in (a.dense or a.hf or a.cap).split(":"))
-        if a.cap:
+    if a.dense or a.hf or a.cap or a.switch:
+        t, e, f, n, k = (int(v) for v in (a.dense or a.hf or a.cap or a.switch).split(":"))
+        if a.switch:
+            if k not in (1, 2):
+                ap.error("--switch: K is 1 (Switch) or 2 (GShard)")
+            name = "moe_switch_%d_%d_%d_%d_%d" % (t, e, f, n, k)
+            CAPACITY[name] = dict(seed=203, t=t, e=e, f=f, n=n, c=max(1, t * k // n), expert="swiglu", top2=k == 2)
+            export(name, CAPACITY[name], a.out, 203)
+        elif a.cap:
             name = "moe_cap_%d_%d_%d_%d_%d" % (t, e, f, n, k)
             SPARSE[name] = dict(seed=202, t=t, e=e, f=f, n=n, k=k, c=max(1, t * k // n), expert="swiglu",
                                 dispatch="cap")

@@ -281,6 +281,10 @@ void wf_op_insert_before(wf_func *f, wf_op *pos, wf_op *op); /* pos NULL = appen
 /* A new op of one result inserted before pos (wf_op_new, wf_op_insert_before): its result. */
 wf_value wf_op_insert_new(wf_func *f, wf_op *pos, wf_opcode code, int n_operands, const wf_value *operands,
                           wf_type result, wf_loc loc);
+/* `slice(v) {starts = [start], ends = [end], axes = [axis], steps = [step]}` of type result,
+ * inserted before pos: its result. */
+wf_value wf_op_insert_slice(wf_func *f, wf_op *pos, wf_value v, wf_type result, int64_t start, int64_t end,
+                            int64_t axis, int64_t step, wf_loc loc);
 void wf_op_insert_after(wf_func *f, wf_op *pos, wf_op *op);  /* pos NULL = prepend */
 void wf_op_unlink(wf_func *f, wf_op *op);                    /* memory stays in the arena */
 void wf_op_set_operand(wf_func *f, wf_op *op, int i, wf_value v);
