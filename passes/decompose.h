@@ -26,6 +26,10 @@ int wf_decompose_matvec(wf_module *m, wf_func *f);
  * of reshape(gates) -> [T, 1, N] by concat(reshape(e_i) -> [T, 1, E]), into the sum over i of
  * slice(gates, i) * e_i (passes/partition_moe.c). Returns the number rewritten. */
 int wf_partition_moe_combine(wf_module *m, wf_func *f);
+/* Sinks a transpose that moves the first dim of a computed rank-3 (or more) mask (a one-hot's
+ * compares and wheres) into the ops that compute it, down to constants and reshapes of
+ * matrices (passes/partition_sink.c). Returns the number rewritten. */
+int wf_partition_sink_transpose(wf_module *m, wf_func *f);
 /* Rewrites DeepSeek-V3's grouped gate, a top-k over a [T, G, S] view of the scores and the
  * groups' mask expanded over such a view, into per-group slices of rank 2 (partition_moe.c).
  * Returns the number rewritten. */

@@ -426,6 +426,7 @@ static int run_partition(wf_module *m, wf_pass_ctx *ctx) {
   wf_decompose_matvec(m, f);
   wf_partition_moe_combine(m, f); /* a dense MoE block's stacked combine (partition_moe.c) */
   wf_partition_moe_groups(m, f);  /* DeepSeek-V3's grouped gate (partition_moe.c) */
+  wf_partition_sink_transpose(m, f); /* a transposed one-hot mask (partition_sink.c) */
   widen_computed_scalars(m, f);
   /* Unsupported ops first, all at once, so a user sees the whole list and what a mesh
    * compile of the model would need. */

@@ -361,6 +361,7 @@ DYNAMIC = {
     "moe_hf_e6_k1_gelu": dict(seed=132, t=10, e=20, f=24, n=6, k=1, expert="gelu", norm=False),
     "moe_hf_e4_k2_shared": dict(seed=133, t=8, e=16, f=16, n=4, k=2, expert="swiglu", norm=False, shared=True),
     "moe_hf_b3_e8_k4_tok": dict(seed=134, t=(3, 5), e=16, f=16, n=8, k=4, expert="swiglu", norm=True, tokens_first=True),
+    "moe_hf_t128_e4_k2": dict(seed=135, t=128, e=16, f=16, n=4, k=2, expert="swiglu", norm=True),
     "moe_nz_e4_put": dict(seed=140, t=12, e=16, f=16, n=4, mode="put"),
     "moe_nz_e4_putacc": dict(seed=145, t=12, e=16, f=16, n=4, mode="putacc"),
     "moe_nz_e4_select": dict(seed=150, t=12, e=16, f=16, n=4, mode="select"),

@@ -21,6 +21,8 @@
 #    their rows (index_add: Gather and ScatterElements along the token axis, rewritten by
 #    passes/partition_dispatch.c into gather_elements / scatter_elements on the transposes),
 #    as plans against torch on the same meshes;
+#  - 128 tokens of Mixtral's dispatch on 8x8 (moe_hf_t128_e4_k2), its permuted one-hot computed
+#    permuted (passes/partition_sink.c) rather than transposed whole;
 #  - the dynamic blocks (moe_hf_*: Hugging Face's Mixtral / Qwen2-MoE dispatch by
 #    torch.where; moe_nz_*: top-1 token lists by torch.nonzero written back by index_put_ or
 #    index_add): NonZero's lists kept whole and masked at the scatter
@@ -275,6 +277,25 @@ for line in open(sys.argv[1]):
 (t,) = json.load(open(sys.argv[2]))["moe"]
 if "tokens_per_expert" in t or t["experts"] != 8:
     sys.exit("timing mode: %s" % t)
+PY
+n=$((n + 1))
+
+# 128 tokens of Mixtral's dispatch on 8x8: its one-hot permuted to [experts, k, tokens] was a
+# transpose of other dims than the last two, gathered whole (padded, 4 x 8 x 128 words: past
+# what a PE holds, exit 3); partition_sink.c computes the mask permuted instead, from the
+# indices' [k, T] transpose and the experts' constants, so no op gathers the mask whole
+b=moe_hf_t128_e4_k2 d=$TMP/t128
+waferc "$M/$b.onnx" -o "$d" --target=test8x8 --mesh=8x8 -q 2>"$TMP/err" ||
+  fail "$b 8x8: waferc exited $?: $(grep -m1 error "$TMP/err")"
+waferrun "$d" -q --input "x=$M/${b}_input.npy" --output-dir "$d/out" 2>"$TMP/err" ||
+  fail "$b 8x8: waferrun exited $?: $(head -1 "$TMP/err")"
+wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
+  fail "$b 8x8: the plan differs from torch: $(head -1 "$TMP/cmp")"
+python3 - "$d/manifest.json" <<'PY' || fail "$b 8x8: the mask is still moved whole"
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+whole = [o["result"] for o in ops if o["op"] == "transpose" and o.get("lowering") == "gather-whole"]
+assert not whole, whole
 PY
 n=$((n + 1))
 
