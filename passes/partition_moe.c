@@ -29,6 +29,16 @@ static void unlink_if_dead(wf_func *f, wf_op *op) {
   if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
 }
 
+/* The stack (a concat of N <= 64 reshapes) unlinked with its reshapes when nothing reads it. */
+static void unlink_stack_if_dead(wf_func *f, wf_op *cat) {
+  if (wf_value_use_count(f, cat->results[0]) != 0) return;
+  wf_op *rs[64];
+  int N = cat->n_operands;
+  for (int i = 0; i < N; i++) rs[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
+  wf_op_unlink(f, cat);
+  for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
+}
+
 /* op's result replaced by v (keeping its name), op unlinked. */
 static void replace_result(wf_module *m, wf_func *f, wf_op *op, wf_value v) {
   wf_value old = op->results[0];
@@ -132,12 +142,7 @@ static int stacked_combine(wf_module *m, wf_func *f, wf_op *op) {
   weighted_sum(m, f, op, gv, ev, N);
   unlink_if_dead(f, mul);
   unlink_if_dead(f, gr);
-  if (wf_value_use_count(f, cat->results[0]) == 0) {
-    wf_op *rs[64];
-    for (int i = 0; i < N; i++) rs[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
-    wf_op_unlink(f, cat);
-    for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
-  }
+  unlink_stack_if_dead(f, cat);
   return 1;
 }
 
@@ -171,12 +176,7 @@ static int batched_combine(wf_module *m, wf_func *f, wf_op *op) {
   weighted_sum(m, f, op, gv, ev, N);
   wf_op_unlink(f, mm);
   wf_op_unlink(f, gr);
-  if (wf_value_use_count(f, cat->results[0]) == 0) {
-    wf_op *rs[64];
-    for (int i = 0; i < N; i++) rs[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
-    wf_op_unlink(f, cat);
-    for (int i = 0; i < N; i++) unlink_if_dead(f, rs[i]);
-  }
+  unlink_stack_if_dead(f, cat);
   return 1;
 }
 

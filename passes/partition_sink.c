@@ -72,6 +72,14 @@ static int keeps_order(const sink *s, const int *pos, int n) {
   return 1;
 }
 
+/* transpose(v) {perm = [1, 0]} of type t, before at. */
+static wf_value matrix_transpose(wf_func *f, wf_op *at, wf_value v, wf_type t, wf_loc loc) {
+  wf_value r = wf_op_insert_new(f, at, WF_OP_TRANSPOSE, 1, &v, t, loc);
+  int64_t p[2] = {1, 0};
+  wf_op_set_ints(f, f->values[r].def, "perm", 2, p);
+  return r;
+}
+
 /* Whether v can be made transposed (dry: build = 0), or v made so (build = 1): the new value,
  * or 0. */
 static wf_value sunk_new(sink *s, wf_value v, int build);
@@ -123,9 +131,7 @@ static wf_value sunk_new(sink *s, wf_value v, int build) {
     if (!keep) {
       wf_type tt = wf_rewrite_type(lt);
       tt.dims[0] = lt->dims[1], tt.dims[1] = lt->dims[0];
-      src = wf_op_insert_new(s->f, s->at, WF_OP_TRANSPOSE, 1, &l, tt, d->loc);
-      int64_t p[2] = {1, 0};
-      wf_op_set_ints(s->f, s->f->values[src].def, "perm", 2, p);
+      src = matrix_transpose(s->f, s->at, l, tt, d->loc);
     }
     return wf_op_insert_new(s->f, s->at, WF_OP_RESHAPE, 1, &src, permuted(s, t), d->loc);
   }
@@ -142,6 +148,26 @@ static wf_value sunk_new(sink *s, wf_value v, int build) {
   return n->results[0];
 }
 
+/* op's operand, a computed chain (not a reshape), made permuted by s: the new value, or 0. */
+static wf_value permuted_chain(sink *s, const wf_op *op) {
+  const wf_value_info *vi = &s->f->values[op->operands[0]];
+  if (vi->kind != WF_VAL_RESULT || !vi->def || vi->def->code == WF_OP_RESHAPE) return 0;
+  if (!sunk(s, op->operands[0], 0)) return 0;
+  s->n_ops = 0;
+  wf_value v = sunk(s, op->operands[0], 1);
+  WF_ASSERT(v);
+  return v;
+}
+
+/* op's result replaced by v (keeping its name), op and the ops left dead removed. */
+static void replace_op(wf_module *m, wf_func *f, wf_op *op, wf_value v) {
+  wf_value old = op->results[0];
+  wf_value_replace_uses(f, old, v);
+  if (f->values[old].name) wf_value_set_name(f, v, wf_str(m, f->values[old].name));
+  wf_op_unlink(f, op);
+  wf_func_remove_dead_ops(f);
+}
+
 /* The transpose at op sunk: 1, else 0. Only a permutation that moves the first dim (the ones
  * lowered by gathering whole) of a rank-3 or higher computed chain. */
 static int sink_transpose(wf_module *m, wf_func *f, wf_op *op) {
@@ -152,18 +178,9 @@ static int sink_transpose(wf_module *m, wf_func *f, wf_op *op) {
   if (t->rank < 3 || !pa || (n = pa->u.ints.n) != t->rank) return 0;
   sink s = {m, f, op, t->rank, {0}, 0, {0}, {0}, 0};
   for (int j = 0; j < n; j++) s.perm[j] = (int)pa->u.ints.v[j];
-  if (s.perm[0] == 0) return 0;
-  const wf_value_info *vi = &f->values[op->operands[0]];
-  if (vi->kind != WF_VAL_RESULT || !vi->def || vi->def->code == WF_OP_RESHAPE) return 0;
-  if (!sunk(&s, op->operands[0], 0)) return 0;
-  s.n_ops = 0;
-  wf_value v = sunk(&s, op->operands[0], 1);
-  WF_ASSERT(v);
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, v);
-  if (f->values[old].name) wf_value_set_name(f, v, wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
-  wf_func_remove_dead_ops(f);
+  wf_value v = s.perm[0] != 0 ? permuted_chain(&s, op) : 0;
+  if (!v) return 0;
+  replace_op(m, f, op, v);
   return 1;
 }
 
@@ -178,24 +195,13 @@ static int sink_flatten(wf_module *m, wf_func *f, wf_op *op) {
   if (t->rank != 3 || rt->rank != 2 || rt->dims[0] != t->dims[0] || rt->dims[1] != t->dims[1] * t->dims[2] ||
       t->dims[1] == 1 || t->dims[2] == 1 || t->dtype != WF_F32)
     return 0;
-  const wf_value_info *vi = &f->values[op->operands[0]];
-  if (vi->kind != WF_VAL_RESULT || !vi->def || vi->def->code == WF_OP_RESHAPE) return 0;
   sink s = {m, f, op, 3, {1, 2, 0}, 0, {0}, {0}, 0};
-  if (!sunk(&s, op->operands[0], 0)) return 0;
-  s.n_ops = 0;
-  wf_value v = sunk(&s, op->operands[0], 1);
-  WF_ASSERT(v);
+  wf_value v = permuted_chain(&s, op);
+  if (!v) return 0;
   wf_type rows = wf_rewrite_type(rt);
   rows.dims[0] = rt->dims[1], rows.dims[1] = rt->dims[0];
   wf_value r = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &v, rows, op->loc);
-  wf_value y = wf_op_insert_new(f, op, WF_OP_TRANSPOSE, 1, &r, wf_rewrite_type(rt), op->loc);
-  int64_t p[2] = {1, 0};
-  wf_op_set_ints(f, f->values[y].def, "perm", 2, p);
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, y);
-  if (f->values[old].name) wf_value_set_name(f, y, wf_str(m, f->values[old].name));
-  wf_op_unlink(f, op);
-  wf_func_remove_dead_ops(f);
+  replace_op(m, f, op, matrix_transpose(f, op, r, wf_rewrite_type(rt), op->loc));
   return 1;
 }
 
