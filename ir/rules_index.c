@@ -195,14 +195,23 @@ wf_value wf_unreshaped(const wf_func *f, wf_value v) {
   return v;
 }
 
+/* v without reshapes and a matrix transpose: a one-hot's indices as partition_sink.c leaves
+ * them when it computes the one-hot permuted (equal(reshape(transpose(indices)), ...)). */
+static wf_value one_hot_indices(const wf_func *f, wf_value v) {
+  v = wf_unreshaped(f, v);
+  const wf_op *t = wf_def_of(f, v, WF_OP_TRANSPOSE);
+  if (t && wf_value_type(f, t->operands[0])->rank == 2) v = wf_unreshaped(f, t->operands[0]);
+  return v;
+}
+
 int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am) {
   if (am->code != WF_OP_ARGMAX || am->n_operands != 1) return 0;
   const wf_type *in = wf_value_type(f, am->operands[0]);
   int64_t ax = wf_op_int(f, am, "axis", 0);
   if (in->rank < 2 || (ax < 0 ? ax + in->rank : ax) != in->rank - 1) return 0;
   wf_func_foreach_op(f, op) /* each token's expert compared with the experts' numbers */
-    if (op->code == WF_OP_EQUAL && (wf_unreshaped(f, op->operands[0]) == am->results[0] ||
-                                    wf_unreshaped(f, op->operands[1]) == am->results[0]))
+    if (op->code == WF_OP_EQUAL && (one_hot_indices(f, op->operands[0]) == am->results[0] ||
+                                    one_hot_indices(f, op->operands[1]) == am->results[0]))
       return 1;
   return 0;
 }
@@ -213,9 +222,10 @@ int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk) {
     if ((op->code == WF_OP_SCATTER_ELEMENTS || op->code == WF_OP_GATHER_ELEMENTS) && op->n_operands > 1 &&
         op->operands[1] == topk->results[1])
       return 1;
-    /* a one-hot of the indices: equal(reshape(indices) [.., k, 1], the expert numbers) */
-    if (op->code == WF_OP_EQUAL && (wf_unreshaped(f, op->operands[0]) == topk->results[1] ||
-                                    wf_unreshaped(f, op->operands[1]) == topk->results[1]))
+    /* a one-hot of the indices: equal(reshape(indices) [.., k, 1], the expert numbers), or
+     * of their transpose */
+    if (op->code == WF_OP_EQUAL && (one_hot_indices(f, op->operands[0]) == topk->results[1] ||
+                                    one_hot_indices(f, op->operands[1]) == topk->results[1]))
       return 1;
   }
   return 0;
