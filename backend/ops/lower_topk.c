@@ -33,9 +33,13 @@
  * index out of range matches no column and changes nothing (the interpreter reports it). A
  * non-finite data or update value leaks NaN into its row's other columns (0 * inf).
  *
- * gather_elements(data, indices), axis last: the same allgather of the indices, then for each
- * r < k the value is the sum over the row of data * eq (only the real columns: the guards of
- * lower_reduce.c's statistic), completed by an allreduce-sum along x when the axis is split. */
+ * gather_elements(data, indices), axis last: data's rows made whole along the line (the
+ * allgather above), then each PE reads its own indices' values straight from them with the
+ * PE's row gather (gather_direct: one `gather` per real row of its block, at most 256). Where
+ * that does not apply (more rows a block, a dim before the last two split), the allgather of
+ * the indices, then for each r < k the value is the sum over the row of data * eq (only the
+ * real columns: the guards of lower_reduce.c's statistic), completed by an allreduce-sum
+ * along x when the axis is split: k passes over the block where the row gather makes one. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -323,6 +327,60 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 
 /* ---- gather_elements ----------------------------------------------------------------------- */
 
+/* gather_elements by the PEs' row gather: data's rows made whole along the line (the same
+ * allgather as the indices' above), then each row's own indices read straight from it, one
+ * `gather` of width 1 per real row of the block (at most 256; guards keep padding rows and
+ * the padding columns of the last PEs out, and the result's padding is zeros). It needs the
+ * rows' dims whole but the last two (the second-last split along y or whole). An index out
+ * of range stops the run (the gather's check), as the interpreter reports it. 1 when it took
+ * the op (*rc its exit code, 0 when lowered), 0 when the shapes want the compare-and-sum
+ * lowering. */
+static int gather_direct(wf_lower *L, const wf_op *op, const last_axis *a, const last_axis *ki, int64_t *cyc,
+                         wf_lowered_op *out, int *rc) {
+  const wf_func *f = L->f;
+  const wf_type *td = wf_value_type(f, op->operands[0]), *ti = wf_value_type(f, op->operands[1]);
+  int r = td->rank, rs = r >= 2 ? ti->layout.dims[r - 2].split : WF_AXIS_NONE;
+  if (a->o > 256 || rs == WF_AXIS_X) return 0;
+  for (int d = 0; d + 2 < r; d++)
+    if (ti->layout.dims[d].split != WF_AXIS_NONE) return 0;
+  int64_t bi[WF_MAX_RANK];
+  wf_lower_block_dims(L, ti, bi);
+  int64_t rb = r >= 2 ? bi[r - 2] : 1, R = r >= 2 ? ti->dims[r - 2] : 1, o = a->o, kb = ki->len, K = ki->full;
+  int rows_split = rs == WF_AXIS_Y && L->h > 1;
+  int sd = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]), sr = wf_lower_sym(L, op->results[0]);
+  int whole = sd;
+  int64_t ap = a->len * a->parts;
+  *rc = 0;
+  if (a->split != WF_AXIS_NONE && (*rc = allgather_last(L, op, &sd, 1, a, &whole, cyc))) return 1;
+  wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(o * kb)});
+  *cyc += o * kb;
+  /* columns: PEs below q hold kb real ones, PE q rem, the rest none */
+  int64_t q = ki->split != WF_AXIS_NONE ? K / kb : 1, rem = ki->split != WF_AXIS_NONE ? K - q * kb : 0;
+  int col_pad = ki->split != WF_AXIS_NONE && K < kb * ki->parts;
+  wf_pe_term pos = pos_term(ki->split), y = wf_term(WF_TERM_Y, 0);
+  for (int64_t row = 0; row < o; row++) {
+    int64_t rr = row % rb; /* the row within the split dim's block */
+    for (int c = 0; c < 2; c++) {
+      int64_t cols = c == 0 ? kb : rem;
+      if (!cols || (c == 0 && col_pad && q == 0) || (c == 1 && !col_pad)) continue;
+      wf_pe_guard g = wf_guard0();
+      if (col_pad) wf_guard_add(&g, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
+      if (rows_split) /* real on PE rows y with y rb + rr < R */
+        wf_guard_add(&g, y, WF_CMP_LT, wf_term_int((int32_t)((R - rr + rb - 1) / rb)));
+      else if (rr >= R)
+        continue;
+      wf_emit(L, &g, WF_PEOP_GATHER,
+              (wf_pe_arg[]){wf_arg_at(sr, row * kb), wf_arg_at(whole, row * ap), wf_arg_at(si, row * kb),
+                            wf_arg_int(cols), wf_arg_int(1), wf_arg_int(a->full)});
+    }
+  }
+  *cyc += o * kb;
+  if (a->split == WF_AXIS_NONE && ki->split == WF_AXIS_NONE) out->lowering = "local-gather";
+  else out->lowering = a->split != WF_AXIS_NONE ? "allgather-x+local-gather" : "local-gather";
+  out->predicted = *cyc;
+  return 1;
+}
+
 int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_func *f = L->f;
   wf_value dv = op->operands[0], iv = op->operands[1], rv = op->results[0];
@@ -346,8 +404,10 @@ int wf_lower_gather_elements(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   wf_lower_block_dims(L, td, bd);
   wf_axis_view v = wf_lower_axis_view(L, td, bd, axis);
 
-  int sd = wf_lower_sym(L, dv), si = wf_lower_sym(L, iv), sr = wf_lower_sym(L, rv);
   int64_t cyc = 0;
+  int drc;
+  if (gather_direct(L, op, &a, &ki, &cyc, out, &drc)) return drc;
+  int sd = wf_lower_sym(L, dv), si = wf_lower_sym(L, iv), sr = wf_lower_sym(L, rv);
   int fi = si;
   if (ki.split != WF_AXIS_NONE) {
     int rc = allgather_last(L, op, &si, 1, &ki, &fi, &cyc);

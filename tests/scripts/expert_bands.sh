@@ -178,13 +178,14 @@ block moe_e5_k2_einsum 8x8 4x4
 # every plan above fits its first band count (measured: none falls back, none takes another)
 [ "$fallbacks" = 0 ] || fail "$fallbacks plans fell back to no bands (colors or SRAM)"
 [ "$refits" = 0 ] || fail "$refits plans took a later band count than their first"
-# a first band count past the target: moe_hf_b2_e8_k2 on 8x7 (8 experts, 7 rows) would take 2
-# bands (rows 4+3, experts 4+4) and does not fit; the next counts are tried, and 3 bands (rows
-# 3+2+2, experts 3+3+2) fit: 42,262 cycles against 56,449 on the whole mesh, where every expert
-# went before the counts after the first were tried
+# a first band count past the target: moe_hf_t128_e4_k2 on 6x5 (4 experts, 5 rows, 128 tokens)
+# would take 4 bands (rows 2+1+1+1, an expert each) and does not fit; the next counts are
+# tried, and 3 bands (rows 2+2+1, experts 2+1+1) fit: 573,224 cycles against 576,797 on the
+# whole mesh (2026-12-01). moe_hf_b2_e8_k2 on 8x7 was the case here until gather_elements took
+# the row gather (its 2 bands fit since)
 refits0=$refits
-block moe_hf_b2_e8_k2 8x7
-[ "$refits" = $((refits0 + 1)) ] || fail "moe_hf_b2_e8_k2 8x7: no other band count tried"
+block moe_hf_t128_e4_k2 6x5
+[ "$refits" = $((refits0 + 1)) ] || fail "moe_hf_t128_e4_k2 6x5: no other band count tried"
 
 # one row: no band, the same output
 d=$TMP/e4.4x1
