@@ -16,10 +16,12 @@ int64_t wf_sim_compute_cycles(const wf_sim *s, const wf_pe *p, const wf_pe_instr
   int64_t work = 1;
   for (int i = 0; info->sig[i]; i++)
     if (info->sig[i] == 'n') work *= ival(p, in, i);
-  /* a strided copy moves rows x cols words; its strides are addresses, not work; gather's
-   * P6 (the table's rows) and rfind's P6 (an index base) are bounds, not work */
+  /* a strided copy moves rows x cols words; its strides are addresses, not work; gather's and
+   * scatter's P6 (the table's rows) and rfind's P6 (an index base) are bounds, not work */
   if (in->op == WF_PEOP_COPY2D) work = ival(p, in, 2) * ival(p, in, 3);
-  if (in->op == WF_PEOP_GATHER || in->op == WF_PEOP_RFIND || in->op == WF_PEOP_RFINDL) work = ival(p, in, 3) * ival(p, in, 4);
+  if (in->op == WF_PEOP_GATHER || in->op == WF_PEOP_SCATTER || in->op == WF_PEOP_SCATTERADD ||
+      in->op == WF_PEOP_RFIND || in->op == WF_PEOP_RFINDL)
+    work = ival(p, in, 3) * ival(p, in, 4);
   const wf_target *t = &s->plan->target;
   int64_t simd = t->fp16_simd > 0 ? t->fp16_simd : 1, cyc;
   switch (info->cost) {
@@ -143,31 +145,40 @@ static int run(wf_sim *s, wf_pe *p, const wf_pe_instr *in, int fn) {
         for (int64_t j = 0; j < n; j++) d[j * m + i] = a[i * n + j];
       return 0;
     }
-    case WF_PEOP_GATHER: { /* the ids are read first: a bad id stops before any row moves */
+    case WF_PEOP_GATHER:
+    case WF_PEOP_SCATTER:
+    case WF_PEOP_SCATTERADD: { /* the ids are read first: a bad id stops before any row moves */
+      const char *name = wf_peops[in->op].name;
+      int gather = in->op == WF_PEOP_GATHER;
       int64_t n = ival(p, in, 3), row = ival(p, in, 4), rows = ival(p, in, 5);
       if (n < 0 || row < 0 || rows < 0) {
-        wf_sim_rt_error(s, p, in, "gather: negative count (%lld ids, rows of %lld, %lld rows)",
-                        (long long)n, (long long)row, (long long)rows);
+        wf_sim_rt_error(s, p, in, "%s: negative count (%lld ids, rows of %lld, %lld rows)", name, (long long)n,
+                        (long long)row, (long long)rows);
         return -1;
       }
-      OPND(d, 0, n * row);
-      OPND(t, 1, rows * row);
+      OPND(d, 0, (gather ? n : rows) * row); /* gather: d the rows read; scatter: d the table */
+      OPND(t, 1, (gather ? rows : n) * row);
       OPND(ix, 2, n);
       if (!fn) return 0;
       for (int64_t i = 0; i < n; i++) {
         float v = ix[i];
         /* ids travel as f32 (exact integers below 2^24, which the compiler checks V is) */
         if (!(v >= (float)-rows && v < (float)rows) || v != floorf(v)) {
-          wf_sim_rt_error(s, p, in, "gather: index %.9g (id %lld of this PE's block) is out of range "
+          wf_sim_rt_error(s, p, in, "%s: index %.9g (id %lld of this PE's block) is out of range "
                                     "for a table of %lld rows: ids must be integers in [-%lld, %lld)",
-                          (double)v, (long long)i, (long long)rows, (long long)rows, (long long)rows);
+                          name, (double)v, (long long)i, (long long)rows, (long long)rows, (long long)rows);
           return -1;
         }
       }
       for (int64_t i = 0; i < n; i++) {
         int64_t r = (int64_t)ix[i];
         if (r < 0) r += rows;
-        memmove(d + i * row, t + r * row, (size_t)row * sizeof *d);
+        if (gather)
+          memmove(d + i * row, t + r * row, (size_t)row * sizeof *d);
+        else if (in->op == WF_PEOP_SCATTER)
+          memmove(d + r * row, t + i * row, (size_t)row * sizeof *d);
+        else
+          for (int64_t j = 0; j < row; j++) d[r * row + j] += t[i * row + j];
       }
       return 0;
     }

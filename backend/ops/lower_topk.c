@@ -27,7 +27,9 @@
  * scatter_elements(data, indices, updates), axis last, reduction none / add / mul: the k
  * indices and updates of each row are made whole on every PE of the line (each PE puts its
  * real columns at their global place in a zeroed [o, k] buffer; an allreduce-sum along x
- * assembles them: an allgather), then for each r < k every PE updates its own columns where
+ * assembles them: an allgather), then (none, add) each PE scatters them into a row holding
+ * its block with its row scatter (scatter_direct), or (mul, or more than 256 rows a block)
+ * for each r < k every PE updates its own columns where
  * g == indices[:, r]: out += eq * (u - out) (none: later r win, as ONNX's row-major order),
  * out += eq * u (add), out *= 1 + eq * (u - 1) (mul). Negative indices count from the end. An
  * index out of range matches no column and changes nothing (the interpreter reports it). A
@@ -249,6 +251,61 @@ int wf_lower_topk(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 
 /* ---- scatter_elements -------------------------------------------------------------------- */
 
+/* The rows of t's block, the last axis aside: rows whose dims are whole but the second-last
+ * (split along y or whole), else 0: *rb the split dim's block, *R its length, *split whether
+ * it is split over more than one PE row. */
+static int block_rows(const wf_lower *L, const wf_type *t, int64_t *rb, int64_t *R, int *split) {
+  int r = t->rank, rs = r >= 2 ? t->layout.dims[r - 2].split : WF_AXIS_NONE;
+  if (rs == WF_AXIS_X) return 0;
+  for (int d = 0; d + 2 < r; d++)
+    if (t->layout.dims[d].split != WF_AXIS_NONE) return 0;
+  int64_t b[WF_MAX_RANK];
+  wf_lower_block_dims(L, t, b);
+  *rb = r >= 2 ? b[r - 2] : 1;
+  *R = r >= 2 ? t->dims[r - 2] : 1;
+  *split = rs == WF_AXIS_Y && L->h > 1;
+  return 1;
+}
+
+/* The guard of block row `row` being a real row (y rb + rr < R), into g; 0 when no PE holds it
+ * real. */
+static int real_row(int64_t row, int64_t rb, int64_t R, int split, wf_pe_guard *g) {
+  int64_t rr = row % rb;
+  if (split) wf_guard_add(g, wf_term(WF_TERM_Y, 0), WF_CMP_LT, wf_term_int((int32_t)((R - rr + rb - 1) / rb)));
+  return split || rr < R;
+}
+
+/* scatter_elements (reduction none or add) by the PEs' row scatter, the indices and updates
+ * whole along the line (fi, fu: [o][kp], the first K of each row real): each PE puts its own
+ * block of data's row at its place in a row as long as the axis, scatters every update of the
+ * row into it (`scatter` / `scatteradd`, in order: the last index's update wins, as ONNX's
+ * row-major order), and takes its block back. Padding rows are left as data has them. 1 when
+ * lowered, 0 when the shapes want the compare-and-update lowering. */
+static int scatter_direct(wf_lower *L, const wf_op *op, const last_axis *a, const last_axis *ki, int fi, int fu,
+                          int mode, int64_t *cyc) {
+  const wf_type *td = wf_value_type(L->f, op->operands[0]);
+  int64_t rb, R, o = a->o, len = a->len, ap = a->len * a->parts, kp = ki->len * ki->parts;
+  int split;
+  if (mode > 1 || o > 256 || !block_rows(L, td, &rb, &R, &split)) return 0;
+  int sd = wf_lower_sym(L, op->operands[0]), sr = wf_lower_sym(L, op->results[0]);
+  int row_buf = wf_lower_temp(L, "$sc_rows", o * ap * 4);
+  wf_pe_arg at = wf_arg_sym(row_buf), back = wf_arg_sym(row_buf);
+  if (a->split != WF_AXIS_NONE) at.term = back.term = wf_term_scaled(pos_term(a->split), (int)len, 0);
+  wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){at, wf_arg_sym(sd), wf_arg_int(o), wf_arg_int(len), wf_arg_int(ap),
+                                                 wf_arg_int(len)});
+  for (int64_t row = 0; row < o; row++) {
+    wf_pe_guard g = wf_guard0();
+    if (!real_row(row, rb, R, split, &g)) continue;
+    wf_emit(L, &g, mode ? WF_PEOP_SCATTERADD : WF_PEOP_SCATTER,
+            (wf_pe_arg[]){wf_arg_at(row_buf, row * ap), wf_arg_at(fu, row * kp), wf_arg_at(fi, row * kp),
+                          wf_arg_int(ki->full), wf_arg_int(1), wf_arg_int(a->full)});
+  }
+  wf_emit(L, NULL, WF_PEOP_COPY2D, (wf_pe_arg[]){wf_arg_sym(sr), back, wf_arg_int(o), wf_arg_int(len), wf_arg_int(len),
+                                                 wf_arg_int(ap)});
+  *cyc += 2 * o * len + o * ki->full;
+  return 1;
+}
+
 int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
   const wf_func *f = L->f;
   wf_value dv = op->operands[0], iv = op->operands[1], uv = op->operands[2], rv = op->results[0];
@@ -285,6 +342,11 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
     fu = wf_lower_temp(L, "$sc_upd", o * kp * 4);
     wf_emit(L, NULL, WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(fu), wf_arg_at(whole, o * kp), wf_arg_int(o * kp)});
     cyc += o * kp;
+  }
+  if (scatter_direct(L, op, &a, &ki, fi, fu, mode, &cyc)) {
+    out->lowering = ki.split == WF_AXIS_NONE ? "local-scatter" : "allgather-x+local-scatter";
+    out->predicted = cyc;
+    return 0;
   }
   int g = wf_lower_global_index(L, "$sc_g", a.len, a.split);
   int ci = wf_lower_temp(L, "$sc_ci", o * 4), cu = wf_lower_temp(L, "$sc_cu", o * 4);
@@ -337,16 +399,10 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
  * lowering. */
 static int gather_direct(wf_lower *L, const wf_op *op, const last_axis *a, const last_axis *ki, int64_t *cyc,
                          wf_lowered_op *out, int *rc) {
-  const wf_func *f = L->f;
-  const wf_type *td = wf_value_type(f, op->operands[0]), *ti = wf_value_type(f, op->operands[1]);
-  int r = td->rank, rs = r >= 2 ? ti->layout.dims[r - 2].split : WF_AXIS_NONE;
-  if (a->o > 256 || rs == WF_AXIS_X) return 0;
-  for (int d = 0; d + 2 < r; d++)
-    if (ti->layout.dims[d].split != WF_AXIS_NONE) return 0;
-  int64_t bi[WF_MAX_RANK];
-  wf_lower_block_dims(L, ti, bi);
-  int64_t rb = r >= 2 ? bi[r - 2] : 1, R = r >= 2 ? ti->dims[r - 2] : 1, o = a->o, kb = ki->len, K = ki->full;
-  int rows_split = rs == WF_AXIS_Y && L->h > 1;
+  const wf_type *ti = wf_value_type(L->f, op->operands[1]);
+  int64_t rb, R, o = a->o, kb = ki->len, K = ki->full;
+  int rows_split;
+  if (o > 256 || !block_rows(L, ti, &rb, &R, &rows_split)) return 0;
   int sd = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]), sr = wf_lower_sym(L, op->results[0]);
   int whole = sd;
   int64_t ap = a->len * a->parts;
@@ -357,18 +413,14 @@ static int gather_direct(wf_lower *L, const wf_op *op, const last_axis *a, const
   /* columns: PEs below q hold kb real ones, PE q rem, the rest none */
   int64_t q = ki->split != WF_AXIS_NONE ? K / kb : 1, rem = ki->split != WF_AXIS_NONE ? K - q * kb : 0;
   int col_pad = ki->split != WF_AXIS_NONE && K < kb * ki->parts;
-  wf_pe_term pos = pos_term(ki->split), y = wf_term(WF_TERM_Y, 0);
+  wf_pe_term pos = pos_term(ki->split);
   for (int64_t row = 0; row < o; row++) {
-    int64_t rr = row % rb; /* the row within the split dim's block */
     for (int c = 0; c < 2; c++) {
       int64_t cols = c == 0 ? kb : rem;
       if (!cols || (c == 0 && col_pad && q == 0) || (c == 1 && !col_pad)) continue;
       wf_pe_guard g = wf_guard0();
       if (col_pad) wf_guard_add(&g, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
-      if (rows_split) /* real on PE rows y with y rb + rr < R */
-        wf_guard_add(&g, y, WF_CMP_LT, wf_term_int((int32_t)((R - rr + rb - 1) / rb)));
-      else if (rr >= R)
-        continue;
+      if (!real_row(row, rb, R, rows_split, &g)) continue;
       wf_emit(L, &g, WF_PEOP_GATHER,
               (wf_pe_arg[]){wf_arg_at(sr, row * kb), wf_arg_at(whole, row * ap), wf_arg_at(si, row * kb),
                             wf_arg_int(cols), wf_arg_int(1), wf_arg_int(a->full)});

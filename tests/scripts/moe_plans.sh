@@ -140,13 +140,13 @@ def m4x4(path):
     tk = [o["lowering"] for o in ops if o["op"] == "topk"]
     sc = [o["lowering"] for o in ops if o["op"] == "scatter_elements"]
     assert tk == ["local+masked+allreduce-x(6)", "local+masked+allreduce-x(4)", "local+masked+allreduce-x(4)"], tk
-    assert sc == ["allgather-x+local"] * 3, sc
+    assert sc == ["allgather-x+local"] + ["allgather-x+local-scatter"] * 2, sc # mul: compare and update
     ge = [o["lowering"] for o in ops if o["op"] == "gather_elements"]
     assert ge == ["allgather-x+local-gather"] * 2, ge # data's rows whole, then the row gather
 def m1x1(path):
     ops = [o for o in json.load(open(path))["ops"] if o["op"] in ("topk", "scatter_elements", "gather_elements")]
-    assert all(o["lowering"] == ("local-gather" if o["op"] == "gather_elements" else "local") and
-               not o.get("collectives") for o in ops), ops
+    want = {"topk": ("local",), "gather_elements": ("local-gather",), "scatter_elements": ("local-scatter", "local")}
+    assert all(o["lowering"] in want[o["op"]] and not o.get("collectives") for o in ops), ops
 bad = 0
 for f, path, what in ((m4x4, sys.argv[1], "topk: the 4x4 manifest"), (m1x1, sys.argv[2], "topk: the 1x1 manifest")):
     try:
