@@ -361,6 +361,11 @@ void wf_value_replace_uses(wf_func *f, wf_value from, wf_value to) {
       op->operands[i] = to;
 }
 
+void wf_value_replace_named(wf_func *f, wf_value from, wf_value to) {
+  wf_value_replace_uses(f, from, to);
+  if (f->values[from].name) f->values[to].name = f->values[from].name;
+}
+
 int wf_value_use_count(const wf_func *f, wf_value v) {
   int n = 0;
   wf_func_foreach_op(f, op) for (int i = 0; i < op->n_operands; i++) n += op->operands[i] == v;

@@ -370,10 +370,6 @@ static void rewrite(ctx *c, tree *t, const wf_region *mesh, int mesh_region, int
  * below take like any sum of terms. Only where N experts make bands (at this rank): on the
  * whole mesh N products of C-wide operands cost more than one. */
 
-static void unlink_dead(wf_func *f, wf_op *op) {
-  if (op && op->n_results == 1 && wf_value_use_count(f, op->results[0]) == 0) wf_op_unlink(f, op);
-}
-
 /* Whether v is an [N C, E] view of N blocks [C, E] stacked along axis 0 (concat of reshapes
  * inserting a leading 1); the blocks in o. */
 static int stacked_rows(const wf_func *f, wf_value v, int64_t N_max, wf_value *o, int *n) {
@@ -395,7 +391,7 @@ static int stacked_rows(const wf_func *f, wf_value v, int64_t N_max, wf_value *o
 }
 
 /* The combine at mm split: 1, else 0. */
-static int split_combine(wf_module *m, wf_func *f, wf_op *mm, int H, int rank) {
+static int split_combine(wf_func *f, wf_op *mm, int H, int rank) {
   wf_value o[MAX_TERMS];
   int N;
   if (mm->code != WF_OP_MATMUL || !stacked_rows(f, mm->operands[1], MAX_TERMS, o, &N)) return 0;
@@ -414,29 +410,19 @@ static int split_combine(wf_module *m, wf_func *f, wf_op *mm, int H, int rank) {
     }
     acc = t;
   }
-  wf_value old = mm->results[0];
-  wf_value_replace_uses(f, old, acc);
-  if (f->values[old].name) wf_value_set_name(f, acc, wf_str(m, f->values[old].name));
-  wf_op *rs = wf_def_of(f, mm->operands[1], WF_OP_RESHAPE), *cat = wf_def_of(f, rs->operands[0], WF_OP_CONCAT);
+  wf_value_replace_named(f, mm->results[0], acc);
   wf_op_unlink(f, mm);
-  unlink_dead(f, rs);
-  if (wf_value_use_count(f, cat->results[0]) == 0) {
-    wf_op *r[MAX_TERMS];
-    for (int i = 0; i < N; i++) r[i] = wf_def_of(f, cat->operands[i], WF_OP_RESHAPE);
-    wf_op_unlink(f, cat);
-    for (int i = 0; i < N; i++) unlink_dead(f, r[i]);
-  }
+  wf_func_remove_dead_ops(f); /* the stack, when nothing else reads it */
   return 1;
 }
 
 /* The dispatch at rs (the [N C, E] -> [N, C, E] reshape of a matmul) split: 1, else 0. Every
  * use must be one expert's slice, read by one reshape dropping its axis. */
-static int split_dispatch(wf_module *m, wf_func *f, wf_op *rs, int H, int rank) {
+static int split_dispatch(wf_func *f, wf_op *rs, int H, int rank) {
   if (rs->code != WF_OP_RESHAPE) return 0;
   wf_op *mm = wf_def_of(f, rs->operands[0], WF_OP_MATMUL);
   const wf_type *t3 = wf_value_type(f, rs->results[0]);
-  if (!mm || wf_value_use_count(f, mm->results[0]) != 1 || t3->rank != 3 || t3->dims[0] > 64 ||
-      bands((int)t3->dims[0], H, rank) < 2)
+  if (!mm || wf_value_use_count(f, mm->results[0]) != 1 || t3->rank != 3 || bands((int)t3->dims[0], H, rank) < 2)
     return 0;
   const wf_type *pt = wf_value_type(f, mm->operands[0]);
   int64_t C = t3->dims[1];
@@ -475,9 +461,7 @@ static int split_dispatch(wf_module *m, wf_func *f, wf_op *rs, int H, int rank) 
     wf_func_foreach_op(f, q) if (q->n_operands >= 1 && q->operands[0] == u->results[0]) r = q;
     wf_value p[2] = {wf_op_insert_slice(f, r, mm->operands[0], st, e * C, e * C + C, 0, 1, r->loc), mm->operands[1]};
     wf_value x = wf_op_insert_new(f, r, WF_OP_MATMUL, 2, p, *wf_value_type(f, r->results[0]), r->loc);
-    wf_value old = r->results[0];
-    wf_value_replace_uses(f, old, x);
-    if (f->values[old].name) wf_value_set_name(f, x, wf_str(m, f->values[old].name));
+    wf_value_replace_named(f, r->results[0], x);
     if (next == r) next = r->next;
     wf_op_unlink(f, r);
     wf_op_unlink(f, u);
@@ -487,14 +471,14 @@ static int split_dispatch(wf_module *m, wf_func *f, wf_op *rs, int H, int rank) 
   return 1;
 }
 
-static void split_einsums(wf_module *m, wf_func *f, int H, int rank) {
+static void split_einsums(wf_func *f, int H, int rank) {
   for (wf_op *op = f->first, *next; op; op = next) {
     next = op->next;
-    if (split_dispatch(m, f, op, H, rank)) next = f->first;
+    if (split_dispatch(f, op, H, rank)) next = f->first;
   }
   for (wf_op *op = f->first, *next; op; op = next) {
     next = op->next;
-    split_combine(m, f, op, H, rank);
+    split_combine(f, op, H, rank);
   }
 }
 
@@ -502,7 +486,7 @@ static void run_func(wf_module *m, wf_func *f, wf_pass_ctx *pctx) {
   int mesh_region = wf_module_find_region(m, "mesh");
   if (mesh_region < 0) return;
   wf_region mesh = m->regions[mesh_region];
-  split_einsums(m, f, mesh.h, (int)wf_pass_opt_int(pctx, "rank"));
+  split_einsums(f, mesh.h, (int)wf_pass_opt_int(pctx, "rank"));
   /* the roots: adds whose result is not a term of a larger sum (collect's rule: an add's
    * operand of its type, used once, is part of it) */
   uint8_t *inner = calloc((size_t)f->n_values + 1, 1);

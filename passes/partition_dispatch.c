@@ -38,10 +38,6 @@ static wf_value transpose2(wf_func *f, wf_op *pos, wf_value v) {
 
 /* old's uses read new instead, and new takes old's name (a returned value keeps its name in
  * the plan's outputs). */
-static void replace(wf_module *m, wf_func *f, wf_value old, wf_value new) {
-  wf_value_replace_uses(f, old, new);
-  if (f->values[old].name) wf_value_set_name(f, new, wf_str(m, f->values[old].name));
-}
 
 static int normal_axis(const wf_func *f, const wf_op *op, int rank) {
   int64_t a = wf_op_int(f, op, "axis", 0);
@@ -67,7 +63,7 @@ static int scalar_index(wf_module *m, wf_func *f, wf_op *op) {
   st.dims[axis] = 1;
   wf_value sv = wf_op_insert_slice(f, op, op->operands[0], st, k, k + 1, axis, 1, op->loc);
   wf_value rv = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &sv, wf_rewrite_type(wf_value_type(f, op->results[0])), op->loc);
-  replace(m, f, op->results[0], rv);
+  wf_value_replace_named(f, op->results[0], rv);
   return 1;
 }
 
@@ -103,7 +99,7 @@ static int computed_rows(wf_module *m, wf_func *f, wf_op *op) {
   wf_value r = xt->rank == 2 ? transpose2(f, op, g)
                              : wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &g, wf_rewrite_type(wf_value_type(f, op->results[0])),
                                                 op->loc);
-  replace(m, f, op->results[0], r);
+  wf_value_replace_named(f, op->results[0], r);
   return 1;
 }
 
@@ -119,7 +115,7 @@ static int rows_scatter(wf_module *m, wf_func *f, wf_op *op) {
   wf_op_set_int(f, sc, "axis", 1);
   const char *red = wf_op_str(f, op, "reduction", NULL);
   if (red) wf_op_set_str(f, sc, "reduction", red);
-  replace(m, f, op->results[0], transpose2(f, op, s));
+  wf_value_replace_named(f, op->results[0], transpose2(f, op, s));
   return 1;
 }
 

@@ -40,10 +40,8 @@ static void unlink_stack_if_dead(wf_func *f, wf_op *cat) {
 }
 
 /* op's result replaced by v (keeping its name), op unlinked. */
-static void replace_result(wf_module *m, wf_func *f, wf_op *op, wf_value v) {
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, v);
-  if (f->values[old].name) wf_value_set_name(f, v, wf_str(m, f->values[old].name));
+static void replace_result(wf_func *f, wf_op *op, wf_value v) {
+  wf_value_replace_named(f, op->results[0], v);
   wf_op_unlink(f, op);
 }
 
@@ -67,7 +65,7 @@ static void weighted_sum(wf_module *m, wf_func *f, wf_op *op, wf_value gv, const
     wf_op_insert_before(f, op, ad);
     acc = ad->results[0];
   }
-  replace_result(m, f, op, acc);
+  replace_result(f, op, acc);
 }
 
 /* The same sum when the stack is a reshape of the experts' outputs as rows, DeepSeek's
@@ -215,7 +213,7 @@ static void replace_by_columns(wf_module *m, wf_func *f, wf_op *op, const wf_val
   wf_op *cat = wf_op_new(f, WF_OP_CONCAT, (int)G, parts, 1, &rt, op->loc);
   wf_op_set_int(f, cat, "axis", 1);
   wf_op_insert_before(f, op, cat);
-  replace_result(m, f, op, cat->results[0]);
+  replace_result(f, op, cat->results[0]);
 }
 
 static int group_topk(wf_module *m, wf_func *f, wf_op *op) {

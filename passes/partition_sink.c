@@ -160,10 +160,8 @@ static wf_value permuted_chain(sink *s, const wf_op *op) {
 }
 
 /* op's result replaced by v (keeping its name), op and the ops left dead removed. */
-static void replace_op(wf_module *m, wf_func *f, wf_op *op, wf_value v) {
-  wf_value old = op->results[0];
-  wf_value_replace_uses(f, old, v);
-  if (f->values[old].name) wf_value_set_name(f, v, wf_str(m, f->values[old].name));
+static void replace_op(wf_func *f, wf_op *op, wf_value v) {
+  wf_value_replace_named(f, op->results[0], v);
   wf_op_unlink(f, op);
   wf_func_remove_dead_ops(f);
 }
@@ -180,7 +178,7 @@ static int sink_transpose(wf_module *m, wf_func *f, wf_op *op) {
   for (int j = 0; j < n; j++) s.perm[j] = (int)pa->u.ints.v[j];
   wf_value v = s.perm[0] != 0 ? permuted_chain(&s, op) : 0;
   if (!v) return 0;
-  replace_op(m, f, op, v);
+  replace_op(f, op, v);
   return 1;
 }
 
@@ -201,7 +199,7 @@ static int sink_flatten(wf_module *m, wf_func *f, wf_op *op) {
   wf_type rows = wf_rewrite_type(rt);
   rows.dims[0] = rt->dims[1], rows.dims[1] = rt->dims[0];
   wf_value r = wf_op_insert_new(f, op, WF_OP_RESHAPE, 1, &v, rows, op->loc);
-  replace_op(m, f, op, matrix_transpose(f, op, r, wf_rewrite_type(rt), op->loc));
+  replace_op(f, op, matrix_transpose(f, op, r, wf_rewrite_type(rt), op->loc));
   return 1;
 }
 

@@ -126,18 +126,27 @@ static int rows_match(const wf_lower *L, const wf_op *op, const wf_type *a, cons
 /* The k columns of each row of n tensors [.., k] (k split along the line), whole on every PE:
  * each PE writes its real columns at their place in a zeroed [n][o x kp] buffer (kp = the
  * padded k), summed along the line: an allgather. */
+/* Part c of the line's PEs along ki's axis, by their real columns: c = 0 the PEs below q = K / kb
+ * (kb each), c = 1 PE q (the rest, K mod kb); its guard into g (none when no PE holds padding)
+ * and its columns into cols; 0 when the part holds none. The axis whole: one part, kb = K. */
+static int col_part(const last_axis *ki, int c, wf_pe_guard *g, int64_t *cols) {
+  int64_t K = ki->full, kb = ki->len, q = K / kb;
+  *cols = c == 0 ? kb : K - q * kb;
+  if (!*cols || (c == 0 && q == 0)) return 0;
+  if (K < kb * ki->parts) wf_guard_add(g, pos_term(ki->split), c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
+  return 1;
+}
+
 static int allgather_last(wf_lower *L, const wf_op *op, const int *src, int n, const last_axis *ki, int *whole_out,
                           int64_t *cyc) {
-  int64_t o = ki->o, kb = ki->len, kp = kb * ki->parts, K = ki->full;
+  int64_t o = ki->o, kb = ki->len, kp = kb * ki->parts;
   int whole = wf_lower_temp(L, "$sc_whole", n * o * kp * 4);
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(whole), wf_arg_int(n * o * kp)});
-  int64_t q = K / kb, rem = K - q * kb;
   wf_pe_term pos = pos_term(ki->split);
   for (int c = 0; c < 2; c++) { /* PEs below q: kb real columns; PE q: rem; the rest none */
-    int64_t cols = c == 0 ? kb : rem;
-    if (!cols || (c == 0 && q == 0)) continue;
+    int64_t cols;
     wf_pe_guard gd = wf_guard0();
-    if (K < kp) wf_guard_add(&gd, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
+    if (!col_part(ki, c, &gd, &cols)) continue;
     for (int h = 0; h < n; h++) {
       wf_pe_arg d = wf_arg_at(whole, h * o * kp);
       d.term = wf_term_scaled(pos, (int)kb, 0);
@@ -400,7 +409,7 @@ int wf_lower_scatter(wf_lower *L, const wf_op *op, wf_lowered_op *out) {
 static int gather_direct(wf_lower *L, const wf_op *op, const last_axis *a, const last_axis *ki, int64_t *cyc,
                          wf_lowered_op *out, int *rc) {
   const wf_type *ti = wf_value_type(L->f, op->operands[1]);
-  int64_t rb, R, o = a->o, kb = ki->len, K = ki->full;
+  int64_t rb, R, o = a->o, kb = ki->len;
   int rows_split;
   if (o > 256 || !block_rows(L, ti, &rb, &R, &rows_split)) return 0;
   int sd = wf_lower_sym(L, op->operands[0]), si = wf_lower_sym(L, op->operands[1]), sr = wf_lower_sym(L, op->results[0]);
@@ -410,17 +419,11 @@ static int gather_direct(wf_lower *L, const wf_op *op, const last_axis *a, const
   if (a->split != WF_AXIS_NONE && (*rc = allgather_last(L, op, &sd, 1, a, &whole, cyc))) return 1;
   wf_emit(L, NULL, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sr), wf_arg_int(o * kb)});
   *cyc += o * kb;
-  /* columns: PEs below q hold kb real ones, PE q rem, the rest none */
-  int64_t q = ki->split != WF_AXIS_NONE ? K / kb : 1, rem = ki->split != WF_AXIS_NONE ? K - q * kb : 0;
-  int col_pad = ki->split != WF_AXIS_NONE && K < kb * ki->parts;
-  wf_pe_term pos = pos_term(ki->split);
   for (int64_t row = 0; row < o; row++) {
-    for (int c = 0; c < 2; c++) {
-      int64_t cols = c == 0 ? kb : rem;
-      if (!cols || (c == 0 && col_pad && q == 0) || (c == 1 && !col_pad)) continue;
+    for (int c = 0; c < 2; c++) { /* PEs below q hold kb real columns, PE q the rest */
+      int64_t cols;
       wf_pe_guard g = wf_guard0();
-      if (col_pad) wf_guard_add(&g, pos, c == 0 ? WF_CMP_LT : WF_CMP_EQ, wf_term_int((int32_t)q));
-      if (!real_row(row, rb, R, rows_split, &g)) continue;
+      if (!col_part(ki, c, &g, &cols) || !real_row(row, rb, R, rows_split, &g)) continue;
       wf_emit(L, &g, WF_PEOP_GATHER,
               (wf_pe_arg[]){wf_arg_at(sr, row * kb), wf_arg_at(whole, row * ap), wf_arg_at(si, row * kb),
                             wf_arg_int(cols), wf_arg_int(1), wf_arg_int(a->full)});

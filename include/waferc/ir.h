@@ -290,6 +290,9 @@ void wf_op_unlink(wf_func *f, wf_op *op);                    /* memory stays in 
 void wf_op_set_operand(wf_func *f, wf_op *op, int i, wf_value v);
 /* Replaces every use of `from` (in ops after nothing in particular: all ops) with `to`. */
 void wf_value_replace_uses(wf_func *f, wf_value from, wf_value to);
+/* wf_value_replace_uses, and `to` takes from's name when from has one (a rewrite's result
+ * keeps the name of the value it replaces). */
+void wf_value_replace_named(wf_func *f, wf_value from, wf_value to);
 int wf_value_use_count(const wf_func *f, wf_value v);
 /* Unlinks every pure op none of whose results is used (the `dce` pass, also used by importers).
  * Returns the number of ops removed. */
