@@ -31,6 +31,15 @@ int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const 
  * that the target has no color left. */
 int wf_ring_dest_links(wf_lower *L, int purpose, const wf_ring_line *line, const int *dest, wf_loc loc);
 
+/* Switch position 1 of the line's colors (forward links at position 0, wf_ring_links with
+ * first = its palette's first color; -1 when the line has none: an op before ran out of
+ * colors, its error reported, with the line's first color taken): every link reversed, PE dest[i] sending to PE i on the
+ * color of i's link, so that a line can shift backward on the same colors. A line turns its
+ * routers to it by a `ctl` on each forward link (every router of a link, and only those, is
+ * on it) and back by a `teardown` on each reversed one behind its last block: each wavelet
+ * follows the link's earlier ones, so no router turns while a block still has to pass it. */
+int wf_ring_links_reversed(wf_lower *L, const wf_ring_line *line, const int *dest, int first);
+
 /* ---- INTERLEAVE (WaferLLM Alg. 1) ---- */
 
 /* The physical positions PE `index` of a line of n sends to and receives from in the

@@ -80,26 +80,22 @@ int wf_ring_link_colors(int len, const int *dest) {
   return n;
 }
 
-int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *pal,
-                  int n_pal) {
-  WF_ASSERT(L->n_ring_ch < WF_MAX_RING_CH && n_pal <= WF_RING_MAX_COLORS && len >= 1);
-  int *mc = malloc((size_t)len * sizeof *mc), *nr = calloc((size_t)len, sizeof *nr);
+/* The routes of the line's links (mc: their colors) at switch position `pos`, each link from
+ * PE i to dest[i] or, reversed, from dest[i] to i: per PE its send, its receive and what it
+ * forwards, PEs with the same rules sharing them under one coordinate set. */
+static void link_routes(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *mc,
+                        const int *pal, int pos, int reversed) {
+  int *nr = calloc((size_t)len, sizeof *nr);
   link_rule(*rules)[2 * WF_RING_MAX_COLORS] = calloc((size_t)len, sizeof *rules);
   uint8_t *member = malloc((size_t)len), *seen = calloc((size_t)len, 1);
-  WF_ASSERT(mc && nr && rules && member && seen);
-  wf_ring_ch ch;
-  memset(&ch, 0, sizeof ch);
-  ch.coord = coord;
-  ch.n = color_links(len, dest, mc);
-  WF_ASSERT(ch.n <= n_pal); /* the caller sized the palette with wf_ring_link_colors */
-  /* each PE's rules: its send, its receive, what it forwards */
+  WF_ASSERT(nr && rules && member && seen);
   for (int i = 0; i < len; i++) {
-    int d = dest[i];
     if (mc[i] < 0) continue;
-    int tx = d < i ? lo : hi, rxd = d < i ? hi : lo, step = d < i ? -1 : 1;
-    add_rule(rules[i], &nr[i], mc[i], WF_DIR_RAMP, 1u << tx);
-    for (int u = i + step; u != d; u += step) add_rule(rules[u], &nr[u], mc[i], rxd, 1u << tx);
-    add_rule(rules[d], &nr[d], mc[i], rxd, 1u << WF_DIR_RAMP);
+    int from = reversed ? dest[i] : i, to = reversed ? i : dest[i];
+    int tx = to < from ? lo : hi, rxd = to < from ? hi : lo, step = to < from ? -1 : 1;
+    add_rule(rules[from], &nr[from], mc[i], WF_DIR_RAMP, 1u << tx);
+    for (int u = from + step; u != to; u += step) add_rule(rules[u], &nr[u], mc[i], rxd, 1u << tx);
+    add_rule(rules[to], &nr[to], mc[i], rxd, 1u << WF_DIR_RAMP);
   }
   for (int i = 0; i < len; i++) {
     if (seen[i] || !nr[i]) continue;
@@ -111,8 +107,23 @@ int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const 
     wf_pe_guard g = wf_guard0();
     if (set >= 0) wf_guard_add_in(&g, coord, set);
     for (int r = 0; r < nr[i]; r++)
-      wf_pe_class_add_route(L->cls, &g, pal[rules[i][r].k], rules[i][r].rx, rules[i][r].tx);
+      wf_pe_class_add_route_pos(L->cls, &g, pal[rules[i][r].k], pos, rules[i][r].rx, rules[i][r].tx);
   }
+  free(nr), free(rules), free(member), free(seen);
+}
+
+int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const int *dest, const int *pal,
+                  int n_pal) {
+  WF_ASSERT(L->n_ring_ch < WF_MAX_RING_CH && n_pal <= WF_RING_MAX_COLORS && len >= 1);
+  int *mc = malloc((size_t)len * sizeof *mc);
+  uint8_t *member = malloc((size_t)len);
+  WF_ASSERT(mc && member);
+  wf_ring_ch ch;
+  memset(&ch, 0, sizeof ch);
+  ch.coord = coord;
+  ch.n = color_links(len, dest, mc);
+  WF_ASSERT(ch.n <= n_pal); /* the caller sized the palette with wf_ring_link_colors */
+  link_routes(L, coord, lo, hi, len, dest, mc, pal, 0, 0);
   for (int k = 0; k < ch.n; k++) {
     ch.col[k] = pal[k];
     for (int u = 0; u < len; u++) member[u] = mc[u] == k;
@@ -123,8 +134,21 @@ int wf_ring_links(wf_lower *L, wf_pe_term coord, int lo, int hi, int len, const 
     ch.recv_set[k] = set_of(L->cls, member, len);
   }
   if (ch.n) L->ring_ch[L->n_ring_ch++] = ch;
-  free(mc), free(nr), free(rules), free(member), free(seen);
+  free(mc), free(member);
   return ch.n;
+}
+
+int wf_ring_links_reversed(wf_lower *L, const wf_ring_line *line, const int *dest, int first) {
+  const wf_ring_ch *ch = NULL;
+  for (int i = 0; i < L->n_ring_ch && !ch; i++)
+    if (L->ring_ch[i].col[0] == first) ch = &L->ring_ch[i];
+  if (!ch) return -1; /* an op before ran out of colors for the line's further ones */
+  int *mc = malloc((size_t)line->len * sizeof *mc);
+  WF_ASSERT(mc);
+  WF_ASSERT(color_links(line->len, dest, mc) == ch->n); /* the forward links' colors */
+  link_routes(L, line->coord, line->lo, line->hi, line->len, dest, mc, ch->col, 1, 1);
+  free(mc);
+  return 0;
 }
 
 /* The further colors of a ring purpose (x; the y ones follow each). */

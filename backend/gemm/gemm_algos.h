@@ -66,6 +66,10 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
  * 0 when only one operand aligns or C holds neither block (they align one after the other
  * through the one spare). */
 int wf_gemm_single_c_spare(int64_t m, int64_t k, int64_t n, int preskew);
+/* MeshGEMM's and Cannon's alignment goes both ways round (lower_gemm_shift.c): on a square
+ * region of side 4 or more when an operand aligns at all, on 3 x 3 when both do (preskew:
+ * the pre-skewed operands). */
+int wf_gemm_align_both(int w, int h, int preskew);
 /* The per-PE scratch of one matrix's dist.gemm lowering, in words: the buffers it allocates
  * (wf_lower_temp), sized here once for the lowerings and for the chooser's SRAM check
  * (gemm_choose.c). ka, kb, m, n: the blocks the algorithm runs on (K already padded or

@@ -162,6 +162,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   for (int d = 0; d < tc->rank - (has_rows ? 2 : 1); d++) ch->count *= tc->dims[d];
   ch->K = ta->dims[ra - 1];
   ch->L = (int)wf_lcm(w, h);
+  ch->align_both = 0;
   int ax = ta->layout.dims[ra - 1].split, by = tb->layout.dims[rb - 2].split;
   int64_t f_ = t->fmac_per_cycle > 0 ? t->fmac_per_cycle : 1, local = m * n + (m * ka * n + f_ - 1) / f_;
   int k_whole = ax == WF_AXIS_NONE && by == WF_AXIS_NONE; /* K = 1: every lowering multiplies locally */
@@ -172,6 +173,7 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   /* weights the host writes aligned for MeshGEMM and Cannon (gemm_preskew.c) */
   ch->preskew = (wf_gemm_preskewable(f, op, 0, w, h) ? WF_PRESKEW_A : 0) |
                 (wf_gemm_preskewable(f, op, 1, w, h) ? WF_PRESKEW_B : 0);
+  ch->align_both = !k_whole && wf_gemm_align_both(w, h, ch->preskew);
   ch->sram = t->sram_bytes;
   for (int a = 0; a < WF_GEMM_COUNT; a++) {
     int shift = a == WF_GEMM_MESHGEMM || a == WF_GEMM_CANNON;
@@ -261,7 +263,8 @@ void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap) {
     if (p >= 0 && ch->buffers[a] == 1 && u < cap) u += (size_t)snprintf(buf + u, cap - u, " (1 buffer)");
     /* the alignment's share, and the weights the host writes aligned (they add none) */
     if (p >= 0 && ch->align[a] >= 0 && u < cap)
-      u += (size_t)snprintf(buf + u, cap - u, " (alignment %lld%s)", (long long)ch->align[a],
+      u += (size_t)snprintf(buf + u, cap - u, " (alignment %lld%s%s)", (long long)ch->align[a],
+                            ch->align_both ? " both ways round" : "",
                             ch->preskew == (WF_PRESKEW_A | WF_PRESKEW_B) ? "; A and B pre-skewed"
                             : ch->preskew == WF_PRESKEW_A                ? "; A pre-skewed"
                             : ch->preskew == WF_PRESKEW_B                ? "; B pre-skewed"

@@ -34,6 +34,8 @@ typedef struct wf_gemm_choice {
   wf_gemm_algo lowest;
   int preskew;                      /* WF_PRESKEW_A | _B: weights MeshGEMM and Cannon get aligned */
   int64_t align[WF_GEMM_COUNT];     /* MeshGEMM and Cannon: the alignment's predicted cycles, else -1 */
+  int align_both;                   /* MeshGEMM's and Cannon's alignment goes both ways round
+                                       (wf_gemm_align_both) */
   int buffers[WF_GEMM_COUNT];       /* MeshGEMM and Cannon: the schedule predicted (1 or 2), else 0 */
 } wf_gemm_choice;
 

@@ -15,6 +15,7 @@
 
 #include "backend/gemm/gemm_algos.h"
 #include "backend/gemm/gemm_preskew.h"
+#include "backend/collectives/ring_line.h"
 #include "ir/support/intmath.h"
 #include "waferc/diag.h"
 
@@ -23,8 +24,13 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 typedef struct { int64_t sends, copies, hops; } axis_cost;
 
-/* Shifts of virtual line I in the alignment: (-pos(I)) mod L (INTERLEAVE) or I (Cannon). */
-static int64_t shifts(int meshgemm, int L, int64_t I) {
+/* Shifts of virtual line I in the alignment: (-pos(I)) mod L (INTERLEAVE) or I (Cannon);
+ * both ways round (a square region, wf_gemm_align_both): INTERLEAVE odd I (I + 1) / 2
+ * forward, even I I / 2 backward (lower_gemm_meshgemm.c, interleave_align_both); Cannon the
+ * fewer of I forward and L - I backward (lower_gemm_cannon.c, plain_align_both). */
+static int64_t shifts(int meshgemm, int both, int L, int64_t I) {
+  if (both && meshgemm) return I % 2 ? (I + 1) / 2 : I / 2;
+  if (both) return 2 * I > L ? L - I : I;
   if (!meshgemm) return I;
   return I == 0 ? 0 : I % 2 == 0 ? L - I / 2 : (I + 1) / 2;
 }
@@ -37,6 +43,12 @@ static axis_cost axis(int meshgemm, int v, int len) {
   c.hops = !meshgemm ? len - 1 : v > 1 ? 1 : len > 2 ? 2 : 1;
   if (meshgemm && v == 1) c.copies = 0;
   return c;
+}
+
+int wf_gemm_align_both(int w, int h, int preskew) {
+  /* on 3 x 3 only when both operands align: one saves a single shift there, which the
+   * re-homing copy and the ctl and teardown take back (docs/gemm.md) */
+  return w == h && (w >= 4 || (w == 3 && !preskew)) && preskew != (WF_PRESKEW_A | WF_PRESKEW_B);
 }
 
 int wf_gemm_single_c_spare(int64_t m, int64_t k, int64_t n, int preskew) {
@@ -130,6 +142,9 @@ void wf_gemm_rect_buffers(int meshgemm, int w, int h, int64_t m, int64_t ka, int
 typedef struct rect_sched {
   const wf_target *t;
   int meshgemm, rename, turns, w, h, L, vx, vy;
+  int both;        /* the alignment goes both ways round (wf_gemm_align_both) */
+  int aligning;    /* the alignment's rounds: backward lines receive from the other side */
+  int ctl;         /* its first round: a backward line's blocks wait for the receiver's ctl */
   int serial;      /* one buffer: a PE issues its streams after its work, not with it */
   int64_t a, b, mac_s;
   axis_cost cx, cy;
@@ -146,7 +161,8 @@ typedef struct rect_sched {
 /* Does line I shift in alignment iteration u? Cannon: I times, u < I (lower_gemm_cannon.c,
  * plain_align; rotate_align_line); INTERLEAVE: even u only, odd I while u < I, even I > 0
  * from u = I on (lower_gemm_meshgemm.c, interleave_align). */
-static int shifts_at(int meshgemm, int64_t I, int u) {
+static int shifts_at(int meshgemm, int both, int L, int64_t I, int u) {
+  if (both) return u < shifts(meshgemm, both, L, I);
   if (!meshgemm) return u < I;
   if (u % 2) return 0;
   return I % 2 ? u < I : I > 0 && u >= I;
@@ -155,10 +171,23 @@ static int shifts_at(int meshgemm, int64_t I, int u) {
 /* The PE a line's tile arrives from at coordinate c of a line of len PEs, and over how many
  * hops: Cannon c + 1 (the last PE: from PE 0 over the wrap, len - 1 hops); INTERLEAVE with
  * v >= 2 from both neighbours (1 hop; *second gets the other one, or -1); v = 1 the two-hop
- * ring: even c from c - 2, odd c from c + 2, at the ends the turn-arounds (1 hop). */
-static int ring_from(const rect_sched *r, int v, int len, int c, int *hops, int *second) {
+ * ring: even c from c - 2, odd c from c + 2, at the ends the turn-arounds (1 hop). A line
+ * that aligns backward (I, r->both) gets it from the PE c sends to going forward. */
+static int back_line(const rect_sched *r, int64_t I);
+
+static int ring_from_line(const rect_sched *r, int64_t I, int v, int len, int c, int *hops, int *second) {
   *second = -1;
   *hops = 1;
+  if (back_line(r, I) && !r->meshgemm) { /* from c - 1; PE 0 over the wrap */
+    if (c == 0) *hops = len - 1;
+    return (c + len - 1) % len;
+  }
+  if (back_line(r, I)) {
+    int to, from;
+    wf_interleave(c, len, &to, &from);
+    *hops = abs(to - c);
+    return to;
+  }
   if (!r->meshgemm) {
     if (c == len - 1) *hops = len - 1;
     return (c + 1) % len;
@@ -177,6 +206,16 @@ static int ring_from(const rect_sched *r, int v, int len, int c, int *hops, int 
    * (len even), from the even PE below */
   if (c % 2 == 0) return c + 1;
   return c + 1 < len ? c + 1 : c - 1;
+}
+
+static int ring_from(const rect_sched *r, int v, int len, int c, int *hops, int *second) {
+  return ring_from_line(r, 0, v, len, c, hops, second);
+}
+
+/* Line I aligns backward (r->both): a ctl turns its routers before, a teardown after. */
+static int back_line(const rect_sched *r, int64_t I) {
+  if (!r->both || !r->aligning) return 0;
+  return r->meshgemm ? I % 2 == 0 && I > 0 : 2 * I > r->L;
 }
 
 /* One round for every PE: T[p] (start, in/out) of PE p = y w + x; work[p] its own cycles;
@@ -201,14 +240,18 @@ static void round_all(const rect_sched *r, int64_t *T, int64_t *nt, const int64_
 #define S(q) (T[q] + (r->serial ? work[q] - 1 : 0))
       int64_t e = max64(T[p] + work[p], S(p) + (r->serial ? 1 : 0) + b_out(sa[p], sb[p], db));
       if (sa[p] && w > 1) {
-        q = s * w + ring_from(r, r->vx, w, x, &hp, &sec);
+        q = s * w + ring_from_line(r, y, r->vx, w, x, &hp, &sec);
         e = max64(e, S(q) + sa[q] + lat(r->t, hp));
+        /* the sender's router turns when p's ctl has crossed the link: its first wavelet
+         * leaves hp hops after that */
+        if (r->ctl && back_line(r, y)) e = max64(e, T[p] + sa[q] + lat(r->t, hp) + hp * r->t->hop_cycles);
         if (sec >= 0) q = s * w + sec, e = max64(e, S(q) + sa[q] + lat(r->t, hp));
       }
       if (sb[p] && h > 1) {
-        int f = r->ridx[ring_from(r, r->vy, h, y, &hp, &sec)];
+        int f = r->ridx[ring_from_line(r, x, r->vy, h, y, &hp, &sec)];
         q = f >= 0 ? f * w + x : p;
         e = max64(e, S(q) + b_out(sa[q], sb[q], db) + lat(r->t, hp));
+        if (r->ctl && back_line(r, x)) e = max64(e, T[p] + b_out(sa[q], sb[q], db) + lat(r->t, hp) + hp * r->t->hop_cycles);
         if (sec >= 0) f = r->ridx[sec], q = f >= 0 ? f * w + x : p;
         if (sec >= 0) e = max64(e, S(q) + b_out(sa[q], sb[q], db) + lat(r->t, hp));
       }
@@ -289,7 +332,7 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   /* w = 1: A's block is the whole K, cut in B's blocks (lower_gemm_rect.c) */
   int64_t kt = w == 1 ? kb : ka / vx, mt = (m + vy - 1) / vy, nt = (n + vx - 1) / vx;
   int64_t a = mt * kt, b = kt * nt, zc = mt * nt;
-  rect_sched r = {t, meshgemm, 0, 0, w, h, L, vx, vy, 0, a, b, (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f),
+  rect_sched r = {t, meshgemm, 0, 0, w, h, L, vx, vy, 0, 0, 0, 0, a, b, (int64_t)vx * vy * ((mt * kt * nt + f - 1) / f),
                   axis(meshgemm, vx, w), axis(meshgemm, vy, h), 0, NULL, NULL};
   r.rename = meshgemm ? wf_gemm_rect_meshgemm_period(w, h, &r.turns) > 0 : wf_gemm_rect_cannon_period(w, h) > 0;
   int cannon_rename = r.rename && !meshgemm;
@@ -297,7 +340,9 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
   /* the slots and C's tiles (the same for one buffer, whose three buffers only the lowering
    * and the SRAM check size: wf_gemm_buffers) */
   wf_gemm_rect_buffers(meshgemm, w, h, m, ka, kb, n, &bf);
-  int no = vx > vy ? vx : vy, ustep = meshgemm ? 2 : 1, iters = meshgemm ? 2 * L : L;
+  /* square MeshGEMM aligns both ways round (lower_gemm_shift.c) */
+  r.both = wf_gemm_align_both(w, h, preskew);
+  int no = vx > vy ? vx : vy, ustep = meshgemm ? 2 : 1, iters = r.both ? L / 2 : meshgemm ? 2 * L : L;
   r.rows = malloc((size_t)h * 2 * sizeof *r.rows);
   WF_ASSERT(r.rows);
   r.ridx = r.rows + h;
@@ -309,7 +354,7 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
     int busy = 0;
     for (int y = 0; y < h; y++) {
       int64_t c = 0;
-      for (int o = 0; o < vy; o++) c += shifts(meshgemm, L, (int64_t)vy * y + o);
+      for (int o = 0; o < vy; o++) c += shifts(meshgemm, r.both, L, (int64_t)vy * y + o);
       if (c > most) most = c, busy = y;
     }
     int pick[] = {0, 1, 2, h - 3, h - 2, h - 1, busy};
@@ -351,6 +396,11 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
     int ph_a = still_a && (!serial_align || ph == 0), ph_b = still_b && (!serial_align || ph == 1);
     if (one && !ph_a && !ph_b) continue; /* the lowering emits no loop */
     r.serial = serial_align; /* one operand's stream per round: its message alone (round_all) */
+    /* backward lines: a ctl down the ramp before the loop, a teardown after it (one item
+     * each, lower_gemm_shift.c); the ctl bounds the first round's arrivals (round_all) */
+    r.aligning = 1;
+    for (int si = 0; r.both && si < r.nrows; si++)
+      for (int x = 0; x < w; x++) T[si * w + x] += (ph_a && back_line(&r, r.rows[si])) + (ph_b && back_line(&r, x));
     for (int u = 0; u < iters; u++)
       for (int o = 0; o < no; o++) {
         int64_t extra = 0;
@@ -364,24 +414,27 @@ int64_t wf_gemm_shift_sched(const wf_target *t, int meshgemm, int w, int h, int6
         for (int si = 0; si < r.nrows; si++)
           for (int x = 0; x < w; x++) {
             int y = r.rows[si], p = si * w + x;
-            int ma = ph_a && o < vy && shifts_at(meshgemm, (int64_t)vy * y + o, u);
-            int mb = ph_b && o < vx && shifts_at(meshgemm, (int64_t)vx * x + o, u);
+            int ma = ph_a && o < vy && shifts_at(meshgemm, r.both, L, (int64_t)vy * y + o, u);
+            int mb = ph_b && o < vx && shifts_at(meshgemm, r.both, L, (int64_t)vx * x + o, u);
             work[p] = extra + (ma ? ca : 0) + (mb ? cb : 0);
             sa[p] = ma ? r.cx.sends * a : 0;
             sb[p] = mb ? r.cy.sends * b : 0;
           }
+        r.ctl = u == 0;
         round_all(&r, T, nt_, work, sa, sb, 0);
+        r.ctl = 0;
       }
     /* After it: the zeroings no round took, and (copying alignment) the lines that shifted
      * an odd number of times come back from buffer 1 */
     for (int si = 0; si < r.nrows; si++)
       for (int x = 0; x < w; x++) {
         int y = r.rows[si];
-        int64_t fix = ph == 0 ? late : 0;
-        for (int o = 0; ph_a && !cannon_rename && o < vy; o++) fix += shifts(meshgemm, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
-        for (int o = 0; ph_b && !cannon_rename && o < vx; o++) fix += shifts(meshgemm, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
+        int64_t fix = (ph == 0 ? late : 0) + (ph_a && back_line(&r, y)) + (ph_b && back_line(&r, x));
+        for (int o = 0; ph_a && !cannon_rename && o < vy; o++) fix += shifts(meshgemm, r.both, L, (int64_t)vy * y + o) % 2 ? vx * a : 0;
+        for (int o = 0; ph_b && !cannon_rename && o < vx; o++) fix += shifts(meshgemm, r.both, L, (int64_t)vx * x + o) % 2 ? vy * b : 0;
         T[si * w + x] += fix;
       }
+    r.aligning = 0;
   }
   /* The alignment's own cycles: past where the PEs would be had nothing shifted (the
    * gathers and zeroings in its rounds stay) */

@@ -35,12 +35,30 @@ typedef struct wf_ring {
   /* Alignment of the blocks of line `other` (the row index for A, the column for B): the
    * number of forward shifts is a function of that index; u is the loop variable. */
   void (*align)(wf_ring_align *out, wf_pe_term other, int len, wf_pe_term u);
+  /* The alignment both ways round (NULL: forward only): the lines that `back` holds for shift
+   * backward, on the links reversed (ring_line.h, wf_ring_links_reversed) with `bwd`'s guards,
+   * the others forward with `fwd`'s; both loops have the same iterations. */
+  void (*align_both)(wf_ring_align *fwd, wf_ring_align *bwd, wf_pe_guard *back, wf_pe_term other, int len,
+                     wf_pe_term u);
 } wf_ring;
+
+/* For an align_both (lower_gemm_meshgemm.c): fills fwd (d = 0) and bwd (d = 1): the lines that
+ * line[d] holds for shift while `a cmp b` (count[d], over the loop variable u), iteration u
+ * reading buffer u % 2, and fixup[d] holds for the lines whose count is odd. */
+typedef struct wf_ring_dir {
+  wf_pe_guard line, fixup;
+  wf_pe_term a, b;
+  int cmp;
+} wf_ring_dir;
+void wf_ring_align_dirs(wf_ring_align *fwd, wf_ring_align *bwd, const wf_ring_dir dir[2], int len, wf_pe_term u);
 
 extern const wf_ring wf_ring_interleave; /* lower_gemm_meshgemm.c */
 /* The line's links for `ring` (ring->dest) on the colors of `purpose` (backend/collectives/
  * ring_line.h, wf_ring_dest_links); lower_gemm_meshgemm.c. */
 int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc);
+/* The same links reversed at switch position 1 (once per class and purpose), after them;
+ * -1 as wf_ring_links_reversed. */
+int wf_ring_line_reversed(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line);
 extern const wf_ring wf_ring_plain;      /* lower_gemm_cannon.c */
 
 /* lower_gemm_allgather.c: gather the row and column panels, then multiply locally. */

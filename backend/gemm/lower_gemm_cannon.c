@@ -23,4 +23,25 @@ static void plain_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term u) {
   a->fixup[a->nf++] = f;
 }
 
-const wf_ring wf_ring_plain = {"plain", -1, plain_dest, plain_align};
+/* Both ways round (square regions): line r's rotation is r forward or len - r backward, so
+ * lines with 2r > len go backward len - r times and no line shifts more than len/2 times.
+ * Iteration u is every shifting line's shift u (buffer u % 2); an odd count leaves the block
+ * in buffer 1. */
+static void plain_align_both(wf_ring_align *fw, wf_ring_align *bw, wf_pe_guard *back, wf_pe_term r, int len,
+                             wf_pe_term u) {
+  wf_pe_term r2 = r, rest = r; /* 2r; len - r */
+  r2.mul = 2;
+  rest.mul = -1;
+  rest.k = len;
+  wf_ring_dir d[2] = {{wf_guard0(), wf_guard0(), u, r, WF_CMP_LT}, {wf_guard0(), wf_guard0(), u, rest, WF_CMP_LT}};
+  wf_gadd(&d[0].line, r2, WF_CMP_LE, wf_term_int(len));
+  wf_gadd(&d[1].line, r2, WF_CMP_GT, wf_term_int(len));
+  *back = d[1].line;
+  for (int k = 0; k < 2; k++) {
+    d[k].fixup = d[k].line;
+    wf_gadd_mod(&d[k].fixup, r, 2, k ? (len + 1) % 2 : 1); /* r, or len - r, odd */
+  }
+  wf_ring_align_dirs(fw, bw, d, len, u);
+}
+
+const wf_ring wf_ring_plain = {"plain", -1, plain_dest, plain_align, plain_align_both};

@@ -62,7 +62,55 @@ static void interleave_align(wf_ring_align *a, wf_pe_term r, int len, wf_pe_term
   a->fixup[a->nf++] = f;
 }
 
-const wf_ring wf_ring_interleave = {"interleave", 2, interleave_dest, interleave_align};
+void wf_ring_align_dirs(wf_ring_align *fwd, wf_ring_align *bwd, const wf_ring_dir dir[2], int len, wf_pe_term u) {
+  for (int d = 0; d < 2; d++) {
+    wf_ring_align *a = d ? bwd : fwd;
+    a->iters = len / 2;
+    a->n0 = a->n1 = a->nf = 0;
+    for (int q = 0; q < 2; q++) {
+      wf_pe_guard g = dir[d].line;
+      wf_gadd(&g, dir[d].a, (wf_cmp)dir[d].cmp, dir[d].b);
+      wf_gadd(&g, wf_gterm(u, 2, 0), WF_CMP_EQ, wf_term_int(q));
+      if (q) a->from1[a->n1++] = g;
+      else a->from0[a->n0++] = g;
+    }
+    a->fixup[a->nf++] = dir[d].fixup;
+  }
+}
+
+/* Both ways round (square regions): line r's rotation is pos(r) positions backward or
+ * n - pos(r) forward; odd r go forward (r+1)/2 times (pos(r) = n - (r+1)/2) and even r > 0
+ * backward r/2 times (pos(r) = r/2), so no line shifts more than n/2 times where forward only
+ * takes up to n - 1. Iteration u is every shifting line's shift u, which reads buffer u % 2;
+ * an odd count leaves the block in buffer 1: r % 4 == 1 forward, r % 4 == 2 backward. */
+static void interleave_align_both(wf_ring_align *fw, wf_ring_align *bw, wf_pe_guard *back, wf_pe_term r, int len,
+                                  wf_pe_term u) {
+  wf_pe_term u2 = u;
+  u2.mul = 2;
+  /* u < (r+1)/2 for odd r, u < r/2 for even r > 0 */
+  wf_ring_dir d[2] = {{wf_guard0(), wf_guard0(), u2, r, WF_CMP_LE}, {wf_guard0(), wf_guard0(), u2, r, WF_CMP_LT}};
+  wf_gadd_mod(&d[0].line, r, 2, 1);
+  wf_gadd_mod(&d[1].line, r, 2, 0);
+  wf_gadd(&d[1].line, r, WF_CMP_GT, wf_term_int(0));
+  *back = d[1].line;
+  wf_gadd_mod(&d[0].fixup, r, 4, 1);
+  wf_gadd_mod(&d[1].fixup, r, 4, 2);
+  wf_ring_align_dirs(fw, bw, d, len, u);
+}
+
+const wf_ring wf_ring_interleave = {"interleave", 2, interleave_dest, interleave_align, interleave_align_both};
+
+int wf_ring_line_reversed(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line) {
+  int first = L->color[purpose];
+  for (int i = 0; i < L->cls->n_routes; i++)
+    if (L->cls->routes[i].color == first && L->cls->routes[i].pos == 1) return 0; /* done before */
+  int *dest = malloc((size_t)line->len * sizeof *dest + 1);
+  WF_ASSERT(dest);
+  for (int i = 0; i < line->len; i++) dest[i] = ring->dest(i, line->len);
+  int rc = wf_ring_links_reversed(L, line, dest, first);
+  free(dest);
+  return rc;
+}
 
 int wf_ring_line_colors(wf_lower *L, const wf_ring *ring, int purpose, const wf_ring_line *line, wf_loc loc) {
   int *dest = malloc((size_t)line->len * sizeof *dest + 1);

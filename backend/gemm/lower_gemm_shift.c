@@ -33,6 +33,7 @@ typedef struct shift_ctx {
   int a[2], b[2];   /* buffers */
   int64_t na, nb;   /* wavelets per block */
   int done;         /* completion task */
+  int both;         /* the alignment goes both ways round (align) */
 } shift_ctx;
 
 /* One shift of a block: receive the predecessor's into `to`, send `from` to the successor;
@@ -45,30 +46,63 @@ static void shift(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to,
           (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(from), wf_arg_int(n), wf_arg_int(s->done)});
 }
 
-/* preskew: the operands the host wrote aligned (gemm_preskew.c), left out. */
+/* The same shift on the line's links reversed (switch position 1): the block goes to the
+ * ring predecessor, so the forward senders receive and the forward receivers send. */
+static void shift_back(shift_ctx *s, const wf_pe_guard *g, int col, int from, int to, int64_t n) {
+  wf_lower *L = s->L;
+  wf_emit_ring(L, g, WF_PEOP_ARECV,
+               (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(to), wf_arg_int(n), wf_arg_int(s->done)}, 1);
+  wf_emit_ring(L, g, WF_PEOP_ASEND,
+               (wf_pe_arg[]){wf_arg_int(col), wf_arg_sym(from), wf_arg_int(n), wf_arg_int(s->done)}, 0);
+}
+
+/* One operand's shifts in an alignment iteration: forward (d = 0) or backward. */
+static void shifts(shift_ctx *s, const wf_ring_align *ra, int d, int col, const int buf[2], int64_t n) {
+  void (*one)(shift_ctx *, const wf_pe_guard *, int, int, int, int64_t) = d ? shift_back : shift;
+  for (int i = 0; i < ra->n0; i++) one(s, &ra->from0[i], col, buf[0], buf[1], n);
+  for (int i = 0; i < ra->n1; i++) one(s, &ra->from1[i], col, buf[1], buf[0], n);
+}
+
+/* preskew: the operands the host wrote aligned (gemm_preskew.c), left out. With s->both the
+ * lines whose rotation is more than half the ring shift backward (wf_ring.align_both): their
+ * routers turn to the reversed links by a `ctl` on each forward link before the loop, and back
+ * by a `teardown` behind the last block (ring_line.h, wf_ring_links_reversed). */
 static void align(shift_ctx *s, const wf_ring *ring, int N, int preskew) {
   wf_lower *L = s->L;
   if (preskew == (WF_PRESKEW_A | WF_PRESKEW_B)) return; /* nothing moves */
   wf_gemm_phase(L, WF_GEMM_PHASE_ALIGN);
   int u = wf_lower_var(L, "u");
   wf_pe_term tu = wf_term_var(u, 0), tx = wf_term(WF_TERM_X, 0), ty = wf_term(WF_TERM_Y, 0);
-  wf_ring_align ra, rb;
-  ring->align(&ra, ty, N, tu); /* A: row y shifts along x */
-  ring->align(&rb, tx, N, tu); /* B: column x shifts along y */
-  WF_ASSERT(ra.iters == rb.iters);
-  if (preskew & WF_PRESKEW_A) ra.n0 = ra.n1 = ra.nf = 0;
-  if (preskew & WF_PRESKEW_B) rb.n0 = rb.n1 = rb.nf = 0;
-  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(ra.iters)});
-  for (int i = 0; i < ra.n0; i++) shift(s, &ra.from0[i], s->ca, s->a[0], s->a[1], s->na);
-  for (int i = 0; i < ra.n1; i++) shift(s, &ra.from1[i], s->ca, s->a[1], s->a[0], s->na);
-  for (int i = 0; i < rb.n0; i++) shift(s, &rb.from0[i], s->cb, s->b[0], s->b[1], s->nb);
-  for (int i = 0; i < rb.n1; i++) shift(s, &rb.from1[i], s->cb, s->b[1], s->b[0], s->nb);
+  wf_ring_align ra[2], rb[2];
+  wf_pe_guard back_a, back_b;
+  int dirs = s->both ? 2 : 1, still_a = !(preskew & WF_PRESKEW_A), still_b = !(preskew & WF_PRESKEW_B);
+  if (s->both) {
+    ring->align_both(&ra[0], &ra[1], &back_a, ty, N, tu); /* A: row y shifts along x */
+    ring->align_both(&rb[0], &rb[1], &back_b, tx, N, tu); /* B: column x shifts along y */
+  } else {
+    ring->align(&ra[0], ty, N, tu);
+    ring->align(&rb[0], tx, N, tu);
+  }
+  WF_ASSERT(ra[0].iters == rb[0].iters);
+  for (int d = 0; d < dirs; d++) {
+    if (!still_a) ra[d].n0 = ra[d].n1 = ra[d].nf = 0;
+    if (!still_b) rb[d].n0 = rb[d].n1 = rb[d].nf = 0;
+  }
+  if (s->both && still_a) wf_emit_ring(L, &back_a, WF_PEOP_CTL, (wf_pe_arg[]){wf_arg_int(s->ca)}, 1);
+  if (s->both && still_b) wf_emit_ring(L, &back_b, WF_PEOP_CTL, (wf_pe_arg[]){wf_arg_int(s->cb)}, 1);
+  wf_emit(L, NULL, WF_PEOP_LOOP, (wf_pe_arg[]){wf_arg_term(tu), wf_arg_int(0), wf_arg_int(ra[0].iters)});
+  for (int d = 0; d < dirs; d++) shifts(s, &ra[d], d, s->ca, s->a, s->na);
+  for (int d = 0; d < dirs; d++) shifts(s, &rb[d], d, s->cb, s->b, s->nb);
   wf_emit(L, NULL, WF_PEOP_WAIT, NULL);
   wf_emit(L, NULL, WF_PEOP_ENDLOOP, NULL);
-  for (int i = 0; i < ra.nf; i++)
-    wf_emit(L, &ra.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->a[0]), wf_arg_sym(s->a[1]), wf_arg_int(s->na)});
-  for (int i = 0; i < rb.nf; i++)
-    wf_emit(L, &rb.fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->b[0]), wf_arg_sym(s->b[1]), wf_arg_int(s->nb)});
+  if (s->both && still_a) wf_emit_ring(L, &back_a, WF_PEOP_TEARDOWN, (wf_pe_arg[]){wf_arg_int(s->ca)}, 0);
+  if (s->both && still_b) wf_emit_ring(L, &back_b, WF_PEOP_TEARDOWN, (wf_pe_arg[]){wf_arg_int(s->cb)}, 0);
+  for (int d = 0; d < dirs; d++) {
+    for (int i = 0; i < ra[d].nf; i++)
+      wf_emit(L, &ra[d].fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->a[0]), wf_arg_sym(s->a[1]), wf_arg_int(s->na)});
+    for (int i = 0; i < rb[d].nf; i++)
+      wf_emit(L, &rb[d].fixup[i], WF_PEOP_COPY, (wf_pe_arg[]){wf_arg_sym(s->b[0]), wf_arg_sym(s->b[1]), wf_arg_int(s->nb)});
+  }
 }
 
 /* The one-buffer steps (above): q holds A, B and the spare at s = 0. Per step: A goes to the
@@ -143,7 +177,7 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   wf_lower_block(L, b, &kb, &n);
   wf_lower_block(L, c, &r, &cc);
   WF_ASSERT(k == kb && r == m && cc == n);
-  shift_ctx s = {L, -1, -1, {0, 0}, {0, 0}, m * k, kb * n, 0};
+  shift_ctx s = {L, -1, -1, {0, 0}, {0, 0}, m * k, kb * n, 0, 0};
   int sc = wf_lower_sym(L, c);
   out->lowering = N == 1 ? "local" : algo == WF_GEMM_MESHGEMM ? "meshgemm-interleave" : "cannon-ring";
   if (N > 1 && nbuf == 1) /* the manifest names the schedule */
@@ -174,6 +208,12 @@ int wf_lower_gemm_shift(wf_lower *L, const wf_op *op, wf_lowered_op *out, const 
   /* the streams go out on each line's first color; wf_emit gives each PE its own */
   s.ca = L->color[purpose_x];
   s.cb = L->color[purpose_x + 1];
+  /* an operand that aligns on the mesh goes both ways round where the ring can (its links
+   * reversed at switch position 1 on the same colors) */
+  s.both = ring->align_both && wf_gemm_align_both(N, N, preskew);
+  /* (a ring an op before could not finish is left as it is: that op's error fails the plan) */
+  if (s.both && !(preskew & WF_PRESKEW_A) && wf_ring_line_reversed(L, ring, purpose_x, &lx)) s.both = 0;
+  if (s.both && !(preskew & WF_PRESKEW_B) && wf_ring_line_reversed(L, ring, purpose_x + 1, &ly)) s.both = 0;
   s.done = wf_lower_done_task(L);
   /* Buffer 0 is a copy of the operand: the operand itself may be used again later. */
   wf_gemm_bufs bf; /* sized with the chooser's SRAM check (gemm_cost.c) */

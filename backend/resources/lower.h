@@ -176,6 +176,11 @@ void wf_lower_block(const wf_lower *L, wf_value v, int64_t *rows, int64_t *cols)
 void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col);
 /* Instruction helpers: guard may be NULL. */
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args);
+/* When args[0] is the first color of a ring line (wf_ring_ch): the instruction once per color
+ * of the line, on the PEs that send on it in the ring's direction (senders = 1) or receive on
+ * it (0); returns 1. A stream backward on the reversed links (ring_line.h) is sent by the
+ * forward receivers and received by the forward senders. Returns 0 for any other color. */
+int wf_emit_ring(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args, int senders);
 /* d = a <op> b over an m x n block, b broadcast by mode (WF_BMODE_*): a binary instruction of
  * whole symbols. */
 void wf_emit_bin(wf_lower *L, wf_peop op, int d, int a, int b, int64_t m, int64_t n, int mode);

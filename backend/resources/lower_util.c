@@ -326,27 +326,35 @@ static void flood_positions(wf_lower *L, const wf_pe_guard *g, int col) {
 
 void wf_lower_flood_positions(wf_lower *L, const wf_pe_guard *g, int col) { flood_positions(L, g, col); }
 
+int wf_emit_ring(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args, int senders) {
+  int col = args[0].term.k;
+  for (int i = 0; i < L->n_ring_ch; i++) {
+    const wf_ring_ch *ch = &L->ring_ch[i];
+    if (ch->col[0] != col) continue;
+    for (int k = 0; k < ch->n; k++) {
+      int set = senders ? ch->send_set[k] : ch->recv_set[k];
+      if (set == -1) continue;
+      wf_pe_guard g2 = g ? *g : wf_guard0();
+      if (set >= 0) {
+        WF_ASSERT(g2.n < WF_PE_MAX_GUARD);
+        wf_guard_add_in(&g2, ch->coord, set);
+      }
+      wf_pe_arg a2[WF_PE_MAX_ARGS];
+      memcpy(a2, args, strlen(wf_peops[op].sig) * sizeof *a2);
+      a2[0].term.k = ch->col[k];
+      emit_raw(L, &g2, op, a2);
+    }
+    return 1;
+  }
+  return 0;
+}
+
 void wf_emit(wf_lower *L, const wf_pe_guard *g, wf_peop op, const wf_pe_arg *args) {
   if (wf_peops[op].cost == WF_PECOST_FABRIC || wf_peops[op].cost == WF_PECOST_ASYNC) {
     int col = args[0].term.k;
-    for (int i = 0; i < L->n_ring_ch; i++) {
-      const wf_ring_ch *ch = &L->ring_ch[i];
-      if (ch->col[0] != col) continue;
-      /* a ring line's stream: one per color, on the PEs that send (receive) on it */
+    /* a ring line's stream: one per color, on the PEs that send (receive) on it */
+    if (wf_emit_ring(L, g, op, args, op == WF_PEOP_ASEND)) {
       WF_ASSERT(op == WF_PEOP_ASEND || op == WF_PEOP_ARECV || op == WF_PEOP_ARECVADD);
-      for (int k = 0; k < ch->n; k++) {
-        int set = op == WF_PEOP_ASEND ? ch->send_set[k] : ch->recv_set[k];
-        if (set == -1) continue;
-        wf_pe_guard g2 = g ? *g : wf_guard0();
-        if (set >= 0) {
-          WF_ASSERT(g2.n < WF_PE_MAX_GUARD);
-          wf_guard_add_in(&g2, ch->coord, set);
-        }
-        wf_pe_arg a2[WF_PE_MAX_ARGS];
-        memcpy(a2, args, strlen(wf_peops[op].sig) * sizeof *a2);
-        a2[0].term.k = ch->col[k];
-        emit_raw(L, &g2, op, a2);
-      }
       return;
     }
     int flood = col == L->color[WF_COLOR_ROW_BCAST] || col == L->color[WF_COLOR_COL_BCAST];
