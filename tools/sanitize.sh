@@ -17,28 +17,18 @@ fi
 cmake --build "$B" -j"$(nproc)" >/dev/null
 built=$(date +%s)
 # LLVM's JIT keeps allocations of its own for the process's life; only waferc's code is judged.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+# intercept_tls_get_addr=0: LeakSanitizer's record of dynamic TLS (libLLVM is dlopen'ed and has
+# thread-locals) can hold a bogus range for glibc's dtv slot (seen: "DTLS 6 at
+# 0x55e-0x1800001660" at waferrun's exit in e2e/generate_regions, with the plan under a longer
+# path), and its stop-the-world tracer then crashes scanning it ("Tracer caught signal 11 ...
+# LeakSanitizer has encountered a fatal error", no report). Without the interception leaks are
+# still found; only pointers held in dlopen'ed libraries' thread-locals go unscanned.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:intercept_tls_get_addr=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$here/tools/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# LeakSanitizer's own stop-the-world tracer sometimes crashes at a multi-threaded process's
-# exit ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error", seen once in
-# CI on e2e/generate_regions, not reproduced in 60 local runs; google/sanitizers#1353). That is
-# no finding about waferc: a stage whose only failures carry that signature, and no sanitizer
-# report, runs its failed tests once more; a leak, an ASan or a UBSan report still fails it.
-stage() {
-  local log="$B/sanitize-stage.log" r=0
-  ctest --test-dir "$B" --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log" || r=$?
-  if [ "$r" != 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$log" &&
-    ! grep -Eq "ERROR: (LeakSanitizer|AddressSanitizer)|runtime error:" "$log"; then
-    echo "sanitize: LeakSanitizer's tracer crashed (no report); running the failed tests once more"
-    ctest --test-dir "$B" --output-on-failure --rerun-failed || return $?
-    return 0
-  fi
-  return "$r"
-}
 rc=0
-stage -L "^(unit|lit|fuzz)$" "$@" || rc=$?
-stage -R "e2e/(e2e_bad_plan|plan_untrusted|pipeline|generate_regions)$" "$@" || rc=$?
+ctest --test-dir "$B" --output-on-failure -j"$(nproc)" -L "^(unit|lit|fuzz)$" "$@" || rc=$?
+ctest --test-dir "$B" --output-on-failure -j"$(nproc)" -R "e2e/(e2e_bad_plan|plan_untrusted|pipeline|generate_regions)$" "$@" || rc=$?
 end=$(date +%s)
 echo "sanitize: build $((built - start)) s, tests $((end - built)) s, total $((end - start)) s"
 exit $rc
