@@ -390,6 +390,13 @@ static int stacked_rows(const wf_func *f, wf_value v, int64_t N_max, wf_value *o
   return 1;
 }
 
+/* A matmul split from mm keeps mm's zero_k (partition_pad.c): the operands it marks still hold
+ * the padding along K that the lowering must zero first. */
+static void keep_zero_k(wf_func *f, const wf_op *mm, wf_value v) {
+  int64_t z = wf_op_int(f, mm, "zero_k", 0);
+  if (z) wf_op_set_int(f, wf_def_of(f, v, WF_OP_MATMUL), "zero_k", z);
+}
+
 /* The combine at mm split: 1, else 0. */
 static int split_combine(wf_func *f, wf_op *mm, int H, int rank) {
   wf_value o[MAX_TERMS];
@@ -404,6 +411,7 @@ static int split_combine(wf_func *f, wf_op *mm, int H, int rank) {
   for (int e = 0; e < N; e++) {
     wf_value p[2] = {wf_op_insert_slice(f, mm, mm->operands[0], st, e * C, e * C + C, 1, 1, mm->loc), o[e]};
     wf_value t = wf_op_insert_new(f, mm, WF_OP_MATMUL, 2, p, *yt, mm->loc);
+    keep_zero_k(f, mm, t);
     if (e) {
       wf_value a[2] = {acc, t};
       t = wf_op_insert_new(f, mm, WF_OP_ADD, 2, a, *yt, mm->loc);
@@ -461,6 +469,7 @@ static int split_dispatch(wf_func *f, wf_op *rs, int H, int rank) {
     wf_func_foreach_op(f, q) if (q->n_operands >= 1 && q->operands[0] == u->results[0]) r = q;
     wf_value p[2] = {wf_op_insert_slice(f, r, mm->operands[0], st, e * C, e * C + C, 0, 1, r->loc), mm->operands[1]};
     wf_value x = wf_op_insert_new(f, r, WF_OP_MATMUL, 2, p, *wf_value_type(f, r->results[0]), r->loc);
+    keep_zero_k(f, mm, x);
     wf_value_replace_named(f, r->results[0], x);
     if (next == r) next = r->next;
     wf_op_unlink(f, r);

@@ -530,7 +530,7 @@ laid:;
     if (ret && i < ret->n_operands)
       f->result_types[i].layout = wf_value_type(f, ret->operands[i])->layout;
   }
-  if (wf_partition_check_padding(f, c.w, c.h)) return WF_EXIT_UNSUPPORTED;
+  wf_partition_mark_padding(f, c.w, c.h);
   wf_partition_warn_padding(m, f, c.w, c.h);
   wf_pass_stat_add(ctx, "values-partitioned", n);
   wf_pass_set_changed(ctx);

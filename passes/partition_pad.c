@@ -147,11 +147,10 @@ static unsigned wild_mask(const wf_func *f, const wf_op *op, const unsigned *wil
   return out & m;
 }
 
-int wf_partition_check_padding(wf_func *f, int w, int h) {
+void wf_partition_mark_padding(wf_func *f, int w, int h) {
   unsigned *dirty = calloc((size_t)f->n_values + 1, sizeof *dirty);
   unsigned *wild = calloc((size_t)f->n_values + 1, sizeof *wild);
   WF_ASSERT(dirty && wild);
-  int errors = 0;
   wf_func_foreach_op(f, op) {
     if (!op->n_results) continue;
     const wf_type *rt = wf_value_type(f, op->results[0]);
@@ -166,16 +165,11 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         int ka = in->rank - 1;
         int za = !(dirty[op->operands[0]] >> ka & 1), zb = !(dirty[op->operands[1]] >> kb & 1);
         int fa = !(wild[op->operands[0]] >> ka & 1), fb = !(wild[op->operands[1]] >> kb & 1);
-        if ((padded(in, ka, w, h) || padded(tb, kb, w, h)) && !((za && fb) || (zb && fa))) {
-          wf_error(op->loc,
-                   "partition: '%s' contracts K = %lld, which the mesh does not divide, and an "
-                   "operand's padding along K may be nonzero (it comes from an op that does not "
-                   "keep zeros, such as exp or a broadcast add) and the other's is not zero and finite; "
-                   "choose a mesh side that divides %lld",
-                   wf_opinfos[op->code].name, (long long)in->dims[in->rank - 1],
-                   (long long)in->dims[in->rank - 1]);
-          errors++;
-        }
+        if ((padded(in, ka, w, h) || padded(tb, kb, w, h)) && !((za && fb) || (zb && fa)))
+          /* zero one side's padding along K first (both when neither is finite there):
+           * the lowering zeroes it in place (backend/plan/emit.c), which no reader of that
+           * padding minds */
+          wf_op_set_int(f, op, "zero_k", fb ? 1 : fa ? 2 : 3);
         /* Rows of A's padding and columns of B's give C's: zero when theirs are. */
         if (in->rank >= 2 && tb->rank >= 2 && (dirty[op->operands[0]] >> (in->rank - 2) & 1))
           m |= 1u << (rt->rank - 2);
@@ -187,13 +181,8 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
         const wf_type *tb = wf_value_type(f, op->operands[1]);
         int ka = in->rank - 1;
         if ((padded(in, ka, w, h) || padded(tb, 1, w, h)) &&
-            ((dirty[op->operands[0]] >> ka | dirty[op->operands[1]] >> 1) & 1)) {
-          wf_error(op->loc, "partition: 'dist.gemm_t' contracts K = %lld, which the mesh does not "
-                            "divide, and an operand's padding along K may be nonzero; choose a mesh "
-                            "side that divides %lld",
-                   (long long)in->dims[ka], (long long)in->dims[ka]);
-          errors++;
-        }
+            ((dirty[op->operands[0]] >> ka | dirty[op->operands[1]] >> 1) & 1))
+          wf_op_set_int(f, op, "zero_k", (dirty[op->operands[0]] >> ka & 1) | (dirty[op->operands[1]] >> 1 & 1) << 1);
         m |= dirty[op->operands[0]] & ((1u << ka) - 1); /* A's rows (and batch) are C's */
         if (dirty[op->operands[1]] & 1) m |= 1u << ka;
         m &= all_padded(rt, w, h);
@@ -291,7 +280,6 @@ int wf_partition_check_padding(wf_func *f, int w, int h) {
   }
   free(dirty);
   free(wild);
-  return errors;
 }
 
 /* ---- tensors that are mostly padding -------------------------------------------------- */

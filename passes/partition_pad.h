@@ -4,9 +4,10 @@
 
 #include "waferc/ir.h"
 
-/* After every value of f has its layout on a w x h region: reports (located) each op that
- * would mix a padded dim's padding into real elements. Returns the number of errors. */
-int wf_partition_check_padding(wf_func *f, int w, int h);
+/* After every value of f has its layout on a w x h region: marks each contraction that would
+ * mix a padded K's padding into real elements with `zero_k` (bit 0: A, bit 1: B), the
+ * operands whose padding along K its lowering zeroes first. */
+void wf_partition_mark_padding(wf_func *f, int w, int h);
 
 /* Warns about each tensor of f (arguments, constants, results) of which more than half of
  * the padded elements are padding on the w x h mesh, naming it, its shape, the padded

@@ -19,6 +19,7 @@
  * they arrive (recvadd / recvmax), then position 0 floods the result back. Every value
  * crosses the fabric as wavelets. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/collectives/lower_collective.h"
@@ -97,6 +98,38 @@ wf_axis_view wf_lower_axis_view(const wf_lower *L, const wf_type *t, const int64
   v.parts = v.split == WF_AXIS_X ? L->w : v.split == WF_AXIS_Y ? L->h : 1;
   if (v.parts == 1) v.split = WF_AXIS_NONE;
   return v;
+}
+
+int64_t wf_lower_zero_axis_padding(wf_lower *L, wf_value v, int axis) {
+  const wf_type *t = wf_value_type(L->f, v);
+  int64_t b[WF_MAX_RANK];
+  wf_lower_block_dims(L, t, b);
+  wf_axis_view a = wf_lower_axis_view(L, t, b, axis);
+  if (a.split == WF_AXIS_NONE || a.full >= a.len * a.parts) return 0;
+  int sym = wf_lower_sym(L, v);
+  wf_pe_term at = wf_term(a.split == WF_AXIS_X ? WF_TERM_X : WF_TERM_Y, 0);
+  int64_t q = a.full / a.len, r = a.full % a.len, cycles = 0;
+  if (r) { /* PE q holds the dim's end: the rows past it in each outer row */
+    int64_t cols = (a.len - r) * a.inner;
+    float *zeros = calloc((size_t)cols, sizeof *zeros);
+    WF_ASSERT(zeros);
+    int z = wf_lower_const_block(L, zeros, cols);
+    free(zeros);
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, at, WF_CMP_EQ, wf_term(WF_TERM_INT, (int32_t)q));
+    wf_emit(L, &g, WF_PEOP_COPY2D,
+            (wf_pe_arg[]){wf_arg_at(sym, (int32_t)(r * a.inner)), wf_arg_sym(z), wf_arg_int(a.outer), wf_arg_int(cols),
+                          wf_arg_int(a.len * a.inner), wf_arg_int(0)});
+    cycles = a.outer * cols;
+    q++;
+  }
+  if (q < a.parts) { /* the PEs past it hold only padding */
+    wf_pe_guard g = wf_guard0();
+    wf_gadd(&g, at, WF_CMP_GE, wf_term(WF_TERM_INT, (int32_t)q));
+    wf_emit(L, &g, WF_PEOP_ZERO, (wf_pe_arg[]){wf_arg_sym(sym), wf_arg_int(a.outer * a.len * a.inner)});
+    cycles = a.outer * a.len * a.inner;
+  }
+  return cycles;
 }
 
 static void emit2(wf_lower *L, const wf_pe_guard *g, wf_peop op, wf_pe_arg d, wf_pe_arg a, wf_pe_arg b,

@@ -74,6 +74,23 @@ static int check_layout(wf_lower *L, wf_value v, wf_loc loc) {
   return 0;
 }
 
+/* A contraction whose K is padded and whose operands' padding there partition could not prove
+ * safe carries zero_k (passes/partition_pad.c): the flagged operands' padding along K is
+ * zeroed in place before the op (no reader of padding minds). Returns the cycles. */
+static int64_t zero_k_padding(wf_lower *L, const wf_op *op) {
+  if (op->code != WF_OP_MATMUL && op->code != WF_OP_DIST_GEMM && op->code != WF_OP_DIST_GEMM_T) return 0;
+  int64_t bits = wf_op_int(L->f, op, "zero_k", 0), cycles = 0;
+  for (int i = 0; i < 2; i++) {
+    if (!(bits >> i & 1)) continue;
+    int rank = wf_value_type(L->f, op->operands[i])->rank;
+    /* K: A's last dim; B's next to last (its only one when 1-D), dist.gemm_t's B [N, K] its last */
+    int k = i == 0 || op->code == WF_OP_DIST_GEMM_T || rank < 2 ? rank - 1 : rank - 2;
+    int64_t c = wf_lower_zero_axis_padding(L, op->operands[i], k);
+    cycles += c; /* one after the other (the corner PE may hold both) */
+  }
+  return cycles;
+}
+
 static int lower_func(wf_lower *L) {
   wf_func *f = L->f;
   int bad = 0, unsupported = 0;
@@ -157,6 +174,7 @@ static int lower_func(wf_lower *L) {
       L->n_ops++;
       continue;
     }
+    int64_t zeroed = zero_k_padding(L, op);
     if (op->code == WF_OP_DIST_RELAYOUT) rc = wf_lower_region_move(L, op, lo);
     else if (op->code == WF_OP_MATMUL) rc = wf_lower_matmul(L, op, lo);
     else if (op->code == WF_OP_DIST_GEMM) rc = wf_lower_gemm(L, op, lo);
@@ -189,6 +207,13 @@ static int lower_func(wf_lower *L) {
     else {
       wf_error(op->loc, "op '%s' has no lowering to PE programs", wf_opinfos[op->code].name);
       rc = WF_EXIT_UNSUPPORTED;
+    }
+    if (!rc && zeroed) {
+      lo->predicted += zeroed;
+      size_t u = strlen(lo->explain);
+      snprintf(lo->explain + u, sizeof lo->explain - u, "%s[%s padding along K zeroed first: %lld cycles]",
+               u ? " " : "", wf_op_int(f, op, "zero_k", 0) == 3 ? "A's and B's" : wf_op_int(f, op, "zero_k", 0) == 1 ? "A's" : "B's",
+               (long long)zeroed);
     }
     if (band) {
       int brc = wf_lower_band_leave(L, op->loc);

@@ -215,6 +215,10 @@ void wf_lower_block_dims(const wf_lower *L, const wf_type *t, int64_t *b);
 /* The view of `axis` of a block with per-dim extents b (wf_lower_block_dims, with dims a
  * multi-axis reduction already reduced set to 1). */
 wf_axis_view wf_lower_axis_view(const wf_lower *L, const wf_type *t, const int64_t *b, int axis);
+/* Zeroes, in place, the padding of v's block along `axis` (the indices past the dim's length,
+ * on the PEs holding them): a matmul's `zero_k` (docs/partition.md, "Padding"). Returns the
+ * cycles of the busiest PE (0 when the axis is not padded). */
+int64_t wf_lower_zero_axis_padding(wf_lower *L, wf_value v, int axis);
 /* dst[outer x inner] = sum / max over the axis of src's real elements (padding excluded by
  * guards on the PE's coordinate), then the allreduce along the axis when it is split. */
 int wf_lower_axis_stat(wf_lower *L, int dst, int src, const wf_axis_view *v, int is_max, wf_loc loc,

@@ -102,11 +102,45 @@ for algo in meshgemm cannon summa allgather; do
     fail "mlp $algo (7x5x9x3 on 2x2): y differs from the interpreter"
   n=$((n + 1))
 done
-# Padding that would leak is rejected by name: exp before a matmul over a padded K. (A
-# softmax over a padded axis reads only real elements: reduce_plans.sh.)
-sed -e 's/%h = matmul(%a, %b) : f32\[7, 9\]/%e = exp(%a) : f32[7, 5]\n    %h = matmul(%e, %b) : f32[7, 9]/' "$TMP/mlp.wir" >"$TMP/exp.wir"
-rc=0; waferc "$TMP/exp.wir" -o "$TMP/exp" --target=test8x8 --mesh=2x2 -q 2>"$TMP/err" || rc=$?
-[ $rc = 3 ] && grep -q "contracts K = 5" "$TMP/err" || fail "exp before a padded K must be rejected (exit 3), got $rc: $(cat "$TMP/err")"
+# Padding that would leak is zeroed first: exp makes A's padding along K 1, a broadcast add
+# puts the bias into B's padding rows, and exp on B may overflow there; partition marks each
+# matmul zero_k (passes/partition_pad.c) and the lowering zeroes the marked operands' padding
+# along K before the GEMM, so y equals the interpreter's (without it, each padded K index
+# would add exp(0) times the bias, or 1, into every element). dist.gemm_t's K (the last dim of
+# both) too: matmul(A, transpose(B^T)).
+python3 "$NPY" "$TMP/bt.npy" 9,5 5 1.0
+cat >"$TMP/expz.wir" <<'EOF'
+module @expz {
+  func @main(%a: f32[7, 5], %b: f32[5, 9], %bias: f32[9], %bt: f32[9, 5]) -> f32[7, 9] {
+    %e = exp(%a) : f32[7, 5]
+    %f = add(%b, %bias) : f32[5, 9]
+    %h1 = matmul(%e, %f) : f32[7, 9]
+    %x = exp(%b) : f32[5, 9]
+    %h2 = matmul(%e, %x) : f32[7, 9]
+    %xt = exp(%bt) : f32[9, 5]
+    %t = transpose(%xt) {perm = [1, 0]} : f32[5, 9]
+    %h3 = matmul(%e, %t) : f32[7, 9]
+    %s = add(%h1, %h2) : f32[7, 9]
+    %y = add(%s, %h3) : f32[7, 9]
+    return %y
+  }
+}
+EOF
+zins=(--input a="$TMP/a.npy" --input b="$TMP/b.npy" --input bias="$TMP/bias.npy" --input bt="$TMP/bt.npy")
+waferc "$TMP/expz.wir" --interpret "${zins[@]}" --output-dir "$TMP/zref" -q || fail "expz: interpreter failed"
+for mesh in 2x2 3x3 4x3; do
+  for algo in meshgemm cannon summa allgather; do
+    d="$TMP/expz-$algo-$mesh"
+    waferc "$TMP/expz.wir" -o "$d" --target=test8x8 --mesh=$mesh --gemm-algo=$algo -q || fail "expz $algo $mesh: waferc exited $?"
+    [ "$(grep -o 'padding along K zeroed first' "$d/manifest.json" | wc -l)" = 3 ] ||
+      fail "expz $algo $mesh: the manifest does not explain the three zeroings"
+    grep -q '"dist.gemm_t"' "$d/manifest.json" || fail "expz $algo $mesh: no dist.gemm_t"
+    waferrun "$d" -q "${zins[@]}" --output-dir "$d/out" || fail "expz $algo $mesh: waferrun exited $?"
+    wafer-npycmp "$d/out/y.npy" "$TMP/zref/y.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
+      fail "expz $algo $mesh: y differs from the interpreter (a padding leaked into a contraction)"
+    n=$((n + 1))
+  done
+done
 
 # dist.gemm_t: C = A B^T with B [N, K] as stored, written directly and as
 # matmul(A, transpose(B)) (lower-gemm rewrites it; no transpose is left), padded or not.
