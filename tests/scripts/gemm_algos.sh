@@ -93,14 +93,22 @@ module @mlp {
 EOF
 ins=(--input a="$TMP/a.npy" --input b="$TMP/b.npy" --input bias="$TMP/bias.npy" --input w2="$TMP/w2.npy")
 waferc "$TMP/mlp.wir" --interpret "${ins[@]}" --output-dir "$TMP/mref" -q || fail "mlp: interpreter failed"
-for algo in meshgemm cannon summa allgather; do
-  d="$TMP/mlp-$algo"
-  waferc "$TMP/mlp.wir" -o "$d" --target=test8x8 --mesh=2x2 --gemm-algo=$algo -q || fail "mlp $algo: waferc exited $?"
-  grep -q '"padded_shape"' "$d/manifest.json" || fail "mlp $algo: the manifest does not describe the padding"
-  waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" || fail "mlp $algo: waferrun exited $?"
-  wafer-npycmp "$d/out/y.npy" "$TMP/mref/y.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
-    fail "mlp $algo (7x5x9x3 on 2x2): y differs from the interpreter"
+# algo_run LABEL WIR MESH ALGO REFDIR CHECK INPUTS...: compiles WIR for MESH with ALGO, runs
+# CHECK on the plan's manifest, runs it and compares its y with REFDIR's (the interpreter's)
+algo_run() {
+  local label=$1 wir=$2 mesh=$3 algo=$4 ref=$5 chk=$6
+  shift 6
+  d="$TMP/$label-$algo-$mesh"
+  waferc "$wir" -o "$d" --target=test8x8 --mesh="$mesh" --gemm-algo="$algo" -q || fail "$label $algo $mesh: waferc exited $?"
+  $chk "$d/manifest.json" "$label $algo $mesh"
+  waferrun "$d" -q "$@" --output-dir "$d/out" || fail "$label $algo $mesh: waferrun exited $?"
+  wafer-npycmp "$d/out/y.npy" "$ref/y.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
+    fail "$label $algo $mesh: y differs from the interpreter"
   n=$((n + 1))
+}
+describes_padding() { grep -q '"padded_shape"' "$1" || fail "$2: the manifest does not describe the padding"; }
+for algo in meshgemm cannon summa allgather; do
+  algo_run mlp "$TMP/mlp.wir" 2x2 $algo "$TMP/mref" describes_padding "${ins[@]}"
 done
 # Padding that would leak is zeroed first: exp makes A's padding along K 1, a broadcast add
 # puts the bias into B's padding rows, and exp on B may overflow there; partition marks each
@@ -128,17 +136,14 @@ module @expz {
 EOF
 zins=(--input a="$TMP/a.npy" --input b="$TMP/b.npy" --input bias="$TMP/bias.npy" --input bt="$TMP/bt.npy")
 waferc "$TMP/expz.wir" --interpret "${zins[@]}" --output-dir "$TMP/zref" -q || fail "expz: interpreter failed"
+# the three zeroings explained, and one of them a dist.gemm_t
+zeroes_three() {
+  [ "$(grep -o 'padding along K zeroed first' "$1" | wc -l)" = 3 ] || fail "$2: the manifest does not explain the three zeroings"
+  grep -q '"dist.gemm_t"' "$1" || fail "$2: no dist.gemm_t"
+}
 for mesh in 2x2 3x3 4x3; do
   for algo in meshgemm cannon summa allgather; do
-    d="$TMP/expz-$algo-$mesh"
-    waferc "$TMP/expz.wir" -o "$d" --target=test8x8 --mesh=$mesh --gemm-algo=$algo -q || fail "expz $algo $mesh: waferc exited $?"
-    [ "$(grep -o 'padding along K zeroed first' "$d/manifest.json" | wc -l)" = 3 ] ||
-      fail "expz $algo $mesh: the manifest does not explain the three zeroings"
-    grep -q '"dist.gemm_t"' "$d/manifest.json" || fail "expz $algo $mesh: no dist.gemm_t"
-    waferrun "$d" -q "${zins[@]}" --output-dir "$d/out" || fail "expz $algo $mesh: waferrun exited $?"
-    wafer-npycmp "$d/out/y.npy" "$TMP/zref/y.npy" --atol 1e-4 --rtol 1e-4 >/dev/null ||
-      fail "expz $algo $mesh: y differs from the interpreter (a padding leaked into a contraction)"
-    n=$((n + 1))
+    algo_run expz "$TMP/expz.wir" $mesh $algo "$TMP/zref" zeroes_three "${zins[@]}"
   done
 done
 
