@@ -390,6 +390,14 @@ static int stacked_rows(const wf_func *f, wf_value v, int64_t N_max, wf_value *o
   return 1;
 }
 
+/* A slice's type from its operand's with one dim cut to C: a dim of 1 is whole on every PE, as
+ * partition lays it out (a capacity of 1 kept {M_y} rows of padding, which the one-row GEMM
+ * after it read as its row on every PE: wrong results on the band's other rows). */
+static void one_whole(wf_type *t) {
+  for (int d = 0; d < t->rank && t->layout.rank == t->rank; d++)
+    if (t->dims[d] == 1) t->layout.dims[d].split = WF_AXIS_NONE;
+}
+
 /* A matmul split from mm keeps mm's zero_k (partition_pad.c): the operands it marks still hold
  * the padding along K that the lowering must zero first. */
 static void keep_zero_k(wf_func *f, const wf_op *mm, wf_value v) {
@@ -407,6 +415,7 @@ static int split_combine(wf_func *f, wf_op *mm, int H, int rank) {
   if (at->rank != 2 || yt->rank != 2 || at->dims[1] != N * C || yt->dtype != WF_F32 || bands(N, H, rank) < 2) return 0;
   wf_type st = *at;
   st.dims[1] = C;
+  one_whole(&st);
   wf_value acc = 0;
   for (int e = 0; e < N; e++) {
     wf_value p[2] = {wf_op_insert_slice(f, mm, mm->operands[0], st, e * C, e * C + C, 1, 1, mm->loc), o[e]};
@@ -460,6 +469,7 @@ static int split_dispatch(wf_func *f, wf_op *rs, int H, int rank) {
   }
   wf_type st = *pt;
   st.dims[0] = C;
+  one_whole(&st);
   for (wf_op *u = f->first, *next; u; u = next) {
     next = u->next;
     if (u->code != WF_OP_SLICE || u->operands[0] != rs->results[0]) continue;

@@ -371,6 +371,8 @@ CAPACITY = {
     "moe_sw_e4_c3": dict(seed=160, t=8, e=16, f=24, n=4, c=3, expert="gelu"),
     "moe_sw_e6_c2_swiglu": dict(seed=161, t=10, e=16, f=16, n=6, c=2, expert="swiglu"),
     "moe_gs_e4_c4": dict(seed=162, t=8, e=16, f=16, n=4, c=4, expert="swiglu"),
+    # a capacity of one token: each expert's slice of the dispatch is one row (expert-bands)
+    "moe_sw_e5_c1": dict(seed=163, t=6, e=8, f=40, n=5, c=1, expert="gelu"),
 }
 # DeepSeek's argsort dispatch
 SORTED = {

@@ -175,6 +175,9 @@ block moe_cap_e5_k1_c3 4x4 4x3
 block moe_sw_e4_c3 4x4 5x3
 block moe_sw_e6_c2_swiglu 6x4 5x3
 block moe_gs_e4_c4 4x4 2x2
+# a capacity of one token: each expert's dispatch slice is one row, whole on every PE of its band
+# (it kept the rows' split, and the one-row GEMMs after it gave wrong results on every mesh)
+block moe_sw_e5_c1 8x8 4x4
 block moe_e5_k2_einsum 8x8 4x4
 # every plan above fits its first band count (measured: none falls back, none takes another)
 [ "$fallbacks" = 0 ] || fail "$fallbacks plans fell back to no bands (colors or SRAM)"
