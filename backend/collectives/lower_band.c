@@ -225,7 +225,7 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   }
   if (bad) {
     wf_error(loc, "the op on band @%s cannot be lowered to the band's rows: %s names the PE's row in a "
-                  "form the band's offset cannot be written in (compile without --expert-parallel)",
+                  "form the band's offset cannot be written in (waferc tries other band counts, then the whole mesh)",
              wf_str(L->m, L->m->regions[L->band].name), what);
   }
   /* the one-trip loop's variable: one the op's code never names (a class holds 8) */
@@ -235,7 +235,7 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   while (var < c->n_vars && (used >> var & 1)) var++;
   if (var == c->n_vars && (var = wf_pe_class_find_var(c, "band", 1)) < 0) {
     if (!bad) wf_error(loc, "the op on band @%s uses every loop variable a PE class holds (8), and its band needs one "
-                            "more (compile without --expert-parallel)", wf_str(L->m, L->m->regions[L->band].name));
+                            "more (waferc tries other band counts, then the whole mesh)", wf_str(L->m, L->m->regions[L->band].name));
     bad = 1, var = 0;
   }
   c->code[L->band_code0 - 1].args[0].term = wf_term_var(var, 0);
@@ -254,7 +254,9 @@ int wf_lower_band_leave(wf_lower *L, wf_loc loc) {
   L->band = -1;
   L->skew_in_ok = L->skew_out_ok = 0;
   wf_coll_cache_forget_last(L);
-  return bad ? WF_EXIT_UNSUPPORTED : 0;
+  /* exit 4, as a band that does not fit its colors or SRAM: waferc --expert-parallel then tries
+   * other band counts and the whole mesh (tools/waferc/main.c, compile_bands) */
+  return bad ? WF_EXIT_NOFIT : 0;
 }
 
 int wf_lower_band_finish(wf_lower *L) {

@@ -699,7 +699,8 @@ static int compile_fitting(void *user) {
   compile_try *t = user;
   if (!t->minimal) return compile_gqa_fitting(user);
   return wf_waferc_fallback(compile_gqa_fitting, compile_minimal, user,
-                            "the plan with double-buffered GEMMs does not fit a PE's SRAM; it is compiled "
+                            "the plan with double-buffered GEMMs does not fit a PE's SRAM (or, with --expert-parallel, "
+                            "a band's rows); it is compiled "
                             "with the memory-minimal schedule (--gemm-buffers=1)");
 }
 
@@ -767,7 +768,8 @@ static int compile_bands(void *user) {
   kept_rank = 0;
   int rc = wf_waferc_fallback(compile_fitting, compile_next_bands, user,
                               "the plan with experts on bands of the rows (--expert-parallel) does not fit the "
-                              "target's colors or SRAM; other band counts are tried, then every expert on the whole mesh");
+                              "target's colors or SRAM, or an op's code on a band's rows; other band counts are tried, "
+                              "then every expert on the whole mesh");
   int bands = 0;
   if (rc || !kept_rank || plan_predicted(t->o->output, &bands) < 0) return rc; /* the first count fit */
   if (bands)
