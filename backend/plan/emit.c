@@ -85,8 +85,7 @@ static int64_t zero_k_padding(wf_lower *L, const wf_op *op) {
     int rank = wf_value_type(L->f, op->operands[i])->rank;
     /* K: A's last dim; B's next to last (its only one when 1-D), dist.gemm_t's B [N, K] its last */
     int k = i == 0 || op->code == WF_OP_DIST_GEMM_T || rank < 2 ? rank - 1 : rank - 2;
-    int64_t c = wf_lower_zero_axis_padding(L, op->operands[i], k);
-    cycles += c; /* one after the other (the corner PE may hold both) */
+    cycles += wf_lower_zero_axis_padding(L, op->operands[i], k); /* one after the other (a PE may hold both) */
   }
   return cycles;
 }
@@ -211,9 +210,9 @@ static int lower_func(wf_lower *L) {
     if (!rc && zeroed) {
       lo->predicted += zeroed;
       size_t u = strlen(lo->explain);
+      static const char *const which[] = {"", "A's", "B's", "A's and B's"};
       snprintf(lo->explain + u, sizeof lo->explain - u, "%s[%s padding along K zeroed first: %lld cycles]",
-               u ? " " : "", wf_op_int(f, op, "zero_k", 0) == 3 ? "A's and B's" : wf_op_int(f, op, "zero_k", 0) == 1 ? "A's" : "B's",
-               (long long)zeroed);
+               u ? " " : "", which[wf_op_int(f, op, "zero_k", 0) & 3], (long long)zeroed);
     }
     if (band) {
       int brc = wf_lower_band_leave(L, op->loc);
