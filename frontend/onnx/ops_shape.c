@@ -1,7 +1,8 @@
 /* Importers of the shape and data-movement ops: Reshape, Flatten, Squeeze, Unsqueeze,
- * Transpose, Concat, Split, Slice, Gather, Expand. Shape-like operands (Reshape's shape,
+ * Transpose, Concat, Split, Slice, Gather, Expand, Tile. Shape-like operands (Reshape's shape,
  * Slice's starts, ...) must be constants once input shapes are fixed: the folding of shape
  * subgraphs makes them so. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -334,7 +335,62 @@ int ox_imp_gather(ox_nctx *n) {
     ox_val *g = gather_list_rows(n, ins[0], ins[1], axis);
     if (g) return done(n, g);
   }
+  if (ins[0]->k && !ins[1]->k && axis == 0 && r > 2 && ins[1]->type.rank + r - 1 <= WF_MAX_RANK) {
+    /* rows of a constant of rank > 2 (stacked experts' weights by each token's expert):
+     * the rows of the constant as a [V, rest] table (the mesh's gather), reshaped back */
+    int64_t flat[2] = {ins[0]->type.dims[0], 1}, outd[WF_MAX_RANK];
+    int no = 0;
+    for (int i = 1; i < r; i++) flat[1] *= ins[0]->type.dims[i];
+    for (int i = 0; i < ins[1]->type.rank; i++) outd[no++] = ins[1]->type.dims[i];
+    for (int i = 1; i < r; i++) outd[no++] = ins[0]->type.dims[i];
+    ox_val *t = ox_reshape(n, ins[0], 2, flat);
+    ox_val *g = t ? ox_emit1(n, WF_OP_GATHER, 2, (ox_val *[]){t, ins[1]}, 1, &at, NULL) : NULL;
+    return done(n, g ? ox_reshape(n, g, no, outd) : NULL);
+  }
   return done(n, ox_emit1(n, WF_OP_GATHER, 2, ins, 1, &at, NULL));
+}
+
+/* Tile(x, repeats), repeats a constant: each dim d repeated r > 1 times becomes a dim of r
+ * inserted before it (a reshape), broadcast (an expand) and merged with it (a reshape), so the
+ * mesh sees the ops it lowers already (Llama 4's MoE tiles its tokens once per expert). */
+int ox_imp_tile(ox_nctx *n) {
+  ox_val *x = ox_in(n, 0);
+  if (!x) return WF_EXIT_INPUT;
+  int64_t *rep;
+  int nr;
+  int rc = ox_in_ints(n, 1, "repeats", &rep, &nr);
+  if (rc) return rc;
+  int r = x->type.rank, ni = 0;
+  int64_t ins[WF_MAX_RANK], big[WF_MAX_RANK], outd[WF_MAX_RANK];
+  if (nr != r) {
+    ox_err(n, "repeats holds %d elements; input %s has rank %d (one per dim)", nr, ox_shape_str(&x->type), r);
+    free(rep);
+    return WF_EXIT_INPUT;
+  }
+  for (int i = 0; i < r; i++) {
+    int64_t d = x->type.dims[i];
+    if (rep[i] < 0 || (d > 0 && rep[i] > INT64_MAX / d)) {
+      ox_err(n, "repeats[%d] = %lld is %s", i, (long long)rep[i], rep[i] < 0 ? "negative" : "too large (the tiled dim overflows int64)");
+      free(rep);
+      return WF_EXIT_INPUT;
+    }
+    if (rep[i] == 0) {
+      free(rep);
+      return ox_unsupported(n, "repeats[%d] = 0 makes an empty tensor", i);
+    }
+    if (rep[i] > 1 && ni < WF_MAX_RANK) ins[ni] = 1, big[ni++] = rep[i];
+    if (ni < WF_MAX_RANK) ins[ni] = d, big[ni++] = d;
+    else ni = WF_MAX_RANK + 1;
+    outd[i] = rep[i] * d;
+  }
+  free(rep);
+  if (ni > WF_MAX_RANK)
+    return ox_unsupported(n, "tiling %s along that many dims needs a rank past the IR's %d", ox_shape_str(&x->type), WF_MAX_RANK);
+  if (ni == r) return ox_set_out(n, 0, x); /* every repeat is 1 */
+  wf_type t = wf_type_make(x->type.dtype, ni, big);
+  ox_val *u = ox_reshape(n, x, ni, ins);
+  ox_val *e = u ? ox_emit1(n, WF_OP_EXPAND, 1, &u, 0, NULL, &t) : NULL;
+  return done(n, e ? ox_reshape(n, e, r, outd) : NULL);
 }
 
 int ox_imp_expand(ox_nctx *n) {

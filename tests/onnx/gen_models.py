@@ -162,8 +162,9 @@ def movement():
         helper.make_node("TopK", ["x", "k2"], ["tkv", "tki"], axis=-1),
         helper.make_node("Slice", ["x", "x0st", "x0en", "ax0"], ["x0"]),
         helper.make_node("ScatterElements", ["x0", "sidx", "upd"], ["sc"], axis=2, reduction="add"),
+        helper.make_node("Tile", ["x", "reps"], ["ti"]),
     ]
-    outs = [vi(o, F32, None) for o in ["tr", "rs", "fl", "cat", "sp0", "sp1", "sl", "ga", "ex", "tri", "tkv"]]
+    outs = [vi(o, F32, None) for o in ["tr", "rs", "fl", "cat", "sp0", "sp1", "sl", "ga", "ex", "tri", "tkv", "ti"]]
     outs += [vi("tki", I64, None), vi("sc", F32, None)]
     inits = [init("shp", np.array([0, -1], np.int64)), init("ax0", np.array([0], np.int64)),
              init("sizes", np.array([1, 3], np.int64)), init("st", np.array([-1, 0], np.int64)),
@@ -171,7 +172,8 @@ def movement():
              init("stp", np.array([-2, 2], np.int64)), init("idx", idx),
              init("col", np.array([[1.0], [2.0], [3.0]], np.float32)), init("eshape", np.array([2, 1, 4], np.int64)),
              init("one", np.array(1, np.int64)), init("k2", np.array([2], np.int64)), init("upd", upd),
-             init("sidx", sidx), init("x0st", np.array([0], np.int64)), init("x0en", np.array([1], np.int64))]
+             init("sidx", sidx), init("x0st", np.array([0], np.int64)), init("x0en", np.array([1], np.int64)),
+             init("reps", np.array([2, 1, 3], np.int64))]
     g = helper.make_graph(nodes, "movement", [vi("x", F32, [2, 3, 4])], outs, inits)
     order = np.argsort(-x, axis=-1, kind="stable")[..., :2]
     sc = x[0:1].copy()
@@ -182,7 +184,7 @@ def movement():
         "tr": x.transpose(2, 0, 1), "rs": x.reshape(2, 12), "fl": x.reshape(6, 4), "cat": np.concatenate([x, x], 1),
         "sp0": x[:, :, :1], "sp1": x[:, :, 1:], "sl": x[:, 0:3:2, -1:-1000:-2], "ga": x[:, :, idx],
         "ex": np.broadcast_to(np.array([[1.0], [2.0], [3.0]], np.float32), (2, 3, 4)), "tri": np.tril(x, 1),
-        "tkv": np.take_along_axis(x, order, -1), "tki": order.astype(np.int64), "sc": sc,
+        "tkv": np.take_along_axis(x, order, -1), "tki": order.astype(np.int64), "sc": sc, "ti": np.tile(x, (2, 1, 3)),
     }
     save("movement", g, {"x": x}, {k: np.ascontiguousarray(v) for k, v in refs.items()})
 
