@@ -16,6 +16,11 @@
  *   gather(x [T], ids) [C], x computed   -> gather_elements(x as [1, T], ids as [1, C]) as [C]
  *   scatter_elements(d, i, u), axis 0,    -> transpose(scatter_elements(transpose(d),
  *     rank 2                                  transpose(i), transpose(u), last axis))
+ *   gather_elements(d, i), axis 0, rank 2 -> transpose(gather_elements(transpose(d),
+ *                                            transpose(i), last axis))
+ *
+ * (torch's x.gather(0, ids[:, None].expand(-1, E)) and y.scatter_add(0, the same, u) are the
+ * last two.)
  *
  * Numerically the same ops (gather_elements and scatter_elements select, they do not add
  * unless the reduction does). The transposes are small fabric transposes of the [T, E]
@@ -103,14 +108,16 @@ static int computed_rows(wf_module *m, wf_func *f, wf_op *op) {
   return 1;
 }
 
-/* scatter_elements(d [T, E], i [C, E], u [C, E]) along axis 0 -> along the last axis of the
- * transposes, transposed back */
-static int rows_scatter(wf_module *m, wf_func *f, wf_op *op) {
+/* scatter_elements(d [T, E], i [C, E], u [C, E]) or gather_elements(d [T, E], i [C, E]) along
+ * axis 0 (torch's index_add, scatter_add, x.gather(0, ids expanded over E)) -> the same op
+ * along the last axis of the operands' transposes, transposed back */
+static int rows_on_transposes(wf_func *f, wf_op *op) {
   const wf_type *dt = wf_value_type(f, op->operands[0]);
   if (dt->rank != 2 || wf_value_type(f, op->operands[1])->rank != 2 || normal_axis(f, op, 2) != 0) return 0;
   wf_value ops[3];
-  for (int i = 0; i < 3; i++) ops[i] = transpose2(f, op, op->operands[i]);
-  wf_value s = wf_op_insert_new(f, op, WF_OP_SCATTER_ELEMENTS, 3, ops, swapped(dt), op->loc);
+  int n = op->n_operands < 3 ? op->n_operands : 3;
+  for (int i = 0; i < n; i++) ops[i] = transpose2(f, op, op->operands[i]);
+  wf_value s = wf_op_insert_new(f, op, op->code, n, ops, swapped(wf_value_type(f, op->results[0])), op->loc);
   wf_op *sc = f->values[s].def;
   wf_op_set_int(f, sc, "axis", 1);
   const char *red = wf_op_str(f, op, "reduction", NULL);
@@ -123,7 +130,7 @@ int wf_partition_dispatch(wf_module *m, wf_func *f) {
   int n = 0;
   wf_func_foreach_op(f, op) {
     if (op->code == WF_OP_GATHER) n += scalar_index(m, f, op) || computed_rows(m, f, op);
-    else if (op->code == WF_OP_SCATTER_ELEMENTS) n += rows_scatter(m, f, op);
+    else if (op->code == WF_OP_SCATTER_ELEMENTS || op->code == WF_OP_GATHER_ELEMENTS) n += rows_on_transposes(f, op);
   }
   if (n) wf_func_remove_dead_ops(f);
   return n;
