@@ -8,6 +8,9 @@
  *                                                        (transpose-of-transpose)
  *   dist.relayout(dist.relayout(x))                  ->  dist.relayout(x), or x when the
  *                                                        layouts match (double-relayout)
+ *   slice(topk(x){k = K, sorted}, 0:k' along its axis) ->  topk(x){k = k'} when every use of
+ *                                                        the topk is that slice (sorted-topk-
+ *                                                        prefix: torch.sort(descending)[..., :k'])
  *
  * One forward walk: operands are first mapped through the replacements made so far (every
  * use follows its definition), so chains fold completely. Inner ops left without uses by a
@@ -129,6 +132,63 @@ static void canon_op(canon *c, wf_op *op) {
   }
 }
 
+/* End k' of a slice reading the first k' entries of the topk that defines its operand, along
+ * the topk's axis (start 0, step 1); 0 when op is not such a slice. */
+static int64_t topk_prefix(const canon *c, const wf_op *op) {
+  const wf_func *f = c->f;
+  if (op->code != WF_OP_SLICE) return 0;
+  const wf_op *tk = f->values[op->operands[0]].def;
+  if (!tk || tk->code != WF_OP_TOPK) return 0;
+  const wf_attr *st = wf_op_attr(f, op, "starts"), *en = wf_op_attr(f, op, "ends"), *ax = wf_op_attr(f, op, "axes"),
+                *sp = wf_op_attr(f, op, "steps");
+  const wf_attr *one[4] = {st, en, ax, sp};
+  for (int i = 0; i < 4; i++)
+    if (one[i] && (one[i]->kind != WF_ATTR_INTS || one[i]->u.ints.n != 1)) return 0;
+  if (!st || !en || !ax || st->u.ints.v[0] != 0 || (sp && sp->u.ints.v[0] != 1)) return 0;
+  int rank = wf_value_type(f, op->operands[0])->rank;
+  int64_t a = ax->u.ints.v[0], ta = wf_op_int(f, tk, "axis", -1);
+  if ((a < 0 ? a + rank : a) != (ta < 0 ? ta + rank : ta)) return 0;
+  int64_t e = en->u.ints.v[0];
+  return e > 0 && e < wf_op_int(f, tk, "k", 0) ? e : 0;
+}
+
+/* A sorted topk whose results are only read through prefix slices of one length k' becomes
+ * a topk of k': the first k' of the K largest, in order, are the k' largest (ties go to the
+ * lower index either way). Before layouts only. */
+static void narrow_sorted_topk(canon *c) {
+  wf_func *f = c->f;
+  int64_t *end = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)(f->n_values + 1) * sizeof *end);
+  memset(end, 0, (size_t)(f->n_values + 1) * sizeof *end); /* 0 unused, -1 read otherwise */
+  char *ret = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)f->n_values + 1);
+  memset(ret, 0, (size_t)f->n_values + 1); /* returned: a slice named as an output stays */
+  wf_func_foreach_op(f, op) if (op->code == WF_OP_RETURN) for (int i = 0; i < op->n_operands; i++) ret[op->operands[i]] = 1;
+  wf_func_foreach_op(f, op) {
+    int64_t e = topk_prefix(c, op);
+    if (e && ret[op->results[0]]) e = 0;
+    for (int i = 0; i < op->n_operands; i++) {
+      wf_value v = op->operands[i];
+      end[v] = i || !e || (end[v] && end[v] != e) ? -1 : e;
+    }
+  }
+  wf_func_foreach_op(f, op) {
+    if (op->code != WF_OP_TOPK || op->n_results != 2 || !wf_op_int(f, op, "sorted", 1)) continue;
+    int64_t e0 = end[op->results[0]], e1 = end[op->results[1]], e = e0 ? e0 : e1;
+    if (e <= 0 || (e0 && e0 != e) || (e1 && e1 != e) || e0 < 0 || e1 < 0) continue;
+    const wf_type *t = wf_value_type(f, op->results[0]);
+    if (t->layout.rank || wf_value_type(f, op->operands[0])->layout.rank) continue;
+    int64_t ax = wf_op_int(f, op, "axis", -1);
+    int a = (int)(ax < 0 ? ax + t->rank : ax);
+    wf_op_set_int(f, op, "k", e);
+    for (int r = 0; r < 2; r++) f->values[op->results[r]].type.dims[a] = e;
+  }
+  for (wf_op *op = f->first, *next; op; op = next) { /* the slices, now of the whole topk */
+    next = op->next;
+    wf_value v = op->n_operands ? op->operands[0] : 0;
+    if (op->code == WF_OP_SLICE && end[v] > 0 && wf_def_of(f, v, WF_OP_TOPK) && same_type(c, v, op->results[0]))
+      replace_op(c, op, v, "sorted-topk-prefix");
+  }
+}
+
 static void erase_orphans(canon *c) {
   wf_func *f = c->f;
   int32_t *uses = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)(f->n_values + 1) * sizeof *uses);
@@ -148,6 +208,7 @@ static int canon_func(wf_func *f, wf_pass_ctx *ctx) {
   canon c = {f, ctx, NULL, NULL, 0, 0, 0};
   c.repl = wf_arena_alloc(wf_pass_scratch(ctx), (size_t)(f->n_values + 1) * sizeof *c.repl);
   for (uint32_t v = 0; v <= f->n_values; v++) c.repl[v] = v;
+  narrow_sorted_topk(&c);
   for (wf_op *op = f->first, *next; op; op = next) {
     next = op->next;
     for (int i = 0; i < op->n_operands; i++) {
@@ -169,6 +230,7 @@ static int canon_run(wf_module *m, wf_pass_ctx *ctx) {
 
 static const char *const canon_stats[] = {
     "identity-reshape", "reshape-of-reshape", "identity-transpose", "transpose-of-transpose", "double-relayout",
+    "sorted-topk-prefix",
 };
 
 const wf_pass_info wf_pass_canonicalize = {
