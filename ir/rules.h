@@ -138,7 +138,9 @@ int wf_unary_allows_int(wf_opcode code);
  * (passes/moe_routes.c, docs/moe-plans.md). */
 int wf_topk_is_moe_route(const wf_func *f, const wf_op *topk);
 /* A top-1 router: an argmax over the last axis of a matrix (or batch of them) whose result is
- * compared with expert numbers (`sel == e`, a one-hot of it: Switch, GShard, token lists). */
+ * compared with expert numbers (`sel == e`, a one-hot of it: Switch, GShard, token lists), or
+ * picks each token's expert's weights from stacked parameters (a gather of a constant's rows,
+ * reshaped to rank 3 or more: `w1[sel]`). */
 int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am);
 /* v, or what v is a reshape (of a reshape...) of. */
 wf_value wf_unreshaped(const wf_func *f, wf_value v);

@@ -204,14 +204,30 @@ static wf_value one_hot_indices(const wf_func *f, wf_value v) {
   return v;
 }
 
+/* Whether op gathers, by the ids idx, rows of a constant of n rows that some reshape gives
+ * rank 3 or more back: each token's expert's weights from the stacked parameters (`w1[sel]`,
+ * which the importer gathers as rows of the [N, E F] view). An embedding table's lookup
+ * (its rows by an argmax of logits, in generation) keeps its [.., E] rows. */
+static int gathers_expert_weights(const wf_func *f, const wf_op *op, wf_value idx, int64_t n) {
+  if (op->code != WF_OP_GATHER || op->n_operands != 2 || wf_unreshaped(f, op->operands[1]) != idx ||
+      f->values[op->operands[0]].kind != WF_VAL_GLOBAL || wf_value_type(f, op->operands[0])->dims[0] != n ||
+      wf_op_int(f, op, "axis", 0) != 0)
+    return 0;
+  wf_func_foreach_op(f, u)
+    if (u->code == WF_OP_RESHAPE && u->operands[0] == op->results[0] && wf_value_type(f, u->results[0])->rank >= 3)
+      return 1;
+  return 0;
+}
+
 int wf_argmax_is_moe_route(const wf_func *f, const wf_op *am) {
   if (am->code != WF_OP_ARGMAX || am->n_operands != 1) return 0;
   const wf_type *in = wf_value_type(f, am->operands[0]);
   int64_t ax = wf_op_int(f, am, "axis", 0);
   if (in->rank < 2 || (ax < 0 ? ax + in->rank : ax) != in->rank - 1) return 0;
   wf_func_foreach_op(f, op) /* each token's expert compared with the experts' numbers */
-    if (op->code == WF_OP_EQUAL && (one_hot_indices(f, op->operands[0]) == am->results[0] ||
-                                    one_hot_indices(f, op->operands[1]) == am->results[0]))
+    if ((op->code == WF_OP_EQUAL && (one_hot_indices(f, op->operands[0]) == am->results[0] ||
+                                     one_hot_indices(f, op->operands[1]) == am->results[0])) ||
+        gathers_expert_weights(f, op, am->results[0], in->dims[in->rank - 1]))
       return 1;
   return 0;
 }
