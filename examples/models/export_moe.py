@@ -116,6 +116,9 @@ class DenseMoE(nn.Module):
             v, idx = torch.topk(logits, self.k, dim=-1)
             w = F.softmax(v, dim=-1)
             return self.combine_experts(x, torch.zeros_like(probs).scatter_add(-1, idx, w))
+        elif self.weights == "sort":  # top-k by a descending sort sliced to k (TopK of all N, Slice)
+            w, idx = torch.sort(probs, dim=-1, descending=True)
+            w, idx = w[..., :self.k], idx[..., :self.k]
         else:
             w, idx = torch.topk(probs, self.k, dim=-1)
         if self.renorm:
@@ -148,13 +151,17 @@ class SparseMoE(nn.Module):
 
     def forward(self, x):
         probs = F.softmax(self.gate(x), dim=-1)
-        if self.dispatch == "ec":
+        if self.dispatch in ("ec", "ecg"):
             w, idx = torch.topk(probs.t(), self.c, dim=-1)  # [N, C]
         else:
             v, top = torch.topk(probs, self.k, dim=-1)
             gates = torch.zeros_like(probs).scatter(-1, top, v / v.sum(dim=-1, keepdim=True))
         y = torch.zeros_like(x)
         for i, ex in enumerate(self.experts):
+            if self.dispatch == "ecg":  # rows by gather / scatter_add of the ids expanded over E
+                ix = idx[i].unsqueeze(-1).expand(-1, x.shape[-1])
+                y = y.scatter_add(0, ix, ex(x.gather(0, ix)) * w[i].unsqueeze(-1))
+                continue
             if self.dispatch == "ec":
                 wi, ti = w[i], idx[i]
             else:
@@ -265,6 +272,47 @@ class GShardMoE(SwitchMoE):
         return torch.einsum("tnc,nce->te", comb, out)
 
 
+class Llama4MoE(nn.Module):
+    """Llama 4's MoE: the sigmoid of each token's top-k logits scales its copy of the input, one
+    copy per expert (Tile), the experts' weights stacked and applied by batched matmuls (a
+    fused gate/up projection chunked in two), the copies summed, a shared expert added."""
+
+    def __init__(self, e, f, n, k):
+        super().__init__()
+        self.n, self.k = n, k
+        self.router = nn.Linear(e, n, bias=False)
+        self.gate_up = nn.Parameter(torch.randn(n, e, 2 * f) * 0.2)
+        self.down = nn.Parameter(torch.randn(n, f, e) * 0.2)
+        self.shared = SwiGLU(e, f)
+
+    def forward(self, x):
+        h = x.reshape(-1, x.shape[-1])
+        logits = self.router(h)
+        top, idx = torch.topk(logits, self.k, dim=1)
+        scores = torch.full_like(logits, float("-inf")).scatter_(1, idx, top).transpose(0, 1).sigmoid()
+        routed = h.repeat(self.n, 1) * scores.reshape(-1, 1)
+        g, u = torch.bmm(routed.view(self.n, -1, h.shape[-1]), self.gate_up).chunk(2, dim=-1)
+        out = torch.bmm(u * F.silu(g), self.down)
+        return (out.sum(0) + self.shared(h)).reshape(x.shape)
+
+
+class TokenWeightsMoE(nn.Module):
+    """Top-1 with each token's expert weights gathered from the stacked parameters (`w1[sel]`,
+    a Gather of a [N, E, F] constant by computed ids) and applied by batched matmuls, one
+    [1, E] x [E, F] product per token."""
+
+    def __init__(self, e, f, n):
+        super().__init__()
+        self.gate = nn.Linear(e, n, bias=False)
+        self.w1 = nn.Parameter(torch.randn(n, e, f) * 0.2)
+        self.w2 = nn.Parameter(torch.randn(n, f, e) * 0.2)
+
+    def forward(self, x):
+        w, sel = F.softmax(self.gate(x), dim=-1).max(-1)
+        h = F.relu(torch.bmm(x.unsqueeze(1), self.w1[sel]))
+        return torch.bmm(h, self.w2[sel]).squeeze(1) * w.unsqueeze(-1)
+
+
 class GroupGate(nn.Module):
     """DeepSeek-V3's gate (noaux_tc): sigmoid scores, a bias that only steers the choice, the
     experts in groups of which the best `top_groups` (by the sum of their two best biased
@@ -341,6 +389,7 @@ BLOCKS = {
     # expert counts that share no factor with most meshes' rows (uneven bands, tests/scripts/expert_bands.sh)
     "moe_e3_k1": dict(seed=112, t=8, e=16, f=24, n=3, k=1, expert="swiglu", combine="slice"),
     "moe_e5_k2": dict(seed=113, t=8, e=16, f=24, n=5, k=2, expert="swiglu", combine="slice"),
+    "moe_e4_k2_sort": dict(seed=114, t=8, e=16, f=16, n=4, k=2, expert="swiglu", combine="slice", weights="sort"),
 }
 # sparse blocks: C tokens per expert, dispatch "ec" (expert choice) or "cap" (top-k with capacity)
 SPARSE = {
@@ -351,6 +400,9 @@ SPARSE = {
     "moe_cap_e16_k2_c2": dict(seed=124, t=8, e=16, f=16, n=16, k=2, c=2, expert="swiglu", dispatch="cap"),
     "moe_cap_e3_k2_c6": dict(seed=125, t=8, e=16, f=16, n=3, k=2, c=6, expert="swiglu", dispatch="cap"),
     "moe_cap_e5_k1_c3": dict(seed=127, t=10, e=16, f=16, n=5, k=1, c=3, expert="swiglu", dispatch="cap"),
+    # expert choice written with torch.gather / scatter_add along the token axis
+    "moe_ecg_e4_c4": dict(seed=126, t=8, e=16, f=16, n=4, k=0, c=4, expert="swiglu", dispatch="ecg"),
+    "moe_ecg_e6_c3_gelu": dict(seed=128, t=9, e=16, f=24, n=6, k=0, c=3, expert="gelu", dispatch="ecg"),
 }
 
 # dynamic dispatch (Hugging Face): norm = renormalise the top-k weights, shared = Qwen2's
@@ -374,6 +426,13 @@ CAPACITY = {
     # a capacity of one token: each expert's slice of the dispatch is one row (expert-bands)
     "moe_sw_e5_c1": dict(seed=163, t=6, e=8, f=40, n=5, c=1, expert="gelu"),
 }
+# Llama 4's tiled tokens and batched expert matmuls; stacked expert weights gathered per token
+TILED = {
+    "moe_l4_e4_k1": dict(seed=180, t=8, e=16, f=16, n=4, k=1),
+    "moe_l4_b2_e6_k2": dict(seed=181, t=(2, 5), e=16, f=24, n=6, k=2),
+    # each token's expert weights gathered from the stacked parameters (TokenWeightsMoE)
+    "moe_tw_e4_k1": dict(seed=182, t=8, e=16, f=16, n=4, k=1),
+}
 # DeepSeek's argsort dispatch
 SORTED = {
     "moe_ds_e8_k2": dict(seed=170, t=8, e=16, f=16, n=8, k=2),
@@ -384,7 +443,11 @@ SORTED = {
 
 def export(name, c, out, seed):
     torch.manual_seed(seed)
-    if name in SORTED:
+    if name.startswith("moe_tw_"):
+        model = TokenWeightsMoE(c["e"], c["f"], c["n"]).eval()
+    elif name in TILED:
+        model = Llama4MoE(c["e"], c["f"], c["n"], c["k"]).eval()
+    elif name in SORTED:
         model = DeepSeekMoE(c["e"], c["f"], c["n"], c["k"], c.get("groups", 0), c.get("top_groups", 0)).eval()
     elif name in CAPACITY:
         kind = GShardMoE if name.startswith("moe_gs_") or c.get("top2") else SwitchMoE
@@ -450,7 +513,7 @@ def main():
         print(name)
         return
     for name, c in sorted(list(BLOCKS.items()) + list(SPARSE.items()) + list(DYNAMIC.items()) + list(CAPACITY.items())
-                          + list(SORTED.items())):
+                          + list(SORTED.items()) + list(TILED.items())):
         if a.k in name:
             export(name, c, a.out, c["seed"])
             print(name)

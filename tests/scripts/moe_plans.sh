@@ -20,7 +20,14 @@
 #    per expert): each expert's C tokens gathered by computed ids, its outputs added back into
 #    their rows (index_add: Gather and ScatterElements along the token axis, rewritten by
 #    passes/partition_dispatch.c into gather_elements / scatter_elements on the transposes),
-#    as plans against torch on the same meshes;
+#    as plans against torch on the same meshes; moe_ecg_* write expert choice with
+#    x.gather(0, ix) and y.scatter_add(0, ix, ...) (GatherElements and ScatterElements along
+#    axis 0, the same rewrite);
+#  - Llama 4's tiled blocks (moe_l4_*: the tokens repeated once per expert, ONNX Tile, imported
+#    as a reshape, an expand and a reshape; stacked expert weights applied by batched matmuls),
+#    each token's expert weights gathered from the stacked parameters (moe_tw_e4_k1: Gather
+#    of a [N, E, F] constant by computed ids, imported as rows of a [N, E F] table) and a top-k
+#    by a descending sort (moe_e4_k2_sort), against torch on the same meshes;
 #  - 128 tokens of Mixtral's dispatch on 8x8 (moe_hf_t128_e4_k2), its permuted one-hot computed
 #    permuted (passes/partition_sink.c) rather than transposed whole;
 #  - the dynamic blocks (moe_hf_*: Hugging Face's Mixtral / Qwen2-MoE dispatch by
@@ -50,14 +57,15 @@ set -euo pipefail
 SRC=${WAFERC_SOURCE_DIR:?}
 . "$SRC/tests/tools/plan_run.sh" # target path, TMP, fail, n
 M=$SRC/examples/models/moe
-BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
-SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
+BLOCKS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e4_k2_sort moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2"
+SPARSE="moe_ec_e4_c4 moe_ec_e8_c3_gelu moe_ecg_e4_c4 moe_ecg_e6_c3_gelu moe_cap_e4_k2_c8 moe_cap_e6_k1_c3 moe_cap_e16_k2_c2"
 DYNAMIC="moe_hf_e4_k2 moe_hf_b2_e8_k2 moe_hf_b3_e8_k4_tok moe_hf_e6_k1_gelu moe_hf_e4_k2_shared moe_nz_e4_put moe_nz_e4_putacc moe_nz_e4_select"
 CAPACITY="moe_sw_e4_c3 moe_sw_e6_c2_swiglu moe_sw_e5_c1 moe_gs_e4_c4"
 SORTED="moe_ds_e8_k2 moe_ds_b2_e6_k3 moe_ds_v3_e8_k2_g4"
-DYNAMIC="$DYNAMIC $CAPACITY $SORTED"
+TILED="moe_l4_e4_k1 moe_l4_b2_e6_k2 moe_tw_e4_k1"
+DYNAMIC="$DYNAMIC $CAPACITY $SORTED $TILED"
 BLOCKS="$BLOCKS $SPARSE $DYNAMIC"
-PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE $DYNAMIC"
+PLANS="moe_b2_e4_k2 moe_b2_e8_k2_flat moe_e4_k1 moe_e4_k2 moe_e4_k2_onehot moe_e4_k2_sort moe_e5_k2_einsum moe_e6_k2_softk moe_e6_k2_stack moe_e8_k1_gelu moe_e8_k2 moe_e8_k2_gather moe_e16_k2 $SPARSE $DYNAMIC"
 
 # ---- the interpreter against torch ---------------------------------------------------------
 for b in $BLOCKS; do
@@ -161,8 +169,9 @@ PY
 
 # ---- a sparse block's indexing alone (passes/partition_dispatch.c) ------------------------------
 # an expert's row of topk's token indices by a rank-0 constant, its tokens' rows of x and
-# elements of a vector g, and the rows added back into zeros (reduction add), against the
-# interpreter exactly
+# elements of a vector g, and the rows added back into zeros (reduction add), and the same rows
+# read by gather_elements along axis 0 (torch's x.gather(0, ids expanded over E)), against
+# the interpreter exactly
 python3 "$NPY" "$TMP/dx.npy" 8,16 5 1.0
 python3 "$NPY" "$TMP/dg.npy" 8 6 1.0
 python3 "$NPY" "$TMP/dp.npy" 8,3 7 1.0
@@ -170,7 +179,7 @@ cat >"$TMP/dispatch.wir" <<EOF
 module @dispatch {
   const @z : f32[8, 16] = dense<0.0>
   const @k : i64[] = dense<2>
-  func @main(%x: f32[8, 16], %g: f32[8], %p: f32[8, 3]) -> (f32[8, 16], f32[4], f32[4, 16]) {
+  func @main(%x: f32[8, 16], %g: f32[8], %p: f32[8, 3]) -> (f32[8, 16], f32[4], f32[4, 16], f32[4, 16]) {
     %pt = transpose(%p) {perm = [1, 0]} : f32[3, 8]
     %tv, %ti = topk(%pt) {k = 4} : f32[3, 4], i64[3, 4]
     %i = gather(%ti, @k) {axis = 0} : i64[4]
@@ -179,7 +188,8 @@ module @dispatch {
     %iu = reshape(%i) : i64[4, 1]
     %ie = expand(%iu) : i64[4, 16]
     %y = scatter_elements(@z, %ie, %xi) {axis = 0, reduction = add} : f32[8, 16]
-    return %y, %gi, %xi
+    %xg = gather_elements(%x, %ie) {axis = 0} : f32[4, 16]
+    return %y, %gi, %xi, %xg
   }
 }
 EOF
@@ -192,7 +202,7 @@ for mesh in 1x1 2x2 5x3; do
     fail "dispatch $mesh: waferc exited $?: $(grep -m1 error "$TMP/err")"
   waferrun "$d" -q "${ins[@]}" --output-dir "$d/out" 2>"$TMP/err" ||
     fail "dispatch $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
-  for b in y gi xi; do # named as the interpreter names them (the rewrite keeps the names)
+  for b in y gi xi xg; do # named as the interpreter names them (the rewrite keeps the names)
     wafer-npycmp "$d/out/$b.npy" "$TMP/dispatch.ref/$b.npy" --atol 0 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "dispatch $mesh: $b differs from the interpreter: $(head -1 "$TMP/cmp")"
   done
@@ -209,12 +219,12 @@ for b in $PLANS; do
   waferc "$TMP/$b.routes.wir" --interpret --input "x=$M/${b}_input.npy" --output-dir "$TMP/$b.routes" -q \
     2>"$TMP/err" || fail "$b: the routes' interpreter exited $?: $(head -1 "$TMP/err")"
   meshes="2x2 3x2 4x4 5x3"
-  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_cap_e4_* | moe_cap_e6_* | moe_hf_e[46]_* | moe_nz_* | moe_sw_* | moe_ds_*) meshes="1x1 $meshes" ;; esac
+  case $b in moe_e4_* | moe_b2_e8_k2_flat | moe_ec_e4_* | moe_ecg_e4_* | moe_l4_e4_* | moe_tw_* | moe_cap_e4_* | moe_cap_e6_* | moe_hf_e[46]_* | moe_nz_* | moe_sw_* | moe_ds_*) meshes="1x1 $meshes" ;; esac
   # GShard's combine sums over (expert, slot) = 16, which 5 does not divide, with the experts'
   # outputs' padding possibly nonzero there: zeroed first (checked below)
   case $b in moe_gs_*) meshes="1x1 $meshes" ;; esac
   routed=1
-  case $b in moe_ec_* | moe_ds_e* | moe_ds_b*) routed=0 ;; esac # expert choice; sorted indices (no router listed)
+  case $b in moe_ec_* | moe_ecg_* | moe_ds_e* | moe_ds_b*) routed=0 ;; esac # expert choice; sorted indices (no router listed)
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] || [ $routed = 0 ] || fail "$b: no router found"
   [ -f "$TMP/$b.routes/moe_route_0.npy" ] && [ $routed = 0 ] && fail "$b: an expert-choice block taken for a router"
   for mesh in $meshes; do
@@ -225,7 +235,7 @@ for b in $PLANS; do
       fail "$b $mesh: waferrun exited $?: $(head -1 "$TMP/err")"
     wafer-npycmp "$d/out/y.npy" "$M/${b}_ref.npy" --atol 1e-4 --rtol 0 >"$TMP/cmp" 2>&1 ||
       fail "$b $mesh: the plan differs from torch: $(head -1 "$TMP/cmp")"
-    case $b in moe_ec_* | moe_cap_*) # the dispatch went through the rewrite, no row gather left
+    case $b in moe_ec_* | moe_ecg_* | moe_cap_*) # the dispatch went through the rewrite, no row gather left
       grep -Eq '"op":[[:space:]]*"gather_elements"' "$d/manifest.json" && ! grep -Eq '"op":[[:space:]]*"gather"' "$d/manifest.json" ||
         fail "$b $mesh: the dispatch is not gather_elements on the mesh" ;;
     esac

@@ -21,7 +21,8 @@ MESHES=("$@")
 # style NAME: the row a block belongs to
 style() {
   case $1 in
-    moe_ec_* | moe_cap_*) echo "sparse: expert choice, capacity (moe_ec_*, moe_cap_*)" ;;
+    moe_ec_* | moe_ecg_* | moe_cap_*) echo "sparse: expert choice, capacity (moe_ec_*, moe_ecg_*, moe_cap_*)" ;;
+    moe_l4_* | moe_tw_*) echo "stacked expert weights: Llama 4's tiled tokens, per-token weights (moe_l4_*, moe_tw_*)" ;;
     moe_hf_*) echo "Hugging Face's torch.where (moe_hf_*)" ;;
     moe_nz_*) echo "torch.nonzero token lists (moe_nz_*)" ;;
     moe_sw_* | moe_gs_*) echo "Switch / GShard capacity (moe_sw_*, moe_gs_*)" ;;
