@@ -8,8 +8,9 @@
  * becomes dist.gemm_t(A, B) (option gemm-t). `buffers` picks MeshGEMM's and Cannon's schedule
  * (gemm_algos.h, wf_gemm_buffers): 2 double buffers (the default), 1 the memory-minimal one
  * (set as the dist.gemm's buffers = 1), auto 2 where the chooser's SRAM estimate fits, else 1;
- * `algo=auto` weighs every algorithm with the schedule it would get. Runs after partition:
- * the blocks come from the layouts. */
+ * `algo=auto` weighs every algorithm with the schedule it would get; `one-ring` keeps one shift
+ * ring kind per region (waferc's fallback when a plan mixing them is out of colors or route
+ * codes). Runs after partition: the blocks come from the layouts. */
 #include <string.h>
 
 #include "backend/gemm/gemm_choose.h"
@@ -21,6 +22,9 @@ static const wf_pass_option lower_gemm_opts[] = {
     {"buffers", WF_OPT_STRING, "2",
      "MeshGEMM/Cannon buffers per operand: 2 (double buffered), 1 (memory-minimal: A, B, C and one spare) or auto "
      "(2 when it fits the SRAM)"},
+    {"one-ring", WF_OPT_BOOL, "false",
+     "algo=auto: one shift ring kind per region, MeshGEMM's or Cannon's, whichever is chosen first; the other is "
+     "no candidate there (a plan mixing both holds both rings' colors and route codes)"},
 };
 static const char *const lower_gemm_stats[] = {"gemms-lowered"};
 
@@ -70,7 +74,7 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
                 algo);
     return WF_EXIT_USAGE;
   }
-  int gemm_t = wf_pass_opt_bool(ctx, "gemm-t");
+  int gemm_t = wf_pass_opt_bool(ctx, "gemm-t"), one_ring = wf_pass_opt_bool(ctx, "one-ring");
   const char *bufs = wf_pass_opt_str(ctx, "buffers");
   int nbuf = 2;
   if (bufs && *bufs && wf_gemm_buffers_parse(bufs, &nbuf)) {
@@ -108,6 +112,16 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
         for (int o = 0; o < WF_GEMM_COUNT && !(used[ri] >> a & 1u); o++)
           if (is_auto && (used[ri] >> o & 1u) && ch.predicted[o] == ch.predicted[a] && ch.bytes[o] <= ch.sram)
             a = (wf_gemm_algo)o;
+        /* one ring kind: the other shift algorithm gives way to the lowest of the rest */
+        wf_gemm_algo other = used[ri] >> WF_GEMM_MESHGEMM & 1u ? WF_GEMM_CANNON : WF_GEMM_MESHGEMM;
+        if (is_auto && one_ring && a == other && (used[ri] >> WF_GEMM_MESHGEMM & 1u || used[ri] >> WF_GEMM_CANNON & 1u)) {
+          int b = -1;
+          for (int o = 0; o < WF_GEMM_COUNT; o++)
+            if (o != (int)other && ch.predicted[o] >= 0 && ch.bytes[o] <= ch.sram &&
+                (b < 0 || ch.predicted[o] < ch.predicted[b]))
+              b = o;
+          if (b >= 0) a = (wf_gemm_algo)b;
+        }
         nb = ch.buffers[a];
         if (nbuf == 1 && ch.predicted[a] < 0 && ch.why_not[a] == WF_GEMM_NO_ONEBUF) {
           wf_error(op->loc, "lower-gemm: %s with buffers=1 on the %dx%d region: the one-buffer schedule exists on "
@@ -130,4 +144,4 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
 
 const wf_pass_info wf_pass_lower_gemm = {
     "lower-gemm", "Turn partitioned matmuls into dist.gemm{algo=...}, chosen by the cost model",
-    lower_gemm_opts, 3, lower_gemm_stats, 1, run_lower_gemm};
+    lower_gemm_opts, (int)(sizeof lower_gemm_opts / sizeof lower_gemm_opts[0]), lower_gemm_stats, 1, run_lower_gemm};

@@ -425,6 +425,9 @@ CAPACITY = {
     "moe_gs_e4_c4": dict(seed=162, t=8, e=16, f=16, n=4, c=4, expert="swiglu"),
     # a capacity of one token: each expert's slice of the dispatch is one row (expert-bands)
     "moe_sw_e5_c1": dict(seed=163, t=6, e=8, f=40, n=5, c=1, expert="gelu"),
+    # 64 tokens: on 8x8 auto mixes MeshGEMM's and Cannon's rings past test8x8's colors
+    # (waferc's one-ring fallback, tests/scripts/gemm_one_ring.sh)
+    "moe_sw_e8_c8_t64": dict(seed=164, t=64, e=32, f=32, n=8, c=8, expert="gelu"),
 }
 # Llama 4's tiled tokens and batched expert matmuls; stacked expert weights gathered per token
 TILED = {

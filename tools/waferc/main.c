@@ -637,6 +637,8 @@ typedef struct compile_try {
   wf_pipeline *minimal_replicate;
   wf_pipeline *summa;     /* and without --gemm-algo: lower-gemm{algo=summa}, and replicated */
   wf_pipeline *summa_replicate;
+  wf_pipeline *onering;   /* with auto GEMMs: lower-gemm{one-ring}, and replicated */
+  wf_pipeline *onering_replicate;
 } compile_try;
 
 /* One compile to a plan for the target's current mesh (--auto-region retries it). */
@@ -688,20 +690,46 @@ static int compile_minimal(void *user) {
   r.minimal = r.minimal_replicate = NULL;
   if (!t->summa) return compile_gqa_fitting(&r);
   return wf_waferc_fallback(compile_gqa_fitting, compile_summa, &r,
-                            "the plan with the memory-minimal schedule does not fit a PE's SRAM either; it is "
-                            "compiled with SUMMA for every GEMM (--gemm-algo=summa)");
+                            "the plan with the memory-minimal schedule does not fit a PE's SRAM or its router's "
+                            "route codes either; it is compiled with SUMMA for every GEMM (--gemm-algo=summa)");
 }
 
-/* compile_gqa_fitting, and without --gemm-buffers compile_minimal when that plan does not fit:
- * the GEMM chooser weighs each op's SRAM alone (docs/gemm.md), so a double-buffered shift GEMM
- * it finds room for may not fit beside what the rest of the plan holds at its peak. */
+static int compile_onering(void *user);
+
+/* compile_gqa_fitting, and when that plan does not fit: with auto GEMMs compile_onering, and
+ * without --gemm-buffers compile_minimal. The GEMM chooser weighs each op alone
+ * (docs/gemm.md), so a region may mix MeshGEMM's and Cannon's rings past the colors or route
+ * codes, and a double-buffered shift GEMM it finds room for may not fit beside what the rest
+ * of the plan holds at its peak. */
 static int compile_fitting(void *user) {
   compile_try *t = user;
+  if (t->onering)
+    return wf_waferc_fallback(compile_gqa_fitting, compile_onering, user,
+                              "the plan does not fit a PE's SRAM, colors or route codes; it is compiled again with "
+                              "one shift-GEMM ring kind per region, MeshGEMM's or Cannon's (lower-gemm{one-ring})");
   if (!t->minimal) return compile_gqa_fitting(user);
   return wf_waferc_fallback(compile_gqa_fitting, compile_minimal, user,
-                            "the plan with double-buffered GEMMs does not fit a PE's SRAM (or, with --expert-parallel, "
-                            "a band's rows); it is compiled "
+                            "the plan with double-buffered GEMMs does not fit a PE's SRAM or its router's route codes "
+                            "(or, with --expert-parallel, a band's rows); it is compiled "
                             "with the memory-minimal schedule (--gemm-buffers=1)");
+}
+
+/* compile_fitting with the one-ring pipelines (and then, if need be, its other fallbacks). */
+static int compile_onering(void *user) {
+  compile_try *t = user, r = *t;
+  r.pipeline = t->onering;
+  r.replicate = t->onering_replicate;
+  r.onering = r.onering_replicate = NULL;
+  return compile_fitting(&r);
+}
+
+/* lower-gemm's options for the one-ring fallback: auto's (with --gemm-buffers') and one-ring;
+ * NULL when --gemm-algo names an algorithm. */
+static const char *onering_algo(const options *o, char *buf, size_t cap) {
+  const char *a = o->gemm_algo ? o->gemm_algo : "auto";
+  if (strncmp(a, "auto", 4) != 0 || (a[4] && a[4] != ',')) return NULL;
+  snprintf(buf, cap, "%s,one-ring=true", a);
+  return buf;
 }
 
 /* compile_fitting with every default pipeline built again (expert_parallel, band_rank). */
@@ -709,16 +737,19 @@ static int compile_rebuilt(void *user) {
   compile_try *t = user, r = *t;
   const options *o = t->o;
   r.pipeline = default_pipeline_parsed(t->c, o->gemm_algo, o->gqa);
-  wf_pipeline **extra[] = {&r.replicate, &r.minimal, &r.minimal_replicate, &r.summa, &r.summa_replicate};
-  char algo[80];
+  wf_pipeline **extra[] = {&r.replicate, &r.minimal, &r.minimal_replicate, &r.summa, &r.summa_replicate,
+                           &r.onering, &r.onering_replicate};
+  char algo[80], ring[96];
   if (r.replicate) r.replicate = default_pipeline_parsed(t->c, o->gemm_algo, "replicate");
   if (r.minimal) r.minimal = default_pipeline_parsed(t->c, minimal_algo(o, algo, sizeof algo), o->gqa);
   if (r.minimal_replicate) r.minimal_replicate = default_pipeline_parsed(t->c, algo, "replicate");
   if (r.summa) r.summa = default_pipeline_parsed(t->c, "summa", o->gqa);
   if (r.summa_replicate) r.summa_replicate = default_pipeline_parsed(t->c, "summa", "replicate");
+  if (r.onering) r.onering = default_pipeline_parsed(t->c, onering_algo(o, ring, sizeof ring), o->gqa);
+  if (r.onering_replicate) r.onering_replicate = default_pipeline_parsed(t->c, ring, "replicate");
   int rc = r.pipeline ? compile_fitting(&r) : WF_EXIT_USAGE;
   if (r.pipeline) wf_pipeline_free(r.pipeline);
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 7; i++)
     if (*extra[i]) wf_pipeline_free(*extra[i]);
   return rc;
 }
@@ -1131,10 +1162,14 @@ int main(int argc, char **argv) {
     return rc;
   }
   /* the default pipeline's fallbacks when a plan does not fit (compile_fitting) */
-  compile_try ct = {&c, &o, pipeline, NULL, NULL, NULL, NULL, NULL, NULL};
+  compile_try ct = {&c, &o, pipeline, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   if (!o.interpret && !emit_ir && !c.pipeline) {
-    char algo[80];
+    char algo[80], ring[96];
     if (!o.gqa) ct.replicate = default_pipeline_parsed(&c, o.gemm_algo, "replicate");
+    if (onering_algo(&o, ring, sizeof ring)) {
+      ct.onering = default_pipeline_parsed(&c, ring, o.gqa);
+      if (!o.gqa) ct.onering_replicate = default_pipeline_parsed(&c, ring, "replicate");
+    }
     if (minimal_algo(&o, algo, sizeof algo)) {
       ct.minimal = default_pipeline_parsed(&c, algo, o.gqa);
       if (!o.gqa) ct.minimal_replicate = default_pipeline_parsed(&c, algo, "replicate");
@@ -1144,7 +1179,7 @@ int main(int argc, char **argv) {
       }
     }
   }
-  if (!o.interpret && !emit_ir && (o.auto_region || ct.replicate || ct.minimal)) {
+  if (!o.interpret && !emit_ir && (o.auto_region || ct.replicate || ct.minimal || ct.onering)) {
     char *flags = joined_args(argc, argv);
     ct.flags = flags;
     if (o.auto_region) {
@@ -1155,8 +1190,9 @@ int main(int argc, char **argv) {
     }
     free(flags);
     wf_pipeline_free(pipeline);
-    wf_pipeline *extra[] = {ct.replicate, ct.minimal, ct.minimal_replicate, ct.summa, ct.summa_replicate};
-    for (int i = 0; i < 5; i++)
+    wf_pipeline *extra[] = {ct.replicate, ct.minimal, ct.minimal_replicate, ct.summa, ct.summa_replicate,
+                            ct.onering, ct.onering_replicate};
+    for (int i = 0; i < 7; i++)
       if (extra[i]) wf_pipeline_free(extra[i]);
     for (int i = 0; i < o.n_derived; i++) free(o.derived_shapes[i]);
     return rc;
