@@ -19,6 +19,7 @@
 
 #include "ir/rules.h"
 #include "passes/head_view.h"
+#include "waferc/diag.h"
 #include "waferc/tensor.h"
 
 #define HV_RANK 8
@@ -371,7 +372,7 @@ int wf_head_view_match(wf_module *m, wf_func *f, wf_value v4, wf_head_view *hv, 
   hv->p = c.p, hv->rope = c.rope, hv->transposed = c.transposed;
   hv->heads = heads, hv->d = t4->dims[3];
   hv->col = malloc((size_t)(hv->heads * hv->d) * sizeof *hv->col);
-  if (!hv->col) return *why = "out of memory", 0;
+  WF_ASSERT(hv->col); /* out of host memory: exit 7, said (ir/diag.c) */
   for (int64_t h = 0; h < hv->heads; h++)
     for (int64_t r = 0; r < hv->d; r++) {
       int64_t col = sh.off + index_off(&sh.d[1], h) + index_off(&sh.d[3], r);
