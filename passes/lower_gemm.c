@@ -112,14 +112,11 @@ static int run_lower_gemm(wf_module *m, wf_pass_ctx *ctx) {
         for (int o = 0; o < WF_GEMM_COUNT && !(used[ri] >> a & 1u); o++)
           if (is_auto && (used[ri] >> o & 1u) && ch.predicted[o] == ch.predicted[a] && ch.bytes[o] <= ch.sram)
             a = (wf_gemm_algo)o;
-        /* one ring kind: the other shift algorithm gives way to the lowest of the rest */
-        wf_gemm_algo other = used[ri] >> WF_GEMM_MESHGEMM & 1u ? WF_GEMM_CANNON : WF_GEMM_MESHGEMM;
-        if (is_auto && one_ring && a == other && (used[ri] >> WF_GEMM_MESHGEMM & 1u || used[ri] >> WF_GEMM_CANNON & 1u)) {
-          int b = -1;
-          for (int o = 0; o < WF_GEMM_COUNT; o++)
-            if (o != (int)other && ch.predicted[o] >= 0 && ch.bytes[o] <= ch.sram &&
-                (b < 0 || ch.predicted[o] < ch.predicted[b]))
-              b = o;
+        /* one ring kind: once the region has one shift algorithm, the other is no candidate */
+        unsigned other = used[ri] & 1u << WF_GEMM_MESHGEMM ? 1u << WF_GEMM_CANNON
+                         : used[ri] & 1u << WF_GEMM_CANNON ? 1u << WF_GEMM_MESHGEMM : 0;
+        if (is_auto && one_ring && other >> a & 1u) {
+          int b = wf_gemm_lowest_fitting(&ch, other);
           if (b >= 0) a = (wf_gemm_algo)b;
         }
         nb = ch.buffers[a];

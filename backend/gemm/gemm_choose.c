@@ -229,15 +229,20 @@ void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w
   }
   ch->k_padded = kp;
   /* the lowest prediction, and the lowest among the algorithms that fit */
-  int best = -1, fit = -1;
-  for (int a = 0; a < WF_GEMM_COUNT; a++) {
-    int64_t p = ch->predicted[a];
-    if (p < 0) continue;
-    if (best < 0 || p < ch->predicted[best]) best = a;
-    if (ch->bytes[a] <= ch->sram && (fit < 0 || p < ch->predicted[fit])) fit = a;
-  }
+  int best = -1, fit = wf_gemm_lowest_fitting(ch, 0);
+  for (int a = 0; a < WF_GEMM_COUNT; a++)
+    if (ch->predicted[a] >= 0 && (best < 0 || ch->predicted[a] < ch->predicted[best])) best = a;
   ch->lowest = best < 0 ? WF_GEMM_SUMMA : (wf_gemm_algo)best;
   ch->best = fit >= 0 ? (wf_gemm_algo)fit : ch->lowest;
+}
+
+int wf_gemm_lowest_fitting(const wf_gemm_choice *ch, unsigned skip) {
+  int fit = -1;
+  for (int a = 0; a < WF_GEMM_COUNT; a++)
+    if (!(skip >> a & 1u) && ch->predicted[a] >= 0 && ch->bytes[a] <= ch->sram &&
+        (fit < 0 || ch->predicted[a] < ch->predicted[fit]))
+      fit = a;
+  return fit;
 }
 
 void wf_gemm_choice_text(const wf_gemm_choice *ch, char *buf, size_t cap) {

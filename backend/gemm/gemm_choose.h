@@ -50,6 +50,11 @@ enum { WF_GEMM_NO_NONE, WF_GEMM_NO_VIRTUAL, WF_GEMM_NO_ONEBUF };
 void wf_gemm_choose(const wf_target *t, const wf_func *f, const wf_op *op, int w, int h, int nbuf,
                     wf_gemm_choice *ch);
 
+/* The algorithm of the lowest prediction among those that can lower the op and fit the SRAM,
+ * leaving out those whose bit is set in skip (1u << WF_GEMM_...); -1 when none. ch->best is
+ * that with skip 0 (else the lowest prediction). */
+int wf_gemm_lowest_fitting(const wf_gemm_choice *ch, unsigned skip);
+
 /* "candidates: meshgemm 120 (K 4 padded to 6), cannon 98, summa 35, allgather 50 (lowest:
  * summa)", or "(K 4 re-cut to 6 on the mesh)" for a relaid K; an algorithm that does not
  * fit: "allgather 30 no fit (143360 B)" and "(lowest that fits: summa)": the manifest's
