@@ -136,9 +136,8 @@ static void canon_op(canon *c, wf_op *op) {
  * the topk's axis (start 0, step 1); 0 when op is not such a slice. */
 static int64_t topk_prefix(const canon *c, const wf_op *op) {
   const wf_func *f = c->f;
-  if (op->code != WF_OP_SLICE) return 0;
-  const wf_op *tk = f->values[op->operands[0]].def;
-  if (!tk || tk->code != WF_OP_TOPK) return 0;
+  const wf_op *tk = op->code == WF_OP_SLICE ? wf_def_of(f, op->operands[0], WF_OP_TOPK) : NULL;
+  if (!tk) return 0;
   const wf_attr *st = wf_op_attr(f, op, "starts"), *en = wf_op_attr(f, op, "ends"), *ax = wf_op_attr(f, op, "axes"),
                 *sp = wf_op_attr(f, op, "steps");
   const wf_attr *one[4] = {st, en, ax, sp};
@@ -157,11 +156,11 @@ static int64_t topk_prefix(const canon *c, const wf_op *op) {
  * lower index either way). Before layouts only. */
 static void narrow_sorted_topk(canon *c) {
   wf_func *f = c->f;
+  /* per value: 0 unused, k' read only through prefix slices of k', -1 read otherwise */
   int64_t *end = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)(f->n_values + 1) * sizeof *end);
-  memset(end, 0, (size_t)(f->n_values + 1) * sizeof *end); /* 0 unused, -1 read otherwise */
-  char *ret = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)f->n_values + 1);
-  memset(ret, 0, (size_t)f->n_values + 1); /* returned: a slice named as an output stays */
-  wf_func_foreach_op(f, op) if (op->code == WF_OP_RETURN) for (int i = 0; i < op->n_operands; i++) ret[op->operands[i]] = 1;
+  char *ret = wf_arena_alloc(wf_pass_scratch(c->ctx), (size_t)f->n_values + 1); /* zeroed */
+  const wf_op *rop = wf_func_return(f); /* a returned slice keeps its name as an output: it stays */
+  for (int i = 0; rop && i < rop->n_operands; i++) ret[rop->operands[i]] = 1;
   wf_func_foreach_op(f, op) {
     int64_t e = topk_prefix(c, op);
     if (e && ret[op->results[0]]) e = 0;
@@ -173,7 +172,7 @@ static void narrow_sorted_topk(canon *c) {
   wf_func_foreach_op(f, op) {
     if (op->code != WF_OP_TOPK || op->n_results != 2 || !wf_op_int(f, op, "sorted", 1)) continue;
     int64_t e0 = end[op->results[0]], e1 = end[op->results[1]], e = e0 ? e0 : e1;
-    if (e <= 0 || (e0 && e0 != e) || (e1 && e1 != e) || e0 < 0 || e1 < 0) continue;
+    if (e0 < 0 || e1 < 0 || !e || (e1 && e1 != e)) continue;
     const wf_type *t = wf_value_type(f, op->results[0]);
     if (t->layout.rank || wf_value_type(f, op->operands[0])->layout.rank) continue;
     int64_t ax = wf_op_int(f, op, "axis", -1);

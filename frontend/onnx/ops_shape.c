@@ -360,8 +360,7 @@ int ox_imp_tile(ox_nctx *n) {
   int nr;
   int rc = ox_in_ints(n, 1, "repeats", &rep, &nr);
   if (rc) return rc;
-  int r = x->type.rank, ni = 0;
-  int64_t ins[WF_MAX_RANK], big[WF_MAX_RANK], outd[WF_MAX_RANK];
+  int r = x->type.rank, ni = r;
   if (nr != r) {
     ox_err(n, "repeats holds %d elements; input %s has rank %d (one per dim)", nr, ox_shape_str(&x->type), r);
     free(rep);
@@ -369,23 +368,27 @@ int ox_imp_tile(ox_nctx *n) {
   }
   for (int i = 0; i < r; i++) {
     int64_t d = x->type.dims[i];
-    if (rep[i] < 0 || (d > 0 && rep[i] > INT64_MAX / d)) {
-      ox_err(n, "repeats[%d] = %lld is %s", i, (long long)rep[i], rep[i] < 0 ? "negative" : "too large (the tiled dim overflows int64)");
+    if (rep[i] <= 0 || (d > 0 && rep[i] > INT64_MAX / d)) {
+      int64_t v = rep[i];
       free(rep);
+      if (v == 0) return ox_unsupported(n, "repeats[%d] = 0 makes an empty tensor", i);
+      ox_err(n, "repeats[%d] = %lld is %s", i, (long long)v, v < 0 ? "negative" : "too large (the tiled dim overflows int64)");
       return WF_EXIT_INPUT;
     }
-    if (rep[i] == 0) {
-      free(rep);
-      return ox_unsupported(n, "repeats[%d] = 0 makes an empty tensor", i);
-    }
-    if (rep[i] > 1 && ni < WF_MAX_RANK) ins[ni] = 1, big[ni++] = rep[i];
-    if (ni < WF_MAX_RANK) ins[ni] = d, big[ni++] = d;
-    else ni = WF_MAX_RANK + 1;
-    outd[i] = rep[i] * d;
+    ni += rep[i] > 1; /* a dim of rep[i] inserted before it */
+  }
+  if (ni > WF_MAX_RANK) {
+    free(rep);
+    return ox_unsupported(n, "tiling %s along that many dims needs a rank past the IR's %d", ox_shape_str(&x->type), WF_MAX_RANK);
+  }
+  int64_t ins[WF_MAX_RANK], big[WF_MAX_RANK], outd[WF_MAX_RANK];
+  for (int i = 0, j = 0; i < r; i++) {
+    if (rep[i] > 1) ins[j] = 1, big[j++] = rep[i];
+    ins[j] = big[j] = x->type.dims[i];
+    j++;
+    outd[i] = rep[i] * x->type.dims[i];
   }
   free(rep);
-  if (ni > WF_MAX_RANK)
-    return ox_unsupported(n, "tiling %s along that many dims needs a rank past the IR's %d", ox_shape_str(&x->type), WF_MAX_RANK);
   if (ni == r) return ox_set_out(n, 0, x); /* every repeat is 1 */
   wf_type t = wf_type_make(x->type.dtype, ni, big);
   ox_val *u = ox_reshape(n, x, ni, ins);

@@ -324,6 +324,11 @@ def errors():
     g = helper.make_graph([helper.make_node("MatMul", ["x", "x"], ["y"], name="/proj/MatMul")], "bigmatmul",
                           [vi("x", F32, [128, 128])], [vi("y", F32, None)])
     save("bigmatmul", g, {}, {})
+    # Tile with one repeat too few (bad input), and with a repeat of 0 (an empty tensor)
+    for name, reps in (("tile_bad", [2]), ("tile_zero", [2, 0])):
+        g = helper.make_graph([helper.make_node("Tile", ["x", "reps"], ["y"], name=name)], name, [vi("x", F32, [2, 3])],
+                              [vi("y", F32, None)], [init("reps", np.array(reps, np.int64))])
+        save(name, g, {}, {})
 
 
 def host_bounds():

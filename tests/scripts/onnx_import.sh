@@ -66,6 +66,9 @@ expect 1 "node 'first_user' (Relu, opset 17): error: input 'x' dim 0 ('batch') i
 expect 2 "has no input named 'nope'" -- waferc "$M/dynamic.onnx" --input-shape nope=1 --emit=ir
 expect 2 "dim 1 is 4 in the model, not 5" -- waferc "$M/dynamic.onnx" --input-shape x=2x5 --emit=ir
 expect 6 "cannot open" -- waferc "$TMP/missing.onnx" --emit=ir
+expect 1 "node 'tile_bad' (Tile, opset 17): error: repeats holds 1 elements; input f32.2, 3. has rank 2" -- \
+  waferc "$M/tile_bad.onnx" --emit=ir
+expect 3 "node 'tile_zero' (Tile, opset 17): error: repeats.1. = 0 makes an empty tensor" -- waferc "$M/tile_zero.onnx" --emit=ir
 # host memory is bounded by the file, not by the shapes it names: an Expand of three numbers to
 # 3.2e9 elements stays an op (it would be 12.9 GB folded; here under a 2 GB address-space cap),
 # and made-up constants past 320 MiB over the import are refused, naming the node
